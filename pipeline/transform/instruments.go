@@ -1,0 +1,652 @@
+// Package transform turns venue responses into Arrow record batches whose
+// schemas come from package schema. Decoding streams: a body is never held
+// whole in memory.
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/schema"
+)
+
+// Meta identifies the snapshot every row belongs to.
+type Meta struct {
+	SnapshotTime time.Time
+	RunID        string
+	Source       string
+	Endpoint     string
+}
+
+// Options tune a decode.
+type Options struct {
+	// BatchRows bounds the rows of one emitted record (default 32768).
+	BatchRows int
+	// TimestampUnit of creation_timestamp/expiration_timestamp (default auto).
+	TimestampUnit TimeUnit
+	// Mem allocates Arrow buffers (default Go allocator).
+	Mem memory.Allocator
+	// ReadBuffer is the scanner's initial buffer size (default 256 KiB).
+	ReadBuffer int
+}
+
+func (o *Options) defaults() {
+	if o.BatchRows <= 0 {
+		o.BatchRows = 32768
+	}
+	if o.Mem == nil {
+		o.Mem = memory.DefaultAllocator
+	}
+	if o.ReadBuffer <= 0 {
+		o.ReadBuffer = 256 << 10
+	}
+}
+
+// Emit receives each finished record batch with the table it belongs to
+// (schema.Instruments or schema.Rejects). The record is released after Emit
+// returns: a consumer that keeps it must Retain it.
+type Emit func(t *schema.Table, rec arrow.Record) error
+
+// Stats counts what a decode produced.
+type Stats struct {
+	Rows    int64 // rows emitted to the instruments table
+	Rejects int64 // rows emitted to rejects
+}
+
+// ShapeError is a body that is valid JSON but not the shape of the listing.
+type ShapeError struct{ Msg string }
+
+func (e *ShapeError) Error() string { return e.Msg }
+
+// IsInputError reports whether err is the body's fault (malformed JSON or the
+// wrong shape) rather than a read or sink failure.
+func IsInputError(err error) bool {
+	var se *jsontok.SyntaxError
+	var sh *ShapeError
+	return errors.As(err, &se) || errors.As(err, &sh)
+}
+
+type fieldKind uint8
+
+const (
+	kString fieldKind = iota
+	kFloat
+	kInt
+	kBool
+	kIndexPrice
+)
+
+// venueField is one of the 25 fields of an instrument.
+type venueField struct {
+	name string
+	kind fieldKind
+	col  int // column in schema.Instruments
+}
+
+var venueFields = func() []venueField {
+	kinds := map[string]fieldKind{
+		"base_currency": kString, "block_trade_commission": kFloat, "block_trade_min_trade_amount": kFloat,
+		"block_trade_tick_size": kFloat, "contract_size": kFloat, "counter_currency": kString,
+		"creation_timestamp": kInt, "deployed": kBool, "expiration_timestamp": kInt,
+		"index_price": kIndexPrice, "instrument_id": kString, "instrument_name": kString,
+		"instrument_type": kString, "is_active": kBool, "kind": kString, "maker_commission": kFloat,
+		"min_trade_amount": kFloat, "option_type": kString, "quote_currency": kString, "rfq": kBool,
+		"settlement_currency": kString, "settlement_period": kString, "strike": kFloat,
+		"taker_commission": kFloat, "tick_size": kFloat,
+	}
+	var out []venueField
+	for _, c := range schema.Instruments.Columns {
+		if k, ok := kinds[c.Name]; ok {
+			out = append(out, venueField{name: c.Name, kind: k, col: schema.Instruments.MustIndex(c.Name)})
+		}
+	}
+	if len(out) != len(kinds) {
+		panic("transform: schema.Instruments lacks a venue field")
+	}
+	return out
+}()
+
+// fieldIndex maps a key to its position in venueFields, or -1. The map lookup
+// with string(key) does not allocate.
+var fieldIndex = func() func([]byte) int {
+	m := make(map[string]int, len(venueFields))
+	for i, f := range venueFields {
+		m[f.name] = i
+	}
+	return func(k []byte) int {
+		if i, ok := m[string(k)]; ok {
+			return i
+		}
+		return -1
+	}
+}()
+
+// value is one parsed field of the row being decoded.
+type value struct {
+	set, null bool
+	b         bool
+	i         int64
+	f         float64
+	fok       bool // index_price parsed
+	soff      int  // string bytes in row.arena
+	slen      int
+}
+
+type row struct {
+	vals   [32]value
+	arena  []byte
+	extra  []int  // [begin, end) offsets of unknown members in the row's capture
+	reason string // first reason to reject, "" when none
+}
+
+func (r *row) reset() {
+	for i := range venueFields {
+		r.vals[i] = value{}
+	}
+	r.arena = r.arena[:0]
+	r.extra = r.extra[:0]
+	r.reason = ""
+}
+
+func (r *row) reject(format string, args ...any) {
+	if r.reason == "" {
+		r.reason = fmt.Sprintf(format, args...)
+	}
+}
+
+// InstrumentDecoder decodes get_instruments bodies. It is not safe for
+// concurrent use; reuse one per goroutine to keep its buffers.
+type InstrumentDecoder struct {
+	opt  Options
+	meta Meta
+	emit Emit
+
+	rb      *array.RecordBuilder
+	rjb     *array.RecordBuilder
+	str     []*array.StringBuilder // by column; nil where not a string column
+	flt     []*array.Float64Builder
+	i64     []*array.Int64Builder
+	bln     []*array.BooleanBuilder
+	tsb     []*array.TimestampBuilder
+	colRaw  int
+	colCTim int
+	colETim int
+	colExt  int
+
+	extraBuf []byte
+
+	r     row
+	stats Stats
+	index int64 // position of the next instrument in the listing
+}
+
+// NewInstrumentDecoder returns a decoder that emits record batches of
+// schema.Instruments and schema.Rejects.
+func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
+	opt.defaults()
+	d := &InstrumentDecoder{opt: opt}
+	t := schema.Instruments
+	d.rb = array.NewRecordBuilder(opt.Mem, t.ArrowSchema())
+	d.rjb = array.NewRecordBuilder(opt.Mem, schema.Rejects.ArrowSchema())
+	n := len(t.Columns)
+	d.str = make([]*array.StringBuilder, n)
+	d.flt = make([]*array.Float64Builder, n)
+	d.i64 = make([]*array.Int64Builder, n)
+	d.bln = make([]*array.BooleanBuilder, n)
+	d.tsb = make([]*array.TimestampBuilder, n)
+	for i := range t.Columns {
+		switch b := d.rb.Field(i).(type) {
+		case *array.StringBuilder:
+			d.str[i] = b
+		case *array.Float64Builder:
+			d.flt[i] = b
+		case *array.Int64Builder:
+			d.i64[i] = b
+		case *array.BooleanBuilder:
+			d.bln[i] = b
+		case *array.TimestampBuilder:
+			d.tsb[i] = b
+		}
+	}
+	d.colRaw = t.MustIndex("index_price_raw")
+	d.colCTim = t.MustIndex("creation_time")
+	d.colETim = t.MustIndex("expiration_time")
+	d.colExt = t.MustIndex("extra")
+	return d
+}
+
+// Release frees the builders.
+func (d *InstrumentDecoder) Release() {
+	d.rb.Release()
+	d.rjb.Release()
+}
+
+// Decode reads one get_instruments body and emits its rows. Rows that break
+// the value rules go to rejects with a reason and the rest loads. A body that
+// is malformed or not a JSON array of {"instruments": [...]} groups fails with
+// an error for which IsInputError is true; rows of earlier batches may have
+// been emitted already, and the caller decides what to do with them.
+func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
+	d.meta, d.emit = meta, emit
+	d.stats, d.index = Stats{}, 0
+	d.rb.Reserve(0)
+	sc := jsontok.New(r, d.opt.ReadBuffer)
+	err := d.decode(ctx, sc)
+	if err == nil {
+		err = d.flush(true)
+	} else {
+		d.discard()
+	}
+	return d.stats, err
+}
+
+func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) error {
+	k, err := sc.PeekKind()
+	if err != nil {
+		return err
+	}
+	if k != jsontok.Array {
+		return &ShapeError{fmt.Sprintf("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)}
+	}
+	if err := sc.Expect('['); err != nil {
+		return err
+	}
+	for group, first := 0, true; ; group, first = group+1, false {
+		more, err := sc.More(']', first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		if k, err := sc.PeekKind(); err != nil {
+			return err
+		} else if k != jsontok.Object {
+			return &ShapeError{fmt.Sprintf("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)}
+		}
+		if err := d.group(ctx, sc, group); err != nil {
+			return err
+		}
+	}
+	if eof, err := sc.AtEOF(); err != nil {
+		return err
+	} else if !eof {
+		return &jsontok.SyntaxError{Offset: sc.Offset(), Msg: "unexpected data after the listing"}
+	}
+	return nil
+}
+
+// group decodes one {"instruments": [...]} element. Other members of the
+// group are ignored (they are in the raw archive).
+func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, group int) error {
+	if err := sc.Expect('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil || !more {
+			return err
+		}
+		key, err := sc.String()
+		if err != nil {
+			return err
+		}
+		isList := string(key) == "instruments"
+		if err := sc.Expect(':'); err != nil {
+			return err
+		}
+		if !isList {
+			if err := sc.Skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		k, err := sc.PeekKind()
+		if err != nil {
+			return err
+		}
+		switch k {
+		case jsontok.Null:
+			if _, err := sc.Literal(); err != nil {
+				return err
+			}
+			continue
+		case jsontok.Array:
+		default:
+			return &ShapeError{fmt.Sprintf("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)}
+		}
+		if err := sc.Expect('['); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			more, err := sc.More(']', first)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			if err := d.instrument(sc); err != nil {
+				return err
+			}
+			if d.rb.Field(0).Len() >= d.opt.BatchRows {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := d.flush(false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// instrument decodes one element of an instruments array into the row
+// builders, or into rejects.
+func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
+	r := &d.r
+	r.reset()
+	idx := d.index
+	d.index++
+	if err := sc.StartCapture(); err != nil {
+		return err
+	}
+	k, err := sc.PeekKind()
+	if err != nil {
+		return err
+	}
+	if k != jsontok.Object {
+		if err := sc.Skip(); err != nil {
+			return err
+		}
+		d.addReject(idx, fmt.Sprintf("instrument is a JSON %s, expected an object", k), sc.EndCapture())
+		return nil
+	}
+	if err := sc.Expect('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		memberStart := sc.CaptureLen()
+		key, err := sc.String()
+		if err != nil {
+			return err
+		}
+		fi := fieldIndex(key)
+		if err := sc.Expect(':'); err != nil {
+			return err
+		}
+		if fi < 0 {
+			if err := sc.Skip(); err != nil {
+				return err
+			}
+			// Keep the member as received; the capture holds it.
+			r.extra = append(r.extra, memberStart, sc.CaptureLen())
+			continue
+		}
+		if err := d.field(sc, fi); err != nil {
+			return err
+		}
+	}
+	raw := sc.EndCapture()
+	name := &r.vals[nameField]
+	switch {
+	case r.reason != "":
+	case !name.set:
+		r.reject("instrument_name is missing")
+	case name.null:
+		r.reject("instrument_name is null")
+	case name.slen == 0:
+		r.reject("instrument_name is empty")
+	}
+	if r.reason != "" {
+		d.addReject(idx, r.reason, raw)
+		return nil
+	}
+	d.appendRow(raw)
+	return nil
+}
+
+var (
+	nameField       = fieldIndex([]byte("instrument_name"))
+	creationField   = fieldIndex([]byte("creation_timestamp"))
+	expirationField = fieldIndex([]byte("expiration_timestamp"))
+)
+
+// field parses the value of venue field fi.
+func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
+	r := &d.r
+	f := &venueFields[fi]
+	v := &r.vals[fi]
+	*v = value{set: true}
+	k, err := sc.PeekKind()
+	if err != nil {
+		return err
+	}
+	if k == jsontok.Null {
+		_, err := sc.Literal()
+		v.null = true
+		return err
+	}
+	wrong := func() error {
+		r.reject("%s: expected %s, got %s", f.name, kindName(f.kind), k)
+		v.null = true
+		return sc.Skip()
+	}
+	switch f.kind {
+	case kString:
+		if k != jsontok.StringKind {
+			return wrong()
+		}
+		s, err := sc.String()
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(s) {
+			r.reject("%s: invalid UTF-8", f.name)
+		}
+		v.soff, v.slen = len(r.arena), len(s)
+		r.arena = append(r.arena, s...)
+	case kFloat:
+		if k != jsontok.Number {
+			return wrong()
+		}
+		n, err := sc.Number()
+		if err != nil {
+			return err
+		}
+		if v.f, err = parseJSONFloat(n); err != nil {
+			r.reject("%s: %v", f.name, err)
+		}
+	case kInt:
+		if k != jsontok.Number {
+			return wrong()
+		}
+		n, err := sc.Number()
+		if err != nil {
+			return err
+		}
+		if v.i, err = parseJSONInt(n); err != nil {
+			r.reject("%s: %v", f.name, err)
+		}
+	case kBool:
+		if k != jsontok.True && k != jsontok.False {
+			return wrong()
+		}
+		_, err := sc.Literal()
+		v.b = k == jsontok.True
+		return err
+	case kIndexPrice:
+		// The venue sends a string holding a number; a bare JSON number is
+		// the same value and is accepted with its text kept as raw.
+		var s []byte
+		switch k {
+		case jsontok.StringKind:
+			s, err = sc.String()
+			if err == nil && !utf8.Valid(s) {
+				r.reject("%s: invalid UTF-8", f.name)
+			}
+		case jsontok.Number:
+			s, err = sc.Number()
+		default:
+			r.reject("%s: expected string, got %s", f.name, k)
+			v.null = true
+			return sc.Skip()
+		}
+		if err != nil {
+			return err
+		}
+		v.f, v.fok = ParseDecimal(s)
+		v.soff, v.slen = len(r.arena), len(s)
+		r.arena = append(r.arena, s...)
+	}
+	return nil
+}
+
+func kindName(k fieldKind) string {
+	switch k {
+	case kString, kIndexPrice:
+		return "string"
+	case kFloat:
+		return "number"
+	case kInt:
+		return "integer"
+	case kBool:
+		return "bool"
+	}
+	return "?"
+}
+
+// appendRow appends the decoded row to the instrument builders.
+func (d *InstrumentDecoder) appendRow(raw []byte) {
+	r := &d.r
+	d.appendMeta(d.rb, 0)
+	for fi := range venueFields {
+		f := &venueFields[fi]
+		v := &r.vals[fi]
+		c := f.col
+		if !v.set || v.null {
+			d.rb.Field(c).AppendNull()
+			if f.kind == kIndexPrice {
+				d.str[d.colRaw].AppendNull()
+			}
+			continue
+		}
+		switch f.kind {
+		case kString:
+			d.str[c].BinaryBuilder.Append(r.arena[v.soff : v.soff+v.slen])
+		case kFloat:
+			d.flt[c].Append(v.f)
+		case kInt:
+			d.i64[c].Append(v.i)
+		case kBool:
+			d.bln[c].Append(v.b)
+		case kIndexPrice:
+			if v.fok {
+				d.flt[c].Append(v.f)
+			} else {
+				d.flt[c].AppendNull()
+			}
+			d.str[d.colRaw].BinaryBuilder.Append(r.arena[v.soff : v.soff+v.slen])
+		}
+	}
+	d.appendTime(d.colCTim, creationField)
+	d.appendTime(d.colETim, expirationField)
+	if len(r.extra) == 0 {
+		d.str[d.colExt].AppendNull()
+	} else {
+		d.extraBuf = extraJSON(d.extraBuf, raw, r.extra)
+		d.str[d.colExt].BinaryBuilder.Append(d.extraBuf)
+	}
+}
+
+// extraJSON builds {"k":v,...} in buf from the member spans ([begin, end)
+// pairs of offsets into raw).
+func extraJSON(buf, raw []byte, spans []int) []byte {
+	out := append(buf[:0], '{')
+	for i := 0; i+1 < len(spans); i += 2 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw[spans[i]:spans[i+1]]...)
+	}
+	return append(out, '}')
+}
+
+// appendTime appends the UTC time parsed from the raw epoch field fi.
+func (d *InstrumentDecoder) appendTime(col, fi int) {
+	v := &d.r.vals[fi]
+	if !v.set || v.null {
+		d.tsb[col].AppendNull()
+		return
+	}
+	if ms, ok := EpochToMillis(v.i, d.opt.TimestampUnit); ok {
+		d.tsb[col].Append(arrow.Timestamp(ms))
+	} else {
+		d.tsb[col].AppendNull()
+	}
+}
+
+// appendMeta appends snapshot_time, run_id and source (the first three
+// columns of every table).
+func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder, _ int) {
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(d.meta.SnapshotTime.UnixMilli()))
+	b.Field(1).(*array.StringBuilder).Append(d.meta.RunID)
+	b.Field(2).(*array.StringBuilder).Append(d.meta.Source)
+}
+
+func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
+	b := d.rjb
+	d.appendMeta(b, 0)
+	t := schema.Rejects
+	b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(d.meta.Endpoint)
+	b.Field(t.MustIndex("row_index")).(*array.Int64Builder).Append(idx)
+	b.Field(t.MustIndex("reason")).(*array.StringBuilder).Append(reason)
+	b.Field(t.MustIndex("raw")).(*array.StringBuilder).Append(strings.ToValidUTF8(string(raw), "\uFFFD"))
+}
+
+// flush emits the rows built so far; rejects are emitted at the end only
+// (they are few) unless they reach a batch.
+func (d *InstrumentDecoder) flush(final bool) error {
+	if n := d.rb.Field(0).Len(); n > 0 {
+		rec := d.rb.NewRecord()
+		d.stats.Rows += int64(n)
+		err := d.emit(schema.Instruments, rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if n := d.rjb.Field(0).Len(); n > 0 && (final || n >= d.opt.BatchRows) {
+		rec := d.rjb.NewRecord()
+		d.stats.Rejects += int64(n)
+		err := d.emit(schema.Rejects, rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discard drops rows built but not emitted (after a failed decode).
+func (d *InstrumentDecoder) discard() {
+	d.rb.NewRecord().Release()
+	d.rjb.NewRecord().Release()
+}

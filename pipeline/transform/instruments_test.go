@@ -1,0 +1,419 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/optlake/optlake/schema"
+)
+
+var testMeta = Meta{
+	SnapshotTime: time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC),
+	RunID:        "0193-run",
+	Source:       "venue.test",
+	Endpoint:     "instruments",
+}
+
+// decoded is what one Decode produced, as plain Go values (nil = null).
+type decoded struct {
+	rows    []map[string]any
+	rejects []map[string]any
+	batches int
+	stats   Stats
+	err     error
+}
+
+func rowsOf(rec arrow.Record) []map[string]any {
+	var out []map[string]any
+	for i := 0; i < int(rec.NumRows()); i++ {
+		m := map[string]any{}
+		for c, f := range rec.Schema().Fields() {
+			col := rec.Column(c)
+			if col.IsNull(i) {
+				m[f.Name] = nil
+				continue
+			}
+			switch a := col.(type) {
+			case *array.String:
+				m[f.Name] = a.Value(i)
+			case *array.Float64:
+				m[f.Name] = a.Value(i)
+			case *array.Int64:
+				m[f.Name] = a.Value(i)
+			case *array.Boolean:
+				m[f.Name] = a.Value(i)
+			case *array.Timestamp:
+				m[f.Name] = time.UnixMilli(int64(a.Value(i))).UTC()
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func decode(t *testing.T, body string, opt Options) decoded {
+	t.Helper()
+	return decodeReader(t, strings.NewReader(body), opt)
+}
+
+func decodeReader(t *testing.T, r io.Reader, opt Options) decoded {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	opt.Mem = mem
+	d := NewInstrumentDecoder(opt)
+	var out decoded
+	out.stats, out.err = d.Decode(context.Background(), r, testMeta, func(tb *schema.Table, rec arrow.Record) error {
+		if !rec.Schema().Equal(tb.ArrowSchema()) {
+			t.Errorf("record schema differs from schema.%s", tb.Name)
+		}
+		switch tb {
+		case schema.Instruments:
+			out.rows = append(out.rows, rowsOf(rec)...)
+			out.batches++
+		case schema.Rejects:
+			out.rejects = append(out.rejects, rowsOf(rec)...)
+		default:
+			t.Errorf("unexpected table %s", tb.Name)
+		}
+		return nil
+	})
+	d.Release()
+	mem.AssertSize(t, 0)
+	return out
+}
+
+const fullInstrument = `{"base_currency":"BTC","block_trade_commission":0.00015,"block_trade_min_trade_amount":25,"block_trade_tick_size":0.0001,"contract_size":1,"counter_currency":"USD","creation_timestamp":1763596800000,"deployed":true,"expiration_timestamp":1764230400000,"index_price":"95012.35","instrument_id":"210838","instrument_name":"BTC-27NOV26-100000-C","instrument_type":"reversed","is_active":true,"kind":"option","maker_commission":0.0003,"min_trade_amount":0.1,"option_type":"call","quote_currency":"BTC","rfq":false,"settlement_currency":"BTC","settlement_period":"week","strike":100000,"taker_commission":0.0003,"tick_size":0.0005}`
+
+// inst returns fullInstrument with members replaced (value "" removes it).
+func inst(repl map[string]string) string {
+	s := fullInstrument
+	for k, v := range repl {
+		i := strings.Index(s, `"`+k+`":`)
+		if i < 0 {
+			s = s[:len(s)-1] + `,"` + k + `":` + v + `}`
+			continue
+		}
+		j := i + len(k) + 3
+		depth, inStr := 0, false
+		for ; j < len(s); j++ {
+			c := s[j]
+			if inStr {
+				if c == '\\' {
+					j++
+				} else if c == '"' {
+					inStr = false
+				}
+				continue
+			}
+			if c == '"' {
+				inStr = true
+			} else if c == '{' || c == '[' {
+				depth++
+			} else if c == '}' || c == ']' {
+				if depth == 0 {
+					break
+				}
+				depth--
+			} else if c == ',' && depth == 0 {
+				break
+			}
+		}
+		if v == "" {
+			if s[j] == ',' {
+				j++
+			} else if s[i-1] == ',' {
+				i--
+			}
+			s = s[:i] + s[j:]
+		} else {
+			s = s[:i] + `"` + k + `":` + v + s[j:]
+		}
+	}
+	return s
+}
+
+func listing(insts ...string) string {
+	return `[{"instruments":[` + strings.Join(insts, ",") + `]}]`
+}
+
+func TestDecodeFullRow(t *testing.T) {
+	got := decode(t, listing(fullInstrument), Options{})
+	if got.err != nil || len(got.rows) != 1 || len(got.rejects) != 0 {
+		t.Fatalf("err=%v rows=%d rejects=%v", got.err, len(got.rows), got.rejects)
+	}
+	r := got.rows[0]
+	want := map[string]any{
+		"snapshot_time": testMeta.SnapshotTime, "run_id": "0193-run", "source": "venue.test",
+		"base_currency": "BTC", "block_trade_commission": 0.00015, "block_trade_min_trade_amount": 25.0,
+		"block_trade_tick_size": 0.0001, "contract_size": 1.0, "counter_currency": "USD",
+		"creation_timestamp": int64(1763596800000), "deployed": true, "expiration_timestamp": int64(1764230400000),
+		"index_price": 95012.35, "index_price_raw": "95012.35", "instrument_id": "210838",
+		"instrument_name": "BTC-27NOV26-100000-C", "instrument_type": "reversed", "is_active": true,
+		"kind": "option", "maker_commission": 0.0003, "min_trade_amount": 0.1, "option_type": "call",
+		"quote_currency": "BTC", "rfq": false, "settlement_currency": "BTC", "settlement_period": "week",
+		"strike": 100000.0, "taker_commission": 0.0003, "tick_size": 0.0005,
+		"creation_time":   time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC),
+		"expiration_time": time.Date(2025, 11, 27, 8, 0, 0, 0, time.UTC),
+		"extra":           nil,
+	}
+	if len(r) != len(schema.Instruments.Columns) {
+		t.Errorf("row has %d columns, schema %d", len(r), len(schema.Instruments.Columns))
+	}
+	for k, w := range want {
+		if g := r[k]; g != w {
+			t.Errorf("%s = %#v, want %#v", k, g, w)
+		}
+	}
+}
+
+func TestDecodeValueRules(t *testing.T) {
+	type check map[string]any
+	cases := []struct {
+		name   string
+		inst   string
+		opt    Options
+		want   check  // expected column values of the loaded row
+		reject string // substring of the reject reason; "" = row loads
+	}{
+		{name: "index_price empty", inst: inst(map[string]string{"index_price": `""`}), want: check{"index_price": nil, "index_price_raw": ""}},
+		{name: "index_price word", inst: inst(map[string]string{"index_price": `"abc"`}), want: check{"index_price": nil, "index_price_raw": "abc"}},
+		{name: "index_price exponent", inst: inst(map[string]string{"index_price": `"1e3"`}), want: check{"index_price": 1000.0, "index_price_raw": "1e3"}},
+		{name: "index_price negative", inst: inst(map[string]string{"index_price": `"-0.5"`}), want: check{"index_price": -0.5}},
+		{name: "index_price plus sign", inst: inst(map[string]string{"index_price": `"+12.5"`}), want: check{"index_price": 12.5, "index_price_raw": "+12.5"}},
+		{name: "index_price NaN", inst: inst(map[string]string{"index_price": `"NaN"`}), want: check{"index_price": nil, "index_price_raw": "NaN"}},
+		{name: "index_price Inf", inst: inst(map[string]string{"index_price": `"Infinity"`}), want: check{"index_price": nil}},
+		{name: "index_price overflow is null not clamped", inst: inst(map[string]string{"index_price": `"1e400"`}), want: check{"index_price": nil, "index_price_raw": "1e400"}},
+		{name: "index_price hex", inst: inst(map[string]string{"index_price": `"0x10"`}), want: check{"index_price": nil}},
+		{name: "index_price spaces", inst: inst(map[string]string{"index_price": `" 12"`}), want: check{"index_price": nil, "index_price_raw": " 12"}},
+		{name: "index_price escaped", inst: inst(map[string]string{"index_price": `"\u0031\u0032"`}), want: check{"index_price": 12.0, "index_price_raw": "12"}},
+		{name: "index_price as JSON number", inst: inst(map[string]string{"index_price": `1000.50`}), want: check{"index_price": 1000.5, "index_price_raw": "1000.50"}},
+		{name: "index_price null", inst: inst(map[string]string{"index_price": `null`}), want: check{"index_price": nil, "index_price_raw": nil}},
+		{name: "index_price bool", inst: inst(map[string]string{"index_price": `true`}), reject: "index_price: expected string, got bool"},
+		{name: "timestamps in seconds", inst: inst(map[string]string{"creation_timestamp": "1763596800", "expiration_timestamp": "1764230400"}),
+			want: check{"creation_timestamp": int64(1763596800), "creation_time": time.Date(2025, 11, 20, 0, 0, 0, 0, time.UTC), "expiration_time": time.Date(2025, 11, 27, 8, 0, 0, 0, time.UTC)}},
+		{name: "timestamps in microseconds", inst: inst(map[string]string{"creation_timestamp": "1763596800123456"}),
+			want: check{"creation_time": time.Date(2025, 11, 20, 0, 0, 0, 123e6, time.UTC)}},
+		{name: "timestamps in nanoseconds", inst: inst(map[string]string{"creation_timestamp": "1763596800123456789"}),
+			want: check{"creation_time": time.Date(2025, 11, 20, 0, 0, 0, 123e6, time.UTC)}},
+		{name: "unit forced to seconds", inst: inst(map[string]string{"creation_timestamp": "1763596800000"}), opt: Options{TimestampUnit: UnitSeconds},
+			want: check{"creation_timestamp": int64(1763596800000), "creation_time": nil}},
+		{name: "unit forced to ms", inst: inst(map[string]string{"creation_timestamp": "1763596800"}), opt: Options{TimestampUnit: UnitMillis},
+			want: check{"creation_time": time.Date(1970, 1, 21, 9, 53, 16, 800e6, time.UTC)}},
+		{name: "timestamp exponent integer", inst: inst(map[string]string{"creation_timestamp": "1.7635968e12"}), want: check{"creation_timestamp": int64(1763596800000)}},
+		{name: "timestamp fractional", inst: inst(map[string]string{"creation_timestamp": "1763596800000.5"}), reject: "creation_timestamp: 1763596800000.5 is not an integer"},
+		{name: "timestamp beyond int64", inst: inst(map[string]string{"expiration_timestamp": "99999999999999999999"}), reject: "outside the int64 range"},
+		{name: "timestamp huge exponent", inst: inst(map[string]string{"expiration_timestamp": "1e999999999"}), reject: "outside the int64 range"},
+		{name: "timestamp negative", inst: inst(map[string]string{"creation_timestamp": "-1000"}), want: check{"creation_time": time.Date(1969, 12, 31, 23, 43, 20, 0, time.UTC)}},
+		{name: "timestamp as string", inst: inst(map[string]string{"creation_timestamp": `"1763596800000"`}), reject: "creation_timestamp: expected integer, got string"},
+		{name: "nulls load as null", inst: inst(map[string]string{"strike": "null", "option_type": "null", "is_active": "null", "expiration_timestamp": "null"}),
+			want: check{"strike": nil, "option_type": nil, "is_active": nil, "expiration_timestamp": nil, "expiration_time": nil}},
+		{name: "missing fields load as null", inst: inst(map[string]string{"strike": "", "tick_size": "", "deployed": ""}), want: check{"strike": nil, "tick_size": nil, "deployed": nil}},
+		{name: "strike as string", inst: inst(map[string]string{"strike": `"oops"`}), reject: "strike: expected number, got string"},
+		{name: "is_active as string", inst: inst(map[string]string{"is_active": `"yes"`}), reject: "is_active: expected bool, got string"},
+		{name: "kind as number", inst: inst(map[string]string{"kind": `1`}), reject: "kind: expected string, got number"},
+		{name: "strike as object", inst: inst(map[string]string{"strike": `{"v":1}`}), reject: "strike: expected number, got object"},
+		{name: "float overflow rejected", inst: inst(map[string]string{"strike": `1e400`}), reject: "strike: 1e400 is outside the float64 range"},
+		{name: "no instrument_name", inst: inst(map[string]string{"instrument_name": ""}), reject: "instrument_name is missing"},
+		{name: "null instrument_name", inst: inst(map[string]string{"instrument_name": "null"}), reject: "instrument_name is null"},
+		{name: "empty instrument_name", inst: inst(map[string]string{"instrument_name": `""`}), reject: "instrument_name is empty"},
+		{name: "invalid utf-8", inst: inst(map[string]string{"kind": "\"opt\xffion\""}), reject: "kind: invalid UTF-8"},
+		{name: "unknown fields kept in extra", inst: inst(map[string]string{"venue_tag": `"a"`, "greeks_hint": `{"x": [1, 2.50]}`}),
+			want: check{"extra": `{"venue_tag":"a","greeks_hint":{"x": [1, 2.50]}}`, "strike": 100000.0}},
+		{name: "escaped strings", inst: inst(map[string]string{"instrument_id": `"a\"b\\c\n\u00e9\ud83d\ude00"`}), want: check{"instrument_id": "a\"b\\c\né😀"}},
+		{name: "duplicate key last wins", inst: fullInstrument[:len(fullInstrument)-1] + `,"tick_size":0.5}`, want: check{"tick_size": 0.5}},
+		{name: "instrument is not an object", inst: `"BTC-PERPETUAL"`, reject: "instrument is a JSON string, expected an object"},
+		{name: "instrument is null", inst: `null`, reject: "instrument is a JSON null, expected an object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decode(t, listing(tc.inst), tc.opt)
+			if got.err != nil {
+				t.Fatalf("decode: %v", got.err)
+			}
+			if tc.reject != "" {
+				if len(got.rows) != 0 || len(got.rejects) != 1 {
+					t.Fatalf("rows=%d rejects=%d, want the row rejected", len(got.rows), len(got.rejects))
+				}
+				rj := got.rejects[0]
+				if !strings.Contains(rj["reason"].(string), tc.reject) {
+					t.Errorf("reason %q, want it to contain %q", rj["reason"], tc.reject)
+				}
+				if want := strings.ToValidUTF8(tc.inst, "\uFFFD"); rj["raw"] != want {
+					t.Errorf("raw = %q, want the row as received %q", rj["raw"], want)
+				}
+				if rj["endpoint"] != "instruments" || rj["row_index"] != int64(0) || rj["run_id"] != testMeta.RunID {
+					t.Errorf("reject meta = %v", rj)
+				}
+				if got.stats.Rejects != 1 || got.stats.Rows != 0 {
+					t.Errorf("stats = %+v", got.stats)
+				}
+				return
+			}
+			if len(got.rows) != 1 || len(got.rejects) != 0 {
+				t.Fatalf("rows=%d rejects=%v, want one row", len(got.rows), got.rejects)
+			}
+			for k, w := range tc.want {
+				if g := got.rows[0][k]; g != w {
+					t.Errorf("%s = %#v, want %#v", k, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeShapes(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      string
+		rows      int
+		rejects   int
+		err       string // substring; "" = success
+		inputErr  bool
+		rowsAfter int // rows with instrument_name BTC-2 (ordering check)
+	}{
+		{name: "empty listing", body: `[]`},
+		{name: "empty group", body: `[{"instruments":[]}]`},
+		{name: "null instruments", body: `[{"instruments":null}]`},
+		{name: "group without instruments", body: `[{}]`},
+		{name: "group with other keys", body: `[{"currency":"BTC","instruments":[` + fullInstrument + `],"count":{"n":1}}]`, rows: 1},
+		{name: "several groups", body: `[{"instruments":[` + fullInstrument + `,` + fullInstrument + `]},{"instruments":[]},{"instruments":[` + fullInstrument + `]}]`, rows: 3},
+		{name: "whitespace everywhere", body: " [ { \"instruments\" : [ " + strings.ReplaceAll(fullInstrument, ",", " ,\n\t") + " ] } ]\n", rows: 1},
+		{name: "bad row among good", body: listing(fullInstrument, inst(map[string]string{"strike": `"x"`}), fullInstrument), rows: 2, rejects: 1},
+		{name: "top level object", body: `{"instruments":[]}`, err: "listing is a JSON object, expected an array", inputErr: true},
+		{name: "top level string", body: `"x"`, err: "listing is a JSON string", inputErr: true},
+		{name: "element not object", body: `[[]]`, err: "listing element 0 is a JSON array", inputErr: true},
+		{name: "instruments not array", body: `[{"instruments":{"a":1}}]`, err: `"instruments" is a JSON object, expected an array`, inputErr: true},
+		{name: "truncated", body: listing(fullInstrument)[:200], err: "unexpected end of input", inputErr: true},
+		{name: "malformed", body: `[{"instruments":[{"kind":"option"}}]}]`, err: "invalid JSON", inputErr: true},
+		{name: "trailing comma", body: `[{"instruments":[` + fullInstrument + `,]}]`, err: "trailing comma", inputErr: true},
+		{name: "trailing garbage", body: `[] x`, err: "unexpected data after the listing", inputErr: true},
+		{name: "empty body", body: ``, err: "unexpected end of input", inputErr: true},
+		{name: "bad number", body: listing(inst(map[string]string{"strike": "01"})), err: "invalid number", inputErr: true},
+		{name: "bad literal", body: listing(inst(map[string]string{"rfq": "tru"})), err: "invalid literal", inputErr: true},
+		{name: "control char in string", body: listing(inst(map[string]string{"kind": "\"a\x01\""})), err: "control character", inputErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decode(t, tc.body, Options{})
+			if tc.err == "" {
+				if got.err != nil {
+					t.Fatalf("decode: %v", got.err)
+				}
+			} else {
+				if got.err == nil || !strings.Contains(got.err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", got.err, tc.err)
+				}
+				if IsInputError(got.err) != tc.inputErr {
+					t.Errorf("IsInputError = %v", !tc.inputErr)
+				}
+				return
+			}
+			if len(got.rows) != tc.rows || len(got.rejects) != tc.rejects {
+				t.Errorf("rows=%d rejects=%d, want %d/%d", len(got.rows), len(got.rejects), tc.rows, tc.rejects)
+			}
+			if got.stats.Rows != int64(tc.rows) || got.stats.Rejects != int64(tc.rejects) {
+				t.Errorf("stats = %+v", got.stats)
+			}
+		})
+	}
+}
+
+// Batches are bounded and rows keep their order, whatever the reader's
+// chunking (one byte at a time crosses every buffer boundary).
+func TestDecodeBatchesAndChunking(t *testing.T) {
+	var insts []string
+	for i := 0; i < 250; i++ {
+		insts = append(insts, inst(map[string]string{
+			"instrument_name": `"I-` + strings.Repeat("x", i%7) + `"`,
+			"instrument_id":   `"` + strings.Repeat("é", i%5) + `\u00e9"`,
+			"extra_field":     `{"i":` + strings.Repeat("1", 1+i%3) + `}`,
+		}))
+	}
+	body := `[{"instruments":[` + strings.Join(insts[:100], ",") + `]},{"instruments":[` + strings.Join(insts[100:], ",") + `]}]`
+	whole := decode(t, body, Options{BatchRows: 64})
+	if whole.err != nil || len(whole.rows) != 250 || whole.batches != 4 {
+		t.Fatalf("err=%v rows=%d batches=%d", whole.err, len(whole.rows), whole.batches)
+	}
+	for _, r := range []io.Reader{iotest.OneByteReader(strings.NewReader(body)), iotest.HalfReader(strings.NewReader(body))} {
+		got := decodeReader(t, r, Options{BatchRows: 64, ReadBuffer: 4096})
+		if got.err != nil || len(got.rows) != 250 {
+			t.Fatalf("chunked: err=%v rows=%d", got.err, len(got.rows))
+		}
+		for i := range got.rows {
+			for k, v := range whole.rows[i] {
+				if got.rows[i][k] != v {
+					t.Fatalf("row %d %s = %v, want %v", i, k, got.rows[i][k], v)
+				}
+			}
+		}
+	}
+}
+
+// A read error (connection reset mid-body) is returned as such, not as bad
+// input, so the caller can retry.
+func TestDecodeReadError(t *testing.T) {
+	boom := errors.New("connection reset by peer")
+	body := listing(fullInstrument, fullInstrument)
+	r := io.MultiReader(strings.NewReader(body[:300]), iotest.ErrReader(boom))
+	got := decodeReader(t, r, Options{})
+	if !errors.Is(got.err, boom) || IsInputError(got.err) {
+		t.Fatalf("err = %v", got.err)
+	}
+}
+
+func TestDecodeCancel(t *testing.T) {
+	var insts []string
+	for i := 0; i < 100; i++ {
+		insts = append(insts, fullInstrument)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := NewInstrumentDecoder(Options{BatchRows: 10})
+	defer d.Release()
+	n := 0
+	_, err := d.Decode(ctx, strings.NewReader(listing(insts...)), testMeta, func(*schema.Table, arrow.Record) error {
+		n++
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n != 1 {
+		t.Fatalf("err=%v emits=%d", err, n)
+	}
+}
+
+func TestEpochToMillis(t *testing.T) {
+	cases := []struct {
+		v    int64
+		unit TimeUnit
+		ms   int64
+		ok   bool
+	}{
+		{1763596800, UnitAuto, 1763596800000, true},
+		{1763596800000, UnitAuto, 1763596800000, true},
+		{1763596800000000, UnitAuto, 1763596800000, true},
+		{1763596800000000000, UnitAuto, 1763596800000, true},
+		{-1763596800, UnitAuto, -1763596800000, true},
+		{math.MaxInt64, UnitSeconds, 0, false},
+		{math.MinInt64, UnitSeconds, 0, false},
+		{math.MaxInt64, UnitMillis, 0, false},
+		{math.MinInt64, UnitAuto, -9223372036855, true},
+		{253402300799, UnitSeconds, 253402300799000, true},
+		{253402300800, UnitSeconds, 0, false},
+		{-1, UnitNanos, -1, true},
+	}
+	for _, c := range cases {
+		ms, ok := EpochToMillis(c.v, c.unit)
+		if ms != c.ms || ok != c.ok {
+			t.Errorf("EpochToMillis(%d, %v) = %d,%v want %d,%v", c.v, c.unit, ms, ok, c.ms, c.ok)
+		}
+	}
+}

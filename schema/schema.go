@@ -1,0 +1,117 @@
+// Package schema is the single source of truth for optlake's tables: their
+// columns in order, logical types, nullability and keys. The Arrow schema that
+// both sinks consume and the ClickHouse DDL are rendered from these
+// definitions; no other package lists columns by hand.
+package schema
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// Type is a column's logical type. Each sink maps it to its store's type.
+type Type int
+
+const (
+	String      Type = iota // UTF-8 text
+	Float64                 // IEEE 754 double
+	Int64                   // signed 64-bit integer
+	Bool                    // true/false
+	TimestampMs             // instant in UTC with millisecond precision
+)
+
+func (t Type) String() string {
+	switch t {
+	case String:
+		return "string"
+	case Float64:
+		return "float64"
+	case Int64:
+		return "int64"
+	case Bool:
+		return "bool"
+	case TimestampMs:
+		return "timestamp_ms"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Column is one column of a table.
+type Column struct {
+	Name     string
+	Type     Type
+	Nullable bool
+	// LowCardinality marks columns with few distinct values (currencies,
+	// kinds); stores may dictionary-encode them.
+	LowCardinality bool
+	Doc            string
+}
+
+// Table is an ordered list of columns plus the keys stores need.
+type Table struct {
+	Name    string
+	Doc     string
+	Columns []Column
+	// Key lists the columns that identify one row across re-runs and replays
+	// (the ReplacingMergeTree sort key in ClickHouse).
+	Key []string
+	// PartitionTime names the timestamp column that partitions the table
+	// (hive date= folders in Parquet, month partitions in ClickHouse).
+	PartitionTime string
+}
+
+// Index returns the position of the named column, or -1.
+func (t *Table) Index(name string) int {
+	for i, c := range t.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// MustIndex is Index for names known at compile time; it panics on a typo.
+func (t *Table) MustIndex(name string) int {
+	i := t.Index(name)
+	if i < 0 {
+		panic(fmt.Sprintf("schema: table %s has no column %q", t.Name, name))
+	}
+	return i
+}
+
+// ColumnNames returns the column names in order.
+func (t *Table) ColumnNames() []string {
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// ArrowType maps a logical type to the Arrow type both sinks receive.
+func ArrowType(t Type) arrow.DataType {
+	switch t {
+	case String:
+		return arrow.BinaryTypes.String
+	case Float64:
+		return arrow.PrimitiveTypes.Float64
+	case Int64:
+		return arrow.PrimitiveTypes.Int64
+	case Bool:
+		return arrow.FixedWidthTypes.Boolean
+	case TimestampMs:
+		return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	}
+	panic(fmt.Sprintf("schema: no arrow type for %v", t))
+}
+
+// ArrowSchema renders the table as an Arrow schema, columns in order.
+func (t *Table) ArrowSchema() *arrow.Schema {
+	fields := make([]arrow.Field, len(t.Columns))
+	for i, c := range t.Columns {
+		fields[i] = arrow.Field{Name: c.Name, Type: ArrowType(c.Type), Nullable: c.Nullable}
+	}
+	md := arrow.NewMetadata([]string{"optlake.table"}, []string{t.Name})
+	return arrow.NewSchema(fields, &md)
+}

@@ -1,0 +1,85 @@
+package schema
+
+// Meta columns carried by every snapshot row.
+var metaColumns = []Column{
+	{Name: "snapshot_time", Type: TimestampMs, Doc: "when the snapshot was taken (UTC, ms)"},
+	{Name: "run_id", Type: String, Doc: "time-sortable id of the run (UUIDv7)"},
+	{Name: "source", Type: String, LowCardinality: true, Doc: "the venue's name (--source, default the API URL's host)"},
+}
+
+// Instruments is the flattened instrument listing of GET /v1/public/get_instruments:
+// the 25 venue fields under their own names (index_price parsed), the raw
+// index price text, timestamps parsed from the raw epoch values, and unknown
+// fields kept as JSON text. Every venue field is nullable: the venue states no
+// nullability; instrument_name is the key and is required.
+var Instruments = &Table{
+	Name: "instruments",
+	Doc:  "one row per instrument per snapshot",
+	Columns: append(append([]Column{}, metaColumns...),
+		Column{Name: "base_currency", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "block_trade_commission", Type: Float64, Nullable: true},
+		Column{Name: "block_trade_min_trade_amount", Type: Float64, Nullable: true},
+		Column{Name: "block_trade_tick_size", Type: Float64, Nullable: true},
+		Column{Name: "contract_size", Type: Float64, Nullable: true},
+		Column{Name: "counter_currency", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "creation_timestamp", Type: Int64, Nullable: true, Doc: "raw epoch value as sent"},
+		Column{Name: "deployed", Type: Bool, Nullable: true},
+		Column{Name: "expiration_timestamp", Type: Int64, Nullable: true, Doc: "raw epoch value as sent"},
+		Column{Name: "index_price", Type: Float64, Nullable: true, Doc: "index_price_raw parsed; null when not a finite decimal number"},
+		Column{Name: "instrument_id", Type: String, Nullable: true},
+		Column{Name: "instrument_name", Type: String},
+		Column{Name: "instrument_type", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "is_active", Type: Bool, Nullable: true},
+		Column{Name: "kind", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "maker_commission", Type: Float64, Nullable: true},
+		Column{Name: "min_trade_amount", Type: Float64, Nullable: true},
+		Column{Name: "option_type", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "quote_currency", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "rfq", Type: Bool, Nullable: true},
+		Column{Name: "settlement_currency", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "settlement_period", Type: String, Nullable: true, LowCardinality: true},
+		Column{Name: "strike", Type: Float64, Nullable: true},
+		Column{Name: "taker_commission", Type: Float64, Nullable: true},
+		Column{Name: "tick_size", Type: Float64, Nullable: true},
+		Column{Name: "index_price_raw", Type: String, Nullable: true, Doc: "index_price exactly as received"},
+		Column{Name: "creation_time", Type: TimestampMs, Nullable: true, Doc: "creation_timestamp as UTC time (unit detected or --timestamp-unit)"},
+		Column{Name: "expiration_time", Type: TimestampMs, Nullable: true, Doc: "expiration_timestamp as UTC time"},
+		Column{Name: "extra", Type: String, Nullable: true, Doc: "unknown fields as a JSON object, values as received"},
+	),
+	Key:           []string{"source", "instrument_name", "snapshot_time"},
+	PartitionTime: "snapshot_time",
+}
+
+// Rejects holds every input row that could not be loaded, with the reason.
+var Rejects = &Table{
+	Name: "rejects",
+	Doc:  "rows that could not be loaded, with the reason and the row as received",
+	Columns: append(append([]Column{}, metaColumns...),
+		Column{Name: "endpoint", Type: String, LowCardinality: true},
+		Column{Name: "row_index", Type: Int64, Doc: "position of the row in the response (0-based, across groups)"},
+		Column{Name: "reason", Type: String},
+		Column{Name: "raw", Type: String, Doc: "the row's JSON as received (invalid UTF-8 replaced; the raw archive has the exact bytes)"},
+	),
+	Key:           []string{"source", "endpoint", "snapshot_time", "row_index"},
+	PartitionTime: "snapshot_time",
+}
+
+// Runs has one row per run and endpoint.
+var Runs = &Table{
+	Name: "runs",
+	Doc:  "one row per run and endpoint",
+	Columns: append(append([]Column{}, metaColumns...),
+		Column{Name: "endpoint", Type: String, LowCardinality: true},
+		Column{Name: "status", Type: String, LowCardinality: true, Doc: "ok | failed"},
+		Column{Name: "rows", Type: Int64},
+		Column{Name: "rejects", Type: Int64},
+		Column{Name: "bytes", Type: Int64, Doc: "response bytes received (decompressed)"},
+		Column{Name: "duration_ms", Type: Int64},
+		Column{Name: "error", Type: String, Nullable: true},
+	),
+	Key:           []string{"source", "endpoint", "snapshot_time", "run_id"},
+	PartitionTime: "snapshot_time",
+}
+
+// Tables lists every fixed table.
+func Tables() []*Table { return []*Table{Instruments, Rejects, Runs} }
