@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/archive"
+	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/parquet"
+)
+
+// job is the validated configuration of `optlake run` (and of each demo
+// snapshot): what to fetch, where to put it.
+type job struct {
+	APIURL        string
+	Headers       []string // "Name: value"
+	Params        []string // endpoint.key=value
+	Endpoints     []string
+	Paths         map[string]string // endpoint path overrides
+	Sinks         []string
+	DataDir       string
+	ClickHouseDSN string
+	Source        string
+	TimestampUnit string
+	Timeout       time.Duration
+	Deadline      time.Duration
+	MaxAttempts   int
+	MaxBodyBytes  int64
+	BatchRows     int
+	SummaryJSON   string
+	Every         time.Duration
+	LogFormat     string
+	LogLevel      string
+}
+
+// built is a job wired into a runner.
+type built struct {
+	runner   *pipeline.Runner
+	sinks    []sinks.Sink
+	log      *slog.Logger
+	redactor *redact.Redactor
+}
+
+// parseHeaders turns "Name: value" specs into a header set, and returns the
+// values as secrets.
+func parseHeaders(specs []string) (http.Header, []string, error) {
+	h := http.Header{}
+	var secrets []string
+	for _, s := range specs {
+		name, value, ok := strings.Cut(s, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, nil, usagef("--header: want 'Name: value', got a value without a name (the value is not shown)")
+		}
+		h.Add(name, value)
+		secrets = append(secrets, value)
+	}
+	return h, secrets, nil
+}
+
+// newLogger builds the run's logger: text or JSON on stderr, secrets
+// redacted from every line.
+func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
+	switch format {
+	case "", "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, usagef("--log-format %q: want text or json", format)
+	}
+	return slog.New(r.Handler(h)), nil
+}
+
+// build validates the job and wires extract, archive, sinks and runner.
+func (j *job) build(stderr io.Writer) (*built, error) {
+	headers, secrets, err := parseHeaders(j.Headers)
+	if err != nil {
+		return nil, err
+	}
+	red := redact.New(secrets...)
+	if u, err := url.Parse(j.ClickHouseDSN); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			red.Add(p)
+		}
+	}
+	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
+	if err != nil {
+		return nil, err
+	}
+	if j.APIURL == "" {
+		return nil, usagef("--api-url is required (or OPTLAKE_API_URL)")
+	}
+	u, err := url.Parse(j.APIURL)
+	if err != nil || u.Host == "" {
+		return nil, usagef("--api-url %q: want scheme://host[:port]", red.String(j.APIURL))
+	}
+	source := j.Source
+	if source == "" {
+		source = u.Hostname()
+	}
+	unit, err := transform.ParseTimeUnit(j.TimestampUnit)
+	if err != nil {
+		return nil, usagef("--timestamp-unit: %v", err)
+	}
+	eps, err := pipeline.SelectEndpoints(j.Endpoints, j.Paths)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	params, err := pipeline.ParseParams(j.Params)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	for ep := range params {
+		if _, err := pipeline.SelectEndpoints([]string{ep}, nil); err != nil {
+			return nil, usagef("--param: %v", err)
+		}
+	}
+	if j.DataDir == "" {
+		return nil, usagef("--data-dir must not be empty")
+	}
+	client, err := extract.New(extract.Options{
+		BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
+		MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
+	})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var ss []sinks.Sink
+	seen := map[string]bool{}
+	for _, name := range j.Sinks {
+		for _, name := range strings.Split(name, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			switch name {
+			case "parquet":
+				s, err := parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
+				if err != nil {
+					return nil, err
+				}
+				ss = append(ss, s)
+			case "clickhouse":
+				return nil, usagef("--sink clickhouse is not available in this build yet")
+			default:
+				return nil, usagef("--sink %q: want parquet or clickhouse", name)
+			}
+		}
+	}
+	runner, err := pipeline.New(pipeline.Config{
+		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: eps, Params: params,
+		Source: source, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
+	})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &built{runner: runner, sinks: ss, log: log, redactor: red}, nil
+}
+
+// once takes one snapshot, prints the summary line and writes the summary
+// JSON. It returns an error (one line, redacted) when the snapshot failed.
+func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.Summary, error) {
+	if j.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, j.Deadline)
+		defer cancel()
+	}
+	sum := b.runner.Run(ctx)
+	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
+	if j.SummaryJSON != "" {
+		if err := writeJSON(j.SummaryJSON, sum, b.redactor); err != nil {
+			return sum, fmt.Errorf("write summary: %w", err)
+		}
+	}
+	if !sum.OK {
+		return sum, fmt.Errorf("%s", sum.Error)
+	}
+	return sum, nil
+}
+
+func (b *built) close(ctx context.Context) {
+	for _, s := range b.sinks {
+		s.Close(ctx)
+	}
+}
+
+// writeJSON writes v atomically, redacted.
+func writeJSON(path string, v any, r *redact.Redactor) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = []byte(r.String(string(data)) + "\n")
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// loop runs snapshots every interval, aligned to the wall clock (a 5m
+// interval snapshots at :00, :05, ...), until ctx is cancelled. A snapshot
+// in flight when the signal arrives is finished first.
+func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
+	var failures int
+	for {
+		// The snapshot runs on a context that a signal does not cancel, so
+		// it finishes and flushes; the overall deadline still applies.
+		_, err := b.once(context.WithoutCancel(ctx), j, stdout)
+		if err != nil {
+			failures++
+			b.log.Error("snapshot failed", "err", err)
+		}
+		next := time.Now().Truncate(j.Every).Add(j.Every)
+		select {
+		case <-ctx.Done():
+			if failures > 0 {
+				return fmt.Errorf("%d snapshot(s) failed", failures)
+			}
+			return nil
+		case <-time.After(time.Until(next)):
+		}
+	}
+}

@@ -1,0 +1,94 @@
+// Command optlake snapshots an options venue's HTTP API into ClickHouse
+// and/or a Parquet lake. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes (documented in README).
+const (
+	exitOK      = 0
+	exitFailure = 1 // the run failed
+	exitUsage   = 2 // bad flags or configuration
+)
+
+// version is set by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the exit code. Only here is anything
+// printed about a failure: one line on stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	code := exitFailure
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	} else if isUsage(err) {
+		code = exitUsage
+	}
+	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(err.Error()), " "))
+	return code
+}
+
+// usageError marks a configuration mistake (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func isUsage(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// urfave/cli's own flag errors
+	s := err.Error()
+	return strings.HasPrefix(s, "flag provided but not defined") || strings.HasPrefix(s, "Required flag") ||
+		strings.HasPrefix(s, "invalid value") || strings.Contains(s, "No help topic")
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:    "optlake",
+		Usage:   "keep the history of an options venue in ClickHouse and Parquet",
+		Version: version,
+		Writer:  stdout, ErrWriter: stderr,
+		// Errors are printed once, by run.
+		ExitErrHandler:       func(*cli.Context, error) {},
+		EnableBashCompletion: true,
+		// Header values may hold commas; lists are split by the commands.
+		DisableSliceFlagSeparator: true,
+		Commands: []*cli.Command{
+			runCommand(),
+			venueSimCommand(),
+			demoCommand(),
+		},
+	}
+}
+
+// envs names the OPTLAKE_* variable of a flag.
+func envs(flag string) []string {
+	return []string{"OPTLAKE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+)
+
+// jobFlags are the flags of `optlake run`; every flag also reads an
+// OPTLAKE_* variable and a key of the same name in the --config YAML file.
+// Precedence: flag > environment > config file > default.
+func jobFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML file with any of these flags as keys", EnvVars: envs("config")},
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-url", Usage: "venue base URL, e.g. https://api.venue.example", EnvVars: envs("api-url")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "header", Usage: "`'Name: value'` sent with every request (repeatable; values are secrets, never logged)", EnvVars: envs("header")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "param", Usage: "`endpoint.key=value` query parameter (repeatable; a comma list fans out into one request per value)", EnvVars: envs("param")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to snapshot (default: instruments)", EnvVars: envs("endpoints")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "source", Usage: "venue name stored in every row (default: the API URL's host)", EnvVars: envs("source")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", EnvVars: envs("timeout")}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "deadline", Value: 30 * time.Minute, Usage: "overall limit of one snapshot (0 = none)", EnvVars: envs("deadline")}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-attempts", Value: 5, Usage: "attempts per request (network errors, 429, 5xx)", EnvVars: envs("max-attempts")}),
+		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "max-body-size", Value: 4 << 30, Usage: "largest response body accepted, bytes", EnvVars: envs("max-body-size")}),
+		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")}),
+		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")}),
+	}
+}
+
+func jobFromFlags(c *cli.Context) *job {
+	return &job{
+		APIURL: c.String("api-url"), Headers: c.StringSlice("header"), Params: c.StringSlice("param"),
+		Endpoints: splitList(c.StringSlice("endpoints")), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
+		ClickHouseDSN: c.String("clickhouse-dsn"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
+		Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
+		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
+		Every: c.Duration("every"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
+	}
+}
+
+func runCommand() *cli.Command {
+	flags := jobFlags()
+	return &cli.Command{
+		Name:   "run",
+		Usage:  "take one snapshot of the venue (or one every --every) and exit",
+		Flags:  flags,
+		Before: altsrc.InitInputSourceWithContext(flags, altsrc.NewYamlSourceFromFlagFunc("config")),
+		Action: func(c *cli.Context) error {
+			j := jobFromFlags(c)
+			b, err := j.build(c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			defer b.close(c.Context)
+			if j.Every > 0 {
+				return b.loop(c.Context, j, c.App.Writer)
+			}
+			_, err = b.once(c.Context, j, c.App.Writer)
+			return err
+		},
+	}
+}
+
+// splitList splits comma lists in repeatable flags: --endpoints a,b --endpoints c.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

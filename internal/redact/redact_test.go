@@ -1,0 +1,51 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestString(t *testing.T) {
+	r := New("tok-123456", "p@ss word", "ab")
+	cases := []struct{ in, want string }{
+		{"Authorization: Bearer tok-123456", "Authorization: Bearer " + Mask},
+		{"dsn clickhouse://u:p%40ss+word@h", "dsn clickhouse://u:" + Mask + "@h"},
+		{"x p%40ss%20word y", "x " + Mask + " y"},
+		{"short ab stays", "short ab stays"},
+	}
+	for _, c := range cases {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	var nilR *Redactor
+	if nilR.String("x") != "x" {
+		t.Error("nil redactor changed text")
+	}
+}
+
+func TestURL(t *testing.T) {
+	u, _ := url.Parse("clickhouse://optlake:hunter22@127.0.0.1:9000/db?key=tok-123456")
+	got := New("tok-123456").URL(u)
+	if strings.Contains(got, "hunter22") || strings.Contains(got, "tok-123456") {
+		t.Errorf("URL leaked a secret: %s", got)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	var buf bytes.Buffer
+	r := New("sekrit-value")
+	log := slog.New(r.Handler(slog.NewJSONHandler(&buf, nil))).With("hdr", "X: sekrit-value")
+	log.Info("sent sekrit-value", "err", errors.New("bad sekrit-value"), slog.Group("g", "v", "sekrit-value"), "n", 3)
+	out := buf.String()
+	if strings.Contains(out, "sekrit-value") {
+		t.Fatalf("log leaked a secret: %s", out)
+	}
+	if strings.Count(out, Mask) != 4 || !strings.Contains(out, `"n":3`) {
+		t.Errorf("unexpected log line: %s", out)
+	}
+}

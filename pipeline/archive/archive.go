@@ -1,0 +1,255 @@
+// Package archive keeps every response body exactly as received, compressed
+// with zstd, under DATA/raw/<endpoint>/date=YYYY-MM-DD/, with a metadata
+// sidecar. Bodies are written as they stream in, before and regardless of
+// parsing, so nothing a venue sent is ever lost and replay can rebuild any
+// table from them.
+//
+// A body file is written under a hidden temporary name and renamed when the
+// response ends; the sidecar (<name>.meta.json) is written last, so a body
+// with a sidecar is complete as far as the response went, and a body without
+// one was cut off by a crash.
+package archive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// TimeLayout formats snapshot times in file names (sortable, UTC, ms).
+const TimeLayout = "20060102T150405.000Z"
+
+// Meta describes one archived response. It never holds secrets: URL is
+// redacted by the caller and request headers are not recorded.
+type Meta struct {
+	Endpoint     string            `json:"endpoint"`
+	Request      int               `json:"request"` // index of the request within the endpoint's fan-out
+	Params       map[string]string `json:"params,omitempty"`
+	Attempt      int               `json:"attempt"`
+	URL          string            `json:"url"`
+	Status       int               `json:"status"`
+	ContentType  string            `json:"content_type,omitempty"`
+	SnapshotTime time.Time         `json:"snapshot_time"`
+	RunID        string            `json:"run_id"`
+	Source       string            `json:"source"`
+	FetchTime    time.Time         `json:"fetch_time"`
+	Bytes        int64             `json:"bytes"`  // body bytes as received (after HTTP content decoding)
+	SHA256       string            `json:"sha256"` // of those bytes
+	Complete     bool              `json:"complete"`
+	Error        string            `json:"error,omitempty"`
+	Compression  string            `json:"compression"`
+	File         string            `json:"file"` // body file, relative to the data directory
+}
+
+// Archive writes under a data directory.
+type Archive struct {
+	dir string
+}
+
+// New returns an archive rooted at dataDir (bodies go to dataDir/raw).
+func New(dataDir string) *Archive { return &Archive{dir: dataDir} }
+
+// BodyPath returns the body file for m, relative to the data directory.
+func BodyPath(m Meta) string {
+	ts := m.SnapshotTime.UTC()
+	name := fmt.Sprintf("%s-%s-r%03d-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, m.Attempt)
+	return filepath.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
+}
+
+func safe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	return string(b)
+}
+
+// Entry is one body being archived. It is an io.Writer: tee the response
+// body into it.
+type Entry struct {
+	meta  Meta
+	final string
+	f     *os.File
+	zw    *zstd.Encoder
+	h     hash.Hash
+	n     int64
+	done  bool
+	werr  error
+}
+
+// Create starts archiving a body described by m (Status, Bytes, SHA256,
+// Complete and Error are filled in by Finish).
+func (a *Archive) Create(m Meta) (*Entry, error) {
+	m.File = BodyPath(m)
+	m.Compression = "zstd"
+	final := filepath.Join(a.dir, m.File)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	zw, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	return &Entry{meta: m, final: final, f: f, zw: zw, h: sha256.New()}, nil
+}
+
+// Write compresses p into the archive. An archive write error is sticky and
+// reported by Write and Finish: losing the raw copy fails the fetch.
+func (e *Entry) Write(p []byte) (int, error) {
+	if e.werr != nil {
+		return 0, e.werr
+	}
+	e.h.Write(p)
+	if _, err := e.zw.Write(p); err != nil {
+		e.werr = fmt.Errorf("archive %s: %w", e.meta.File, err)
+		return 0, e.werr
+	}
+	e.n += int64(len(p))
+	return len(p), nil
+}
+
+// Bytes is the number of body bytes archived so far.
+func (e *Entry) Bytes() int64 { return e.n }
+
+// Finish completes the body file and writes its sidecar. complete says
+// whether the body was read to its end; errMsg (already redacted) says why
+// not, or what went wrong after.
+func (e *Entry) Finish(status int, contentType string, complete bool, errMsg string) (Meta, error) {
+	if e.done {
+		return e.meta, errors.New("archive: finish twice")
+	}
+	e.done = true
+	m := e.meta
+	m.Status, m.ContentType, m.Complete, m.Error = status, contentType, complete, errMsg
+	m.Bytes = e.n
+	m.SHA256 = hex.EncodeToString(e.h.Sum(nil))
+	tmp := e.f.Name()
+	err := e.werr
+	if cerr := e.zw.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		err = e.f.Sync()
+	}
+	if cerr := e.f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, e.final)
+	}
+	if err == nil {
+		err = writeFileAtomic(e.final[:len(e.final)-len(".json.zst")]+".meta.json", m)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return m, fmt.Errorf("archive %s: %w", m.File, err)
+	}
+	return m, nil
+}
+
+// Abort removes the partial body (used when the run is cancelled before
+// anything was received).
+func (e *Entry) Abort() {
+	if e.done {
+		return
+	}
+	e.done = true
+	e.zw.Close()
+	e.f.Close()
+	os.Remove(e.f.Name())
+}
+
+func writeFileAtomic(path string, m Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// MetaPath returns the sidecar path of a body path.
+func MetaPath(body string) string {
+	return body[:len(body)-len(".json.zst")] + ".meta.json"
+}
+
+// ReadMeta reads a sidecar.
+func ReadMeta(path string) (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("archive: %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Open returns a reader of an archived body (decompressed), given the data
+// directory and the body's relative path.
+func Open(dataDir, file string) (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join(dataDir, file))
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &readCloser{zr: zr, f: f}, nil
+}
+
+type readCloser struct {
+	zr *zstd.Decoder
+	f  *os.File
+}
+
+func (r *readCloser) Read(p []byte) (int, error) { return r.zr.Read(p) }
+func (r *readCloser) Close() error {
+	r.zr.Close()
+	return r.f.Close()
+}

@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Kind says how an endpoint's body is turned into tables.
+type Kind int
+
+const (
+	// KindInstruments bodies are decoded into the instruments table.
+	KindInstruments Kind = iota
+	// KindAccount bodies have no known shape; they are archived raw (their
+	// tables are inferred by a later stage).
+	KindAccount
+)
+
+// Endpoint is one venue endpoint under its logical name.
+type Endpoint struct {
+	Name string // logical name: instruments, account_balance, ...
+	Path string // URL path, overridable in config
+	Kind Kind
+	// Requires names a query parameter without which the endpoint is not
+	// called (get_position needs an instrument).
+	Requires string
+}
+
+// DefaultEndpoints is the registry of the venue's endpoints, in run order.
+func DefaultEndpoints() []Endpoint {
+	return []Endpoint{
+		{Name: "instruments", Path: "/v1/public/get_instruments", Kind: KindInstruments},
+		{Name: "account_balance", Path: "/v1/public/get_account_balance", Kind: KindAccount},
+		{Name: "account_collateral", Path: "/v1/public/get_account_collateral", Kind: KindAccount},
+		{Name: "account_summary", Path: "/v1/public/get_account_summary", Kind: KindAccount},
+		{Name: "exercisable_options", Path: "/v1/public/get_exercisable_options", Kind: KindAccount},
+		{Name: "position", Path: "/v1/public/get_position", Kind: KindAccount, Requires: "instrument_name"},
+		{Name: "positions", Path: "/v1/public/get_positions", Kind: KindAccount},
+		{Name: "all_account_balances", Path: "/v1/public/get_all_account_balances", Kind: KindAccount},
+		{Name: "positions_with_mints", Path: "/v1/public/get_positions_with_mints", Kind: KindAccount},
+	}
+}
+
+// EndpointNames lists the logical names of the registry.
+func EndpointNames() []string {
+	var out []string
+	for _, e := range DefaultEndpoints() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// SelectEndpoints resolves --endpoints (empty = the default set: the
+// instrument listing) against the registry, with path overrides applied.
+func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error) {
+	reg := DefaultEndpoints()
+	for name, p := range paths {
+		found := false
+		for i := range reg {
+			if reg[i].Name == name {
+				reg[i].Path = p
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("path override for unknown endpoint %q (known: %s)", name, strings.Join(EndpointNames(), ", "))
+		}
+	}
+	if len(names) == 0 {
+		names = []string{"instruments"}
+	}
+	var out []Endpoint
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		var ep *Endpoint
+		for i := range reg {
+			if reg[i].Name == n {
+				ep = &reg[i]
+			}
+		}
+		if ep == nil {
+			return nil, fmt.Errorf("unknown endpoint %q (known: %s)", n, strings.Join(EndpointNames(), ", "))
+		}
+		out = append(out, *ep)
+	}
+	return out, nil
+}
+
+// ParseParams parses --param values of the form endpoint.key=value into
+// per-endpoint query parameters. A comma list (currency=BTC,ETH) is kept as
+// one value and fanned out by FanOut.
+func ParseParams(specs []string) (map[string]url.Values, error) {
+	out := map[string]url.Values{}
+	for _, s := range specs {
+		kv := strings.SplitN(s, "=", 2)
+		dot := strings.IndexByte(kv[0], '.')
+		if len(kv) != 2 || dot <= 0 || dot == len(kv[0])-1 {
+			return nil, fmt.Errorf("--param %q: want endpoint.key=value", s)
+		}
+		ep, key := kv[0][:dot], kv[0][dot+1:]
+		if out[ep] == nil {
+			out[ep] = url.Values{}
+		}
+		out[ep].Add(key, kv[1])
+	}
+	return out, nil
+}
+
+// FanOut expands comma lists into one parameter set per combination, in a
+// deterministic order (keys sorted, values in the order given).
+func FanOut(p url.Values) []url.Values {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := []url.Values{{}}
+	for _, k := range keys {
+		var vals []string
+		for _, v := range p[k] {
+			for _, part := range strings.Split(v, ",") {
+				if part = strings.TrimSpace(part); part != "" {
+					vals = append(vals, part)
+				}
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		next := make([]url.Values, 0, len(out)*len(vals))
+		for _, base := range out {
+			for _, v := range vals {
+				c := url.Values{}
+				for bk, bv := range base {
+					c[bk] = bv
+				}
+				c.Set(k, v)
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return out
+}

@@ -1,0 +1,370 @@
+// Package extract fetches the venue's HTTP API: one client with per-request
+// timeouts, bounded retries with exponential backoff and jitter (honouring
+// Retry-After), a maximum body size and transparent gzip. Header values are
+// secrets: they never appear in logs or errors.
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/optlake/optlake/internal/redact"
+)
+
+// Options configure a Client.
+type Options struct {
+	BaseURL string      // scheme://host[:port][/prefix]
+	Headers http.Header // sent with every request; values are secrets
+	// Timeout bounds each attempt's wait for the response headers and every
+	// pause between body reads (default 60s).
+	Timeout      time.Duration
+	MaxAttempts  int           // per request, including the first (default 5)
+	BackoffBase  time.Duration // first retry delay before jitter (default 500ms)
+	BackoffMax   time.Duration // cap of the exponential delay (default 30s)
+	MaxWait      time.Duration // longest Retry-After honoured (default 5m); longer fails
+	MaxBodyBytes int64         // largest body accepted, after gzip decoding (default 4 GiB)
+	UserAgent    string
+	Transport    http.RoundTripper // default: a tuned clone of http.DefaultTransport
+	Redactor     *redact.Redactor
+	Logger       *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 500 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 30 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Minute
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 30
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "optlake"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Client fetches endpoints of one venue. It is safe for concurrent use.
+type Client struct {
+	opt  Options
+	base *url.URL
+	hc   *http.Client
+	log  *slog.Logger
+	mu   sync.Mutex
+	rng  *rand.Rand
+}
+
+// New returns a Client.
+func New(opt Options) (*Client, error) {
+	opt.defaults()
+	base, err := url.Parse(opt.BaseURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, fmt.Errorf("invalid API URL %q: want scheme://host[:port]", opt.Redactor.String(opt.BaseURL))
+	}
+	if base.Scheme != "http" && base.Scheme != "https" {
+		return nil, fmt.Errorf("invalid API URL: scheme %q is not http or https", base.Scheme)
+	}
+	tr := opt.Transport
+	if tr == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = opt.Timeout
+		t.MaxIdleConnsPerHost = 4
+		tr = t
+	}
+	return &Client{
+		opt:  opt,
+		base: base,
+		hc:   &http.Client{Transport: tr},
+		log:  opt.Logger.With("component", "extract"),
+		rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6f70746c616b65)),
+	}, nil
+}
+
+// Request is one GET of an endpoint.
+type Request struct {
+	Endpoint string     // logical name, for logs and errors
+	Path     string     // e.g. /v1/public/get_instruments
+	Params   url.Values // query parameters
+}
+
+// URL returns the request's URL.
+func (c *Client) URL(r Request) *url.URL {
+	u := *c.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + strings.TrimPrefix(r.Path, "/")
+	if len(r.Params) > 0 {
+		u.RawQuery = r.Params.Encode()
+	}
+	return &u
+}
+
+// Response is one attempt's answer.
+type Response struct {
+	Attempt     int
+	Status      int
+	ContentType string
+	URL         string    // redacted
+	Body        io.Reader // bounded by MaxBodyBytes and the idle timeout
+}
+
+// Failed describes an attempt that got a non-2xx answer, for archiving.
+type Failed struct {
+	Attempt     int
+	Status      int
+	ContentType string
+	URL         string // redacted
+	Body        []byte // the start of the body (at most 64 KiB)
+	Complete    bool   // Body is the whole body
+}
+
+// Hooks receive what a request sees, for the raw archive.
+type Hooks struct {
+	// OnFailed is called for every non-2xx answer before it is retried or
+	// returned as an error.
+	OnFailed func(Failed)
+}
+
+// BodyError is a failure to read a response body (connection reset,
+// truncated body, idle timeout). Handlers wrap it into their errors so Do can
+// retry the attempt.
+type BodyError struct{ Err error }
+
+func (e *BodyError) Error() string { return "read body: " + e.Err.Error() }
+func (e *BodyError) Unwrap() error { return e.Err }
+
+// ErrBodyTooLarge is returned when a body exceeds MaxBodyBytes.
+var ErrBodyTooLarge = errors.New("response body exceeds the size limit")
+
+// StatusError is a final non-2xx answer.
+type StatusError struct {
+	Status   int
+	Attempts int
+	Excerpt  string // start of the body, one line, redacted
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" after %d attempts", e.Attempts)
+	}
+	if e.Excerpt != "" {
+		msg += ": " + e.Excerpt
+	}
+	return msg
+}
+
+var errIdle = errors.New("timed out waiting for the venue")
+
+// Do performs r, retrying transient failures: network errors, 408, 425,
+// 429 and 5xx answers (waiting for Retry-After when given), and handler
+// errors that wrap a *BodyError. handle is called with the body of each 2xx
+// answer; when it is retried, everything it did for the failed attempt must
+// be undone by handle itself. Context cancellation is never retried.
+func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(context.Context, *Response) error) error {
+	u := c.URL(r)
+	shown := c.opt.Redactor.URL(u)
+	var last error
+	for attempt := 1; attempt <= c.opt.MaxAttempts; attempt++ {
+		retryAfter, err := c.attempt(ctx, u, shown, attempt, hooks, handle)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !retryable(err) || attempt == c.opt.MaxAttempts {
+			break
+		}
+		wait := c.backoff(attempt)
+		if retryAfter > wait {
+			wait = retryAfter
+		}
+		if retryAfter > c.opt.MaxWait {
+			return fmt.Errorf("venue asks to retry after %s, more than the %s allowed: %w", retryAfter, c.opt.MaxWait, err)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return fmt.Errorf("no time left to retry before the deadline: %w", err)
+		}
+		c.log.Warn("retrying", "endpoint", r.Endpoint, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", c.opt.Redactor.String(err.Error()))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	var se *StatusError
+	if errors.As(last, &se) {
+		se.Attempts = c.opt.MaxAttempts
+		if !retryableStatus(se.Status) {
+			se.Attempts = 1
+		}
+	}
+	return last
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.opt.BackoffBase << (attempt - 1)
+	if d > c.opt.BackoffMax || d <= 0 {
+		d = c.opt.BackoffMax
+	}
+	c.mu.Lock()
+	j := c.rng.Float64()
+	c.mu.Unlock()
+	return d/2 + time.Duration(j*float64(d/2))
+}
+
+// attempt does one request. It returns the Retry-After the venue asked for.
+func (c *Client) attempt(ctx context.Context, u *url.URL, shown string, attempt int, hooks Hooks, handle func(context.Context, *Response) error) (time.Duration, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(c.opt.Timeout, func() { cancel(errIdle) })
+	defer timer.Stop()
+
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("build request: %w", err)
+	}
+	for k, vs := range c.opt.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("User-Agent", c.opt.UserAgent)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if cause := context.Cause(actx); errors.Is(cause, errIdle) {
+			return 0, &netError{fmt.Errorf("no response within %s", c.opt.Timeout)}
+		}
+		// *url.Error repeats the URL; keep only the cause, redacted.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, &netError{err}
+	}
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	body := &guardedBody{r: resp.Body, timer: timer, timeout: c.opt.Timeout, max: c.opt.MaxBodyBytes, ctx: actx}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		excerpt, rerr := io.ReadAll(io.LimitReader(body, 64<<10))
+		complete := rerr == nil && len(excerpt) < 64<<10
+		if hooks.OnFailed != nil {
+			hooks.OnFailed(Failed{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Body: excerpt, Complete: complete})
+		}
+		return retryAfter(resp.Header.Get("Retry-After")), &StatusError{
+			Status: resp.StatusCode, Attempts: attempt,
+			Excerpt: c.opt.Redactor.String(oneLine(excerpt, 200)),
+		}
+	}
+	return 0, handle(actx, &Response{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Body: body})
+}
+
+// netError marks a transport failure before any body was read.
+type netError struct{ err error }
+
+func (e *netError) Error() string { return e.err.Error() }
+func (e *netError) Unwrap() error { return e.err }
+
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrBodyTooLarge) {
+		return false
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return retryableStatus(se.Status)
+	}
+	var ne *netError
+	var be *BodyError
+	return errors.As(err, &ne) || errors.As(err, &be)
+}
+
+func retryableStatus(s int) bool {
+	switch s {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return false
+	}
+	return s >= 500 && s <= 599
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date).
+func retryAfter(h string) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(h, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+func oneLine(b []byte, max int) string {
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// guardedBody enforces the size limit and the idle timeout, and wraps read
+// failures into *BodyError.
+type guardedBody struct {
+	r       io.Reader
+	timer   *time.Timer
+	timeout time.Duration
+	max     int64
+	n       int64
+	ctx     context.Context
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if n > 0 {
+		b.timer.Reset(b.timeout)
+	}
+	if b.n > b.max {
+		return n, fmt.Errorf("%w (%d bytes)", ErrBodyTooLarge, b.max)
+	}
+	if err != nil && err != io.EOF {
+		if cause := context.Cause(b.ctx); errors.Is(cause, errIdle) {
+			err = fmt.Errorf("no data for %s", b.timeout)
+		} else if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+			return n, cause
+		}
+		return n, &BodyError{Err: err}
+	}
+	return n, err
+}

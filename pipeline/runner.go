@@ -1,0 +1,509 @@
+// Package pipeline drives one snapshot of the venue: for each endpoint it
+// fetches (package extract), archives the raw body as it streams in (package
+// archive), decodes it into Arrow record batches (package transform) and
+// hands them to every sink at once.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/google/uuid"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline/archive"
+	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+)
+
+// Config is everything one snapshot needs. Client, Archive, Endpoints and
+// Source are required.
+type Config struct {
+	Client        *extract.Client
+	Archive       *archive.Archive
+	Sinks         []sinks.Sink
+	Endpoints     []Endpoint
+	Params        map[string]url.Values // per endpoint name
+	Source        string
+	TimestampUnit transform.TimeUnit
+	BatchRows     int
+	Mem           memory.Allocator
+	Redactor      *redact.Redactor
+	Logger        *slog.Logger
+	// Now gives the snapshot time (default time.Now); tests pin it.
+	Now func() time.Time
+	// NewRunID gives the run id (default a UUIDv7).
+	NewRunID func() string
+}
+
+// Runner takes snapshots.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Runner after checking the config.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Client == nil || cfg.Archive == nil {
+		return nil, errors.New("pipeline: client and archive are required")
+	}
+	if cfg.Source == "" {
+		return nil, errors.New("pipeline: source is required")
+	}
+	for _, ep := range cfg.Endpoints {
+		if ep.Requires != "" && cfg.Params[ep.Name].Get(ep.Requires) == "" {
+			return nil, fmt.Errorf("endpoint %s needs --param %s.%s=VALUE", ep.Name, ep.Name, ep.Requires)
+		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewRunID == nil {
+		cfg.NewRunID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if cfg.Mem == nil {
+		cfg.Mem = memory.DefaultAllocator
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Summary reports one snapshot.
+type Summary struct {
+	RunID        string           `json:"run_id"`
+	SnapshotTime time.Time        `json:"snapshot_time"`
+	Source       string           `json:"source"`
+	DurationMS   int64            `json:"duration_ms"`
+	OK           bool             `json:"ok"`
+	Error        string           `json:"error,omitempty"` // first failure, one line
+	Endpoints    []EndpointResult `json:"endpoints"`
+}
+
+// EndpointResult reports one endpoint of a snapshot.
+type EndpointResult struct {
+	Endpoint   string                `json:"endpoint"`
+	Status     string                `json:"status"` // ok | failed | archived
+	Requests   int                   `json:"requests"`
+	Rows       int64                 `json:"rows"`
+	Rejects    int64                 `json:"rejects"`
+	Bytes      int64                 `json:"bytes"`
+	DurationMS int64                 `json:"duration_ms"`
+	Error      string                `json:"error,omitempty"`
+	Raw        []string              `json:"raw,omitempty"` // archived body files
+	Sinks      map[string]SinkResult `json:"sinks,omitempty"`
+}
+
+// SinkResult reports what one sink made of one endpoint.
+type SinkResult struct {
+	Rows    int64    `json:"rows"`
+	Rejects int64    `json:"rejects"`
+	Bytes   int64    `json:"bytes"`
+	Files   []string `json:"files,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Run takes one snapshot of every configured endpoint. It always returns a
+// summary; Summary.OK is false when any endpoint or sink failed.
+func (r *Runner) Run(ctx context.Context) *Summary {
+	start := time.Now()
+	snapTime := r.cfg.Now().UTC().Truncate(time.Millisecond)
+	sum := &Summary{RunID: r.cfg.NewRunID(), SnapshotTime: snapTime, Source: r.cfg.Source, OK: true}
+	log := r.log.With("run_id", sum.RunID)
+	log.Info("snapshot started", "snapshot_time", snapTime.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
+	for _, ep := range r.cfg.Endpoints {
+		res := r.endpoint(ctx, log, ep, sum)
+		sum.Endpoints = append(sum.Endpoints, res)
+		if res.Status == "failed" && sum.OK {
+			sum.OK = false
+			sum.Error = res.Endpoint + ": " + res.Error
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(r.cfg.Sinks) > 0 {
+		for name, err := range r.writeRuns(ctx, sum) {
+			if sum.OK {
+				sum.OK = false
+				sum.Error = name + ": runs table: " + err.Error()
+			}
+		}
+	}
+	sum.DurationMS = time.Since(start).Milliseconds()
+	sum.Error = r.cfg.Redactor.String(sum.Error)
+	return sum
+}
+
+// endpoint snapshots one endpoint: one request per fanned-out parameter set.
+func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, sum *Summary) EndpointResult {
+	start := time.Now()
+	res := EndpointResult{Endpoint: ep.Name, Status: "ok", Sinks: map[string]SinkResult{}}
+	if ep.Kind == KindAccount {
+		res.Status = "archived"
+	}
+	sets := FanOut(r.cfg.Params[ep.Name])
+	for i, params := range sets {
+		res.Requests++
+		part := ""
+		if len(sets) > 1 {
+			part = fmt.Sprintf("r%03d", i)
+		}
+		err := r.request(ctx, log, ep, i, part, params, sum, &res)
+		if err != nil {
+			res.Status = "failed"
+			if res.Error == "" {
+				res.Error = r.cfg.Redactor.String(oneLine(err))
+			}
+			log.Error("endpoint failed", "endpoint", ep.Name, "request", i, "err", err)
+		}
+	}
+	for name, sr := range res.Sinks {
+		if sr.Error != "" && res.Status != "failed" {
+			res.Status = "failed"
+			res.Error = name + ": " + sr.Error
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	log.Info("endpoint done", "endpoint", ep.Name, "status", res.Status, "rows", res.Rows, "rejects", res.Rejects, "bytes", res.Bytes, "took", time.Since(start).Round(time.Millisecond))
+	return res
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// request fetches one parameter set of an endpoint, retrying as the client
+// decides; each attempt is archived on its own.
+func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx int, part string, params url.Values, sum *Summary, res *EndpointResult) error {
+	base := archive.Meta{
+		Endpoint: ep.Name, Request: idx, Params: flat(params),
+		SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source,
+	}
+	hooks := extract.Hooks{OnFailed: func(f extract.Failed) {
+		m := base
+		m.Attempt, m.URL, m.FetchTime = f.Attempt, f.URL, time.Now().UTC()
+		e, err := r.cfg.Archive.Create(m)
+		if err != nil {
+			log.Error("archive failed", "endpoint", ep.Name, "err", err)
+			return
+		}
+		e.Write(f.Body)
+		msg := fmt.Sprintf("HTTP %d", f.Status)
+		if meta, err := e.Finish(f.Status, f.ContentType, f.Complete, msg); err == nil {
+			res.Raw = append(res.Raw, meta.File)
+		}
+	}}
+	req := extract.Request{Endpoint: ep.Name, Path: ep.Path, Params: params}
+	return r.cfg.Client.Do(ctx, req, hooks, func(ctx context.Context, resp *extract.Response) error {
+		m := base
+		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
+		entry, err := r.cfg.Archive.Create(m)
+		if err != nil {
+			return err
+		}
+		body := io.TeeReader(resp.Body, entry)
+		var outs map[string]SinkResult
+		var derr error
+		switch ep.Kind {
+		case KindInstruments:
+			outs, derr = r.loadInstruments(ctx, ep, part, body, sum, res)
+		default:
+			_, derr = io.Copy(io.Discard, body)
+		}
+		complete := derr == nil
+		if derr != nil && transform.IsInputError(derr) {
+			// Keep the whole body for replay even though it cannot be parsed.
+			_, cerr := io.Copy(io.Discard, body)
+			complete = cerr == nil
+		}
+		msg := ""
+		if derr != nil {
+			msg = r.cfg.Redactor.String(oneLine(derr))
+		}
+		meta, aerr := entry.Finish(resp.Status, resp.ContentType, complete, msg)
+		if aerr == nil {
+			res.Raw = append(res.Raw, meta.File)
+		}
+		res.Bytes += entry.Bytes()
+		if derr != nil {
+			return derr
+		}
+		if aerr != nil {
+			return aerr
+		}
+		for name, o := range outs {
+			acc := res.Sinks[name]
+			acc.Rows += o.Rows
+			acc.Rejects += o.Rejects
+			acc.Bytes += o.Bytes
+			acc.Files = append(acc.Files, o.Files...)
+			if acc.Error == "" {
+				acc.Error = o.Error
+			}
+			res.Sinks[name] = acc
+		}
+		return nil
+	})
+}
+
+func flat(v url.Values) map[string]string {
+	if len(v) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for k := range v {
+		out[k] = v.Get(k)
+	}
+	return out
+}
+
+// loadInstruments decodes one listing body into every sink. Rows are
+// committed only when the whole body decoded; on any failure every sink's
+// writers are aborted, so a retry starts clean.
+func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult) (map[string]SinkResult, error) {
+	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
+	fan := newFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
+	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
+	defer dec.Release()
+	meta := transform.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name}
+	stats, err := dec.Decode(ctx, body, meta, fan.emit)
+	if err != nil {
+		fan.abort()
+		return nil, fmt.Errorf("decode listing: %w", err)
+	}
+	res.Rows += stats.Rows
+	res.Rejects += stats.Rejects
+	return fan.commit(ctx), nil
+}
+
+// fanout hands every record to every sink, each in its own goroutine so
+// decoding overlaps encoding and sending. A sink that fails stops receiving
+// records; the others go on.
+type fanout struct {
+	lanes []*lane
+}
+
+type item struct {
+	t   *schema.Table
+	rec arrow.Record
+}
+
+type lane struct {
+	sink    sinks.Sink
+	snap    sinks.Snapshot
+	ch      chan item
+	done    chan struct{}
+	order   []*schema.Table
+	writers map[*schema.Table]sinks.Writer
+	rows    map[*schema.Table]int64
+	err     error
+}
+
+// newFanout opens a lane per sink; the tables in eager get a writer even if
+// no row arrives (an empty listing is a fact worth recording).
+func newFanout(ctx context.Context, ss []sinks.Sink, snap sinks.Snapshot, eager ...*schema.Table) *fanout {
+	f := &fanout{}
+	for _, s := range ss {
+		l := &lane{sink: s, snap: snap, ch: make(chan item, 2), done: make(chan struct{}),
+			writers: map[*schema.Table]sinks.Writer{}, rows: map[*schema.Table]int64{}}
+		for _, t := range eager {
+			l.open(ctx, t)
+		}
+		go l.run(ctx)
+		f.lanes = append(f.lanes, l)
+	}
+	return f
+}
+
+func (l *lane) open(ctx context.Context, t *schema.Table) sinks.Writer {
+	if w, ok := l.writers[t]; ok || l.err != nil {
+		return w
+	}
+	w, err := l.sink.Open(ctx, t, l.snap)
+	if err != nil {
+		l.err = err
+		return nil
+	}
+	l.writers[t] = w
+	l.order = append(l.order, t)
+	return w
+}
+
+func (l *lane) run(ctx context.Context) {
+	defer close(l.done)
+	for it := range l.ch {
+		if l.err == nil {
+			if w := l.open(ctx, it.t); w != nil {
+				if err := w.Write(ctx, it.rec); err != nil {
+					l.err = err
+				} else {
+					l.rows[it.t] += it.rec.NumRows()
+				}
+			}
+		}
+		it.rec.Release()
+	}
+}
+
+func (f *fanout) emit(t *schema.Table, rec arrow.Record) error {
+	for _, l := range f.lanes {
+		rec.Retain()
+		l.ch <- item{t: t, rec: rec}
+	}
+	return nil
+}
+
+func (f *fanout) wait() {
+	for _, l := range f.lanes {
+		close(l.ch)
+	}
+	for _, l := range f.lanes {
+		<-l.done
+	}
+}
+
+func (f *fanout) abort() {
+	f.wait()
+	for _, l := range f.lanes {
+		for _, w := range l.writers {
+			w.Abort()
+		}
+	}
+}
+
+// commit finishes every lane: a lane without error commits its writers in
+// the order they were opened (the data table before its rejects).
+func (f *fanout) commit(ctx context.Context) map[string]SinkResult {
+	f.wait()
+	out := map[string]SinkResult{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, l := range f.lanes {
+		wg.Add(1)
+		go func(l *lane) {
+			defer wg.Done()
+			var sr SinkResult
+			if l.err != nil {
+				for _, w := range l.writers {
+					w.Abort()
+				}
+				sr.Error = oneLine(l.err)
+			} else {
+				for _, t := range l.order {
+					c, err := l.writers[t].Commit(ctx)
+					if err != nil {
+						sr.Error = oneLine(err)
+						continue
+					}
+					if t == schema.Rejects {
+						sr.Rejects += c.Rows
+					} else {
+						sr.Rows += c.Rows
+					}
+					sr.Bytes += c.Bytes
+					sr.Files = append(sr.Files, c.Where)
+				}
+			}
+			mu.Lock()
+			out[l.sink.Name()] = sr
+			mu.Unlock()
+		}(l)
+	}
+	wg.Wait()
+	return out
+}
+
+// writeRuns records the snapshot's per-endpoint results in the runs table of
+// every sink, and returns the sinks that failed.
+func (r *Runner) writeRuns(ctx context.Context, sum *Summary) map[string]error {
+	b := array.NewRecordBuilder(r.cfg.Mem, schema.Runs.ArrowSchema())
+	defer b.Release()
+	t := schema.Runs
+	for _, e := range sum.Endpoints {
+		b.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder).Append(arrow.Timestamp(sum.SnapshotTime.UnixMilli()))
+		b.Field(t.MustIndex("run_id")).(*array.StringBuilder).Append(sum.RunID)
+		b.Field(t.MustIndex("source")).(*array.StringBuilder).Append(sum.Source)
+		b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(e.Endpoint)
+		b.Field(t.MustIndex("status")).(*array.StringBuilder).Append(e.Status)
+		b.Field(t.MustIndex("rows")).(*array.Int64Builder).Append(e.Rows)
+		b.Field(t.MustIndex("rejects")).(*array.Int64Builder).Append(e.Rejects)
+		b.Field(t.MustIndex("bytes")).(*array.Int64Builder).Append(e.Bytes)
+		b.Field(t.MustIndex("duration_ms")).(*array.Int64Builder).Append(e.DurationMS)
+		eb := b.Field(t.MustIndex("error")).(*array.StringBuilder)
+		if e.Error == "" {
+			eb.AppendNull()
+		} else {
+			eb.Append(e.Error)
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: "runs"}
+	failed := map[string]error{}
+	for _, s := range r.cfg.Sinks {
+		w, err := s.Open(ctx, schema.Runs, snap)
+		if err == nil {
+			if err = w.Write(ctx, rec); err == nil {
+				_, err = w.Commit(ctx)
+			}
+			if err != nil {
+				w.Abort()
+			}
+		}
+		if err != nil {
+			failed[s.Name()] = err
+		}
+	}
+	return failed
+}
+
+// Line renders the summary as one human line.
+func (s *Summary) Line() string {
+	var parts []string
+	for _, e := range s.Endpoints {
+		p := fmt.Sprintf("%s %s: %d rows, %d rejects, %s", e.Endpoint, e.Status, e.Rows, e.Rejects, byteSize(e.Bytes))
+		var names []string
+		for n := range e.Sinks {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if sr := e.Sinks[n]; sr.Error != "" {
+				p += fmt.Sprintf(" [%s failed]", n)
+			}
+		}
+		parts = append(parts, p)
+	}
+	status := "ok"
+	if !s.OK {
+		status = "FAILED"
+	}
+	return fmt.Sprintf("run %s %s in %s — %s", s.RunID, status, (time.Duration(s.DurationMS) * time.Millisecond).String(), strings.Join(parts, "; "))
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

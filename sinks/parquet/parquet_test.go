@@ -1,0 +1,217 @@
+package parquet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+)
+
+var snap = sinks.Snapshot{
+	Time:     time.Date(2026, 11, 22, 10, 15, 0, 250e6, time.UTC),
+	RunID:    "01936f0e-7c00-7000-8000-000000000001",
+	Source:   "venue.test",
+	Endpoint: "instruments",
+}
+
+// record builds n instrument rows; row i has strike 1000*i, is_active i%2==0
+// and a null index_price every third row.
+func record(t *testing.T, n int) arrow.Record {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema.Instruments.ArrowSchema())
+	defer b.Release()
+	tb := schema.Instruments
+	for i := 0; i < n; i++ {
+		for c, col := range tb.Columns {
+			f := b.Field(c)
+			switch col.Name {
+			case "snapshot_time":
+				f.(*array.TimestampBuilder).Append(arrow.Timestamp(snap.Time.UnixMilli()))
+			case "run_id":
+				f.(*array.StringBuilder).Append(snap.RunID)
+			case "source":
+				f.(*array.StringBuilder).Append(snap.Source)
+			case "instrument_name":
+				f.(*array.StringBuilder).Append(fmt.Sprintf("BTC-27NOV26-%d-C", 1000*i))
+			case "strike":
+				f.(*array.Float64Builder).Append(float64(1000 * i))
+			case "is_active":
+				f.(*array.BooleanBuilder).Append(i%2 == 0)
+			case "index_price":
+				if i%3 == 0 {
+					f.AppendNull()
+				} else {
+					f.(*array.Float64Builder).Append(95012.35)
+				}
+			case "expiration_time":
+				f.(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC).UnixMilli()))
+			default:
+				f.AppendNull()
+			}
+		}
+	}
+	return b.NewRecord()
+}
+
+func write(t *testing.T, s *Sink, recs ...arrow.Record) sinks.Committed {
+	t.Helper()
+	ctx := context.Background()
+	w, err := s.Open(ctx, schema.Instruments, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestWriteReadByDuckDB(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, r2 := record(t, 100), record(t, 50)
+	defer r1.Release()
+	defer r2.Release()
+	c := write(t, s, r1, r2)
+	want := filepath.Join(dir, "instruments", "date=2026-11-22", "20261122T101500.250Z-"+snap.RunID+".parquet")
+	if c.Where != want || c.Rows != 150 || c.Bytes == 0 {
+		t.Fatalf("committed %+v, want file %s", c, want)
+	}
+	glob := filepath.Join(dir, "instruments", "*", "*.parquet")
+	res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT count(*) AS n, count(index_price) AS priced, sum(strike) AS strikes,
+		count(*) FILTER (WHERE is_active) AS active, min(snapshot_time) AS snap, min(expiration_time) AS exp,
+		any_value(date) AS date, any_value(typeof(snapshot_time)) AS ts_type, any_value(typeof(is_active)) AS b_type,
+		any_value(typeof(index_price)) AS f_type
+		FROM read_parquet('%s', hive_partitioning = true)`, glob))
+	got := map[string]string{}
+	for i, col := range res.Columns {
+		got[col.Name] = fmt.Sprint(res.Rows[0][i])
+	}
+	wantVals := map[string]string{
+		"n": "150", "priced": "99", "strikes": fmt.Sprint(1000 * (99*100/2 + 49*50/2)), "active": "75",
+		"snap": "2026-11-22T10:15:00.250Z", "exp": "2026-11-27T08:00:00.000Z", "date": "2026-11-22",
+		"ts_type": "TIMESTAMP WITH TIME ZONE", "b_type": "BOOLEAN", "f_type": "DOUBLE",
+	}
+	for k, v := range wantVals {
+		if got[k] != v {
+			t.Errorf("%s = %s, want %s", k, got[k], v)
+		}
+	}
+	// zstd compressed, per the contract.
+	meta := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT DISTINCT compression FROM parquet_metadata('%s')`, want))
+	if len(meta.Rows) != 1 || meta.Rows[0][0] != "ZSTD" {
+		t.Errorf("compression = %v", meta.Rows)
+	}
+}
+
+// A replayed snapshot replaces its file; an aborted one leaves nothing; a
+// file being written is invisible to readers' globs.
+func TestAtomicReplaceAndAbort(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _ := New(Options{Dir: dir})
+	r := record(t, 10)
+	defer r.Release()
+	write(t, s, r)
+	write(t, s, r)
+	files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet"))
+	if len(files) != 1 {
+		t.Fatalf("files after writing one snapshot twice: %v", files)
+	}
+
+	// In flight: only a hidden temp file exists, which *.parquet does not match.
+	snap2 := snap
+	snap2.Time = snap.Time.Add(time.Minute)
+	w, err := s.Open(ctx, schema.Instruments, snap2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	files, _ = filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet"))
+	if len(files) != 1 {
+		t.Errorf("a file in flight is visible: %v", files)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "instruments", "date=2026-11-22"))
+	hidden := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
+			hidden++
+		}
+	}
+	if hidden != 1 {
+		t.Errorf("want one hidden temp file, dir has %v", entries)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ = os.ReadDir(filepath.Join(dir, "instruments", "date=2026-11-22"))
+	if len(entries) != 1 {
+		t.Errorf("abort left files behind: %v", entries)
+	}
+	if err := w.Abort(); err != nil {
+		t.Errorf("second abort: %v", err)
+	}
+	if _, err := w.Commit(ctx); err == nil {
+		t.Error("commit after abort succeeded")
+	}
+}
+
+func TestPathCannotEscape(t *testing.T) {
+	cases := []sinks.Snapshot{
+		{Time: snap.Time, RunID: "../../etc/passwd", Endpoint: "x"},
+		{Time: snap.Time, RunID: "/abs", Endpoint: "../.."},
+		{Time: snap.Time, RunID: "a\x00b", Endpoint: ".."},
+		{Time: snap.Time, RunID: "..", Endpoint: "."},
+	}
+	for _, c := range cases {
+		for _, tb := range []*schema.Table{schema.Instruments, schema.Rejects} {
+			p := Path(tb, c)
+			clean := filepath.Clean(p)
+			if filepath.IsAbs(p) || strings.HasPrefix(clean, "..") || strings.ContainsRune(p, 0) ||
+				!strings.HasPrefix(clean, tb.Name+string(filepath.Separator)) || strings.Count(clean, string(filepath.Separator)) != 2 {
+				t.Errorf("Path(%q, %q) = %q escapes its folder", c.RunID, c.Endpoint, p)
+			}
+		}
+	}
+}
+
+func TestCommitFailsWhenDirVanishes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _ := New(Options{Dir: dir})
+	w, err := s.Open(ctx, schema.Instruments, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, 3)
+	defer r.Release()
+	if err := w.Write(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dir, "instruments"))
+	if _, err := w.Commit(ctx); err == nil || !strings.Contains(err.Error(), "parquet: commit") {
+		t.Fatalf("commit into a removed folder: %v", err)
+	}
+}

@@ -1,0 +1,62 @@
+// Package sinks defines the interface every store implements. Both stores
+// consume the same Arrow record batches, whose schemas come from package
+// schema.
+package sinks
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// Snapshot identifies the rows a Writer receives: one table's rows from one
+// endpoint of one run.
+type Snapshot struct {
+	Time     time.Time // snapshot time (UTC, ms)
+	RunID    string
+	Source   string
+	Endpoint string // logical endpoint name, e.g. "instruments"
+	// Part tells apart the requests of an endpoint whose parameters fan out
+	// into several requests ("" when there is one).
+	Part string
+}
+
+// Sink is a store. Implementations:
+//
+//  1. Open returns a Writer for one table of one snapshot; several Writers may
+//     be open at once (one per table), each used from one goroutine.
+//  2. Loading the same snapshot again (a retry or a replay) must not duplicate
+//     rows: Parquet replaces the snapshot's file, ClickHouse deduplicates by
+//     the table's key.
+//  3. Close releases connections; it does not commit open Writers.
+type Sink interface {
+	// Name is the sink's name as used by --sink ("parquet", "clickhouse").
+	Name() string
+	// Open prepares to receive the rows of table t for snap.
+	Open(ctx context.Context, t *schema.Table, snap Snapshot) (Writer, error)
+	// Close releases the sink's resources.
+	Close(ctx context.Context) error
+}
+
+// Writer receives one table's rows for one snapshot.
+type Writer interface {
+	// Write appends rec, whose schema is the table's Arrow schema. Write does
+	// not keep rec after it returns; the caller releases it.
+	Write(ctx context.Context, rec arrow.Record) error
+	// Commit makes every row written visible, atomically where the store
+	// allows it (Parquet: all or nothing). It reports where the rows went.
+	Commit(ctx context.Context) (Committed, error)
+	// Abort discards rows not yet committed. It is safe to call after Commit
+	// or Abort, and then does nothing.
+	Abort() error
+}
+
+// Committed describes what a Commit made visible.
+type Committed struct {
+	Rows  int64
+	Bytes int64  // bytes written to the store, when known
+	Where string // a file path or table name, for the run summary
+}
