@@ -9,6 +9,7 @@
 package jsontok
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -208,6 +209,10 @@ func (s *Scanner) PeekKind() (Kind, error) {
 
 // Expect consumes the delimiter c ('{', '}', '[', ']', ':', ',').
 func (s *Scanner) Expect(c byte) error {
+	if s.pos < s.end && s.buf[s.pos] == c {
+		s.pos++
+		return nil
+	}
 	got, err := s.PeekByte()
 	if err != nil {
 		return err
@@ -236,6 +241,13 @@ func (s *Scanner) Consume(c byte) (bool, error) {
 // bracket (first=true) or after an element, it consumes ',' and reports true,
 // or consumes the closing bracket and reports false.
 func (s *Scanner) More(closing byte, first bool) (bool, error) {
+	// Fast path for compact JSON: ',' followed by the next value.
+	if !first && s.pos+1 < s.end && s.buf[s.pos] == ',' {
+		if c := s.buf[s.pos+1]; c != closing && c > ' ' {
+			s.pos++
+			return true, nil
+		}
+	}
 	c, err := s.PeekByte()
 	if err != nil {
 		return false, err
@@ -264,28 +276,39 @@ func (s *Scanner) More(closing byte, first bool) (bool, error) {
 // internal buffers until the next call. The bytes are not checked for valid
 // UTF-8 (see utf8.Valid); escapes are decoded, lone surrogates become U+FFFD.
 func (s *Scanner) String() ([]byte, error) {
-	if err := s.Expect('"'); err != nil {
+	if s.pos < s.end && s.buf[s.pos] == '"' {
+		s.pos++
+	} else if err := s.Expect('"'); err != nil {
 		return nil, err
 	}
 	s.tokBeg = s.pos
-	defer func() { s.tokBeg = -1 }()
-	// Fast path: no escapes.
+	// Fast path: find the closing quote, then make sure nothing before it
+	// needs unescaping.
 	i := s.pos
 	for {
-		for i < s.end {
-			c := s.buf[i]
-			if c == '"' {
-				v := s.buf[s.tokBeg:i]
-				s.pos = i + 1
-				return v, nil
+		if q := bytes.IndexByte(s.buf[i:s.end], '"'); q >= 0 {
+			seg := s.buf[s.tokBeg : i+q]
+			clean := true
+			for _, c := range seg {
+				if c == '\\' || c < 0x20 {
+					clean = false
+					break
+				}
 			}
-			if c == '\\' || c < 0x20 {
-				goto slow
+			if clean {
+				s.pos = i + q + 1
+				s.tokBeg = -1
+				return seg, nil
 			}
-			i++
+			i = s.tokBeg
+			for s.buf[i] != '\\' && s.buf[i] >= 0x20 {
+				i++
+			}
+			goto slow
 		}
-		off := i - s.tokBeg
+		off := s.end - s.tokBeg
 		if !s.fill() {
+			s.tokBeg = -1
 			return nil, s.readErr("string")
 		}
 		i = s.tokBeg + off
@@ -304,6 +327,7 @@ slow:
 		switch {
 		case c == '"':
 			s.pos++
+			s.tokBeg = -1
 			return s.scratch, nil
 		case c < 0x20:
 			return nil, s.syntax("control character %#x in string", c)
@@ -404,7 +428,6 @@ func (s *Scanner) Number() ([]byte, error) {
 		return nil, err
 	}
 	s.tokBeg = s.pos
-	defer func() { s.tokBeg = -1 }()
 	i := s.pos
 	for {
 		for i < s.end {
@@ -427,6 +450,7 @@ func (s *Scanner) Number() ([]byte, error) {
 	}
 done:
 	v := s.buf[s.tokBeg:i]
+	s.tokBeg = -1
 	if !ValidNumber(v) {
 		return nil, s.syntax("invalid number %q", v)
 	}

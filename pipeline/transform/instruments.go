@@ -184,6 +184,7 @@ type InstrumentDecoder struct {
 	colExt  int
 
 	extraBuf []byte
+	dataHint []int // string bytes per column in the last batch
 
 	r     row
 	stats Stats
@@ -222,6 +223,7 @@ func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	d.colCTim = t.MustIndex("creation_time")
 	d.colETim = t.MustIndex("expiration_time")
 	d.colExt = t.MustIndex("extra")
+	d.dataHint = make([]int, n)
 	return d
 }
 
@@ -239,7 +241,7 @@ func (d *InstrumentDecoder) Release() {
 func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
 	d.stats, d.index = Stats{}, 0
-	d.rb.Reserve(0)
+	d.reserve()
 	sc := jsontok.New(r, d.opt.ReadBuffer)
 	err := d.decode(ctx, sc)
 	if err == nil {
@@ -375,6 +377,7 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 	if err := sc.Expect('{'); err != nil {
 		return err
 	}
+	next := 0
 	for first := true; ; first = false {
 		more, err := sc.More('}', first)
 		if err != nil {
@@ -388,7 +391,17 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 		if err != nil {
 			return err
 		}
-		fi := fieldIndex(key)
+		// Venues send fields in a fixed order: try the field after the
+		// previous one before the map.
+		fi := -1
+		if next < len(venueFields) && string(key) == venueFields[next].name {
+			fi = next
+		} else {
+			fi = fieldIndex(key)
+		}
+		if fi >= 0 {
+			next = fi + 1
+		}
 		if err := sc.Expect(':'); err != nil {
 			return err
 		}
@@ -625,7 +638,17 @@ func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
 // (they are few) unless they reach a batch.
 func (d *InstrumentDecoder) flush(final bool) error {
 	if n := d.rb.Field(0).Len(); n > 0 {
+		// Size the next batch like this one: growing builders by doubling
+		// copies and clears memory, which costs more than the decoding.
+		for c, sb := range d.str {
+			if sb != nil {
+				d.dataHint[c] = sb.DataLen()
+			}
+		}
 		rec := d.rb.NewRecord()
+		if !final {
+			d.reserve()
+		}
 		d.stats.Rows += int64(n)
 		err := d.emit(schema.Instruments, rec)
 		rec.Release()
@@ -643,6 +666,16 @@ func (d *InstrumentDecoder) flush(final bool) error {
 		}
 	}
 	return nil
+}
+
+// reserve sizes the builders for a full batch.
+func (d *InstrumentDecoder) reserve() {
+	d.rb.Reserve(d.opt.BatchRows)
+	for c, sb := range d.str {
+		if sb != nil && d.dataHint[c] > 0 {
+			sb.ReserveData(d.dataHint[c] + d.dataHint[c]/8)
+		}
+	}
 }
 
 // discard drops rows built but not emitted (after a failed decode).

@@ -1,0 +1,44 @@
+package transform
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// BenchmarkDecodeInstruments measures decode+flatten into Arrow batches of a
+// 100,000-instrument listing from the simulator (MB/s of JSON; rows/s is
+// reported as a custom metric).
+func BenchmarkDecodeInstruments(b *testing.B) {
+	for _, shape := range []struct {
+		name  string
+		group int
+	}{{"groups200", 200}, {"groups3", 33334}} {
+		b.Run(shape.name, func(b *testing.B) {
+			sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: 100_000, GroupSize: shape.group})
+			var body bytes.Buffer
+			if err := sim.WriteInstruments(&body); err != nil {
+				b.Fatal(err)
+			}
+			d := NewInstrumentDecoder(Options{})
+			defer d.Release()
+			b.SetBytes(int64(body.Len()))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var rows int64
+			for i := 0; i < b.N; i++ {
+				st, err := d.Decode(context.Background(), bytes.NewReader(body.Bytes()), testMeta, func(*schema.Table, arrow.Record) error { return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += st.Rows
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
