@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# deps.sh — install what the tests need that Go modules do not bring:
+#   * clickhouse-server + clickhouse-client (Debian's 18.16) and zookeeper, from apt;
+#   * node + npm (only if missing), and tools/duckdb's node modules (the DuckDB
+#     Parquet reader the tests check against), from the npm registry.
+#
+# Idempotent and quiet: one line per thing it does, nothing (and well under a
+# second) when everything is present. Never starts a service: the tests start
+# their own servers in temp dirs. Works with no TTY and CI=true.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DUCKDB_DIR="$ROOT/tools/duckdb"
+
+export DEBIAN_FRONTEND=noninteractive
+export NEEDRESTART_MODE=a
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=(sudo -n)
+fi
+
+say() { printf 'deps: %s\n' "$*"; }
+
+have_file_or_cmd() { # have_file_or_cmd NAME [PATH...]
+  local name=$1; shift
+  command -v "$name" >/dev/null 2>&1 && return 0
+  local p
+  for p in "$@"; do [ -x "$p" ] && return 0; done
+  return 1
+}
+
+# ---- apt packages -------------------------------------------------------------
+pkgs=()
+if ! have_file_or_cmd clickhouse-server /usr/sbin/clickhouse-server /usr/bin/clickhouse-server /usr/bin/clickhouse; then
+  pkgs+=(clickhouse-server)
+fi
+if ! have_file_or_cmd clickhouse-client /usr/bin/clickhouse-client /usr/bin/clickhouse; then
+  pkgs+=(clickhouse-client)
+fi
+if [ ${#pkgs[@]} -gt 0 ]; then
+  # When ClickHouse is (re)installed, install the pair together.
+  pkgs=(clickhouse-server clickhouse-client)
+fi
+if [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] && ! have_file_or_cmd zkServer.sh; then
+  pkgs+=(zookeeper)
+fi
+if ! have_file_or_cmd node; then
+  pkgs+=(nodejs)
+fi
+if ! have_file_or_cmd npm; then
+  pkgs+=(npm)
+fi
+
+if [ ${#pkgs[@]} -gt 0 ]; then
+  # Keep Debian's maintainer scripts from starting services (clickhouse-server,
+  # zookeeper) while we install: policy-rc.d exit 101 = "action forbidden".
+  # Only when there is no policy-rc.d already; removed again on exit.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+    "${SUDO[@]}" chmod 755 "$policy"
+    trap '"${SUDO[@]}" rm -f "$policy"' EXIT
+  fi
+  say "apt-get update"
+  "${SUDO[@]}" apt-get update -qq
+  say "apt-get install ${pkgs[*]}"
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+    "${pkgs[@]}" >/dev/null
+fi
+
+# ---- tools/duckdb node modules -------------------------------------------------
+# Reinstall when missing, or when the installed @duckdb/node-api is not the
+# version package.json pins (e.g. after a bump).
+want=$(sed -n 's/.*"@duckdb\/node-api"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$DUCKDB_DIR/package.json" | head -n1)
+have=""
+installed="$DUCKDB_DIR/node_modules/@duckdb/node-api/package.json"
+if [ -f "$installed" ]; then
+  have=$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$installed" | head -n1)
+fi
+if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -f "$DUCKDB_DIR/node_modules/@duckdb/node-bindings/package.json" ]; then
+  cd "$DUCKDB_DIR"
+  # "npm install", not "npm ci": it installs the versions and integrity hashes
+  # package-lock.json pins, but unlike "npm ci" it tolerates the lock lacking the
+  # other platforms' optional @duckdb/node-bindings-* packages (the registry we
+  # reach serves only the ones for this platform, so the lock cannot list them).
+  say "npm install in tools/duckdb (@duckdb/node-api $want)"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+fi
