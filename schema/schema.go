@@ -42,6 +42,9 @@ type Column struct {
 	Name     string
 	Type     Type
 	Nullable bool
+	// List makes the column an array of Type (a JSON array of scalars).
+	// List columns are never null: a missing array is an empty one.
+	List bool
 	// LowCardinality marks columns with few distinct values (currencies,
 	// kinds); stores may dictionary-encode them.
 	LowCardinality bool
@@ -106,11 +109,19 @@ func ArrowType(t Type) arrow.DataType {
 	panic(fmt.Sprintf("schema: no arrow type for %v", t))
 }
 
+// ArrowField renders the column as an Arrow field.
+func (c Column) ArrowField() arrow.Field {
+	if c.List {
+		return arrow.Field{Name: c.Name, Type: arrow.ListOf(ArrowType(c.Type)), Nullable: c.Nullable}
+	}
+	return arrow.Field{Name: c.Name, Type: ArrowType(c.Type), Nullable: c.Nullable}
+}
+
 // ArrowSchema renders the table as an Arrow schema, columns in order.
 func (t *Table) ArrowSchema() *arrow.Schema {
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
-		fields[i] = arrow.Field{Name: c.Name, Type: ArrowType(c.Type), Nullable: c.Nullable}
+		fields[i] = c.ArrowField()
 	}
 	md := arrow.NewMetadata([]string{"optlake.table"}, []string{t.Name})
 	return arrow.NewSchema(fields, &md)

@@ -81,5 +81,23 @@ var Runs = &Table{
 	PartitionTime: "snapshot_time",
 }
 
+// InstrumentEvents is what changed between consecutive snapshots of the
+// instrument listing of one source.
+var InstrumentEvents = &Table{
+	Name: "instrument_events",
+	Doc:  "lifecycle events and parameter changes derived by comparing consecutive snapshots",
+	Columns: append(append([]Column{}, metaColumns...),
+		Column{Name: "instrument_name", Type: String},
+		Column{Name: "event", Type: String, LowCardinality: true, Doc: "listed | delisted | expired | activated | deactivated | deployed | undeployed | changed"},
+		Column{Name: "field", Type: String, Doc: "the venue field for changed (and the flag for flips); empty otherwise"},
+		Column{Name: "old_value", Type: String, Nullable: true, Doc: "value before, as text (null when it was null or absent)"},
+		Column{Name: "new_value", Type: String, Nullable: true, Doc: "value after, as text"},
+		Column{Name: "previous_snapshot_time", Type: TimestampMs, Nullable: true, Doc: "the last snapshot before this one (the event happened between the two)"},
+		Column{Name: "initial", Type: Bool, Doc: "true for the listed events of the first snapshot of a data directory (not a real listing)"},
+	),
+	Key:           []string{"source", "instrument_name", "snapshot_time", "event", "field"},
+	PartitionTime: "snapshot_time",
+}
+
 // Tables lists every fixed table.
-func Tables() []*Table { return []*Table{Instruments, Rejects, Runs} }
+func Tables() []*Table { return []*Table{Instruments, Rejects, Runs, InstrumentEvents} }
