@@ -19,6 +19,7 @@ import (
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/sinks/parquet"
 )
 
@@ -33,6 +34,7 @@ type job struct {
 	Sinks         []string
 	DataDir       string
 	ClickHouseDSN string
+	Migrate       bool // apply pending ClickHouse migrations before loading
 	Source        string
 	TimestampUnit string
 	Timeout       time.Duration
@@ -98,11 +100,7 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 		return nil, err
 	}
 	red := redact.New(secrets...)
-	if u, err := url.Parse(j.ClickHouseDSN); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			red.Add(p)
-		}
-	}
+	red.Add(dsnPassword(j.ClickHouseDSN))
 	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
 	if err != nil {
 		return nil, err
@@ -162,7 +160,11 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 				}
 				ss = append(ss, s)
 			case "clickhouse":
-				return nil, usagef("--sink clickhouse is not available in this build yet")
+				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Migrate: j.Migrate, Logger: log, Redactor: red})
+				if err != nil {
+					return nil, usageError{err}
+				}
+				ss = append(ss, s)
 			default:
 				return nil, usagef("--sink %q: want parquet or clickhouse", name)
 			}
@@ -247,4 +249,14 @@ func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
 		case <-time.After(time.Until(next)):
 		}
 	}
+}
+
+// dsnPassword returns the password of a DSN, to redact it.
+func dsnPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			return p
+		}
+	}
+	return ""
 }

@@ -21,6 +21,7 @@ func jobFlags() []cli.Flag {
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")}),
+		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", EnvVars: envs("migrate")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "source", Usage: "venue name stored in every row (default: the API URL's host)", EnvVars: envs("source")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")}),
 		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", EnvVars: envs("timeout")}),
@@ -39,7 +40,7 @@ func jobFromFlags(c *cli.Context) *job {
 	return &job{
 		APIURL: c.String("api-url"), Headers: c.StringSlice("header"), Params: c.StringSlice("param"),
 		Endpoints: splitList(c.StringSlice("endpoints")), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
-		ClickHouseDSN: c.String("clickhouse-dsn"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
+		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
 		Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
 		Every: c.Duration("every"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),

@@ -1,0 +1,364 @@
+// Package clickhouse is the ClickHouse sink: native protocol with lz4,
+// columnar batch inserts straight from Arrow records, tables and migrations
+// generated from package schema, types chosen by server version.
+//
+// Loads are idempotent: tables are ReplacingMergeTree ordered by the table's
+// key, so a snapshot inserted twice (a retry, a replay) is one row per key
+// after merges, and every view reads with FINAL.
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+)
+
+// Options configure the sink.
+type Options struct {
+	DSN string // clickhouse://user:pass@host:9000/db
+	// Migrate applies pending migrations when the sink connects; without it
+	// an out-of-date schema is an error.
+	Migrate     bool
+	MaxAttempts int           // per insert, for transient errors (default 4)
+	Backoff     time.Duration // first retry delay (default 500ms)
+	DialTimeout time.Duration // default 5s
+	Logger      *slog.Logger
+	Redactor    *redact.Redactor
+}
+
+// Sink loads into one ClickHouse database.
+type Sink struct {
+	opt    Options
+	chOpts *ch.Options
+	db     string
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	conn   driver.Conn
+	feat   schema.Features
+	tables map[string]int // dynamic tables known to exist, with their column count
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New checks the DSN. It does not connect: the sink connects when the first
+// table is opened, so a snapshot is still fetched and archived while
+// ClickHouse is down.
+func New(opt Options) (*Sink, error) {
+	o, db, err := parseDSN(opt.DSN, opt.Redactor)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 4
+	}
+	if opt.Backoff <= 0 {
+		opt.Backoff = 500 * time.Millisecond
+	}
+	if opt.DialTimeout > 0 {
+		o.DialTimeout = opt.DialTimeout
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("sink", "clickhouse")
+	o.Compression = &ch.Compression{Method: ch.CompressionLZ4}
+	o.Logger = log
+	return &Sink{opt: opt, chOpts: o, db: db, log: log, tables: map[string]int{}}, nil
+}
+
+// parseDSN parses a clickhouse:// DSN; errors never include the password.
+func parseDSN(dsn string, red *redact.Redactor) (*ch.Options, string, error) {
+	if dsn == "" {
+		return nil, "", errors.New("clickhouse: no DSN (--clickhouse-dsn or OPTLAKE_CLICKHOUSE_DSN)")
+	}
+	if !strings.HasPrefix(dsn, "clickhouse://") && !strings.HasPrefix(dsn, "tcp://") {
+		return nil, "", errors.New("clickhouse: DSN must start with clickhouse:// (the native protocol)")
+	}
+	o, err := ch.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("clickhouse: invalid DSN: %s", red.String(err.Error()))
+	}
+	db := o.Auth.Database
+	if db == "" {
+		db = "default"
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	return o, db, nil
+}
+
+// Name implements sinks.Sink.
+func (s *Sink) Name() string { return "clickhouse" }
+
+// Database is the target database.
+func (s *Sink) Database() string { return s.db }
+
+// Close implements sinks.Sink.
+func (s *Sink) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		err := s.conn.Close()
+		s.conn = nil
+		return err
+	}
+	return nil
+}
+
+// connect opens the connection once, learns the server's features and
+// checks (or migrates) the schema version.
+func (s *Sink) connect(ctx context.Context) (driver.Conn, schema.Features, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		return s.conn, s.feat, nil
+	}
+	// The database may not exist yet (first migrate): connect to default.
+	o := *s.chOpts
+	o.Auth.Database = "default"
+	conn, err := openConn(&o)
+	if err != nil {
+		return nil, s.feat, s.wrap("connect", err)
+	}
+	if err := withRetry(ctx, s.opt.MaxAttempts, s.opt.Backoff, func() error { return conn.Ping(ctx) }); err != nil {
+		conn.Close()
+		return nil, s.feat, s.wrap("connect", err)
+	}
+	v, err := conn.ServerVersion()
+	if err != nil {
+		conn.Close()
+		return nil, s.feat, s.wrap("server version", err)
+	}
+	s.feat = schema.FeaturesFor(int(v.Version.Major), int(v.Version.Minor))
+	have, err := currentVersion(ctx, conn, s.db)
+	if err != nil {
+		conn.Close()
+		return nil, s.feat, s.wrap("read schema version", err)
+	}
+	if want := schema.LatestVersion(); have < want {
+		if !s.opt.Migrate {
+			conn.Close()
+			return nil, s.feat, &OutOfDateError{Database: s.db, Have: have, Want: want}
+		}
+		if _, err := migrate(ctx, conn, s.db, s.feat, s.log); err != nil {
+			conn.Close()
+			return nil, s.feat, s.wrap("migrate", err)
+		}
+	}
+	s.conn = conn
+	s.log.Debug("connected", "server", v.String(), "database", s.db)
+	return conn, s.feat, nil
+}
+
+func openConn(o *ch.Options) (driver.Conn, error) { return ch.Open(o) }
+
+// OutOfDateError is returned when the database's schema is older than this
+// build: run `optlake migrate` (or pass --migrate).
+type OutOfDateError struct {
+	Database   string
+	Have, Want int
+}
+
+func (e *OutOfDateError) Error() string {
+	if e.Have == 0 {
+		return fmt.Sprintf("clickhouse: database %s has no optlake schema: run `optlake migrate` first (or pass --migrate)", e.Database)
+	}
+	return fmt.Sprintf("clickhouse: schema of database %s is at version %d, this optlake needs %d: run `optlake migrate` (or pass --migrate)", e.Database, e.Have, e.Want)
+}
+
+func (s *Sink) wrap(op string, err error) error {
+	return fmt.Errorf("clickhouse %s: %s", op, s.opt.Redactor.String(err.Error()))
+}
+
+// Open implements sinks.Sink. Fixed tables must exist (migrations); tables
+// inferred at run time are created, and evolved with ADD COLUMN, here.
+func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	conn, feat, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !isFixed(t) {
+		if err := s.ensureTable(ctx, conn, feat, t); err != nil {
+			return nil, err
+		}
+	}
+	cols := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = schema.Quote(c.Name)
+	}
+	insert := fmt.Sprintf("INSERT INTO %s.%s (%s)", schema.Quote(s.db), schema.Quote(t.Name), strings.Join(cols, ", "))
+	return &writer{s: s, conn: conn, feat: feat, t: t, insert: insert}, nil
+}
+
+func isFixed(t *schema.Table) bool {
+	for _, f := range schema.Tables() {
+		if f == t {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureTable creates an inferred table, or adds the columns it gained.
+func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Features, t *schema.Table) error {
+	s.mu.Lock()
+	known := s.tables[t.Name]
+	s.mu.Unlock()
+	if known == len(t.Columns) {
+		return nil
+	}
+	if err := conn.Exec(ctx, t.ClickHouseDDL(s.db, feat)); err != nil {
+		return s.wrap("create table "+t.Name, err)
+	}
+	existing := map[string]bool{}
+	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ?", s.db, t.Name)
+	if err != nil {
+		return s.wrap("list columns of "+t.Name, err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return s.wrap("list columns of "+t.Name, err)
+		}
+		existing[n] = true
+	}
+	rows.Close()
+	for _, c := range t.Columns {
+		if existing[c.Name] {
+			continue
+		}
+		if err := conn.Exec(ctx, t.AddColumnDDL(s.db, c, feat)); err != nil {
+			return s.wrap("add column "+t.Name+"."+c.Name, err)
+		}
+		s.log.Info("column added", "table", t.Name, "column", c.Name, "type", c.ClickHouseType(feat))
+	}
+	s.mu.Lock()
+	s.tables[t.Name] = len(t.Columns)
+	s.mu.Unlock()
+	return nil
+}
+
+type writer struct {
+	s      *Sink
+	conn   driver.Conn
+	feat   schema.Features
+	t      *schema.Table
+	insert string
+	rows   int64
+	done   bool
+}
+
+// Write inserts rec as one block, retrying transient failures. A retried
+// block may have reached the server once already; the table's key makes
+// the duplicate disappear (read with FINAL).
+func (w *writer) Write(ctx context.Context, rec arrow.Record) error {
+	if w.done {
+		return errors.New("clickhouse: write after commit or abort")
+	}
+	err := withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error {
+		batch, err := w.conn.PrepareBatch(ctx, w.insert, driver.WithReleaseConnection())
+		if err != nil {
+			return err
+		}
+		if err := appendRecord(batch, w.t, w.feat, rec); err != nil {
+			batch.Abort()
+			return permanent{err}
+		}
+		return batch.Send()
+	})
+	if err != nil {
+		return w.s.wrap("insert into "+w.t.Name, err)
+	}
+	w.rows += rec.NumRows()
+	return nil
+}
+
+// Commit implements sinks.Writer: inserted blocks are already visible.
+func (w *writer) Commit(context.Context) (sinks.Committed, error) {
+	if w.done {
+		return sinks.Committed{}, errors.New("clickhouse: commit after commit or abort")
+	}
+	w.done = true
+	return sinks.Committed{Rows: w.rows, Where: w.s.db + "." + w.t.Name}, nil
+}
+
+// Abort implements sinks.Writer. Blocks already inserted stay; the retry or
+// replay that follows re-inserts the same keys, which deduplicate.
+func (w *writer) Abort() error {
+	w.done = true
+	return nil
+}
+
+// permanent marks an error that retrying cannot fix.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// withRetry runs f until it succeeds, fails permanently, or attempts run out.
+func withRetry(ctx context.Context, attempts int, backoff time.Duration, f func() error) error {
+	var err error
+	for i := 0; i < attempts; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		var p permanent
+		if errors.As(err, &p) || !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if i == attempts-1 {
+			break
+		}
+		t := time.NewTimer(backoff << i)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return err
+}
+
+// Transient reports whether err is worth retrying: connection refused or
+// reset, timeouts, a connection closed under us.
+func Transient(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, ch.ErrAcquireConnTimeout) {
+		return true
+	}
+	var ex *ch.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 159, 209, 210, 252, 241: // timeout, socket timeout, network error, too many parts, memory limit
+			return true
+		}
+	}
+	return false
+}
