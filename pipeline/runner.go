@@ -32,12 +32,15 @@ import (
 // Config is everything one snapshot needs. Client, Archive, Endpoints and
 // Source are required.
 type Config struct {
-	Client        *extract.Client
-	Archive       *archive.Archive
-	Sinks         []sinks.Sink
-	Endpoints     []Endpoint
-	Params        map[string]url.Values // per endpoint name
-	Source        string
+	Client    *extract.Client
+	Archive   *archive.Archive
+	Sinks     []sinks.Sink
+	Endpoints []Endpoint
+	Params    map[string]url.Values // per endpoint name
+	Source    string
+	// StateDir holds the state that instrument events are derived from
+	// (normally the data directory); empty disables instrument_events.
+	StateDir      string
 	TimestampUnit transform.TimeUnit
 	BatchRows     int
 	Mem           memory.Allocator
@@ -101,6 +104,7 @@ type EndpointResult struct {
 	Requests   int                   `json:"requests"`
 	Rows       int64                 `json:"rows"`
 	Rejects    int64                 `json:"rejects"`
+	Events     int64                 `json:"events"`
 	Bytes      int64                 `json:"bytes"`
 	DurationMS int64                 `json:"duration_ms"`
 	Error      string                `json:"error,omitempty"`
@@ -157,20 +161,28 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		res.Status = "archived"
 	}
 	sets := FanOut(r.cfg.Params[ep.Name])
+	var ev *eventsRun
+	if ep.Kind == KindInstruments {
+		ev = r.startEvents(log, ep, sets, sum)
+	}
 	for i, params := range sets {
 		res.Requests++
 		part := ""
 		if len(sets) > 1 {
 			part = fmt.Sprintf("r%03d", i)
 		}
-		err := r.request(ctx, log, ep, i, part, params, sum, &res)
+		err := r.request(ctx, log, ep, i, part, params, sum, &res, ev)
 		if err != nil {
+			ev.taint()
 			res.Status = "failed"
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
 			}
 			log.Error("endpoint failed", "endpoint", ep.Name, "request", i, "err", err)
 		}
+	}
+	if res.Status == "ok" && ev.usable() {
+		r.finishEvents(ctx, log, ev, &res)
 	}
 	for name, sr := range res.Sinks {
 		if sr.Error != "" && res.Status != "failed" {
@@ -189,7 +201,7 @@ func oneLine(err error) string {
 
 // request fetches one parameter set of an endpoint, retrying as the client
 // decides; each attempt is archived on its own.
-func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx int, part string, params url.Values, sum *Summary, res *EndpointResult) error {
+func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx int, part string, params url.Values, sum *Summary, res *EndpointResult, ev *eventsRun) error {
 	base := archive.Meta{
 		Endpoint: ep.Name, Request: idx, Params: flat(params),
 		SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source,
@@ -221,7 +233,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx
 		var derr error
 		switch ep.Kind {
 		case KindInstruments:
-			outs, derr = r.loadInstruments(ctx, ep, part, body, sum, res)
+			outs, derr = r.loadInstruments(ctx, ep, part, body, sum, res, ev)
 		default:
 			_, derr = io.Copy(io.Discard, body)
 		}
@@ -275,13 +287,20 @@ func flat(v url.Values) map[string]string {
 // loadInstruments decodes one listing body into every sink. Rows are
 // committed only when the whole body decoded; on any failure every sink's
 // writers are aborted, so a retry starts clean.
-func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult) (map[string]SinkResult, error) {
+func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := newFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	defer dec.Release()
 	meta := transform.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name}
-	stats, err := dec.Decode(ctx, body, meta, fan.emit)
+	ev.beginAttempt()
+	emit := func(t *schema.Table, rec arrow.Record) error {
+		if t == schema.Instruments {
+			ev.observe(rec)
+		}
+		return fan.emit(t, rec)
+	}
+	stats, err := dec.Decode(ctx, body, meta, emit)
 	if err != nil {
 		fan.abort()
 		return nil, fmt.Errorf("decode listing: %w", err)
@@ -476,7 +495,7 @@ func (r *Runner) writeRuns(ctx context.Context, sum *Summary) map[string]error {
 func (s *Summary) Line() string {
 	var parts []string
 	for _, e := range s.Endpoints {
-		p := fmt.Sprintf("%s %s: %d rows, %d rejects, %s", e.Endpoint, e.Status, e.Rows, e.Rejects, byteSize(e.Bytes))
+		p := fmt.Sprintf("%s %s: %d rows, %d rejects, %d events, %s", e.Endpoint, e.Status, e.Rows, e.Rejects, e.Events, byteSize(e.Bytes))
 		var names []string
 		for n := range e.Sinks {
 			names = append(names, n)

@@ -172,7 +172,7 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	}
 	runner, err := pipeline.New(pipeline.Config{
 		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: eps, Params: params,
-		Source: source, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
+		Source: source, StateDir: j.DataDir, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
 	})
 	if err != nil {
 		return nil, usageError{err}

@@ -257,7 +257,8 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, shown string, attempt 
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if cause := context.Cause(actx); errors.Is(cause, errIdle) {
+		var te interface{ Timeout() bool }
+		if cause := context.Cause(actx); errors.Is(cause, errIdle) || (errors.As(err, &te) && te.Timeout() && ctx.Err() == nil) {
 			return 0, &netError{fmt.Errorf("no response within %s", c.opt.Timeout)}
 		}
 		// *url.Error repeats the URL; keep only the cause, redacted.

@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/pipeline/events"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+)
+
+// eventsRun derives instrument_events for one snapshot of the listing. A nil
+// *eventsRun does nothing, so callers need no checks.
+type eventsRun struct {
+	prev     *events.State
+	meta     events.Meta
+	opt      events.Options
+	d        *events.Differ
+	observed bool // the current attempt fed rows to d
+	tainted  bool // a failed attempt fed rows that cannot be taken back
+	err      error
+	log      *slog.Logger
+}
+
+// startEvents loads the last known state of the source. Events need the
+// whole listing, so a listing filtered by --param gets none (a filter would
+// look like delistings).
+func (r *Runner) startEvents(log *slog.Logger, ep Endpoint, sets []url.Values, sum *Summary) *eventsRun {
+	if r.cfg.StateDir == "" {
+		return nil
+	}
+	if len(r.cfg.Params[ep.Name]) > 0 {
+		log.Info("instrument events skipped: the listing is filtered by --param", "endpoint", ep.Name)
+		return nil
+	}
+	prev, err := events.Load(r.cfg.StateDir, sum.Source)
+	if err != nil {
+		log.Warn("instrument events skipped: cannot load the state", "err", err)
+		return nil
+	}
+	return &eventsRun{
+		prev: prev, log: log,
+		meta: events.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
+		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem},
+	}
+}
+
+// beginAttempt starts (again) with a fresh comparison: a retried request
+// must not count the rows of its failed attempt.
+func (e *eventsRun) beginAttempt() {
+	if e == nil || e.tainted || e.err != nil {
+		return
+	}
+	if e.observed && e.d != nil {
+		// Rows of a failed attempt of an earlier request are mixed in.
+		e.tainted = true
+		return
+	}
+	d, err := events.NewDiffer(e.prev, e.meta, e.opt)
+	if err != nil {
+		e.err = err
+		return
+	}
+	e.d = d
+}
+
+func (e *eventsRun) observe(rec arrow.Record) {
+	if e == nil || e.d == nil || e.tainted || e.err != nil {
+		return
+	}
+	e.observed = true
+	if err := e.d.Observe(rec); err != nil {
+		e.err = err
+	}
+}
+
+// taint marks the comparison unusable after a failed request.
+func (e *eventsRun) taint() {
+	if e != nil {
+		e.tainted = true
+	}
+}
+
+func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == nil && e.d != nil }
+
+// finishEvents writes the events to every sink and, when all of them took
+// them, saves the new state: a sink that failed gets the same events again
+// at the next snapshot's comparison window, never a gap.
+func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRun, res *EndpointResult) {
+	if e.err != nil {
+		if errors.Is(e.err, events.ErrOutOfOrder) {
+			log.Warn("instrument events skipped", "err", e.err)
+		} else {
+			log.Error("instrument events failed", "err", e.err)
+		}
+		return
+	}
+	snap := sinks.Snapshot{Time: e.meta.SnapshotTime, RunID: e.meta.RunID, Source: e.meta.Source, Endpoint: "instrument_events"}
+	fan := newFanout(ctx, r.cfg.Sinks, snap, schema.InstrumentEvents)
+	stats, next, err := e.d.Finish(fan.emit)
+	if err != nil {
+		fan.abort()
+		log.Error("instrument events failed", "err", err)
+		return
+	}
+	outs := fan.commit(ctx)
+	ok := true
+	for name, o := range outs {
+		acc := res.Sinks[name]
+		acc.Files = append(acc.Files, o.Files...)
+		if o.Error != "" {
+			ok = false
+			if acc.Error == "" {
+				acc.Error = "instrument_events: " + o.Error
+			}
+		}
+		res.Sinks[name] = acc
+	}
+	res.Events = stats.Events
+	if !ok {
+		return
+	}
+	if err := next.Save(r.cfg.StateDir); err != nil {
+		log.Error("instrument events: state not saved", "err", err)
+		return
+	}
+	log.Info("instrument events", "events", stats.Events, "instruments", stats.Instruments)
+}

@@ -1,0 +1,173 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/venuesim"
+)
+
+const benchN = 1_000_000
+
+// benchFixture holds two consecutive 1,000,000-instrument simulator
+// snapshots decoded to Arrow records (decoding takes several seconds, so it
+// is shared by the benchmarks).
+var benchFixture = sync.OnceValues(func() (*fixture, error) {
+	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: benchN})
+	f := &fixture{}
+	var err error
+	if f.snap0, f.recs0, err = decodeSim(sim); err != nil {
+		return nil, err
+	}
+	sim.Advance(1)
+	if f.snap1, f.recs1, err = decodeSim(sim); err != nil {
+		return nil, err
+	}
+	return f, nil
+})
+
+type fixture struct {
+	snap0, snap1 time.Time
+	recs0, recs1 []arrow.Record
+}
+
+func decodeSim(sim *venuesim.Sim) (time.Time, []arrow.Record, error) {
+	var body bytes.Buffer
+	if err := sim.WriteInstruments(&body); err != nil {
+		return time.Time{}, nil, err
+	}
+	snap := sim.Now()
+	dec := transform.NewInstrumentDecoder(transform.Options{})
+	defer dec.Release()
+	var recs []arrow.Record
+	_, err := dec.Decode(context.Background(), &body, transform.Meta{SnapshotTime: snap, RunID: "bench", Source: "venue-sim", Endpoint: "instruments"},
+		func(tb *schema.Table, rec arrow.Record) error {
+			if tb == schema.Instruments {
+				rec.Retain()
+				recs = append(recs, rec)
+			}
+			return nil
+		})
+	return snap, recs, err
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkDiff1M compares a 1,000,000-instrument snapshot with the state of
+// the previous tick: rows/s is the throughput of Observe + Finish (emitting
+// the events into a counter). It also reports the state's memory (measured
+// heap and MemBytes, per instrument) and the size of its file.
+func BenchmarkDiff1M(b *testing.B) {
+	f, err := benchFixture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h0 := heapInUse()
+	prev, err := Rebuild("venue-sim", f.snap0, f.recs0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	heap := heapInUse() - h0
+	dir := b.TempDir()
+	if err := prev.Save(dir); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(StatePath(dir, "venue-sim"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta := Meta{SnapshotTime: f.snap1, RunID: "bench-1", Source: "venue-sim"}
+	var stats Stats
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := NewDiffer(prev, meta, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range f.recs1 {
+			if err := d.Observe(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if stats, _, err = d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(stats.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(stats.Events), "events")
+	b.ReportMetric(float64(heap)/benchN, "state-heap-B/instr")
+	b.ReportMetric(float64(prev.MemBytes())/benchN, "state-mem-B/instr")
+	b.ReportMetric(float64(fi.Size()), "state-file-B")
+	runtime.KeepAlive(prev)
+}
+
+// BenchmarkInitial1M is the first snapshot of a source: 1,000,000 listed
+// events, sorted and emitted.
+func BenchmarkInitial1M(b *testing.B) {
+	f, err := benchFixture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta := Meta{SnapshotTime: f.snap0, RunID: "bench-0", Source: "venue-sim"}
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := NewDiffer(NewState("venue-sim"), meta, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range f.recs0 {
+			if err := d.Observe(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchN)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkState1M saves and loads the state of 1,000,000 instruments.
+func BenchmarkState1M(b *testing.B) {
+	f, err := benchFixture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := Rebuild("venue-sim", f.snap0, f.recs0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			if err := st.Save(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Load(dir, "venue-sim"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,155 @@
+// Package events derives instrument lifecycle events (table
+// schema.InstrumentEvents) by comparing each instruments snapshot of a source
+// with the last known state of every (source, instrument_name).
+//
+// # The comparison
+//
+// A Differ is fed the schema.Instruments records of one snapshot of one
+// source (Observe) and, at Finish, emits one row per event:
+//
+//   - listed: the instrument is not in the previous state. On the first
+//     snapshot of a source (the state has no snapshot yet) every listed event
+//     has initial = true: it is the start of the history, not a real listing.
+//     An instrument that reappears after it was delisted is listed again
+//     (initial = false).
+//   - delisted: in the previous snapshot, not in this one; expired instead
+//     when its expiration_time (as known from the state) is at or before this
+//     snapshot's time.
+//   - activated / deactivated: is_active went false → true / true → false
+//     (field "is_active", old/new value "false"/"true").
+//   - deployed / undeployed: the same for deployed (field "deployed").
+//   - changed: any other compared venue field changed value, one event per
+//     field with field = the column name and old_value/new_value as text. A
+//     transition between null and a value is a change (the null side's value
+//     column is null), and so is is_active or deployed going to or from null.
+//
+// Compared are the 25 venue fields except instrument_name (the key) and
+// index_price: index prices move every snapshot, they are history, not
+// events. The derived columns index_price_raw, creation_time,
+// expiration_time and extra, and the meta columns, are not compared either.
+// Every column of schema.Instruments not in that exclusion list is compared,
+// so a venue field added to the schema is picked up (and makes old state
+// files unreadable, see Load).
+//
+// Values are rendered as text: strings as is, float64 with
+// strconv.FormatFloat(v, 'g', -1, 64), int64 in decimal, bool as
+// "true"/"false"; e.g. maker_commission 0.0003 → 0.0002.
+//
+// Events are emitted sorted by instrument_name (bytewise), then by kind in
+// the order of the Kind constants, then by field name, so the same inputs
+// always give the same rows. When one snapshot holds several rows with the
+// same instrument_name, the last one wins (Stats.Duplicates counts the
+// others).
+//
+// # State
+//
+// A State holds the last known instruments of one source: per instrument its
+// name and one compact byte string with the compared fields and the
+// expiration time, in an arena, plus an open-addressing hash index (about
+// 200 bytes per instrument in memory for the simulator's listing). It is
+// kept in DATA/_state/instrument_events/<source>.state.zst, replaced
+// atomically by Save (see StatePath and the file format in state.go). A
+// State is never modified once built: Finish returns a new one, so a caller
+// whose load fails keeps the previous one and simply does not Save.
+//
+// Snapshots must be applied in time order: NewDiffer refuses a snapshot
+// whose time is at or before the state's last snapshot with ErrOutOfOrder,
+// including the same snapshot time (its events were already derived, and
+// comparing a snapshot with itself would yield none). To recompute events,
+// replay from the beginning with an empty state (NewState): replay in
+// snapshot order gives exactly the same events. When the state file is lost,
+// Rebuild (or a Builder) recreates it from the instruments rows of the last
+// snapshot, from ClickHouse or from Parquet.
+//
+// # Use
+//
+//	prev, err := events.Load(dataDir, source)          // empty state when no file
+//	d, err := events.NewDiffer(prev, events.Meta{SnapshotTime: t, RunID: id, Source: source}, events.Options{})
+//	// for each schema.Instruments record of the snapshot (e.g. from transform's Emit):
+//	err = d.Observe(rec)
+//	stats, next, err := d.Finish(writeToSinks)         // schema.InstrumentEvents records
+//	// after the sinks committed the events:
+//	err = next.Save(dataDir)
+//
+// The rows observed are taken to be the whole listing: an instrument not
+// among them is delisted. Do not call Finish for a listing whose download or
+// decoding failed.
+package events
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// Kind is the kind of an event. The order of the constants is the order of
+// events of one instrument in the output.
+type Kind uint8
+
+// Event kinds, in output order.
+const (
+	Listed Kind = iota
+	Delisted
+	Expired
+	Activated
+	Deactivated
+	Deployed
+	Undeployed
+	Changed
+	NumKinds = iota // number of kinds
+)
+
+var kindNames = [NumKinds]string{"listed", "delisted", "expired", "activated", "deactivated", "deployed", "undeployed", "changed"}
+
+// String returns the value of the event column: "listed", "delisted", ….
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// ErrOutOfOrder is returned (wrapped) by NewDiffer when the snapshot is not
+// after the state's last snapshot.
+var ErrOutOfOrder = errors.New("instrument events: snapshot out of order")
+
+// ErrCorruptState is returned (wrapped) by Load when the state file cannot be
+// decoded: truncated, altered, written by another format version or for
+// another set of compared fields. Rebuild the state (Rebuild) or delete the
+// file to start the history over.
+var ErrCorruptState = errors.New("instrument events: corrupt state file")
+
+// Meta identifies the snapshot being compared.
+type Meta struct {
+	SnapshotTime time.Time // when the snapshot was taken; compared at ms precision
+	RunID        string
+	Source       string
+}
+
+// Options tune a Differ.
+type Options struct {
+	// BatchRows bounds the rows of one emitted record (default 32768).
+	BatchRows int
+	// Mem allocates the emitted records (default memory.DefaultAllocator).
+	Mem memory.Allocator
+}
+
+func (o *Options) defaults() {
+	if o.BatchRows <= 0 {
+		o.BatchRows = 32768
+	}
+	if o.Mem == nil {
+		o.Mem = memory.DefaultAllocator
+	}
+}
+
+// Stats counts what a comparison saw and produced.
+type Stats struct {
+	Rows        int64           // instrument rows observed
+	Duplicates  int64           // rows whose instrument_name came earlier in the same snapshot (the last row wins)
+	Instruments int             // distinct instruments in the new state
+	Events      int64           // events emitted
+	ByKind      [NumKinds]int64 // events emitted per Kind
+}
