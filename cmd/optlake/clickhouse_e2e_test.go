@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/venuesim"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func chQuery(t *testing.T, c *testenv.ClickHouse, db, sql string) string {
+	t.Helper()
+	out, err := c.Query(context.Background(), "USE "+db+";\n"+sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return strings.TrimSpace(out)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// simulator → run --sink clickhouse --sink parquet → equal rows and values
+// in both stores.
+func TestRunBothSinksRoundTrip(t *testing.T) {
+	c := testenv.SharedClickHouse(t)
+	db := testenv.FreshDatabase(t, c)
+	_, url := startSim(t, venuesim.Config{Seed: 21, Faults: venuesim.Faults{IndexPriceVariants: true, ExtraFields: true, WrongTypes: true}})
+	dir := t.TempDir()
+	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 || !strings.Contains(res.stdout, "applied migration 1") {
+		t.Fatalf("migrate: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 || !strings.Contains(res.stdout, "up to date") {
+		t.Fatalf("second migrate: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db))
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+
+	// Per instrument: index_price, expiration (epoch seconds), is_active, deployed.
+	type row struct {
+		price           *float64
+		exp             *int64
+		active, deploy  string
+		rfq, extra, raw string
+	}
+	parse := func(s string) *float64 {
+		if s == "" || s == `\N` || s == "<nil>" {
+			return nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("parse %q: %v", s, err)
+		}
+		return &f
+	}
+	parseInt := func(s string) *int64 {
+		if s == "" || s == `\N` || s == "<nil>" {
+			return nil
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("parse %q: %v", s, err)
+		}
+		return &v
+	}
+	chRows := map[string]row{}
+	out := chQuery(t, c, db, `SELECT instrument_name, index_price, toUnixTimestamp(expiration_time), is_active, deployed, rfq, extra, index_price_raw FROM instruments FINAL`)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\t")
+		chRows[f[0]] = row{parse(f[1]), parseInt(f[2]), f[3], f[4], f[5], f[6], f[7]}
+	}
+	glob := filepath.Join(dir, "instruments", "*", "*.parquet")
+	pq := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT instrument_name, index_price, epoch(expiration_time)::BIGINT, is_active::INT, deployed::INT, rfq::INT, extra, index_price_raw
+		FROM read_parquet('%s')`, glob))
+	if len(pq.Rows) != len(chRows) || len(pq.Rows) < 1000 {
+		t.Fatalf("parquet %d rows, clickhouse %d", len(pq.Rows), len(chRows))
+	}
+	str := func(v any) string {
+		if v == nil {
+			return `\N`
+		}
+		return fmt.Sprint(v)
+	}
+	var perpetual, nullPrices int
+	for _, r := range pq.Rows {
+		name := r[0].(string)
+		ch, ok := chRows[name]
+		if !ok {
+			t.Fatalf("%s in Parquet, not in ClickHouse", name)
+		}
+		p := parse(str(r[1]))
+		if (p == nil) != (ch.price == nil) || (p != nil && *p != *ch.price) {
+			t.Errorf("%s index_price: parquet %v, clickhouse %v", name, str(r[1]), ch.price)
+		}
+		if p == nil {
+			nullPrices++
+		}
+		exp := parseInt(str(r[2]))
+		switch {
+		case exp != nil && *exp > math.MaxUint32:
+			// Beyond DateTime's range (the perpetual, year 3000): null, not clamped.
+			perpetual++
+			if ch.exp != nil {
+				t.Errorf("%s expiration %d loaded as %d, want null", name, *exp, *ch.exp)
+			}
+		case (exp == nil) != (ch.exp == nil) || (exp != nil && *exp != *ch.exp):
+			t.Errorf("%s expiration: parquet %v, clickhouse %v", name, str(r[2]), ch.exp)
+		}
+		if str(r[3]) != ch.active || str(r[4]) != ch.deploy || str(r[5]) != ch.rfq {
+			t.Errorf("%s booleans: parquet %v/%v/%v, clickhouse %s/%s/%s", name, r[3], r[4], r[5], ch.active, ch.deploy, ch.rfq)
+		}
+		if str(r[6]) != ch.extra || str(r[7]) != ch.raw {
+			t.Errorf("%s extra/raw: parquet %v %v, clickhouse %s %s", name, r[6], r[7], ch.extra, ch.raw)
+		}
+	}
+	if perpetual == 0 || nullPrices == 0 {
+		t.Errorf("no perpetual (%d) or null price (%d) in the listing: the comparison proved less", perpetual, nullPrices)
+	}
+	// Rejects and runs made it too.
+	if got := chQuery(t, c, db, "SELECT count() > 0, countIf(reason = '') FROM rejects FINAL"); got != "1\t0" {
+		t.Errorf("rejects: %s", got)
+	}
+	if got := chQuery(t, c, db, "SELECT endpoint, status, rows FROM runs FINAL"); got != fmt.Sprintf("instruments\tok\t%d", len(pq.Rows)) {
+		t.Errorf("runs: %s", got)
+	}
+}
+
+// ClickHouse down before the load: the run fails naming ClickHouse, the raw
+// archive and Parquet are complete; after a restart the next run succeeds.
+func TestRunClickHouseOutage(t *testing.T) {
+	c := testenv.NewClickHouse(t)
+	db := "optlake"
+	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 {
+		t.Fatalf("migrate: %s", res.stderr)
+	}
+	sim, url := startSim(t, venuesim.Config{Seed: 4})
+	n := sim.NumInstruments()
+	dir := t.TempDir()
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db)}
+	res := optlake(t, args...)
+	last := lastLine(res.stderr)
+	if res.code != exitFailure || !strings.HasPrefix(last, "optlake: instruments: clickhouse: ") || strings.Count(strings.TrimSpace(res.stderr), "optlake: ") != 1 {
+		t.Fatalf("exit %d, last line %q", res.code, last)
+	}
+	if !strings.Contains(res.stdout, "[clickhouse failed]") {
+		t.Errorf("summary does not name the failed sink: %s", res.stdout)
+	}
+	if n := duckScalar(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(dir, "instruments", "*", "*.parquet"))); n != strconv.Itoa(sim.NumInstruments()) {
+		t.Errorf("parquet rows during the outage = %s", n)
+	}
+	metas, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.meta.json"))
+	if len(metas) != 1 {
+		t.Errorf("raw archive during the outage: %v", metas)
+	}
+
+	if err := c.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // DateTime on 18.16 has second precision
+	if res := optlake(t, args...); res.code != 0 {
+		t.Fatalf("after restart: exit %d %s", res.code, res.stderr)
+	}
+	if got := chQuery(t, c, db, "SELECT count() FROM instruments FINAL"); got != strconv.Itoa(n) {
+		t.Errorf("clickhouse rows after restart = %s, want %d", got, n)
+	}
+}
+
+// An out-of-date schema is refused with a clear message; --migrate fixes it.
+func TestRunRefusesUnmigratedDatabase(t *testing.T) {
+	c := testenv.SharedClickHouse(t)
+	db := testenv.FreshDatabase(t, c)
+	_, url := startSim(t, venuesim.Config{Seed: 4})
+	args := []string{"run", "--api-url", url, "--data-dir", t.TempDir(), "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db)}
+	res := optlake(t, args...)
+	if res.code != exitFailure || !strings.Contains(lastLine(res.stderr), "run `optlake migrate` first (or pass --migrate)") {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	if res := optlake(t, append(args, "--migrate")...); res.code != 0 {
+		t.Fatalf("with --migrate: exit %d %s", res.code, res.stderr)
+	}
+}
+
+// readmeQueries returns the SQL blocks of the README's "Query the history in
+// SQL" section.
+func readmeQueries(t *testing.T) []string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var in, block bool
+	var cur strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = line == "## Query the history in SQL"
+		case in && line == "```sql":
+			block = true
+			cur.Reset()
+		case in && block && line == "```":
+			block = false
+			out = append(out, cur.String())
+		case block:
+			cur.WriteString(line + "\n")
+		}
+	}
+	return out
+}
+
+// Every README query runs against a server loaded from the simulator over
+// several snapshots, and answers something.
+func TestReadmeQueries(t *testing.T) {
+	queries := readmeQueries(t)
+	if len(queries) < 4 {
+		t.Fatalf("found %d SQL examples in the README", len(queries))
+	}
+	c := testenv.SharedClickHouse(t)
+	db := testenv.FreshDatabase(t, c)
+	sim, url := startSim(t, venuesim.Config{Seed: 9})
+	dir := t.TempDir()
+	for i := 0; i < 6; i++ {
+		if i > 0 {
+			sim.Advance(1)
+			time.Sleep(1100 * time.Millisecond) // distinct seconds for 18.16's DateTime
+		}
+		res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--sink", "clickhouse", "--sink", "parquet", "--clickhouse-dsn", c.DSN(db), "--migrate")
+		if res.code != 0 {
+			t.Fatalf("run %d: %s", i, res.stderr)
+		}
+	}
+	for _, q := range queries {
+		out := chQuery(t, c, db, q)
+		if out == "" {
+			t.Errorf("README query returned no rows:\n%s", q)
+		}
+	}
+	// The events in ClickHouse are the events in Parquet.
+	chEvents := chQuery(t, c, db, "SELECT count(), uniqExact(event) FROM instrument_events FINAL")
+	pqEvents := duckScalar(t, fmt.Sprintf("SELECT count(*) || chr(9) || count(DISTINCT event) FROM read_parquet('%s')", filepath.Join(dir, "instrument_events", "*", "*.parquet")))
+	if chEvents != pqEvents {
+		t.Errorf("events: clickhouse %q, parquet %q", chEvents, pqEvents)
+	}
+}
