@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/url"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -22,22 +21,24 @@ type eventsRun struct {
 	d        *events.Differ
 	observed bool // the current attempt fed rows to d
 	tainted  bool // a failed attempt fed rows that cannot be taken back
-	err      error
-	log      *slog.Logger
+	// stateOnly: derive the next state but write no events.
+	stateOnly bool
+	err       error
+	log       *slog.Logger
 }
 
 // startEvents loads the last known state of the source. Events need the
 // whole listing, so a listing filtered by --param gets none (a filter would
 // look like delistings).
-func (r *Runner) startEvents(log *slog.Logger, ep Endpoint, sets []url.Values, sum *Summary) *eventsRun {
-	if r.cfg.StateDir == "" {
+func (r *Runner) startEvents(log *slog.Logger, ep Endpoint, states stateStore, sum *Summary) *eventsRun {
+	if states == nil {
 		return nil
 	}
 	if len(r.cfg.Params[ep.Name]) > 0 {
 		log.Info("instrument events skipped: the listing is filtered by --param", "endpoint", ep.Name)
 		return nil
 	}
-	prev, err := events.Load(r.cfg.StateDir, sum.Source)
+	prev, err := states.Load(sum.Source)
 	if err != nil {
 		log.Warn("instrument events skipped: cannot load the state", "err", err)
 		return nil
@@ -90,7 +91,7 @@ func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == ni
 // finishEvents writes the events to every sink and, when all of them took
 // them, saves the new state: a sink that failed gets the same events again
 // at the next snapshot's comparison window, never a gap.
-func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRun, res *EndpointResult) {
+func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRun, states stateStore, res *EndpointResult) {
 	if e.err != nil {
 		if errors.Is(e.err, events.ErrOutOfOrder) {
 			log.Warn("instrument events skipped", "err", e.err)
@@ -100,7 +101,11 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		return
 	}
 	snap := sinks.Snapshot{Time: e.meta.SnapshotTime, RunID: e.meta.RunID, Source: e.meta.Source, Endpoint: "instrument_events"}
-	fan := newFanout(ctx, r.cfg.Sinks, snap, schema.InstrumentEvents)
+	targets := r.cfg.Sinks
+	if e.stateOnly {
+		targets = nil
+	}
+	fan := newFanout(ctx, targets, snap, schema.InstrumentEvents)
 	stats, next, err := e.d.Finish(fan.emit)
 	if err != nil {
 		fan.abort()
@@ -120,13 +125,52 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		}
 		res.Sinks[name] = acc
 	}
-	res.Events = stats.Events
+	if !e.stateOnly {
+		res.Events = stats.Events
+	}
 	if !ok {
 		return
 	}
-	if err := next.Save(r.cfg.StateDir); err != nil {
+	if err := states.Save(next); err != nil {
 		log.Error("instrument events: state not saved", "err", err)
 		return
 	}
 	log.Info("instrument events", "events", stats.Events, "instruments", stats.Instruments)
+}
+
+// stateStore keeps the last known listing per source between snapshots.
+type stateStore interface {
+	Load(source string) (*events.State, error)
+	Save(*events.State) error
+}
+
+// fileStates keeps states in the data directory (live runs). A zero dir
+// disables events.
+type fileStates struct{ dir string }
+
+func (f fileStates) Load(source string) (*events.State, error) {
+	if f.dir == "" {
+		return nil, errNoStates
+	}
+	return events.Load(f.dir, source)
+}
+
+func (f fileStates) Save(s *events.State) error { return s.Save(f.dir) }
+
+var errNoStates = errors.New("no state directory")
+
+// memStates keeps states in memory (replay), starting from a given state
+// per source.
+type memStates map[string]*events.State
+
+func (m memStates) Load(source string) (*events.State, error) {
+	if s, ok := m[source]; ok {
+		return s, nil
+	}
+	return events.NewState(source), nil
+}
+
+func (m memStates) Save(s *events.State) error {
+	m[s.Source()] = s
+	return nil
 }

@@ -6,7 +6,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,10 +28,16 @@ import (
 	"github.com/optlake/optlake/sinks"
 )
 
+// Fetcher gets response bodies: the venue's HTTP API (*extract.Client), or
+// the raw archive when replaying.
+type Fetcher interface {
+	Do(ctx context.Context, r extract.Request, hooks extract.Hooks, handle func(context.Context, *extract.Response) error) error
+}
+
 // Config is everything one snapshot needs. Client, Archive, Endpoints and
 // Source are required.
 type Config struct {
-	Client    *extract.Client
+	Client    Fetcher
 	Archive   *archive.Archive
 	Sinks     []sinks.Sink
 	Endpoints []Endpoint
@@ -60,12 +65,7 @@ type Runner struct {
 
 // New returns a Runner after checking the config.
 func New(cfg Config) (*Runner, error) {
-	if cfg.Client == nil || cfg.Archive == nil {
-		return nil, errors.New("pipeline: client and archive are required")
-	}
-	if cfg.Source == "" {
-		return nil, errors.New("pipeline: source is required")
-	}
+
 	for _, ep := range cfg.Endpoints {
 		if ep.Requires != "" && cfg.Params[ep.Name].Get(ep.Requires) == "" {
 			return nil, fmt.Errorf("endpoint %s needs --param %s.%s=VALUE", ep.Name, ep.Name, ep.Requires)
@@ -124,13 +124,44 @@ type SinkResult struct {
 // Run takes one snapshot of every configured endpoint. It always returns a
 // summary; Summary.OK is false when any endpoint or sink failed.
 func (r *Runner) Run(ctx context.Context) *Summary {
-	start := time.Now()
+	if r.cfg.Client == nil || r.cfg.Archive == nil || r.cfg.Source == "" {
+		panic("pipeline: Run needs Config.Client, Archive and Source")
+	}
 	snapTime := r.cfg.Now().UTC().Truncate(time.Millisecond)
-	sum := &Summary{RunID: r.cfg.NewRunID(), SnapshotTime: snapTime, Source: r.cfg.Source, OK: true}
+	var states stateStore
+	if r.cfg.StateDir != "" {
+		states = fileStates{r.cfg.StateDir}
+	}
+	return r.snapshot(ctx, snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.cfg.Archive, writeRuns: true, states: states})
+}
+
+// snapshotRun is the identity of one snapshot and where its bodies come
+// from: a live run fetches and archives; a replay reads the archive back
+// with the original time and run id.
+type snapshotRun struct {
+	time      time.Time
+	runID     string
+	source    string
+	fetch     Fetcher
+	archive   *archive.Archive // nil: do not archive (replay)
+	writeRuns bool
+	states    stateStore // nil: no instrument events
+	// requests lists an endpoint's requests (replay: what was archived);
+	// nil fans out the configured parameters.
+	requests func(Endpoint) []requestSpec
+	// eventsOnlyState derives the events state without writing events
+	// (the first snapshot of a partial replay has no previous state).
+	eventsOnlyState bool
+}
+
+func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
+	start := time.Now()
+	sum := &Summary{RunID: sr.runID, SnapshotTime: sr.time, Source: sr.source, OK: true}
 	log := r.log.With("run_id", sum.RunID)
+	snapTime := sr.time
 	log.Info("snapshot started", "snapshot_time", snapTime.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
 	for _, ep := range r.cfg.Endpoints {
-		res := r.endpoint(ctx, log, ep, sum)
+		res := r.endpoint(ctx, log, ep, sum, &sr)
 		sum.Endpoints = append(sum.Endpoints, res)
 		if res.Status == "failed" && sum.OK {
 			sum.OK = false
@@ -140,7 +171,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 			break
 		}
 	}
-	if len(r.cfg.Sinks) > 0 {
+	if len(r.cfg.Sinks) > 0 && sr.writeRuns {
 		for name, err := range r.writeRuns(ctx, sum) {
 			if sum.OK {
 				sum.OK = false
@@ -154,35 +185,50 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 }
 
 // endpoint snapshots one endpoint: one request per fanned-out parameter set.
-func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, sum *Summary) EndpointResult {
+func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, sum *Summary, sr *snapshotRun) EndpointResult {
 	start := time.Now()
 	res := EndpointResult{Endpoint: ep.Name, Status: "ok", Sinks: map[string]SinkResult{}}
 	if ep.Kind == KindAccount {
 		res.Status = "archived"
 	}
-	sets := FanOut(r.cfg.Params[ep.Name])
-	var ev *eventsRun
-	if ep.Kind == KindInstruments {
-		ev = r.startEvents(log, ep, sets, sum)
+	var reqs []requestSpec
+	if sr.requests != nil {
+		reqs = sr.requests(ep)
+	} else {
+		sets := FanOut(r.cfg.Params[ep.Name])
+		for i, p := range sets {
+			reqs = append(reqs, requestSpec{index: i, of: len(sets), params: p})
+		}
 	}
-	for i, params := range sets {
+	var ev *eventsRun
+	if ep.Kind == KindInstruments && (sr.requests == nil || len(r.cfg.Params[ep.Name]) == 0) {
+		ev = r.startEvents(log, ep, sr.states, sum)
+		if ev != nil {
+			ev.stateOnly = sr.eventsOnlyState
+		}
+		if ev != nil && len(reqs) > 0 && len(reqs[0].params) > 0 {
+			log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
+			ev = nil
+		}
+	}
+	for _, rq := range reqs {
 		res.Requests++
 		part := ""
-		if len(sets) > 1 {
-			part = fmt.Sprintf("r%03d", i)
+		if rq.of > 1 {
+			part = fmt.Sprintf("r%03d", rq.index)
 		}
-		err := r.request(ctx, log, ep, i, part, params, sum, &res, ev)
+		err := r.request(ctx, log, ep, rq, part, sum, &res, ev, sr)
 		if err != nil {
 			ev.taint()
 			res.Status = "failed"
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
 			}
-			log.Error("endpoint failed", "endpoint", ep.Name, "request", i, "err", err)
+			log.Error("endpoint failed", "endpoint", ep.Name, "request", rq.index, "err", err)
 		}
 	}
 	if res.Status == "ok" && ev.usable() {
-		r.finishEvents(ctx, log, ev, &res)
+		r.finishEvents(ctx, log, ev, sr.states, &res)
 	}
 	for name, sr := range res.Sinks {
 		if sr.Error != "" && res.Status != "failed" {
@@ -201,15 +247,25 @@ func oneLine(err error) string {
 
 // request fetches one parameter set of an endpoint, retrying as the client
 // decides; each attempt is archived on its own.
-func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx int, part string, params url.Values, sum *Summary, res *EndpointResult, ev *eventsRun) error {
+// requestSpec is one request of an endpoint's fan-out.
+type requestSpec struct {
+	index, of int
+	params    url.Values
+}
+
+func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq requestSpec, part string, sum *Summary, res *EndpointResult, ev *eventsRun, sr *snapshotRun) error {
+	idx, params := rq.index, rq.params
 	base := archive.Meta{
-		Endpoint: ep.Name, Request: idx, Params: flat(params),
+		Endpoint: ep.Name, Request: idx, Requests: rq.of, Params: flat(params),
 		SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source,
 	}
 	hooks := extract.Hooks{OnFailed: func(f extract.Failed) {
+		if sr.archive == nil {
+			return
+		}
 		m := base
 		m.Attempt, m.URL, m.FetchTime = f.Attempt, f.URL, time.Now().UTC()
-		e, err := r.cfg.Archive.Create(m)
+		e, err := sr.archive.Create(m)
 		if err != nil {
 			log.Error("archive failed", "endpoint", ep.Name, "err", err)
 			return
@@ -221,12 +277,16 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx
 		}
 	}}
 	req := extract.Request{Endpoint: ep.Name, Path: ep.Path, Params: params}
-	return r.cfg.Client.Do(ctx, req, hooks, func(ctx context.Context, resp *extract.Response) error {
+	return sr.fetch.Do(ctx, req, hooks, func(ctx context.Context, resp *extract.Response) error {
 		m := base
 		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
-		entry, err := r.cfg.Archive.Create(m)
-		if err != nil {
-			return err
+		var entry archiveEntry = &countingEntry{}
+		if sr.archive != nil {
+			e, err := sr.archive.Create(m)
+			if err != nil {
+				return err
+			}
+			entry = e
 		}
 		body := io.TeeReader(resp.Body, entry)
 		var outs map[string]SinkResult
@@ -248,7 +308,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx
 			msg = r.cfg.Redactor.String(oneLine(derr))
 		}
 		meta, aerr := entry.Finish(resp.Status, resp.ContentType, complete, msg)
-		if aerr == nil {
+		if aerr == nil && meta.File != "" {
 			res.Raw = append(res.Raw, meta.File)
 		}
 		res.Bytes += entry.Bytes()
@@ -271,6 +331,23 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, idx
 		}
 		return nil
 	})
+}
+
+// archiveEntry is what request needs of an archive entry.
+type archiveEntry interface {
+	io.Writer
+	Finish(status int, contentType string, complete bool, errMsg string) (archive.Meta, error)
+	Bytes() int64
+}
+
+// countingEntry counts bytes and archives nothing (replay reads the
+// archive).
+type countingEntry struct{ n int64 }
+
+func (c *countingEntry) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+func (c *countingEntry) Bytes() int64                { return c.n }
+func (c *countingEntry) Finish(int, string, bool, string) (archive.Meta, error) {
+	return archive.Meta{}, nil
 }
 
 func flat(v url.Values) map[string]string {

@@ -16,7 +16,15 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain doubles as the optlake binary: with OPTLAKE_TEST_AS_CLI set the
+// test executable runs the CLI, so process tests (signals, locks, kill -9)
+// exercise the real main without a separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("OPTLAKE_TEST_AS_CLI") == "1" {
+		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	}
+	testenv.Main(m)
+}
 
 func chQuery(t *testing.T, c *testenv.ClickHouse, db, sql string) string {
 	t.Helper()

@@ -43,6 +43,11 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			defer b.close(c.Context)
+			lock, err := lockDataDir(j.DataDir, b.log)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			var files []string
 			n := c.Int("snapshots")
 			for i := 0; i < n; i++ {

@@ -3,16 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
@@ -46,6 +51,9 @@ type job struct {
 	Every         time.Duration
 	LogFormat     string
 	LogLevel      string
+	// Replay builds a runner that reads the raw archive instead of the
+	// venue (no API URL, no client).
+	Replay bool
 }
 
 // built is a job wired into a runner.
@@ -105,16 +113,18 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.APIURL == "" {
-		return nil, usagef("--api-url is required (or OPTLAKE_API_URL)")
-	}
-	u, err := url.Parse(j.APIURL)
-	if err != nil || u.Host == "" {
-		return nil, usagef("--api-url %q: want scheme://host[:port]", red.String(j.APIURL))
-	}
 	source := j.Source
-	if source == "" {
-		source = u.Hostname()
+	if !j.Replay {
+		if j.APIURL == "" {
+			return nil, usagef("--api-url is required (or OPTLAKE_API_URL)")
+		}
+		u, err := url.Parse(j.APIURL)
+		if err != nil || u.Host == "" {
+			return nil, usagef("--api-url %q: want scheme://host[:port]", red.String(j.APIURL))
+		}
+		if source == "" {
+			source = u.Hostname()
+		}
 	}
 	unit, err := transform.ParseTimeUnit(j.TimestampUnit)
 	if err != nil {
@@ -136,12 +146,16 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	if j.DataDir == "" {
 		return nil, usagef("--data-dir must not be empty")
 	}
-	client, err := extract.New(extract.Options{
-		BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
-		MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
-	})
-	if err != nil {
-		return nil, usageError{err}
+	var client pipeline.Fetcher
+	if !j.Replay {
+		c, err := extract.New(extract.Options{
+			BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
+			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
+		})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		client = c
 	}
 	var ss []sinks.Sink
 	seen := map[string]bool{}
@@ -196,9 +210,39 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		}
 	}
 	if !sum.OK {
-		return sum, fmt.Errorf("%s", sum.Error)
+		return sum, codedError{summaryCode(sum), fmt.Errorf("%s", sum.Error)}
 	}
 	return sum, nil
+}
+
+// summaryCode is the exit code of a failed snapshot: partial when some
+// endpoint loaded everywhere, failure when none did.
+func summaryCode(sum *pipeline.Summary) int {
+	for _, e := range sum.Endpoints {
+		if e.Status != "failed" {
+			return exitPartial
+		}
+	}
+	return exitFailure
+}
+
+// lockDataDir takes the data directory's lock (runs never overlap) and
+// removes what a crashed run left behind.
+func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
+	l, err := datadir.Acquire(dir)
+	if err != nil {
+		var le *datadir.LockedError
+		if errors.As(err, &le) {
+			return nil, codedError{exitLocked, err}
+		}
+		return nil, err
+	}
+	if n, err := datadir.CleanTemp(dir); err != nil {
+		log.Warn("cleaning temp files", "err", err)
+	} else if n > 0 {
+		log.Info("removed temp files of an interrupted run", "files", n)
+	}
+	return l, nil
 }
 
 func (b *built) close(ctx context.Context) {
@@ -229,22 +273,63 @@ func writeJSON(path string, v any, r *redact.Redactor) error {
 // loop runs snapshots every interval, aligned to the wall clock (a 5m
 // interval snapshots at :00, :05, ...), until ctx is cancelled. A snapshot
 // in flight when the signal arrives is finished first.
+//
+// The first SIGINT/SIGTERM (ctx cancelled) lets the snapshot in flight finish
+// and flush, then returns nil; a second one aborts it.
 func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
-	var failures int
+	// Count signals ourselves: the first one cancels ctx (main's
+	// NotifyContext) and lets the snapshot finish; the second aborts it.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var mu sync.Mutex
+	abort := context.CancelFunc(func() {})
+	aborted := false
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				n++
+				if n >= 2 {
+					mu.Lock()
+					aborted = true
+					abort()
+					mu.Unlock()
+					b.log.Warn("second signal: aborting the snapshot in flight")
+				}
+			}
+		}
+	}()
 	for {
-		// The snapshot runs on a context that a signal does not cancel, so
-		// it finishes and flushes; the overall deadline still applies.
-		_, err := b.once(context.WithoutCancel(ctx), j, stdout)
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		mu.Lock()
+		abort = cancel
+		stop := aborted
+		mu.Unlock()
+		if stop {
+			cancel()
+			return codedError{exitFailure, errors.New("aborted by a second signal")}
+		}
+		_, err := b.once(sctx, j, stdout)
+		cancel()
 		if err != nil {
-			failures++
 			b.log.Error("snapshot failed", "err", err)
+		}
+		mu.Lock()
+		stop = aborted
+		mu.Unlock()
+		if stop {
+			return codedError{exitFailure, errors.New("aborted by a second signal")}
 		}
 		next := time.Now().Truncate(j.Every).Add(j.Every)
 		select {
 		case <-ctx.Done():
-			if failures > 0 {
-				return fmt.Errorf("%d snapshot(s) failed", failures)
-			}
+			b.log.Info("stopping: signal received, last snapshot finished")
 			return nil
 		case <-time.After(time.Until(next)):
 		}

@@ -20,7 +20,19 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the run failed
 	exitUsage   = 2 // bad flags or configuration
+	exitPartial = 3 // some endpoints (or sinks) failed, others loaded
+	exitLocked  = 4 // another optlake process holds the data directory
 )
+
+// codedError carries an exit code.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
+func (e codedError) ExitCode() int { return e.code }
 
 // version is set by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
@@ -85,6 +97,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			venueSimCommand(),
 			demoCommand(),
 			migrateCommand(),
+			replayCommand(),
 		},
 	}
 }

@@ -61,6 +61,11 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer b.close(c.Context)
+			lock, err := lockDataDir(j.DataDir, b.log)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			if j.Every > 0 {
 				return b.loop(c.Context, j, c.App.Writer)
 			}

@@ -20,6 +20,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -32,7 +34,8 @@ const TimeLayout = "20060102T150405.000Z"
 // redacted by the caller and request headers are not recorded.
 type Meta struct {
 	Endpoint     string            `json:"endpoint"`
-	Request      int               `json:"request"` // index of the request within the endpoint's fan-out
+	Request      int               `json:"request"`  // index of the request within the endpoint's fan-out
+	Requests     int               `json:"requests"` // requests of the endpoint in this run
 	Params       map[string]string `json:"params,omitempty"`
 	Attempt      int               `json:"attempt"`
 	URL          string            `json:"url"`
@@ -252,4 +255,141 @@ func (r *readCloser) Read(p []byte) (int, error) { return r.zr.Read(p) }
 func (r *readCloser) Close() error {
 	r.zr.Close()
 	return r.f.Close()
+}
+
+// Snapshot is the archived responses of one run, grouped for replay.
+type Snapshot struct {
+	Time  time.Time
+	RunID string
+	// Bodies are the usable response bodies: per endpoint and request, the
+	// last attempt that was answered 2xx, in request order.
+	Bodies []Meta
+	// Problems lists archived files that cannot be replayed (no metadata: a
+	// crash mid-write; a body that was cut off), one line each.
+	Problems []string
+}
+
+// List scans dataDir/raw for the bodies of the given endpoints (all when
+// empty) whose snapshot time is in [from, to) (zero bounds are open), and
+// returns them grouped by snapshot, oldest first.
+func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, error) {
+	root := filepath.Join(dataDir, "raw")
+	eps := endpoints
+	if len(eps) == 0 {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				eps = append(eps, e.Name())
+			}
+		}
+	}
+	type key struct {
+		ms  int64
+		run string
+	}
+	snaps := map[key]*Snapshot{}
+	best := map[string]Meta{} // snapshot|endpoint|request -> chosen attempt
+	for _, ep := range eps {
+		days, err := filepath.Glob(filepath.Join(root, safe(ep), "date=*"))
+		if err != nil {
+			return nil, err
+		}
+		for _, day := range days {
+			ents, err := os.ReadDir(day)
+			if err != nil {
+				return nil, fmt.Errorf("archive: %w", err)
+			}
+			metas := map[string]bool{}
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".meta.json") {
+					metas[strings.TrimSuffix(e.Name(), ".meta.json")] = true
+				}
+			}
+			for _, e := range ents {
+				name := e.Name()
+				if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json.zst") {
+					continue
+				}
+				base := strings.TrimSuffix(name, ".json.zst")
+				ts, run, ok := parseBodyName(base)
+				if !ok || (!from.IsZero() && ts.Before(from)) || (!to.IsZero() && !ts.Before(to)) {
+					continue
+				}
+				k := key{ts.UnixMilli(), run}
+				s := snaps[k]
+				if s == nil {
+					s = &Snapshot{Time: ts, RunID: run}
+					snaps[k] = s
+				}
+				rel := filepath.Join("raw", safe(ep), filepath.Base(day), name)
+				if !metas[base] {
+					s.Problems = append(s.Problems, rel+": no metadata (the run stopped while writing it)")
+					continue
+				}
+				m, err := ReadMeta(filepath.Join(day, base+".meta.json"))
+				if err != nil {
+					s.Problems = append(s.Problems, rel+": "+err.Error())
+					continue
+				}
+				if m.Status < 200 || m.Status > 299 {
+					continue // an answered error; the retry that followed is what counts
+				}
+				if !m.Complete {
+					s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
+					continue
+				}
+				id := fmt.Sprintf("%d|%s|%s|%06d", k.ms, k.run, m.Endpoint, m.Request)
+				if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
+					best[id] = m
+				}
+			}
+		}
+	}
+	for _, m := range best {
+		k := key{m.SnapshotTime.UnixMilli(), m.RunID}
+		if s := snaps[k]; s != nil {
+			s.Bodies = append(s.Bodies, m)
+		}
+	}
+	out := make([]Snapshot, 0, len(snaps))
+	for _, s := range snaps {
+		sort.Slice(s.Bodies, func(i, j int) bool {
+			if s.Bodies[i].Endpoint != s.Bodies[j].Endpoint {
+				return s.Bodies[i].Endpoint < s.Bodies[j].Endpoint
+			}
+			return s.Bodies[i].Request < s.Bodies[j].Request
+		})
+		sort.Strings(s.Problems)
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Time.Equal(out[j].Time) {
+			return out[i].Time.Before(out[j].Time)
+		}
+		return out[i].RunID < out[j].RunID
+	})
+	return out, nil
+}
+
+// parseBodyName splits <snapshot>-<run_id>-rNNN-aN into its time and run id.
+func parseBodyName(base string) (time.Time, string, bool) {
+	if len(base) < len(TimeLayout)+1 {
+		return time.Time{}, "", false
+	}
+	ts, err := time.Parse(TimeLayout, base[:len(TimeLayout)])
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	rest := base[len(TimeLayout)+1:]
+	i := strings.LastIndex(rest, "-r")
+	if i < 0 {
+		return time.Time{}, "", false
+	}
+	return ts.UTC(), rest[:i], true
 }

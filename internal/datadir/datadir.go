@@ -1,0 +1,100 @@
+// Package datadir guards a data directory: one optlake process at a time
+// (an advisory lock), and no leftovers of a crashed one (temp files).
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// LockFile is the lock's name inside the data directory.
+const LockFile = ".optlake.lock"
+
+// ErrLocked is returned when another process holds the lock.
+var ErrLocked = errors.New("data directory is locked by another optlake process")
+
+// LockedError says who holds the lock.
+type LockedError struct {
+	Dir    string
+	Holder string // "pid 123 since 2026-11-22T10:00:00Z", when known
+}
+
+func (e *LockedError) Error() string {
+	msg := fmt.Sprintf("data directory %s is in use by another optlake process", e.Dir)
+	if e.Holder != "" {
+		msg += " (" + e.Holder + ")"
+	}
+	return msg + "; runs on one data directory never overlap"
+}
+
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// Lock is a held data-directory lock.
+type Lock struct{ f *os.File }
+
+// Acquire takes the data directory's lock without waiting. The lock is an
+// flock(2) on DIR/.optlake.lock: the kernel drops it when the process dies,
+// even by kill -9, so a crash never leaves a stale lock.
+func Acquire(dir string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &LockedError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+" since "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0)
+	return &Lock{f: f}, nil
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	l.f.Truncate(0)
+	err := l.f.Close() // closing the descriptor releases the flock
+	l.f = nil
+	return err
+}
+
+// CleanTemp removes the hidden temporary files (".<name>.tmp-*") that a
+// crashed run left under dir, and returns how many it removed. Call it only
+// while holding the lock: then no other process is writing them.
+func CleanTemp(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		name := d.Name()
+		if !d.IsDir() && strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

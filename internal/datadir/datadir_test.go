@@ -1,0 +1,90 @@
+package datadir
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLockExcludesAndReleases(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(dir)
+	var le *LockedError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid ") {
+		t.Fatalf("second acquire: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	l2.Release()
+}
+
+// A process killed with -9 while holding the lock does not leave it held.
+func TestLockDiesWithProcess(t *testing.T) {
+	dir := t.TempDir()
+	// One process holding the lock (sh becomes sleep, keeping fd 9).
+	cmd := exec.Command("sh", "-c", `exec 9>"$1"; flock -x 9; exec sleep 60`, "sh", filepath.Join(dir, LockFile))
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("flock(1) not installed")
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ { // wait until the child holds it
+		l, err := Acquire(dir)
+		if errors.Is(err, ErrLocked) {
+			break
+		}
+		if err == nil {
+			l.Release()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := Acquire(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("lock held by a child process not seen: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("after kill -9: %v", err)
+	}
+	l.Release()
+}
+
+func TestCleanTemp(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]bool{
+		"instruments/date=2026-11-22/.a.parquet.tmp-123": false,
+		"raw/instruments/date=2026-11-22/.b.json.zst.tmp-9": false,
+		"instruments/date=2026-11-22/a.parquet":           true,
+		".optlake.lock":                                   true,
+		"tmp-not-hidden.parquet":                          true,
+	}
+	for f := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
+	}
+	n, err := CleanTemp(dir)
+	if err != nil || n != 2 {
+		t.Fatalf("removed %d, %v", n, err)
+	}
+	for f, keep := range files {
+		_, err := os.Stat(filepath.Join(dir, f))
+		if (err == nil) != keep {
+			t.Errorf("%s: exists=%v, want %v", f, err == nil, keep)
+		}
+	}
+}
