@@ -11,17 +11,65 @@ import (
 // rendered for the target database and server features, and are idempotent
 // (IF NOT EXISTS), so a half-applied migration can be re-run.
 type Migration struct {
-	Version    int
-	Name       string
+	Version int
+	Name    string
+	// Statements renders the migration for database db on one server; it
+	// is Render(Target{DB: db, Features: f}).
 	Statements func(db string, f Features) []string
+
+	steps []step // what the migration creates, for any Target
+}
+
+// step is one object a migration creates: a table (one statement on a
+// server, a local and a Distributed table on a cluster) or a view.
+type step struct {
+	table *Table
+	view  func(tg Target) string
+}
+
+func newMigration(version int, name string, steps ...step) Migration {
+	m := Migration{Version: version, Name: name, steps: steps}
+	m.Statements = func(db string, f Features) []string { return m.Render(Target{DB: db, Features: f}) }
+	return m
+}
+
+// Render returns the migration's statements for tg: on a cluster every
+// statement is ON CLUSTER, tables are created as Replicated local tables
+// under Distributed ones (Table.CreateDDL), and views read the Distributed
+// tables.
+func (m Migration) Render(tg Target) []string {
+	var out []string
+	for _, s := range m.steps {
+		if s.table != nil {
+			out = append(out, s.table.CreateDDL(tg)...)
+		} else {
+			out = append(out, s.view(tg))
+		}
+	}
+	return out
 }
 
 // Checksum identifies the rendered statements, so a changed migration is
 // noticed.
 func (m Migration) Checksum(db string, f Features) string {
+	return m.ChecksumFor(Target{DB: db, Features: f})
+}
+
+// ChecksumFor is Checksum for any target. The database's and the cluster's
+// names do not enter it.
+func (m Migration) ChecksumFor(tg Target) string {
+	var names []string
+	if tg.OnCluster() {
+		names = append(names, onCluster(tg.Cluster), "'"+escapeString(tg.Cluster)+"'",
+			"/"+escapeString(tg.DB)+"/", "'"+escapeString(tg.DB)+"'")
+	}
+	names = append(names, Quote(tg.DB)+".")
 	h := sha256.New()
-	for _, s := range m.Statements(db, f) {
-		h.Write([]byte(strings.ReplaceAll(s, Quote(db)+".", "")))
+	for _, s := range m.Render(tg) {
+		for _, n := range names {
+			s = strings.ReplaceAll(s, n, "")
+		}
+		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
@@ -31,18 +79,10 @@ func (m Migration) Checksum(db string, f Features) string {
 // released one, add the next version instead.
 func Migrations() []Migration {
 	return []Migration{
-		{Version: 1, Name: "instruments, rejects, runs and history views", Statements: func(db string, f Features) []string {
-			return []string{
-				Instruments.ClickHouseDDL(db, f),
-				Rejects.ClickHouseDDL(db, f),
-				Runs.ClickHouseDDL(db, f),
-				instrumentsLatestView(db),
-				indexPriceHistoryView(db),
-			}
-		}},
-		{Version: 2, Name: "instrument_events", Statements: func(db string, f Features) []string {
-			return []string{InstrumentEvents.ClickHouseDDL(db, f)}
-		}},
+		newMigration(1, "instruments, rejects, runs and history views",
+			step{table: Instruments}, step{table: Rejects}, step{table: Runs},
+			step{view: instrumentsLatestView}, step{view: indexPriceHistoryView}),
+		newMigration(2, "instrument_events", step{table: InstrumentEvents}),
 	}
 }
 
@@ -54,31 +94,49 @@ func LatestVersion() int {
 
 // instrumentsLatestView: the last known state of every instrument of every
 // source (deduplicated), with when it was first and last seen.
-func instrumentsLatestView(db string) string {
-	return fmt.Sprintf(`CREATE VIEW IF NOT EXISTS %[1]s.instruments_latest AS
+//
+// On a cluster the outer query reads the Distributed table, so each shard
+// runs the whole query, JOIN included, on its own rows; the subquery must
+// then read instruments_local: a subquery over a Distributed table inside a
+// distributed query is refused ("Double-distributed IN/JOIN subqueries is
+// denied"), and as a GLOBAL JOIN it would ship every shard's aggregate to
+// every shard. The local subquery is correct because the sharding key keeps
+// one instrument's whole history on one shard.
+func instrumentsLatestView(tg Target) string {
+	sub := "instruments"
+	if tg.OnCluster() {
+		sub = Instruments.LocalName()
+	}
+	return fmt.Sprintf(`CREATE VIEW IF NOT EXISTS %[1]s.instruments_latest%[2]s AS
 SELECT i.*, s.first_seen, s.last_seen
 FROM %[1]s.instruments AS i FINAL
 ANY INNER JOIN
 (
     SELECT source, instrument_name, min(snapshot_time) AS first_seen, max(snapshot_time) AS last_seen
-    FROM %[1]s.instruments
+    FROM %[1]s.%[3]s
     GROUP BY source, instrument_name
 ) AS s USING (source, instrument_name)
-WHERE i.snapshot_time = s.last_seen`, Quote(db))
+WHERE i.snapshot_time = s.last_seen`, Quote(tg.DB), onCluster(tg.Cluster), sub)
 }
 
 // indexPriceHistoryView: one index price per source, currency and snapshot.
 // All instruments of a currency quote the same index; the most frequent
-// value is taken so a few bad rows cannot move it.
-func indexPriceHistoryView(db string) string {
-	return fmt.Sprintf(`CREATE VIEW IF NOT EXISTS %[1]s.index_price_history AS
+// value is taken so a few bad rows cannot move it. On a cluster it reads
+// the Distributed table (FINAL is applied by each shard, which holds every
+// version of its keys); the aggregation is merged across shards.
+func indexPriceHistoryView(tg Target) string {
+	return fmt.Sprintf(`CREATE VIEW IF NOT EXISTS %[1]s.index_price_history%[2]s AS
 SELECT source, base_currency AS currency, snapshot_time AS time, topK(1)(index_price)[1] AS price, count() AS instruments
 FROM %[1]s.instruments FINAL
 WHERE index_price IS NOT NULL AND base_currency IS NOT NULL
-GROUP BY source, currency, time`, Quote(db))
+GROUP BY source, currency, time`, Quote(tg.DB), onCluster(tg.Cluster))
 }
 
-// MigrationsTable records applied migrations in the target database.
+// MigrationsTable is the name of the table that records applied migrations.
+const MigrationsTable = "optlake_migrations"
+
+// MigrationsTableDDL records applied migrations in the target database (one
+// server).
 func MigrationsTableDDL(db string) string {
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.optlake_migrations
 (
@@ -89,4 +147,30 @@ func MigrationsTableDDL(db string) string {
 )
 ENGINE = ReplacingMergeTree
 ORDER BY version`, Quote(db))
+}
+
+// MigrationsTableStatements creates the migrations table on tg. On one
+// server: MigrationsTableDDL. On a cluster the record is kept once for the
+// whole cluster: optlake_migrations_local is a ReplicatedReplacingMergeTree
+// on every node (ON CLUSTER, replicated within each shard like the data
+// tables) and optlake_migrations a Distributed table over it, sharded by
+// version, so each version is one row on one shard, read from any node
+// through the Distributed table.
+func MigrationsTableStatements(tg Target) []string {
+	if !tg.OnCluster() {
+		return []string{MigrationsTableDDL(tg.DB)}
+	}
+	const cols = `(
+    version UInt32,
+    name String,
+    checksum String,
+    applied_at DateTime('UTC')
+)`
+	local := MigrationsTable + LocalSuffix
+	return []string{
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s\n%s\nENGINE = ReplicatedReplacingMergeTree('%s', '{replica}')\nORDER BY version",
+			Quote(tg.DB), local, onCluster(tg.Cluster), cols, escapeString(ReplicationPath(tg.DB, local))),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s\n%s\nENGINE = Distributed('%s', '%s', '%s', version)",
+			Quote(tg.DB), MigrationsTable, onCluster(tg.Cluster), cols, escapeString(tg.Cluster), escapeString(tg.DB), local),
+	}
 }

@@ -67,11 +67,11 @@ func TestLockDiesWithProcess(t *testing.T) {
 func TestCleanTemp(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]bool{
-		"instruments/date=2026-11-22/.a.parquet.tmp-123": false,
+		"instruments/date=2026-11-22/.a.parquet.tmp-123":    false,
 		"raw/instruments/date=2026-11-22/.b.json.zst.tmp-9": false,
-		"instruments/date=2026-11-22/a.parquet":           true,
-		".optlake.lock":                                   true,
-		"tmp-not-hidden.parquet":                          true,
+		"instruments/date=2026-11-22/a.parquet":             true,
+		".optlake.lock":                                     true,
+		"tmp-not-hidden.parquet":                            true,
 	}
 	for f := range files {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)

@@ -65,11 +65,13 @@ func SharedClickHouse(t testing.TB) *ClickHouse {
 	return shared.ch
 }
 
-// StopShared stops the shared server, if one was started, and removes its
-// directory. Call it from TestMain after m.Run (or use Main).
+// StopShared stops the shared server and the shared cluster, if they were
+// started, and removes their directories. Call it from TestMain after m.Run
+// (or use Main).
 func StopShared() { stopShared(false) }
 
 func stopShared(keepDir bool) {
+	stopSharedCluster(keepDir)
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.ch != nil {
@@ -88,7 +90,8 @@ func stopShared(keepDir bool) {
 }
 
 // Main is a ready-made TestMain body: it runs the tests, stops the shared
-// server (keeping its directory for inspection when tests failed) and exits.
+// server and the shared cluster (keeping their directories for inspection
+// when tests failed) and exits.
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 func Main(m *testing.M) {
