@@ -52,8 +52,9 @@ func EndpointNames() []string {
 	return out
 }
 
-// SelectEndpoints resolves --endpoints (empty = the default set: the
-// instrument listing) against the registry, with path overrides applied.
+// SelectEndpoints resolves --endpoints (empty = the default set: every
+// endpoint that needs no parameter) against the registry, with path
+// overrides applied.
 func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error) {
 	reg := DefaultEndpoints()
 	for name, p := range paths {
@@ -69,7 +70,12 @@ func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error
 		}
 	}
 	if len(names) == 0 {
-		names = []string{"instruments"}
+		// The default: every endpoint that needs no parameter.
+		for _, e := range reg {
+			if e.Requires == "" {
+				names = append(names, e.Name)
+			}
+		}
 	}
 	var out []Endpoint
 	seen := map[string]bool{}

@@ -138,14 +138,14 @@ func (f *archiveFetcher) requests(ep Endpoint) []requestSpec {
 		if of == 0 {
 			of = 1
 		}
-		out = append(out, requestSpec{index: m.Request, of: of, params: p})
+		out = append(out, requestSpec{index: m.Request, of: of, params: p, account: m.Account})
 	}
 	return out
 }
 
 func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Hooks, handle func(context.Context, *extract.Response) error) error {
 	for _, m := range f.bodies {
-		if m.Endpoint != r.Endpoint || !sameParams(m.Params, r.Params) {
+		if m.Endpoint != r.Endpoint || m.Account != r.Account || !sameParams(m.Params, r.Params) {
 			continue
 		}
 		rc, err := archive.Open(f.dataDir, m.File)

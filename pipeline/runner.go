@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -47,14 +49,28 @@ type Config struct {
 	// (normally the data directory); empty disables instrument_events.
 	StateDir      string
 	TimestampUnit transform.TimeUnit
-	BatchRows     int
-	Mem           memory.Allocator
-	Redactor      *redact.Redactor
-	Logger        *slog.Logger
+	// Accounts are snapshotted by every account endpoint, each with its
+	// label and headers (default: one account, "default", with the
+	// client's headers).
+	Accounts []Account
+	// Schemas holds the inferred tables of account endpoints (persisted in
+	// the data directory); nil keeps account bodies in the archive only.
+	Schemas    *infer.Registry
+	SchemaMode infer.Mode
+	BatchRows  int
+	Mem        memory.Allocator
+	Redactor   *redact.Redactor
+	Logger     *slog.Logger
 	// Now gives the snapshot time (default time.Now); tests pin it.
 	Now func() time.Time
 	// NewRunID gives the run id (default a UUIDv7).
 	NewRunID func() string
+}
+
+// Account is one account snapshotted by the account endpoints.
+type Account struct {
+	Label   string
+	Headers http.Header // values are secrets
 }
 
 // Runner takes snapshots.
@@ -152,6 +168,9 @@ type snapshotRun struct {
 	// eventsOnlyState derives the events state without writing events
 	// (the first snapshot of a partial replay has no previous state).
 	eventsOnlyState bool
+	// rowOffsets numbers account rows on across the bodies of one
+	// endpoint and account (per table).
+	rowOffsets map[string]map[string]int64
 }
 
 func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
@@ -188,7 +207,7 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, sum *Summary, sr *snapshotRun) EndpointResult {
 	start := time.Now()
 	res := EndpointResult{Endpoint: ep.Name, Status: "ok", Sinks: map[string]SinkResult{}}
-	if ep.Kind == KindAccount {
+	if ep.Kind == KindAccount && r.cfg.Schemas == nil {
 		res.Status = "archived"
 	}
 	var reqs []requestSpec
@@ -196,8 +215,17 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		reqs = sr.requests(ep)
 	} else {
 		sets := FanOut(r.cfg.Params[ep.Name])
-		for i, p := range sets {
-			reqs = append(reqs, requestSpec{index: i, of: len(sets), params: p})
+		accounts := []Account{{}}
+		if ep.Kind == KindAccount {
+			accounts = r.accounts()
+		}
+		for _, acc := range accounts {
+			for _, p := range sets {
+				reqs = append(reqs, requestSpec{index: len(reqs), params: p, account: acc.Label, headers: acc.Headers})
+			}
+		}
+		for i := range reqs {
+			reqs[i].of = len(reqs)
 		}
 	}
 	var ev *eventsRun
@@ -216,6 +244,9 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		part := ""
 		if rq.of > 1 {
 			part = fmt.Sprintf("r%03d", rq.index)
+			if rq.account != "" {
+				part = rq.account + "-" + part
+			}
 		}
 		err := r.request(ctx, log, ep, rq, part, sum, &res, ev, sr)
 		if err != nil {
@@ -251,12 +282,22 @@ func oneLine(err error) string {
 type requestSpec struct {
 	index, of int
 	params    url.Values
+	account   string      // account endpoints
+	headers   http.Header // the account's
+}
+
+// accounts returns the configured accounts, or the default one.
+func (r *Runner) accounts() []Account {
+	if len(r.cfg.Accounts) > 0 {
+		return r.cfg.Accounts
+	}
+	return []Account{{Label: "default"}}
 }
 
 func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq requestSpec, part string, sum *Summary, res *EndpointResult, ev *eventsRun, sr *snapshotRun) error {
 	idx, params := rq.index, rq.params
 	base := archive.Meta{
-		Endpoint: ep.Name, Request: idx, Requests: rq.of, Params: flat(params),
+		Endpoint: ep.Name, Account: rq.account, Request: idx, Requests: rq.of, Params: flat(params),
 		SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source,
 	}
 	hooks := extract.Hooks{OnFailed: func(f extract.Failed) {
@@ -276,7 +317,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			res.Raw = append(res.Raw, meta.File)
 		}
 	}}
-	req := extract.Request{Endpoint: ep.Name, Path: ep.Path, Params: params}
+	req := extract.Request{Endpoint: ep.Name, Path: ep.Path, Params: params, Headers: rq.headers, Account: rq.account}
 	return sr.fetch.Do(ctx, req, hooks, func(ctx context.Context, resp *extract.Response) error {
 		m := base
 		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
@@ -295,10 +336,14 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 		case KindInstruments:
 			outs, derr = r.loadInstruments(ctx, ep, part, body, sum, res, ev)
 		default:
-			_, derr = io.Copy(io.Discard, body)
+			if r.cfg.Schemas == nil {
+				_, derr = io.Copy(io.Discard, body)
+			} else {
+				outs, derr = r.loadAccount(ctx, ep, part, rq, body, sum, res, sr)
+			}
 		}
 		complete := derr == nil
-		if derr != nil && transform.IsInputError(derr) {
+		if derr != nil && (transform.IsInputError(derr) || infer.IsInputError(derr)) {
 			// Keep the whole body for replay even though it cannot be parsed.
 			_, cerr := io.Copy(io.Discard, body)
 			complete = cerr == nil
@@ -572,7 +617,11 @@ func (r *Runner) writeRuns(ctx context.Context, sum *Summary) map[string]error {
 func (s *Summary) Line() string {
 	var parts []string
 	for _, e := range s.Endpoints {
-		p := fmt.Sprintf("%s %s: %d rows, %d rejects, %d events, %s", e.Endpoint, e.Status, e.Rows, e.Rejects, e.Events, byteSize(e.Bytes))
+		p := fmt.Sprintf("%s %s: %d rows, %d rejects", e.Endpoint, e.Status, e.Rows, e.Rejects)
+		if e.Events > 0 {
+			p += fmt.Sprintf(", %d events", e.Events)
+		}
+		p += ", " + byteSize(e.Bytes)
 		var names []string
 		for n := range e.Sinks {
 			names = append(names, n)

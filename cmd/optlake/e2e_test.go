@@ -19,7 +19,7 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-const secretValue = "sk-live-e2e-7f3a9c1d5b"
+const testSecret = "sk-live-e2e-7f3a9c1d5b"
 
 type result struct {
 	code           int
@@ -258,11 +258,11 @@ func TestRunBadBodies(t *testing.T) {
 // A secret header value appears nowhere: not in the data directory (raw
 // bodies decompressed, metadata, Parquet), logs, stdout or the summary.
 func TestSecretsNeverWritten(t *testing.T) {
-	_, url := startSim(t, venuesim.Config{Seed: 5, RequireHeader: "X-Api-Key: " + secretValue, Faults: venuesim.Faults{FailFirst: 1}})
+	_, url := startSim(t, venuesim.Config{Seed: 5, RequireHeader: "X-Api-Key: " + testSecret, Faults: venuesim.Faults{FailFirst: 1}})
 	dir := t.TempDir()
-	res := optlake(t, "run", "--api-url", url+"/", "--data-dir", dir, "--header", "X-Api-Key: "+secretValue,
+	res := optlake(t, "run", "--api-url", url+"/", "--data-dir", dir, "--header", "X-Api-Key: "+testSecret,
 		"--endpoints", "instruments,account_summary,positions", "--summary-json", filepath.Join(dir, "summary.json"),
-		"--log-level", "debug", "--log-format", "json", "--clickhouse-dsn", "clickhouse://u:"+secretValue+"x@127.0.0.1:1/db")
+		"--log-level", "debug", "--log-format", "json", "--clickhouse-dsn", "clickhouse://u:"+testSecret+"x@127.0.0.1:1/db")
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
@@ -271,7 +271,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	}
 	leaks := []string{}
 	check := func(where string, b []byte) {
-		if bytes.Contains(b, []byte(secretValue)) {
+		if bytes.Contains(b, []byte(testSecret)) {
 			leaks = append(leaks, where)
 		}
 	}
@@ -318,12 +318,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--api-url", "http://x", "--endpoints", "position"}, exitUsage, "endpoint position needs --param position.instrument_name=VALUE"},
 		{[]string{"run", "--api-url", "http://x", "--param", "bad"}, exitUsage, "want endpoint.key=value"},
 		{[]string{"run", "--api-url", "http://x", "--timestamp-unit", "days"}, exitUsage, "unknown timestamp unit"},
-		{[]string{"run", "--api-url", "http://x", "--header", secretValue}, exitUsage, "--header: want 'Name: value'"},
+		{[]string{"run", "--api-url", "http://x", "--header", testSecret}, exitUsage, "--header: want 'Name: value'"},
 		{[]string{"run", "--nope"}, exitUsage, "flag provided but not defined"},
 	}
 	for _, tc := range cases {
 		res := optlake(t, tc.args...)
-		if res.code != tc.code || !strings.Contains(res.stderr, tc.msg) || strings.Contains(res.stderr, secretValue) {
+		if res.code != tc.code || !strings.Contains(res.stderr, tc.msg) || strings.Contains(res.stderr, testSecret) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, res.code, res.stderr)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
@@ -31,26 +32,29 @@ import (
 // job is the validated configuration of `optlake run` (and of each demo
 // snapshot): what to fetch, where to put it.
 type job struct {
-	APIURL        string
-	Headers       []string // "Name: value"
-	Params        []string // endpoint.key=value
-	Endpoints     []string
-	Paths         map[string]string // endpoint path overrides
-	Sinks         []string
-	DataDir       string
-	ClickHouseDSN string
-	Migrate       bool // apply pending ClickHouse migrations before loading
-	Source        string
-	TimestampUnit string
-	Timeout       time.Duration
-	Deadline      time.Duration
-	MaxAttempts   int
-	MaxBodyBytes  int64
-	BatchRows     int
-	SummaryJSON   string
-	Every         time.Duration
-	LogFormat     string
-	LogLevel      string
+	APIURL         string
+	Headers        []string // "Name: value"
+	Params         []string // endpoint.key=value
+	Endpoints      []string
+	Paths          map[string]string // endpoint path overrides
+	Sinks          []string
+	DataDir        string
+	ClickHouseDSN  string
+	Migrate        bool // apply pending ClickHouse migrations before loading
+	Source         string
+	TimestampUnit  string
+	Timeout        time.Duration
+	Deadline       time.Duration
+	MaxAttempts    int
+	MaxBodyBytes   int64
+	BatchRows      int
+	SummaryJSON    string
+	Every          time.Duration
+	LogFormat      string
+	LogLevel       string
+	Accounts       []string // account labels
+	AccountHeaders []string // label:Name: value
+	SchemaContract string   // evolve | freeze | discard-columns
 	// Replay builds a runner that reads the raw archive instead of the
 	// venue (no API URL, no client).
 	Replay bool
@@ -66,6 +70,10 @@ type built struct {
 
 // parseHeaders turns "Name: value" specs into a header set, and returns the
 // values as secrets.
+//
+// A value may come from elsewhere, so secrets stay out of command lines and
+// files: "${VAR}" reads the environment variable VAR, "@/path" reads a file
+// (trailing newline dropped).
 func parseHeaders(specs []string) (http.Header, []string, error) {
 	h := http.Header{}
 	var secrets []string
@@ -75,10 +83,78 @@ func parseHeaders(specs []string) (http.Header, []string, error) {
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
 			return nil, nil, usagef("--header: want 'Name: value', got a value without a name (the value is not shown)")
 		}
-		h.Add(name, value)
-		secrets = append(secrets, value)
+		v, err := secretValue(value)
+		if err != nil {
+			return nil, nil, usagef("--header %s: %v", name, err)
+		}
+		h.Add(name, v)
+		secrets = append(secrets, v)
 	}
 	return h, secrets, nil
+}
+
+// secretValue resolves "${VAR}" and "@file" references.
+func secretValue(v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}"):
+		name := v[2 : len(v)-1]
+		val, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", name)
+		}
+		return val, nil
+	case strings.HasPrefix(v, "@"):
+		b, err := os.ReadFile(v[1:])
+		if err != nil {
+			return "", fmt.Errorf("read secret file: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return v, nil
+}
+
+// parseAccounts builds the accounts from --account labels and
+// --account-header 'label:Name: value' specs.
+func parseAccounts(labels, headerSpecs []string) ([]pipeline.Account, []string, error) {
+	byLabel := map[string]*pipeline.Account{}
+	var order []string
+	add := func(l string) *pipeline.Account {
+		if a, ok := byLabel[l]; ok {
+			return a
+		}
+		a := &pipeline.Account{Label: l, Headers: http.Header{}}
+		byLabel[l] = a
+		order = append(order, l)
+		return a
+	}
+	for _, l := range labels {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.ContainsAny(l, ":/ ") {
+			return nil, nil, usagef("--account %q: a label is a plain word", l)
+		}
+		add(l)
+	}
+	var secrets []string
+	for _, spec := range headerSpecs {
+		label, hdr, ok := strings.Cut(spec, ":")
+		if !ok || strings.TrimSpace(label) == "" {
+			return nil, nil, usagef("--account-header: want 'label:Name: value'")
+		}
+		h, sec, err := parseHeaders([]string{hdr})
+		if err != nil {
+			return nil, nil, err
+		}
+		a := add(strings.TrimSpace(label))
+		for k, vs := range h {
+			a.Headers[k] = vs
+		}
+		secrets = append(secrets, sec...)
+	}
+	out := make([]pipeline.Account, 0, len(order))
+	for _, l := range order {
+		out = append(out, *byLabel[l])
+	}
+	return out, secrets, nil
 }
 
 // newLogger builds the run's logger: text or JSON on stderr, secrets
@@ -107,7 +183,11 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	red := redact.New(secrets...)
+	accounts, accSecrets, err := parseAccounts(j.Accounts, j.AccountHeaders)
+	if err != nil {
+		return nil, err
+	}
+	red := redact.New(append(secrets, accSecrets...)...)
 	red.Add(dsnPassword(j.ClickHouseDSN))
 	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
 	if err != nil {
@@ -184,7 +264,21 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 			}
 		}
 	}
+	mode, err := infer.ParseMode(j.SchemaContract)
+	if err != nil {
+		return nil, usagef("--schema-contract: %v", err)
+	}
+	var schemas *infer.Registry
+	for _, ep := range eps {
+		if ep.Kind == pipeline.KindAccount {
+			if schemas, err = infer.LoadRegistry(j.DataDir); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	runner, err := pipeline.New(pipeline.Config{
+		Accounts: accounts, Schemas: schemas, SchemaMode: mode,
 		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: eps, Params: params,
 		Source: source, StateDir: j.DataDir, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
 	})

@@ -98,6 +98,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			demoCommand(),
 			migrateCommand(),
 			replayCommand(),
+			schemaCommand(),
 		},
 	}
 }

@@ -17,7 +17,10 @@ func jobFlags() []cli.Flag {
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-url", Usage: "venue base URL, e.g. https://api.venue.example", EnvVars: envs("api-url")}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "header", Usage: "`'Name: value'` sent with every request (repeatable; values are secrets, never logged)", EnvVars: envs("header")}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "param", Usage: "`endpoint.key=value` query parameter (repeatable; a comma list fans out into one request per value)", EnvVars: envs("param")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to snapshot (default: instruments)", EnvVars: envs("endpoints")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to snapshot (default: every endpoint that needs no parameter)", EnvVars: envs("endpoints")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "account", Usage: "account `LABEL` snapshotted by the account endpoints (repeatable; default one account, \"default\")", EnvVars: envs("account")}),
+		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "account-header", Usage: "`'label:Name: value'` header of one account (repeatable; value may be ${ENV} or @file)", EnvVars: envs("account-header")}),
+		altsrc.NewStringFlag(&cli.StringFlag{Name: "schema-contract", Value: "evolve", Usage: "account tables: evolve (new fields become columns), freeze (new fields fail the endpoint) or discard-columns", EnvVars: envs("schema-contract")}),
 		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")}),
 		altsrc.NewStringFlag(&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")}),
@@ -39,7 +42,8 @@ func jobFlags() []cli.Flag {
 func jobFromFlags(c *cli.Context) *job {
 	return &job{
 		APIURL: c.String("api-url"), Headers: c.StringSlice("header"), Params: c.StringSlice("param"),
-		Endpoints: splitList(c.StringSlice("endpoints")), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
+		Endpoints: splitList(c.StringSlice("endpoints")), Accounts: splitList(c.StringSlice("account")),
+		AccountHeaders: c.StringSlice("account-header"), SchemaContract: c.String("schema-contract"), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
 		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
 		Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),

@@ -34,8 +34,9 @@ const TimeLayout = "20060102T150405.000Z"
 // redacted by the caller and request headers are not recorded.
 type Meta struct {
 	Endpoint     string            `json:"endpoint"`
-	Request      int               `json:"request"`  // index of the request within the endpoint's fan-out
-	Requests     int               `json:"requests"` // requests of the endpoint in this run
+	Account      string            `json:"account,omitempty"` // account label (account endpoints)
+	Request      int               `json:"request"`           // index of the request within the endpoint's fan-out
+	Requests     int               `json:"requests"`          // requests of the endpoint in this run
 	Params       map[string]string `json:"params,omitempty"`
 	Attempt      int               `json:"attempt"`
 	URL          string            `json:"url"`
@@ -344,7 +345,7 @@ func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, e
 					s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
 					continue
 				}
-				id := fmt.Sprintf("%d|%s|%s|%06d", k.ms, k.run, m.Endpoint, m.Request)
+				id := fmt.Sprintf("%d|%s|%s|%06d|%s", k.ms, k.run, m.Endpoint, m.Request, m.Account)
 				if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
 					best[id] = m
 				}

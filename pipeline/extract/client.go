@@ -107,6 +107,11 @@ type Request struct {
 	Endpoint string     // logical name, for logs and errors
 	Path     string     // e.g. /v1/public/get_instruments
 	Params   url.Values // query parameters
+	// Headers are added to the client's for this request (an account's
+	// credentials); their values are secrets too.
+	Headers http.Header
+	// Account labels the request (logs, archive); not sent.
+	Account string
 }
 
 // URL returns the request's URL.
@@ -186,7 +191,7 @@ func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(con
 	shown := c.opt.Redactor.URL(u)
 	var last error
 	for attempt := 1; attempt <= c.opt.MaxAttempts; attempt++ {
-		retryAfter, err := c.attempt(ctx, u, shown, attempt, hooks, handle)
+		retryAfter, err := c.attempt(ctx, r, u, shown, attempt, hooks, handle)
 		if err == nil {
 			return nil
 		}
@@ -238,7 +243,7 @@ func (c *Client) backoff(attempt int) time.Duration {
 }
 
 // attempt does one request. It returns the Retry-After the venue asked for.
-func (c *Client) attempt(ctx context.Context, u *url.URL, shown string, attempt int, hooks Hooks, handle func(context.Context, *Response) error) (time.Duration, error) {
+func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown string, attempt int, hooks Hooks, handle func(context.Context, *Response) error) (time.Duration, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := time.AfterFunc(c.opt.Timeout, func() { cancel(errIdle) })
@@ -249,6 +254,12 @@ func (c *Client) attempt(ctx context.Context, u *url.URL, shown string, attempt 
 		return 0, fmt.Errorf("build request: %w", err)
 	}
 	for k, vs := range c.opt.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	for k, vs := range r.Headers {
+		req.Header.Del(k)
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/schema"
+)
+
+func schemaCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "schema",
+		Usage: "print the tables: the fixed ones and those inferred from account payloads, with columns, types and when each column first appeared",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory (inferred schemas live in DIR/_schema)", EnvVars: envs("data-dir")},
+		},
+		Action: func(c *cli.Context) error {
+			w := c.App.Writer
+			for _, t := range schema.Tables() {
+				printTable(w, t)
+			}
+			reg, err := infer.LoadRegistry(c.String("data-dir"))
+			if err != nil {
+				return err
+			}
+			return reg.Print(w)
+		},
+	}
+}
+
+func printTable(w interface{ Write([]byte) (int, error) }, t *schema.Table) {
+	line := func(s string) { w.Write([]byte(s + "\n")) }
+	line(t.Name + " (" + t.Doc + ")")
+	for _, col := range t.Columns {
+		typ := col.Type.String()
+		if col.List {
+			typ = "list<" + typ + ">"
+		}
+		if col.Nullable {
+			typ += " null"
+		}
+		line("    " + col.Name + "  " + typ)
+	}
+	line("")
+}
