@@ -99,6 +99,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			migrateCommand(),
 			replayCommand(),
 			schemaCommand(),
+			historyCommand(),
 		},
 	}
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/history"
+	"github.com/optlake/optlake/internal/redact"
+)
+
+func historyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "history",
+		Usage:     "print the timeline of one instrument: its events in order, and its index price and parameters over time",
+		ArgsUsage: "INSTRUMENT",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "read the Parquet lake in this directory", EnvVars: envs("data-dir")},
+			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "read from ClickHouse instead of the lake", EnvVars: envs("clickhouse-dsn")},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("history: give one instrument name, e.g. optlake history BTC-27NOV26-100000-C")
+			}
+			name := c.Args().First()
+			var tl *history.Timeline
+			var err error
+			if dsn := c.String("clickhouse-dsn"); dsn != "" {
+				tl, err = history.FromClickHouse(c.Context, dsn, name)
+				if err != nil {
+					return usageOr(redact.New(dsnPassword(dsn)).String(err.Error()), err)
+				}
+			} else if tl, err = history.FromParquet(c.Context, c.String("data-dir"), name); err != nil {
+				return err
+			}
+			if err := tl.Write(c.App.Writer, c.String("format")); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+	}
+}
+
+// usageOr returns err with its message replaced by msg (redacted).
+func usageOr(msg string, err error) error {
+	return redactedError{msg: msg, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
