@@ -179,6 +179,9 @@ func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Log
 
 // build validates the job and wires extract, archive, sinks and runner.
 func (j *job) build(stderr io.Writer) (*built, error) {
+	if _, err := j.validate(); err != nil {
+		return nil, err
+	}
 	headers, secrets, err := parseHeaders(j.Headers)
 	if err != nil {
 		return nil, err

@@ -100,6 +100,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			replayCommand(),
 			schemaCommand(),
 			historyCommand(),
+			configCommand(),
 		},
 	}
 }

@@ -5,37 +5,36 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"github.com/urfave/cli/v2/altsrc"
 )
 
 // jobFlags are the flags of `optlake run`; every flag also reads an
-// OPTLAKE_* variable and a key of the same name in the --config YAML file.
-// Precedence: flag > environment > config file > default.
+// OPTLAKE_* variable and a key of the same name in the --config YAML file
+// (see config.go). Precedence: flag > environment > config file > default.
 func jobFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "YAML file with any of these flags as keys", EnvVars: envs("config")},
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "api-url", Usage: "venue base URL, e.g. https://api.venue.example", EnvVars: envs("api-url")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "header", Usage: "`'Name: value'` sent with every request (repeatable; values are secrets, never logged)", EnvVars: envs("header")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "param", Usage: "`endpoint.key=value` query parameter (repeatable; a comma list fans out into one request per value)", EnvVars: envs("param")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to snapshot (default: every endpoint that needs no parameter)", EnvVars: envs("endpoints")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "account", Usage: "account `LABEL` snapshotted by the account endpoints (repeatable; default one account, \"default\")", EnvVars: envs("account")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "account-header", Usage: "`'label:Name: value'` header of one account (repeatable; value may be ${ENV} or @file)", EnvVars: envs("account-header")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "schema-contract", Value: "evolve", Usage: "account tables: evolve (new fields become columns), freeze (new fields fail the endpoint) or discard-columns", EnvVars: envs("schema-contract")}),
-		altsrc.NewStringSliceFlag(&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")}),
-		altsrc.NewBoolFlag(&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", EnvVars: envs("migrate")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "source", Usage: "venue name stored in every row (default: the API URL's host)", EnvVars: envs("source")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", EnvVars: envs("timeout")}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "deadline", Value: 30 * time.Minute, Usage: "overall limit of one snapshot (0 = none)", EnvVars: envs("deadline")}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "max-attempts", Value: 5, Usage: "attempts per request (network errors, 429, 5xx)", EnvVars: envs("max-attempts")}),
-		altsrc.NewInt64Flag(&cli.Int64Flag{Name: "max-body-size", Value: 4 << 30, Usage: "largest response body accepted, bytes", EnvVars: envs("max-body-size")}),
-		altsrc.NewIntFlag(&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")}),
-		altsrc.NewDurationFlag(&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")}),
-		altsrc.NewStringFlag(&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")}),
+		&cli.StringFlag{Name: "api-url", Usage: "venue base URL, e.g. https://api.venue.example", EnvVars: envs("api-url")},
+		&cli.StringSliceFlag{Name: "header", Usage: "`'Name: value'` sent with every request (repeatable; values are secrets, never logged)", EnvVars: envs("header")},
+		&cli.StringSliceFlag{Name: "param", Usage: "`endpoint.key=value` query parameter (repeatable; a comma list fans out into one request per value)", EnvVars: envs("param")},
+		&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to snapshot (default: every endpoint that needs no parameter)", EnvVars: envs("endpoints")},
+		&cli.StringSliceFlag{Name: "account", Usage: "account `LABEL` snapshotted by the account endpoints (repeatable; default one account, \"default\")", EnvVars: envs("account")},
+		&cli.StringSliceFlag{Name: "account-header", Usage: "`'label:Name: value'` header of one account (repeatable; value may be ${ENV} or @file)", EnvVars: envs("account-header")},
+		&cli.StringFlag{Name: "schema-contract", Value: "evolve", Usage: "account tables: evolve (new fields become columns), freeze (new fields fail the endpoint) or discard-columns", EnvVars: envs("schema-contract")},
+		&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")},
+		&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")},
+		&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")},
+		&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", EnvVars: envs("migrate")},
+		&cli.StringFlag{Name: "source", Usage: "venue name stored in every row (default: the API URL's host)", EnvVars: envs("source")},
+		&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")},
+		&cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", EnvVars: envs("timeout")},
+		&cli.DurationFlag{Name: "deadline", Value: 30 * time.Minute, Usage: "overall limit of one snapshot (0 = none)", EnvVars: envs("deadline")},
+		&cli.IntFlag{Name: "max-attempts", Value: 5, Usage: "attempts per request (network errors, 429, 5xx)", EnvVars: envs("max-attempts")},
+		&cli.Int64Flag{Name: "max-body-size", Value: 4 << 30, Usage: "largest response body accepted, bytes", EnvVars: envs("max-body-size")},
+		&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")},
+		&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")},
+		&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
 	}
 }
 
@@ -57,9 +56,11 @@ func runCommand() *cli.Command {
 		Name:   "run",
 		Usage:  "take one snapshot of the venue (or one every --every) and exit",
 		Flags:  flags,
-		Before: altsrc.InitInputSourceWithContext(flags, altsrc.NewYamlSourceFromFlagFunc("config")),
 		Action: func(c *cli.Context) error {
 			j := jobFromFlags(c)
+			if err := configure(c, j, flags); err != nil {
+				return err
+			}
 			b, err := j.build(c.App.ErrWriter)
 			if err != nil {
 				return err

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/optlake/optlake/venuesim"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "optlake.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Precedence flag > environment > file > default, and validation errors
+// that name the key and the line.
+func TestConfigPrecedenceAndErrors(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(secretFile, []byte("file-secret-123456\n"), 0o600)
+	t.Setenv("OPTLAKE_TEST_TOKEN", "env-secret-abcdef")
+	good := writeConfig(t, `
+api-url: https://file.example
+data-dir: /from/file
+batch-rows: 1000
+timeout: 7s
+source: file-source
+headers:
+  - name: Authorization
+    value: Bearer ${OPTLAKE_TEST_TOKEN}
+  - name: X-Api-Key
+    value_file: `+secretFile+`
+endpoints:
+  instruments: {params: {currency: [BTC, ETH]}}
+  account_summary: {path: /v2/summary}
+accounts:
+  - label: main
+    headers: [{name: X-Account, value: main}]
+sink: [parquet]
+clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
+`)
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // substrings of the effective config
+		bad  []string // must not appear
+	}{
+		{name: "file over default", want: []string{"api-url: https://file.example", "data-dir: /from/file", "batch-rows: 1000", "timeout: 7s",
+			"- instruments.currency=BTC,ETH", "account_summary: /v2/summary", "main:", "X-Account: [REDACTED]", "source: file-source"}},
+		{name: "env over file", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env", "OPTLAKE_BATCH_ROWS": "2000"}, want: []string{"data-dir: /from/env", "batch-rows: 2000", "api-url: https://file.example"}},
+		{name: "flag over env", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env"}, args: []string{"--data-dir", "/from/flag"}, want: []string{"data-dir: /from/flag"}, bad: []string{"/from/env"}},
+		{name: "default when unset", want: []string{"max-attempts: 5", "log-level: info"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			res := optlake(t, append([]string{"config", "check", "--config", good}, tc.args...)...)
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("effective config lacks %q:\n%s", w, res.stdout)
+				}
+			}
+			for _, b := range append(tc.bad, "env-secret-abcdef", "file-secret-123456", "dsn-secret-9876") {
+				if strings.Contains(res.stdout+res.stderr, b) {
+					t.Errorf("output contains %q:\n%s", b, res.stdout)
+				}
+			}
+		})
+	}
+
+	bad := []struct {
+		name, body, want string
+	}{
+		{"unknown key", "api-url: https://x\napi_urll: y\n", ":2: unknown key \"api_urll\""},
+		{"bad duration", "api-url: https://x\n\ntimeout: banana\n", ":3: timeout:"},
+		{"bad int", "api-url: https://x\nbatch-rows: many\n", ":2: batch-rows:"},
+		{"unset env", "api-url: https://x\nheaders:\n  - name: A\n    value: ${OPTLAKE_TEST_UNSET_VAR}\n", ":4: headers: environment variable OPTLAKE_TEST_UNSET_VAR is not set"},
+		{"header without value", "api-url: https://x\nheaders:\n  - name: A\n", ":3: headers: each needs a name and a value"},
+		{"endpoint key", "api-url: https://x\nendpoints:\n  instruments: {pth: /x}\n", ":3: endpoints.instruments: unknown key \"pth\""},
+		{"unknown endpoint", "api-url: https://x\nendpoints: [instruments, nope]\n", `unknown endpoint "nope"`},
+		{"bad sink", "api-url: https://x\nsink: s3\n", `--sink "s3"`},
+		{"not yaml", "api-url: [\n", "config "},
+		{"two values", "api-url: [a, b]\n", ":1: api-url takes one value"},
+		{"missing file", "api-url: https://x\nclickhouse-dsn-file: /nonexistent/dsn\n", ":2: clickhouse-dsn-file:"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			res := optlake(t, "config", "check", "--config", writeConfig(t, tc.body))
+			if res.code != exitUsage || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q, want %q", res.code, res.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// A run reads its settings from the file.
+func TestRunFromConfigFile(t *testing.T) {
+	_, url := startSim(t, venuesim.Config{Seed: 1})
+	dir := t.TempDir()
+	cfg := writeConfig(t, "api-url: "+url+"\ndata-dir: "+dir+"\nendpoints: [instruments]\n")
+	res := optlake(t, "run", "--config", cfg)
+	if res.code != 0 || !strings.Contains(res.stdout, "instruments ok") {
+		t.Fatalf("exit %d: %s %s", res.code, res.stdout, res.stderr)
+	}
+	if f := snapshotsOnDisk(dir); len(f) != 1 {
+		t.Errorf("files: %v", f)
+	}
+}
+
