@@ -20,6 +20,12 @@ type Features struct {
 	// AlterIfNotExists: ALTER TABLE ... ADD COLUMN IF NOT EXISTS (18.16's
 	// parser rejects it; certainly there from 20.1).
 	AlterIfNotExists bool
+	// ReplicatedComments: column COMMENTs on Replicated tables. 18.16
+	// writes a comment to ZooKeeper in a form its own structure check then
+	// rejects for every further replica ("Table structure in ZooKeeper is
+	// too different from local table structure"); there the local tables
+	// get no comments (the Distributed tables keep them).
+	ReplicatedComments bool
 }
 
 // FeaturesFor returns the features of a server version.
@@ -27,10 +33,11 @@ func FeaturesFor(major, minor int) Features {
 	at := func(M, m int) bool { return major > M || (major == M && minor >= m) }
 	return Features{
 		Major: major, Minor: minor,
-		DateTime64:       at(20, 1),
-		Bool:             at(21, 12),
-		LowCardinality:   at(19, 0),
-		AlterIfNotExists: at(20, 1),
+		DateTime64:         at(20, 1),
+		Bool:               at(21, 12),
+		LowCardinality:     at(19, 0),
+		AlterIfNotExists:   at(20, 1),
+		ReplicatedComments: at(20, 1),
 	}
 }
 
@@ -65,7 +72,8 @@ func (c Column) ClickHouseType(f Features) string {
 		panic(fmt.Sprintf("schema: no ClickHouse type for %v", c.Type))
 	}
 	if c.List {
-		return "Array(" + base + ")"
+		// Elements of a JSON array may be null.
+		return "Array(Nullable(" + base + "))"
 	}
 	if c.Nullable {
 		base = "Nullable(" + base + ")"
@@ -91,17 +99,18 @@ func (f Features) TimeRange() (minMs, maxMs int64) {
 // ReplacingMergeTree ordered by the table's key (one row per key after
 // merges; read with FINAL), partitioned by month of PartitionTime.
 func (t *Table) ClickHouseDDL(db string, f Features) string {
-	return t.createTable(db, t.Name, "", f, "ReplacingMergeTree", true)
+	return t.createTable(db, t.Name, "", f, "ReplacingMergeTree", true, true)
 }
 
 // createTable renders CREATE TABLE IF NOT EXISTS db.name [ON CLUSTER] with
-// t's columns and the given engine; keyed adds t's PARTITION BY and ORDER BY.
-func (t *Table) createTable(db, name, cluster string, f Features, engine string, keyed bool) string {
+// t's columns (with their docs as comments if comments) and the given
+// engine; keyed adds t's PARTITION BY and ORDER BY.
+func (t *Table) createTable(db, name, cluster string, f Features, engine string, keyed, comments bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s%s\n(\n", Quote(db), Quote(name), onCluster(cluster))
 	for i, c := range t.Columns {
 		fmt.Fprintf(&b, "    %s %s", Quote(c.Name), c.ClickHouseType(f))
-		if c.Doc != "" {
+		if c.Doc != "" && comments {
 			fmt.Fprintf(&b, " COMMENT '%s'", escapeString(c.Doc))
 		}
 		if i < len(t.Columns)-1 {
@@ -239,14 +248,14 @@ func (t *Table) CreateDDL(tg Target) []string {
 
 func (t *Table) localDDL(tg Target) string {
 	engine := fmt.Sprintf("ReplicatedReplacingMergeTree('%s', '{replica}')", escapeString(ReplicationPath(tg.DB, t.LocalName())))
-	return t.createTable(tg.DB, t.LocalName(), tg.Cluster, tg.Features, engine, true)
+	return t.createTable(tg.DB, t.LocalName(), tg.Cluster, tg.Features, engine, true, tg.Features.ReplicatedComments)
 }
 
 // DistributedDDL renders CREATE TABLE IF NOT EXISTS for t's Distributed
 // table on a cluster (see CreateDDL).
 func (t *Table) DistributedDDL(tg Target) string {
 	engine := fmt.Sprintf("Distributed('%s', '%s', '%s', %s)", escapeString(tg.Cluster), escapeString(tg.DB), escapeString(t.LocalName()), t.ShardingKey())
-	return t.createTable(tg.DB, t.Name, tg.Cluster, tg.Features, engine, false)
+	return t.createTable(tg.DB, t.Name, tg.Cluster, tg.Features, engine, false, true)
 }
 
 // AddColumnStatements renders the statements that add column c (already in

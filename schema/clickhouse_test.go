@@ -42,8 +42,8 @@ func TestClickHouseTypes(t *testing.T) {
 		{Column{Type: String, LowCardinality: true}, "String", "LowCardinality(String)"},
 		{Column{Type: String, Nullable: true, LowCardinality: true}, "Nullable(String)", "LowCardinality(Nullable(String))"},
 		{Column{Type: Float64, Nullable: true}, "Nullable(Float64)", "Nullable(Float64)"},
-		{Column{Type: Int64, List: true}, "Array(Int64)", "Array(Int64)"},
-		{Column{Type: Bool, List: true}, "Array(UInt8)", "Array(Bool)"},
+		{Column{Type: Int64, List: true}, "Array(Nullable(Int64))", "Array(Nullable(Int64))"},
+		{Column{Type: Bool, List: true}, "Array(Nullable(UInt8))", "Array(Nullable(Bool))"},
 	}
 	for _, c := range cases {
 		if got := c.col.ClickHouseType(old); got != c.old {

@@ -117,4 +117,3 @@ func TestRunFromConfigFile(t *testing.T) {
 		t.Errorf("files: %v", f)
 	}
 }
-

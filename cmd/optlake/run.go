@@ -53,9 +53,9 @@ func jobFromFlags(c *cli.Context) *job {
 func runCommand() *cli.Command {
 	flags := jobFlags()
 	return &cli.Command{
-		Name:   "run",
-		Usage:  "take one snapshot of the venue (or one every --every) and exit",
-		Flags:  flags,
+		Name:  "run",
+		Usage: "take one snapshot of the venue (or one every --every) and exit",
+		Flags: flags,
 		Action: func(c *cli.Context) error {
 			j := jobFromFlags(c)
 			if err := configure(c, j, flags); err != nil {

@@ -159,7 +159,7 @@ func pointers[T any](vals []T, a arrow.Array) []*T {
 }
 
 // listValues converts a list column (arrays of scalars; small account
-// tables only) to [][]T.
+// tables only) to [][]*T: elements may be null.
 func listValues(c schema.Column, f schema.Features, a arrow.Array) (any, error) {
 	la, ok := a.(*array.List)
 	if !ok {
@@ -170,52 +170,56 @@ func listValues(c schema.Column, f schema.Features, a arrow.Array) (any, error) 
 	switch c.Type {
 	case schema.String:
 		sa := vals.(*array.String)
-		out := make([][]string, la.Len())
-		for i := range out {
-			out[i] = []string{}
-			for j := offs[i]; j < offs[i+1]; j++ {
-				out[i] = append(out[i], sa.Value(int(j)))
-			}
-		}
-		return out, nil
+		return listOf(la, offs, func(j int) (string, bool) { return sa.Value(j), sa.IsValid(j) }), nil
 	case schema.Float64:
 		fa := vals.(*array.Float64)
-		out := make([][]float64, la.Len())
-		for i := range out {
-			out[i] = append([]float64{}, fa.Float64Values()[offs[i]:offs[i+1]]...)
-		}
-		return out, nil
+		return listOf(la, offs, func(j int) (float64, bool) { return fa.Value(j), fa.IsValid(j) }), nil
 	case schema.Int64:
 		ia := vals.(*array.Int64)
-		out := make([][]int64, la.Len())
-		for i := range out {
-			out[i] = append([]int64{}, ia.Int64Values()[offs[i]:offs[i+1]]...)
-		}
-		return out, nil
+		return listOf(la, offs, func(j int) (int64, bool) { return ia.Value(j), ia.IsValid(j) }), nil
+	case schema.TimestampMs:
+		ta := vals.(*array.Timestamp)
+		lo, hi := f.TimeRange()
+		return listOf(la, offs, func(j int) (int64, bool) {
+			v := int64(ta.Value(j))
+			if !ta.IsValid(j) || v < lo || v > hi {
+				return 0, false
+			}
+			if !f.DateTime64 {
+				v = floorDiv(v, 1000)
+			}
+			return v, true
+		}), nil
 	case schema.Bool:
 		ba := vals.(*array.Boolean)
 		if f.Bool {
-			out := make([][]bool, la.Len())
-			for i := range out {
-				out[i] = []bool{}
-				for j := offs[i]; j < offs[i+1]; j++ {
-					out[i] = append(out[i], ba.Value(int(j)))
-				}
-			}
-			return out, nil
+			return listOf(la, offs, func(j int) (bool, bool) { return ba.Value(j), ba.IsValid(j) }), nil
 		}
-		out := make([][]uint8, la.Len())
-		for i := range out {
-			out[i] = []uint8{}
-			for j := offs[i]; j < offs[i+1]; j++ {
-				var v uint8
-				if ba.Value(int(j)) {
-					v = 1
-				}
-				out[i] = append(out[i], v)
+		return listOf(la, offs, func(j int) (uint8, bool) {
+			if ba.Value(j) {
+				return 1, ba.IsValid(j)
 			}
-		}
-		return out, nil
+			return 0, ba.IsValid(j)
+		}), nil
 	}
 	return nil, fmt.Errorf("unsupported list of %v", c.Type)
+}
+
+// listOf builds [][]*T from a list array's offsets and an element getter.
+func listOf[T any](la *array.List, offs []int32, get func(int) (T, bool)) [][]*T {
+	out := make([][]*T, la.Len())
+	for i := range out {
+		row := make([]*T, 0, offs[i+1]-offs[i])
+		if la.IsValid(i) {
+			for j := offs[i]; j < offs[i+1]; j++ {
+				if v, ok := get(int(j)); ok {
+					row = append(row, &v)
+				} else {
+					row = append(row, nil)
+				}
+			}
+		}
+		out[i] = row
+	}
+	return out
 }

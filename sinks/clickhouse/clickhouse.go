@@ -5,6 +5,17 @@
 // Loads are idempotent: tables are ReplacingMergeTree ordered by the table's
 // key, so a snapshot inserted twice (a retry, a replay) is one row per key
 // after merges, and every view reads with FINAL.
+//
+// # Clusters
+//
+// With Options.Cluster set, the sink targets a ClickHouse cluster (a name in
+// the servers' remote_servers): migrations run ON CLUSTER and create, per
+// table, a ReplicatedReplacingMergeTree <table>_local on every node plus a
+// Distributed table under the public name, sharded by the table's
+// schema.Table.ShardingKey (one instrument's, or one account's, whole
+// history on one shard). Loads insert into the Distributed tables with
+// insert_distributed_sync=1 (see Options.Cluster for why); queries read the
+// Distributed tables and views exactly as on one server.
 package clickhouse
 
 import (
@@ -37,8 +48,33 @@ type Options struct {
 	MaxAttempts int           // per insert, for transient errors (default 4)
 	Backoff     time.Duration // first retry delay (default 500ms)
 	DialTimeout time.Duration // default 5s
-	Logger      *slog.Logger
-	Redactor    *redact.Redactor
+	// Cluster names the ClickHouse cluster (a remote_servers entry of the
+	// server the DSN points at) the database lives on; "" is one server,
+	// exactly as before. With a cluster:
+	//
+	//   - Migrate runs every statement ON CLUSTER: a
+	//     ReplicatedReplacingMergeTree <table>_local per table (ZooKeeper
+	//     path /clickhouse/tables/{shard}/<db>/<table>_local, replica
+	//     '{replica}': the servers need those macros) and a Distributed table
+	//     of the public name over it; views over the Distributed tables;
+	//     migrations recorded once for the cluster (schema.MigrationsTableStatements).
+	//   - Loads insert into the Distributed tables with
+	//     insert_distributed_sync=1: the INSERT returns only when every
+	//     shard has written its part of the block to a replica, so a failure
+	//     anywhere fails this Write (and the run reports it) instead of being
+	//     left in a server's background send queue, and the retry that
+	//     follows re-sends the same block, which is split the same way and
+	//     which each shard's Replicated table drops as a duplicate (block
+	//     deduplication by hash; ReplacingMergeTree keys catch the rest).
+	//     The server picks a live replica of each shard, so one replica down
+	//     does not fail a load; replication brings it up to date when it
+	//     returns.
+	//
+	// Open and Migrate refuse a database laid out for the other mode (a
+	// single-server schema with a cluster, or a cluster schema without one).
+	Cluster  string
+	Logger   *slog.Logger
+	Redactor *redact.Redactor
 }
 
 // Sink loads into one ClickHouse database.
@@ -80,6 +116,15 @@ func New(opt Options) (*Sink, error) {
 	log = log.With("sink", "clickhouse")
 	o.Compression = &ch.Compression{Method: ch.CompressionLZ4}
 	o.Logger = log
+	if opt.Cluster != "" {
+		if o.Settings == nil {
+			o.Settings = ch.Settings{}
+		}
+		// See Options.Cluster. (Current releases call it
+		// distributed_foreground_insert and keep this name as an alias.)
+		o.Settings["insert_distributed_sync"] = 1
+		log = log.With("cluster", opt.Cluster)
+	}
 	return &Sink{opt: opt, chOpts: o, db: db, log: log, tables: map[string]int{}}, nil
 }
 
@@ -110,6 +155,13 @@ func (s *Sink) Name() string { return "clickhouse" }
 
 // Database is the target database.
 func (s *Sink) Database() string { return s.db }
+
+// Cluster is the target cluster ("" for one server).
+func (s *Sink) Cluster() string { return s.opt.Cluster }
+
+func (s *Sink) target(f schema.Features) schema.Target {
+	return schema.Target{DB: s.db, Cluster: s.opt.Cluster, Features: f}
+}
 
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error {
@@ -148,7 +200,12 @@ func (s *Sink) connect(ctx context.Context) (driver.Conn, schema.Features, error
 		return nil, s.feat, s.wrap("server version", err)
 	}
 	s.feat = schema.FeaturesFor(int(v.Version.Major), int(v.Version.Minor))
-	have, err := currentVersion(ctx, conn, s.db)
+	tg := s.target(s.feat)
+	if err := checkCluster(ctx, conn, tg); err != nil {
+		conn.Close()
+		return nil, s.feat, s.wrap("connect", err)
+	}
+	have, err := currentVersion(ctx, conn, tg)
 	if err != nil {
 		conn.Close()
 		return nil, s.feat, s.wrap("read schema version", err)
@@ -158,7 +215,7 @@ func (s *Sink) connect(ctx context.Context) (driver.Conn, schema.Features, error
 			conn.Close()
 			return nil, s.feat, &OutOfDateError{Database: s.db, Have: have, Want: want}
 		}
-		if _, err := migrate(ctx, conn, s.db, s.feat, s.log); err != nil {
+		if _, err := migrate(ctx, conn, tg, s.log); err != nil {
 			conn.Close()
 			return nil, s.feat, s.wrap("migrate", err)
 		}
@@ -225,36 +282,79 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 	if known == len(t.Columns) {
 		return nil
 	}
-	if err := conn.Exec(ctx, t.ClickHouseDDL(s.db, feat)); err != nil {
-		return s.wrap("create table "+t.Name, err)
-	}
-	existing := map[string]bool{}
-	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ?", s.db, t.Name)
-	if err != nil {
-		return s.wrap("list columns of "+t.Name, err)
-	}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return s.wrap("list columns of "+t.Name, err)
+	tg := s.target(feat)
+	for _, stmt := range t.CreateDDL(tg) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			return s.wrap("create table "+t.Name, err)
 		}
-		existing[n] = true
 	}
-	rows.Close()
+	// On a cluster the columns go to the local tables (replicated) and the
+	// Distributed table is made anew when it lacks any (see
+	// schema.Table.AddColumnStatements).
+	stored := t.Name
+	if tg.OnCluster() {
+		stored = t.LocalName()
+	}
+	existing, err := columnsOf(ctx, conn, s.db, stored)
+	if err != nil {
+		return s.wrap("list columns of "+stored, err)
+	}
 	for _, c := range t.Columns {
 		if existing[c.Name] {
 			continue
 		}
-		if err := conn.Exec(ctx, t.AddColumnDDL(s.db, c, feat)); err != nil {
-			return s.wrap("add column "+t.Name+"."+c.Name, err)
+		for _, stmt := range t.AddColumnStatements(tg, c) {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return s.wrap("add column "+t.Name+"."+c.Name, err)
+			}
 		}
 		s.log.Info("column added", "table", t.Name, "column", c.Name, "type", c.ClickHouseType(feat))
+	}
+	if tg.OnCluster() {
+		dist, err := columnsOf(ctx, conn, s.db, t.Name)
+		if err != nil {
+			return s.wrap("list columns of "+t.Name, err)
+		}
+		if len(dist) != len(t.Columns) || !hasAll(dist, t) {
+			for _, stmt := range t.RecreateDistributedDDL(tg) {
+				if err := conn.Exec(ctx, stmt); err != nil {
+					return s.wrap("recreate distributed table "+t.Name, err)
+				}
+			}
+		}
 	}
 	s.mu.Lock()
 	s.tables[t.Name] = len(t.Columns)
 	s.mu.Unlock()
 	return nil
+}
+
+// columnsOf returns the names of the columns of db.table on the connected
+// server.
+func columnsOf(ctx context.Context, conn driver.Conn, db, table string) (map[string]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = ?", db, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		cols[n] = true
+	}
+	return cols, rows.Err()
+}
+
+func hasAll(cols map[string]bool, t *schema.Table) bool {
+	for _, c := range t.Columns {
+		if !cols[c.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 type writer struct {
@@ -269,7 +369,10 @@ type writer struct {
 
 // Write inserts rec as one block, retrying transient failures. A retried
 // block may have reached the server once already; the table's key makes
-// the duplicate disappear (read with FINAL).
+// the duplicate disappear (read with FINAL). On a cluster the block goes
+// through the Distributed table synchronously (see Options.Cluster) and
+// a retried block is also dropped by the Replicated tables' block
+// deduplication.
 func (w *writer) Write(ctx context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("clickhouse: write after commit or abort")
@@ -339,7 +442,10 @@ func withRetry(ctx context.Context, attempts int, backoff time.Duration, f func(
 }
 
 // Transient reports whether err is worth retrying: connection refused or
-// reset, timeouts, a connection closed under us.
+// reset, timeouts, a connection closed under us; on a cluster also a shard
+// with no reachable replica, a replica read-only without ZooKeeper, a
+// ZooKeeper error and an insert of unknown status (each retried insert is
+// deduplicated).
 func Transient(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
@@ -357,6 +463,8 @@ func Transient(err error) bool {
 	if errors.As(err, &ex) {
 		switch ex.Code {
 		case 159, 209, 210, 252, 241: // timeout, socket timeout, network error, too many parts, memory limit
+			return true
+		case 32, 225, 242, 279, 319, 999: // read after EOF (a peer went away), no ZooKeeper, table read-only, all connection tries failed, unknown status of insert, ZooKeeper (Keeper) error
 			return true
 		}
 	}
