@@ -97,7 +97,7 @@ func (j *job) validate() (*redact.Redactor, error) {
 	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
 		return nil, usagef("durations must not be negative")
 	}
-	if j.BatchRows <= 0 || j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0 {
+	if j.BatchRows <= 0 || (!j.Replay && (j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0)) {
 		return nil, usagef("--batch-rows, --max-attempts and --max-body-size must be positive")
 	}
 	return red, nil

@@ -266,7 +266,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	if !strings.Contains(res.stdout, "account_summary archived") {
+	if !strings.Contains(res.stdout, "account_summary ok: 1 rows") {
 		t.Errorf("account endpoint not fetched with the header: %s", res.stdout)
 	}
 	leaks := []string{}
