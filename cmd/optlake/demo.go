@@ -36,7 +36,7 @@ func demoCommand() *cli.Command {
 			apiURL := "http://" + ln.Addr().String()
 			fmt.Fprintf(out, "simulated venue at %s (%d instruments)\n", apiURL, sim.NumInstruments())
 			j := &job{APIURL: apiURL, Sinks: []string{"parquet"}, DataDir: c.String("data-dir"), Source: "venue-sim",
-				TimestampUnit: "auto", Timeout: 30 * time.Second, Deadline: 5 * time.Minute, MaxAttempts: 3,
+				TimestampUnit: "auto", Timeout: 30 * time.Second, Deadline: 5 * time.Minute, MaxAttempts: 3, MaxBodyBytes: 4 << 30, SchemaContract: "evolve",
 				BatchRows: 32768, LogFormat: "text", LogLevel: c.String("log-level")}
 			b, err := j.build(c.App.ErrWriter)
 			if err != nil {
