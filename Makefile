@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 TESTFLAGS ?= -race -count=1 -timeout 30m
 FUZZTIME  ?= 30s
 
-.PHONY: all build demo test deps unit lint bench clean
+.PHONY: all build demo test deps unit fuzz lint bench clean
 
 all: build
 
@@ -22,17 +22,26 @@ demo: build
 deps:
 	bash scripts/deps.sh
 
-## test: everything, against real servers (installs them when missing)
+## test: everything, against real servers (installs them when missing),
+## then each fuzz target for a bounded time
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
+	$(MAKE) fuzz
+
+## fuzz: the parsers' fuzz targets, $(FUZZTIME) each
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInstruments$$' -fuzztime $(FUZZTIME) ./pipeline/transform/
+	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) ./pipeline/infer/
 
 ## unit: tests that need nothing installed
 unit:
 	$(GO) test -short ./...
 
-bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/... ./sinks/... ./internal/...
+## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
+bench: deps build
+	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/
 
 clean:
 	rm -rf bin

@@ -42,8 +42,13 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   # When ClickHouse is (re)installed, install the pair together.
   pkgs=(clickhouse-server clickhouse-client)
 fi
-if [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] && ! have_file_or_cmd zkServer.sh; then
+# The cluster tests (internal/testenv.StartCluster) run Debian's ZooKeeper jar
+# with java directly.
+if [ ! -f /usr/share/java/zookeeper.jar ] || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ]; then
   pkgs+=(zookeeper)
+fi
+if ! have_file_or_cmd java; then
+  pkgs+=(default-jre-headless)
 fi
 if ! have_file_or_cmd node; then
   pkgs+=(nodejs)

@@ -380,7 +380,7 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 	out := map[string]any{
 		"api-url": red.String(j.APIURL), "headers": hdrs, "params": j.Params, "endpoints": j.Endpoints,
 		"endpoint-paths": j.Paths, "accounts": accts, "sink": j.Sinks, "data-dir": j.DataDir,
-		"clickhouse-dsn": red.String(j.ClickHouseDSN), "migrate": j.Migrate, "source": j.Source,
+		"clickhouse-dsn": red.String(j.ClickHouseDSN), "migrate": j.Migrate, "cluster": j.Cluster, "source": j.Source,
 		"timestamp-unit": j.TimestampUnit, "timeout": j.Timeout.String(), "deadline": j.Deadline.String(),
 		"max-attempts": j.MaxAttempts, "max-body-size": j.MaxBodyBytes, "batch-rows": j.BatchRows,
 		"summary-json": j.SummaryJSON, "every": j.Every.String(), "log-format": j.LogFormat, "log-level": j.LogLevel,

@@ -117,3 +117,18 @@ func TestRunFromConfigFile(t *testing.T) {
 		t.Errorf("files: %v", f)
 	}
 }
+
+// The shipped example config passes the real loader.
+func TestExampleConfigLoads(t *testing.T) {
+	root, err := filepath.Abs("../../deploy/optlake.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"VENUE_TOKEN", "CLICKHOUSE_PASSWORD", "VENUE_API_KEY"} {
+		t.Setenv(v, "example-secret-"+v)
+	}
+	res := optlake(t, "config", "check", "--config", root)
+	if res.code != 0 || !strings.Contains(res.stderr, "configuration ok") || strings.Contains(res.stdout, "example-secret-") {
+		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -87,7 +87,7 @@ func (j *job) validate() (*redact.Redactor, error) {
 		switch s {
 		case "parquet":
 		case "clickhouse":
-			if _, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Redactor: red}); err != nil {
+			if _, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Redactor: red}); err != nil {
 				return nil, usageError{err}
 			}
 		default:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/internal/metrics"
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
@@ -40,7 +42,8 @@ type job struct {
 	Sinks          []string
 	DataDir        string
 	ClickHouseDSN  string
-	Migrate        bool // apply pending ClickHouse migrations before loading
+	Migrate        bool   // apply pending ClickHouse migrations before loading
+	Cluster        string // ClickHouse cluster name (remote_servers); empty = one server
 	Source         string
 	TimestampUnit  string
 	Timeout        time.Duration
@@ -49,6 +52,8 @@ type job struct {
 	MaxBodyBytes   int64
 	BatchRows      int
 	SummaryJSON    string
+	MetricsFile    string // Prometheus textfile after each run
+	Listen         string // /metrics and /healthz in --every mode
 	Every          time.Duration
 	LogFormat      string
 	LogLevel       string
@@ -62,6 +67,7 @@ type job struct {
 
 // built is a job wired into a runner.
 type built struct {
+	metrics  *metrics.Metrics
 	runner   *pipeline.Runner
 	sinks    []sinks.Sink
 	log      *slog.Logger
@@ -257,7 +263,7 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 				}
 				ss = append(ss, s)
 			case "clickhouse":
-				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Migrate: j.Migrate, Logger: log, Redactor: red})
+				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
 				if err != nil {
 					return nil, usageError{err}
 				}
@@ -288,7 +294,14 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return &built{runner: runner, sinks: ss, log: log, redactor: red}, nil
+	m := metrics.New()
+	if j.MetricsFile != "" {
+		// Counters carry on from the previous run's file (cron, timers).
+		if err := m.LoadTextfile(j.MetricsFile); err != nil {
+			log.Warn("previous metrics file not loaded; counters restart", "err", err)
+		}
+	}
+	return &built{runner: runner, sinks: ss, log: log, redactor: red, metrics: m}, nil
 }
 
 // once takes one snapshot, prints the summary line and writes the summary
@@ -301,6 +314,12 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	sum := b.runner.Run(ctx)
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
+	b.metrics.Observe(sum)
+	if j.MetricsFile != "" {
+		if err := b.metrics.WriteTextfile(j.MetricsFile); err != nil {
+			b.log.Error("metrics file not written", "err", err)
+		}
+	}
 	if j.SummaryJSON != "" {
 		if err := writeJSON(j.SummaryJSON, sum, b.redactor); err != nil {
 			return sum, fmt.Errorf("write summary: %w", err)
@@ -441,4 +460,21 @@ func dsnPassword(dsn string) string {
 		}
 	}
 	return ""
+}
+
+// serveMetrics serves /metrics and /healthz (unhealthy when no snapshot
+// finished within three intervals) until stop is called.
+func (b *built) serveMetrics(ctx context.Context, j *job) (stop func(), err error) {
+	ln, err := net.Listen("tcp", j.Listen)
+	if err != nil {
+		return nil, usagef("--listen: %v", err)
+	}
+	b.log.Info("serving metrics", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: b.metrics.Handler(b.metrics.HealthCheck(3*j.Every+time.Minute, false)), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}, nil
 }

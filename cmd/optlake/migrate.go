@@ -15,6 +15,7 @@ func migrateCommand() *cli.Command {
 		Usage: "create or upgrade the ClickHouse database, tables and views (re-running is a no-op)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn"), Required: true},
+			&cli.StringFlag{Name: "cluster", Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`", EnvVars: envs("cluster")},
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: envs("log-level")},
 		},
@@ -25,7 +26,7 @@ func migrateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := clickhouse.New(clickhouse.Options{DSN: c.String("clickhouse-dsn"), Logger: log, Redactor: red})
+			s, err := clickhouse.New(clickhouse.Options{DSN: c.String("clickhouse-dsn"), Cluster: c.String("cluster"), Logger: log, Redactor: red})
 			if err != nil {
 				return usageError{err}
 			}

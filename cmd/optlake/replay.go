@@ -23,6 +23,7 @@ func replayCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse", EnvVars: envs("sink")},
 			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")},
 			&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations first", EnvVars: envs("migrate")},
+			&cli.StringFlag{Name: "cluster", Usage: "ClickHouse cluster `NAME`", EnvVars: envs("cluster")},
 			&cli.StringFlag{Name: "timestamp-unit", Value: "auto", EnvVars: envs("timestamp-unit")},
 			&cli.IntFlag{Name: "batch-rows", Value: 32768, EnvVars: envs("batch-rows")},
 			&cli.StringFlag{Name: "summary-json", Usage: "write the replay summary as JSON", EnvVars: envs("summary-json")},
@@ -39,7 +40,7 @@ func replayCommand() *cli.Command {
 				return usagef("--to: %v", err)
 			}
 			j := &job{Replay: true, DataDir: c.String("data-dir"), Endpoints: splitList(c.StringSlice("endpoints")),
-				Sinks: c.StringSlice("sink"), ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"),
+				Sinks: c.StringSlice("sink"), ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"),
 				TimestampUnit: c.String("timestamp-unit"), BatchRows: c.Int("batch-rows"),
 				LogFormat: c.String("log-format"), LogLevel: c.String("log-level")}
 			if _, err := os.Stat(j.DataDir); err != nil {

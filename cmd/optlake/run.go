@@ -23,6 +23,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse (repeatable)", EnvVars: envs("sink")},
 		&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "Parquet lake and raw archive", EnvVars: envs("data-dir")},
 		&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")},
+		&cli.StringFlag{Name: "cluster", Usage: "ClickHouse cluster `NAME`: Replicated tables per shard behind Distributed ones (see README, Running on a cluster)", EnvVars: envs("cluster")},
 		&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", EnvVars: envs("migrate")},
 		&cli.StringFlag{Name: "source", Usage: "venue name stored in every row (default: the API URL's host)", EnvVars: envs("source")},
 		&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")},
@@ -33,6 +34,8 @@ func jobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")},
 		&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")},
 		&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")},
+		&cli.StringFlag{Name: "metrics-file", Usage: "after each run, write Prometheus metrics to this file (node_exporter textfile collector); counters carry on across runs", EnvVars: envs("metrics-file")},
+		&cli.StringFlag{Name: "listen", Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", EnvVars: envs("listen")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
 	}
@@ -43,10 +46,10 @@ func jobFromFlags(c *cli.Context) *job {
 		APIURL: c.String("api-url"), Headers: c.StringSlice("header"), Params: c.StringSlice("param"),
 		Endpoints: splitList(c.StringSlice("endpoints")), Accounts: splitList(c.StringSlice("account")),
 		AccountHeaders: c.StringSlice("account-header"), SchemaContract: c.String("schema-contract"), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
-		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
+		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
 		Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
-		Every: c.Duration("every"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
+		Every: c.Duration("every"), MetricsFile: c.String("metrics-file"), Listen: c.String("listen"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
 	}
 }
 
@@ -71,7 +74,17 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer lock.Release()
+			if j.Listen != "" && j.Every <= 0 {
+				return usagef("--listen serves metrics in --every mode; a one-shot run writes --metrics-file")
+			}
 			if j.Every > 0 {
+				if j.Listen != "" {
+					stop, err := b.serveMetrics(c.Context, j)
+					if err != nil {
+						return err
+					}
+					defer stop()
+				}
 				return b.loop(c.Context, j, c.App.Writer)
 			}
 			_, err = b.once(c.Context, j, c.App.Writer)

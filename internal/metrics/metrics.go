@@ -7,7 +7,8 @@
 //
 //   - WriteTextfile writes them in the text exposition format for
 //     node_exporter's textfile collector (one-shot runs: --metrics-file);
-//   - Handler serves /metrics and /healthz (optlake run --every with --listen).
+//   - Handler serves /metrics and /healthz (optlake run --every with --listen);
+//     HealthCheck builds a health function for it.
 //
 // A one-shot process lives for one run, so on its own its counters would
 // restart at every run. To keep them monotonic across cron runs, call
@@ -36,7 +37,9 @@
 //	last_run_duration_seconds                      gauge     duration of the last run
 //	last_success_timestamp_seconds{endpoint}       gauge     snapshot time of the endpoint's last success
 //
-// No label holds an unbounded value (run ids, errors, URLs never appear).
+// The duration histograms have buckets from 0.1 s to 1800 s (the default
+// --deadline). No label holds an unbounded value (run ids, errors, URLs never
+// appear).
 package metrics
 
 import (
@@ -65,9 +68,9 @@ import (
 // Namespace prefixes every metric name.
 const Namespace = "optlake"
 
-// DurationBuckets are the upper bounds, in seconds, of the duration
+// durationBuckets are the upper bounds, in seconds, of the duration
 // histograms: from a fast local snapshot to the default 30-minute deadline.
-var DurationBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
+var durationBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
 
 // Metrics holds the metrics of the runs observed so far. It is safe for
 // concurrent use: a scrape never sees half of a run.
@@ -78,6 +81,12 @@ type Metrics struct {
 	reg         *prometheus.Registry
 	constLabels prometheus.Labels
 	now         func() time.Time
+
+	// For HealthCheck: when m was made, when the last run was observed,
+	// and its outcome.
+	created, observed time.Time
+	lastOK            bool
+	lastErr           string
 
 	runs             *prometheus.CounterVec
 	runFailures      *prometheus.CounterVec
@@ -121,7 +130,8 @@ func WithConstLabels(l prometheus.Labels) Option {
 	}
 }
 
-// WithClock sets the clock used for a run without a snapshot time (tests).
+// WithClock sets the clock (default time.Now) that HealthCheck measures ages
+// with and that stamps a run without a snapshot time; tests pin it.
 func WithClock(now func() time.Time) Option {
 	return func(m *Metrics) { m.now = now }
 }
@@ -133,6 +143,7 @@ func New(opts ...Option) *Metrics {
 	for _, o := range opts {
 		o(m)
 	}
+	m.created = m.now()
 	m.runs = m.counter("runs_total", "Finished runs, by status (ok or failed).", "status")
 	m.runFailures = m.counter("run_failures_total", "Runs that failed (any endpoint or sink failed).")
 	m.endpointRuns = m.counter("endpoint_runs_total", "Endpoint snapshots, by status (ok, failed, or archived: body kept raw only).", "endpoint", "status")
@@ -197,7 +208,7 @@ func (m *Metrics) histogram(name, help string, labels ...string) *histogramVec {
 	full := Namespace + "_" + name
 	h := &histogramVec{
 		desc:    prometheus.NewDesc(full, help, labels, m.constLabels),
-		buckets: DurationBuckets,
+		buckets: durationBuckets,
 		series:  map[string]*histSeries{},
 	}
 	m.reg.MustRegister(h)
@@ -220,6 +231,7 @@ func (m *Metrics) Observe(sum *pipeline.Summary) {
 	}
 	ts := float64(snap.UnixMilli()) / 1e3
 	dur := seconds(sum.DurationMS)
+	m.observed, m.lastOK, m.lastErr = m.now(), sum.OK, sum.Error
 
 	status, ok := "ok", 1.0
 	if !sum.OK {
@@ -256,6 +268,37 @@ func (m *Metrics) Observe(sum *pipeline.Summary) {
 				m.sinkFailures.WithLabelValues(ep, sink).Add(0)
 			}
 		}
+	}
+}
+
+// HealthCheck returns a health function for Handler. It reports an error
+// when no run has finished within maxAge (counted from New before the
+// first run; 0 disables the check): the loop is stuck, and restarting the
+// process helps. With failed set, it also reports an error while the last
+// run failed, with the run's one-line reason; that suits a status page or
+// an alert more than a liveness probe, since restarting does not mend a venue
+// or a database that is down.
+func (m *Metrics) HealthCheck(maxAge time.Duration, failed bool) func() error {
+	return func() error {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		last := m.observed
+		if last.IsZero() {
+			last = m.created
+		}
+		if age := m.now().Sub(last); maxAge > 0 && age > maxAge {
+			if m.observed.IsZero() {
+				return fmt.Errorf("no run finished in %s since start", age.Round(time.Second))
+			}
+			return fmt.Errorf("no run finished in %s (limit %s)", age.Round(time.Second), maxAge)
+		}
+		if failed && !m.observed.IsZero() && !m.lastOK {
+			if m.lastErr == "" {
+				return errors.New("last run failed")
+			}
+			return fmt.Errorf("last run failed: %s", m.lastErr)
+		}
+		return nil
 	}
 }
 

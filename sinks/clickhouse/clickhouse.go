@@ -68,7 +68,12 @@ type Options struct {
 	//     deduplication by hash; ReplacingMergeTree keys catch the rest).
 	//     The server picks a live replica of each shard, so one replica down
 	//     does not fail a load; replication brings it up to date when it
-	//     returns.
+	//     returns. Replication is asynchronous: right after a load, a read
+	//     that goes to a shard's other replica may miss the newest rows for
+	//     a moment.
+	//   - Open creates inferred (account) tables ON CLUSTER and evolves
+	//     them (schema.Table.AddColumnStatements); a table this node already
+	//     has complete needs no DDL, so runs go on with a node down.
 	//
 	// Open and Migrate refuse a database laid out for the other mode (a
 	// single-server schema with a cluster, or a cluster schema without one).
@@ -283,6 +288,25 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 		return nil
 	}
 	tg := s.target(feat)
+	if tg.OnCluster() {
+		// ON CLUSTER DDL goes through the cluster's DDL queue and waits for
+		// every node (up to distributed_ddl_task_timeout when one is down):
+		// skip it when this node already has both tables complete.
+		local, err := columnsOf(ctx, conn, s.db, t.LocalName())
+		if err != nil {
+			return s.wrap("list columns of "+t.LocalName(), err)
+		}
+		dist, err := columnsOf(ctx, conn, s.db, t.Name)
+		if err != nil {
+			return s.wrap("list columns of "+t.Name, err)
+		}
+		if hasAll(local, t) && hasAll(dist, t) && len(dist) == len(t.Columns) {
+			s.mu.Lock()
+			s.tables[t.Name] = len(t.Columns)
+			s.mu.Unlock()
+			return nil
+		}
+	}
 	for _, stmt := range t.CreateDDL(tg) {
 		if err := conn.Exec(ctx, stmt); err != nil {
 			return s.wrap("create table "+t.Name, err)
