@@ -34,32 +34,34 @@ import (
 // job is the validated configuration of `optlake run` (and of each demo
 // snapshot): what to fetch, where to put it.
 type job struct {
-	APIURL         string
-	Headers        []string // "Name: value"
-	Params         []string // endpoint.key=value
-	Endpoints      []string
-	Paths          map[string]string // endpoint path overrides
-	Sinks          []string
-	DataDir        string
-	ClickHouseDSN  string
-	Migrate        bool   // apply pending ClickHouse migrations before loading
-	Cluster        string // ClickHouse cluster name (remote_servers); empty = one server
-	Source         string
-	TimestampUnit  string
-	Timeout        time.Duration
-	Deadline       time.Duration
-	MaxAttempts    int
-	MaxBodyBytes   int64
-	BatchRows      int
-	SummaryJSON    string
-	MetricsFile    string // Prometheus textfile after each run
-	Listen         string // /metrics and /healthz in --every mode
-	Every          time.Duration
-	LogFormat      string
-	LogLevel       string
-	Accounts       []string // account labels
-	AccountHeaders []string // label:Name: value
-	SchemaContract string   // evolve | freeze | discard-columns
+	APIURL             string
+	Headers            []string // "Name: value"
+	Params             []string // endpoint.key=value
+	Endpoints          []string
+	Paths              map[string]string // endpoint path overrides
+	Sinks              []string
+	DataDir            string
+	ClickHouseDSN      string
+	Migrate            bool   // apply pending ClickHouse migrations before loading
+	Cluster            string // ClickHouse cluster name (remote_servers); empty = one server
+	Source             string
+	TimestampUnit      string
+	Timeout            time.Duration
+	CAFile             string
+	InsecureSkipVerify bool
+	Deadline           time.Duration
+	MaxAttempts        int
+	MaxBodyBytes       int64
+	BatchRows          int
+	SummaryJSON        string
+	MetricsFile        string // Prometheus textfile after each run
+	Listen             string // /metrics and /healthz in --every mode
+	Every              time.Duration
+	LogFormat          string
+	LogLevel           string
+	Accounts           []string // account labels
+	AccountHeaders     []string // label:Name: value
+	SchemaContract     string   // evolve | freeze | discard-columns
 	// Replay builds a runner that reads the raw archive instead of the
 	// venue (no API URL, no client).
 	Replay bool
@@ -240,6 +242,7 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 		c, err := extract.New(extract.Options{
 			BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
 			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
+			CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
 		})
 		if err != nil {
 			return nil, usageError{err}

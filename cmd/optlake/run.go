@@ -29,6 +29,8 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "timestamp-unit", Value: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", EnvVars: envs("timestamp-unit")},
 		&cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", EnvVars: envs("timeout")},
 		&cli.DurationFlag{Name: "deadline", Value: 30 * time.Minute, Usage: "overall limit of one snapshot (0 = none)", EnvVars: envs("deadline")},
+		&cli.StringFlag{Name: "ca-file", Usage: "PEM certificates to trust besides the system roots (a venue behind a private CA)", EnvVars: envs("ca-file")},
+		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "turn TLS certificate verification off (tests only; logged loudly)", EnvVars: envs("insecure-skip-verify")},
 		&cli.IntFlag{Name: "max-attempts", Value: 5, Usage: "attempts per request (network errors, 429, 5xx)", EnvVars: envs("max-attempts")},
 		&cli.Int64Flag{Name: "max-body-size", Value: 4 << 30, Usage: "largest response body accepted, bytes", EnvVars: envs("max-body-size")},
 		&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")},
@@ -47,7 +49,7 @@ func jobFromFlags(c *cli.Context) *job {
 		Endpoints: splitList(c.StringSlice("endpoints")), Accounts: splitList(c.StringSlice("account")),
 		AccountHeaders: c.StringSlice("account-header"), SchemaContract: c.String("schema-contract"), Sinks: c.StringSlice("sink"), DataDir: c.String("data-dir"),
 		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
-		Timeout: c.Duration("timeout"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
+		Timeout: c.Duration("timeout"), CAFile: c.String("ca-file"), InsecureSkipVerify: c.Bool("insecure-skip-verify"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
 		Every: c.Duration("every"), MetricsFile: c.String("metrics-file"), Listen: c.String("listen"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
 	}

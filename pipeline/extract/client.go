@@ -6,6 +6,8 @@ package extract
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +38,13 @@ type Options struct {
 	MaxBodyBytes int64         // largest body accepted, after gzip decoding (default 4 GiB)
 	UserAgent    string
 	Transport    http.RoundTripper // default: a tuned clone of http.DefaultTransport
-	Redactor     *redact.Redactor
-	Logger       *slog.Logger
+	// CAFile adds PEM certificates to the system roots (a venue behind a
+	// private CA). InsecureSkipVerify turns TLS verification off: only for
+	// tests; it is logged loudly.
+	CAFile             string
+	InsecureSkipVerify bool
+	Redactor           *redact.Redactor
+	Logger             *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -91,6 +99,26 @@ func New(opt Options) (*Client, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = opt.Timeout
 		t.MaxIdleConnsPerHost = 4
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if opt.CAFile != "" {
+			pem, err := os.ReadFile(opt.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("--ca-file: %w", err)
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", opt.CAFile)
+			}
+			tlsCfg.RootCAs = pool
+		}
+		if opt.InsecureSkipVerify {
+			tlsCfg.InsecureSkipVerify = true
+			opt.Logger.Warn("TLS certificate verification is OFF (--insecure-skip-verify): anyone on the path can read the secrets")
+		}
+		t.TLSClientConfig = tlsCfg
 		tr = t
 	}
 	return &Client{
