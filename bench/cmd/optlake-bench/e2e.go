@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/optlake/optlake/bench"
+)
+
+// e2e measures `optlake run --endpoints instruments` end to end against
+// `optlake venue-sim` serving the same listing (same seed, size and
+// grouping, frozen at tick 0): a first snapshot into an empty data directory
+// (each run), then next snapshots into the directory the last first one
+// left (with its instrument_events state). Wall time is the run process's,
+// from exec to exit; peak RSS is its ru_maxrss.
+func (b *benchRun) e2e(ctx context.Context, bin string, l Listing) error {
+	addr, stop, err := startVenueSim(ctx, bin, l)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	dataDir := filepath.Join(b.work, "e2e-data")
+	if b.cfg.keep == "" {
+		defer os.RemoveAll(dataDir)
+	}
+	for _, pass := range []string{"e2e_first", "e2e_second"} {
+		m := b.rep.add(pass, l.Label, "optlake")
+		for i := range b.cfg.runs {
+			if pass == "e2e_first" {
+				os.RemoveAll(dataDir) // a first snapshot every time
+			}
+			sum := filepath.Join(b.work, "e2e-summary.json")
+			args := []string{"run", "--api-url", "http://" + addr, "--data-dir", dataDir, "--endpoints", "instruments",
+				"--source", "venue-sim", "--summary-json", sum, "--log-level", "warn"}
+			if b.cfg.profile != "" && b.runProfiles {
+				args = append(args, "--cpuprofile", b.profilePath(pass, l.Label, i))
+			}
+			cmd := exec.CommandContext(ctx, bin, args...)
+			pr, err := runProc(ctx, cmd, "")
+			if err != nil {
+				return err
+			}
+			r, err := readSummary(sum)
+			if err != nil {
+				return err
+			}
+			r.Seconds, r.PeakRSS, r.CPUSeconds = pr.Wall.Seconds(), pr.PeakRSS, pr.CPU
+			if r.Rows != int64(l.Instruments) {
+				return fmt.Errorf("optlake run loaded %d rows, want %d", r.Rows, l.Instruments)
+			}
+			if r.InBytes != l.Bytes {
+				m.Note = fmt.Sprintf("venue-sim body %d bytes, listing file %d", r.InBytes, l.Bytes)
+			}
+			m.Runs = append(m.Runs, r)
+			b.progress("optlake run (%s snapshot) %s run %d: %s, CPU %.2fs, peak RSS %s", strings.TrimPrefix(pass, "e2e_"), l.Label, i+1, rate(r), r.CPUSeconds, mib(r.PeakRSS))
+		}
+		m.finish()
+	}
+	return nil
+}
+
+// readSummary reads the instruments endpoint of a run summary.
+func readSummary(path string) (bench.Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	var s struct {
+		OK        bool   `json:"ok"`
+		Error     string `json:"error"`
+		Endpoints []struct {
+			Endpoint string `json:"endpoint"`
+			Rows     int64  `json:"rows"`
+			Rejects  int64  `json:"rejects"`
+			Bytes    int64  `json:"bytes"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return bench.Result{}, fmt.Errorf("run summary: %w", err)
+	}
+	if !s.OK {
+		return bench.Result{}, fmt.Errorf("run failed: %s", s.Error)
+	}
+	for _, e := range s.Endpoints {
+		if e.Endpoint == "instruments" {
+			return bench.Result{Rows: e.Rows, Rejects: e.Rejects, InBytes: e.Bytes}, nil
+		}
+	}
+	return bench.Result{}, errors.New("run summary has no instruments endpoint")
+}
+
+// startVenueSim starts `optlake venue-sim` on a free port serving the
+// listing's shape and returns its address and a function that stops it.
+func startVenueSim(ctx context.Context, bin string, l Listing) (string, func(), error) {
+	cmd := exec.CommandContext(ctx, bin, "venue-sim", "--addr", "127.0.0.1:0", "--seed", strconv.Itoa(bench.Seed),
+		"--instruments", strconv.Itoa(l.Instruments), "--group-size", strconv.Itoa(l.GroupSize), "--tick", "0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	errTail := &tail{max: 4 << 10}
+	cmd.Stderr = errTail
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on http://"); ok {
+				addrc <- strings.Fields(rest)[0]
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout) // keep draining
+	}()
+	select {
+	case addr := <-addrc:
+		return addr, stop, nil
+	case <-time.After(60 * time.Second):
+		stop()
+		return "", nil, fmt.Errorf("venue-sim did not start: %s", errTail.String())
+	case <-ctx.Done():
+		stop()
+		return "", nil, ctx.Err()
+	}
+}
