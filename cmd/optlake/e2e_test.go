@@ -352,3 +352,20 @@ func TestRunParamFanOut(t *testing.T) {
 		t.Errorf("rows BTC+ETH/all = %s, want %d/%d", got, want, want)
 	}
 }
+
+// --cpuprofile and --memprofile write pprof files.
+func TestProfiles(t *testing.T) {
+	_, url := startSim(t, venuesim.Config{Seed: 1})
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--cpuprofile", cpu, "--memprofile", mem)
+	if res.code != 0 {
+		t.Fatal(res.stderr)
+	}
+	for _, p := range []string{cpu, mem} {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) < 10 || b[0] != 0x1f || b[1] != 0x8b { // pprof files are gzipped protobufs
+			t.Errorf("%s: %d bytes, %v", p, len(b), err)
+		}
+	}
+}

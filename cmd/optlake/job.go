@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,8 +57,9 @@ type job struct {
 	MaxBodyBytes       int64
 	BatchRows          int
 	SummaryJSON        string
-	MetricsFile        string // Prometheus textfile after each run
-	Listen             string // /metrics and /healthz in --every mode
+	MetricsFile        string        // Prometheus textfile after each run
+	Jitter             time.Duration // --every: random extra delay before each snapshot
+	Listen             string        // /metrics and /healthz in --every mode
 	Every              time.Duration
 	LogFormat          string
 	LogLevel           string
@@ -446,6 +450,9 @@ func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
 			return codedError{exitFailure, errors.New("aborted by a second signal")}
 		}
 		next := time.Now().Truncate(j.Every).Add(j.Every)
+		if j.Jitter > 0 {
+			next = next.Add(time.Duration(rand.Int64N(int64(j.Jitter))))
+		}
 		select {
 		case <-ctx.Done():
 			b.log.Info("stopping: signal received, last snapshot finished")
@@ -479,5 +486,35 @@ func (b *built) serveMetrics(ctx context.Context, j *job) (stop func(), err erro
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
+	}, nil
+}
+
+// startProfiles starts a CPU profile and arranges a heap profile; the
+// returned func finishes both.
+func startProfiles(cpu, mem string) (func(), error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return nil, usagef("--cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		cpuFile = f
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		if mem != "" {
+			if f, err := os.Create(mem); err == nil {
+				runtime.GC()
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
 	}, nil
 }

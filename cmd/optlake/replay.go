@@ -27,6 +27,8 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "timestamp-unit", Value: "auto", EnvVars: envs("timestamp-unit")},
 			&cli.IntFlag{Name: "batch-rows", Value: 32768, EnvVars: envs("batch-rows")},
 			&cli.StringFlag{Name: "summary-json", Usage: "write the replay summary as JSON", EnvVars: envs("summary-json")},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the replay to this file (go tool pprof)", EnvVars: envs("cpuprofile")},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile at the end of the replay to this file", EnvVars: envs("memprofile")},
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: envs("log-level")},
 		},
@@ -46,6 +48,11 @@ func replayCommand() *cli.Command {
 			if _, err := os.Stat(j.DataDir); err != nil {
 				return usagef("--data-dir: %v", err)
 			}
+			stopProfile, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			b, err := j.build(c.App.ErrWriter)
 			if err != nil {
 				return err

@@ -36,6 +36,9 @@ func jobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")},
 		&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")},
 		&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")},
+		&cli.DurationFlag{Name: "jitter", Usage: "with --every: wait a random extra delay up to this long before each snapshot (spreads many jobs)", EnvVars: envs("jitter")},
+		&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the run to this file (go tool pprof)", EnvVars: envs("cpuprofile")},
+		&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile at the end of the run to this file", EnvVars: envs("memprofile")},
 		&cli.StringFlag{Name: "metrics-file", Usage: "after each run, write Prometheus metrics to this file (node_exporter textfile collector); counters carry on across runs", EnvVars: envs("metrics-file")},
 		&cli.StringFlag{Name: "listen", Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", EnvVars: envs("listen")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")},
@@ -51,7 +54,7 @@ func jobFromFlags(c *cli.Context) *job {
 		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
 		Timeout: c.Duration("timeout"), CAFile: c.String("ca-file"), InsecureSkipVerify: c.Bool("insecure-skip-verify"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
-		Every: c.Duration("every"), MetricsFile: c.String("metrics-file"), Listen: c.String("listen"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
+		Every: c.Duration("every"), Jitter: c.Duration("jitter"), MetricsFile: c.String("metrics-file"), Listen: c.String("listen"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
 	}
 }
 
@@ -66,6 +69,11 @@ func runCommand() *cli.Command {
 			if err := configure(c, j, flags); err != nil {
 				return err
 			}
+			stopProfile, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			b, err := j.build(c.App.ErrWriter)
 			if err != nil {
 				return err
