@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
 	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 )
 
@@ -53,5 +57,47 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 	if err := r.cfg.Schemas.Save(); err != nil {
 		return outs, fmt.Errorf("save inferred schema: %w", err)
 	}
+	if len(changes) > 0 {
+		for name, err := range r.writeInferredColumns(ctx, sum) {
+			o := outs[name]
+			if o.Error == "" {
+				o.Error = "inferred_columns: " + oneLine(err)
+			}
+			outs[name] = o
+		}
+	}
 	return outs, nil
+}
+
+// writeInferredColumns records the whole inferred schema (every table and
+// column with when it first appeared) in every sink, so SQL users see the
+// schema's history next to the data.
+func (r *Runner) writeInferredColumns(ctx context.Context, sum *Summary) map[string]error {
+	t := schema.InferredColumns
+	b := array.NewRecordBuilder(r.cfg.Mem, t.ArrowSchema())
+	defer b.Release()
+	for _, tb := range r.cfg.Schemas.Tables() {
+		for i, c := range r.cfg.Schemas.Columns(tb.Name) {
+			typ := c.Type.String()
+			if c.List {
+				typ = "list<" + typ + ">"
+			}
+			b.Field(t.MustIndex("table_name")).(*array.StringBuilder).Append(tb.Name)
+			b.Field(t.MustIndex("column_name")).(*array.StringBuilder).Append(c.Name)
+			b.Field(t.MustIndex("position")).(*array.Int64Builder).Append(int64(i))
+			b.Field(t.MustIndex("type")).(*array.StringBuilder).Append(typ)
+			b.Field(t.MustIndex("role")).(*array.StringBuilder).Append(c.Role)
+			b.Field(t.MustIndex("field")).(*array.StringBuilder).Append(c.Field)
+			fs := b.Field(t.MustIndex("first_seen")).(*array.TimestampBuilder)
+			if c.FirstSeen.IsZero() {
+				fs.AppendNull()
+			} else {
+				fs.Append(arrow.Timestamp(c.FirstSeen.UnixMilli()))
+			}
+			b.Field(t.MustIndex("recorded_at")).(*array.TimestampBuilder).Append(arrow.Timestamp(sum.SnapshotTime.UnixMilli()))
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	return writeAll(ctx, r.cfg.Sinks, t, sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: t.Name}, rec)
 }

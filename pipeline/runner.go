@@ -595,9 +595,15 @@ func (r *Runner) writeRuns(ctx context.Context, sum *Summary) map[string]error {
 	rec := b.NewRecord()
 	defer rec.Release()
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: "runs"}
+	return writeAll(ctx, r.cfg.Sinks, schema.Runs, snap, rec)
+}
+
+// writeAll writes one small record as table t to every sink and returns
+// the sinks that failed.
+func writeAll(ctx context.Context, ss []sinks.Sink, t *schema.Table, snap sinks.Snapshot, rec arrow.Record) map[string]error {
 	failed := map[string]error{}
-	for _, s := range r.cfg.Sinks {
-		w, err := s.Open(ctx, schema.Runs, snap)
+	for _, s := range ss {
+		w, err := s.Open(ctx, t, snap)
 		if err == nil {
 			if err = w.Write(ctx, rec); err == nil {
 				_, err = w.Commit(ctx)

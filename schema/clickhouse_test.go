@@ -155,6 +155,7 @@ func TestShardingKeys(t *testing.T) {
 		"instrument_events": "cityHash64(`source`, `instrument_name`)",
 		"rejects":           "cityHash64(`source`, `endpoint`)",
 		"runs":              "cityHash64(`source`, `endpoint`)",
+		"inferred_columns":  "cityHash64(`table_name`, `column_name`)",
 	}
 	for _, tb := range Tables() {
 		if got := tb.ShardingKey(); got != want[tb.Name] {

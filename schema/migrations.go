@@ -83,6 +83,7 @@ func Migrations() []Migration {
 			step{table: Instruments}, step{table: Rejects}, step{table: Runs},
 			step{view: instrumentsLatestView}, step{view: indexPriceHistoryView}),
 		newMigration(2, "instrument_events", step{table: InstrumentEvents}),
+		newMigration(3, "inferred_columns", step{table: InferredColumns}),
 	}
 }
 

@@ -22,12 +22,12 @@ var Instruments = &Table{
 		Column{Name: "block_trade_tick_size", Type: Float64, Nullable: true},
 		Column{Name: "contract_size", Type: Float64, Nullable: true},
 		Column{Name: "counter_currency", Type: String, Nullable: true, LowCardinality: true},
-		Column{Name: "creation_timestamp", Type: Int64, Nullable: true, Doc: "raw epoch value as sent"},
+		Column{Name: "creation_timestamp", Type: Int64, Nullable: true, HighCardinality: true, Doc: "raw epoch value as sent"},
 		Column{Name: "deployed", Type: Bool, Nullable: true},
 		Column{Name: "expiration_timestamp", Type: Int64, Nullable: true, Doc: "raw epoch value as sent"},
 		Column{Name: "index_price", Type: Float64, Nullable: true, Doc: "index_price_raw parsed; null when not a finite decimal number"},
-		Column{Name: "instrument_id", Type: String, Nullable: true},
-		Column{Name: "instrument_name", Type: String},
+		Column{Name: "instrument_id", Type: String, Nullable: true, HighCardinality: true},
+		Column{Name: "instrument_name", Type: String, HighCardinality: true},
 		Column{Name: "instrument_type", Type: String, Nullable: true, LowCardinality: true},
 		Column{Name: "is_active", Type: Bool, Nullable: true},
 		Column{Name: "kind", Type: String, Nullable: true, LowCardinality: true},
@@ -42,7 +42,7 @@ var Instruments = &Table{
 		Column{Name: "taker_commission", Type: Float64, Nullable: true},
 		Column{Name: "tick_size", Type: Float64, Nullable: true},
 		Column{Name: "index_price_raw", Type: String, Nullable: true, Doc: "index_price exactly as received"},
-		Column{Name: "creation_time", Type: TimestampMs, Nullable: true, Doc: "creation_timestamp as UTC time (unit detected or --timestamp-unit)"},
+		Column{Name: "creation_time", Type: TimestampMs, Nullable: true, HighCardinality: true, Doc: "creation_timestamp as UTC time (unit detected or --timestamp-unit)"},
 		Column{Name: "expiration_time", Type: TimestampMs, Nullable: true, Doc: "expiration_timestamp as UTC time"},
 		Column{Name: "extra", Type: String, Nullable: true, Doc: "unknown fields as a JSON object, values as received"},
 	),
@@ -56,9 +56,9 @@ var Rejects = &Table{
 	Doc:  "rows that could not be loaded, with the reason and the row as received",
 	Columns: append(append([]Column{}, metaColumns...),
 		Column{Name: "endpoint", Type: String, LowCardinality: true},
-		Column{Name: "row_index", Type: Int64, Doc: "position of the row in the response (0-based, across groups)"},
+		Column{Name: "row_index", Type: Int64, HighCardinality: true, Doc: "position of the row in the response (0-based, across groups)"},
 		Column{Name: "reason", Type: String},
-		Column{Name: "raw", Type: String, Doc: "the row's JSON as received (invalid UTF-8 replaced; the raw archive has the exact bytes)"},
+		Column{Name: "raw", Type: String, HighCardinality: true, Doc: "the row's JSON as received (invalid UTF-8 replaced; the raw archive has the exact bytes)"},
 	),
 	Key:           []string{"source", "endpoint", "snapshot_time", "row_index"},
 	PartitionTime: "snapshot_time",
@@ -99,5 +99,27 @@ var InstrumentEvents = &Table{
 	PartitionTime: "snapshot_time",
 }
 
+// InferredColumns records the schema of the tables inferred from account
+// payloads: one row per table and column, with when it first appeared. It is
+// rewritten whole whenever a table evolves (the key deduplicates).
+var InferredColumns = &Table{
+	Name: "inferred_columns",
+	Doc:  "the columns of the account tables inferred from payloads, with when each first appeared",
+	Columns: []Column{
+		{Name: "table_name", Type: String},
+		{Name: "column_name", Type: String},
+		{Name: "position", Type: Int64, Doc: "column order in the table"},
+		{Name: "type", Type: String, Doc: "logical type, e.g. float64 or list<string>"},
+		{Name: "role", Type: String, Doc: "meta, value, num, time, json or a variant v_<type>"},
+		{Name: "field", Type: String, Doc: "the JSON path the column comes from"},
+		{Name: "first_seen", Type: TimestampMs, Nullable: true, Doc: "snapshot time the column first appeared (null for meta columns)"},
+		{Name: "recorded_at", Type: TimestampMs, Doc: "snapshot time of the run that recorded this row"},
+	},
+	Key:           []string{"table_name", "column_name"},
+	PartitionTime: "",
+}
+
 // Tables lists every fixed table.
-func Tables() []*Table { return []*Table{Instruments, Rejects, Runs, InstrumentEvents} }
+func Tables() []*Table {
+	return []*Table{Instruments, Rejects, Runs, InstrumentEvents, InferredColumns}
+}

@@ -69,6 +69,14 @@ func TestAccountsEvolveEndToEnd(t *testing.T) {
 		t.Errorf("mints, of which without a parent position: %s", orphans)
 	}
 
+	// The schema's history is in ClickHouse too: the column, with the
+	// snapshot it first appeared in (tick 4, the fifth snapshot).
+	first := chQuery(t, c, db, "SELECT toString(first_seen) FROM inferred_columns FINAL WHERE table_name = 'account_summary' AND column_name = 'portfolio_margin'")
+	fifth := chQuery(t, c, db, "SELECT toString(snapshot_time) FROM (SELECT DISTINCT snapshot_time FROM account_summary FINAL ORDER BY snapshot_time LIMIT 1 OFFSET 4)")
+	if first == "" || first != fifth {
+		t.Errorf("inferred_columns first_seen of portfolio_margin = %q, want the fifth snapshot %q", first, fifth)
+	}
+
 	// optlake schema shows the column and when it appeared.
 	res := optlake(t, "schema", "--data-dir", dir)
 	if res.code != 0 || !strings.Contains(res.stdout, "portfolio_margin") || !strings.Contains(res.stdout, "leverage__v_text") {

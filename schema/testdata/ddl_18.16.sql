@@ -110,3 +110,18 @@ CREATE TABLE IF NOT EXISTS `optlake`.`instrument_events`
 ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(`snapshot_time`)
 ORDER BY (`source`, `instrument_name`, `snapshot_time`, `event`, `field`);
+
+-- migration 3: inferred_columns
+CREATE TABLE IF NOT EXISTS `optlake`.`inferred_columns`
+(
+    `table_name` String,
+    `column_name` String,
+    `position` Int64 COMMENT 'column order in the table',
+    `type` String COMMENT 'logical type, e.g. float64 or list<string>',
+    `role` String COMMENT 'meta, value, num, time, json or a variant v_<type>',
+    `field` String COMMENT 'the JSON path the column comes from',
+    `first_seen` Nullable(DateTime('UTC')) COMMENT 'snapshot time the column first appeared (null for meta columns)',
+    `recorded_at` DateTime('UTC') COMMENT 'snapshot time of the run that recorded this row'
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (`table_name`, `column_name`);

@@ -195,3 +195,30 @@ CREATE TABLE IF NOT EXISTS `optlake`.`instrument_events` ON CLUSTER `analytics`
     `initial` UInt8 COMMENT 'true for the listed events of the first snapshot of a data directory (not a real listing)'
 )
 ENGINE = Distributed('analytics', 'optlake', 'instrument_events_local', cityHash64(`source`, `instrument_name`));
+
+-- migration 3: inferred_columns
+CREATE TABLE IF NOT EXISTS `optlake`.`inferred_columns_local` ON CLUSTER `analytics`
+(
+    `table_name` String,
+    `column_name` String,
+    `position` Int64,
+    `type` String,
+    `role` String,
+    `field` String,
+    `first_seen` Nullable(DateTime('UTC')),
+    `recorded_at` DateTime('UTC')
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/optlake/inferred_columns_local', '{replica}')
+ORDER BY (`table_name`, `column_name`);
+CREATE TABLE IF NOT EXISTS `optlake`.`inferred_columns` ON CLUSTER `analytics`
+(
+    `table_name` String,
+    `column_name` String,
+    `position` Int64 COMMENT 'column order in the table',
+    `type` String COMMENT 'logical type, e.g. float64 or list<string>',
+    `role` String COMMENT 'meta, value, num, time, json or a variant v_<type>',
+    `field` String COMMENT 'the JSON path the column comes from',
+    `first_seen` Nullable(DateTime('UTC')) COMMENT 'snapshot time the column first appeared (null for meta columns)',
+    `recorded_at` DateTime('UTC') COMMENT 'snapshot time of the run that recorded this row'
+)
+ENGINE = Distributed('analytics', 'optlake', 'inferred_columns_local', cityHash64(`table_name`, `column_name`));

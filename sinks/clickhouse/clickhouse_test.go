@@ -49,7 +49,7 @@ func TestMigrateFreshRerunUpgrade(t *testing.T) {
 	if err != nil || len(applied) != len(schema.Migrations()) || v != schema.LatestVersion() {
 		t.Fatalf("fresh migrate: applied=%v v=%d err=%v", applied, v, err)
 	}
-	want := []string{"index_price_history", "instrument_events", "instruments", "instruments_latest", "optlake_migrations", "rejects", "runs"}
+	want := []string{"index_price_history", "inferred_columns", "instrument_events", "instruments", "instruments_latest", "optlake_migrations", "rejects", "runs"}
 	if got := query(t, c, fmt.Sprintf("SELECT arrayStringConcat(groupArray(name), ',') FROM (SELECT name FROM system.tables WHERE database = '%s' ORDER BY name)", db)); got != strings.Join(want, ",") {
 		t.Errorf("tables = %s, want %s", got, strings.Join(want, ","))
 	}
