@@ -27,6 +27,7 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
+	$(GO) test -count=1 -run '^TestMillionInstruments$$' ./cmd/optlake/
 	$(MAKE) fuzz
 
 ## fuzz: the parsers' fuzz targets, $(FUZZTIME) each. Minimizing is off: on these

@@ -171,6 +171,9 @@ func TestMillionInstruments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	if raceEnabled {
+		t.Skip("scale test: make test runs it without -race (go test -run TestMillionInstruments ./cmd/optlake/)")
+	}
 	sim := venuesim.New(venuesim.Config{Seed: 6, Instruments: 1_000_000})
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
