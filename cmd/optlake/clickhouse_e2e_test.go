@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -205,39 +204,10 @@ func TestRunRefusesUnmigratedDatabase(t *testing.T) {
 	}
 }
 
-// readmeQueries returns the SQL blocks of the README's "Query the history in
+// readmeQueries returns the SQL blocks of README.md's "Query the history in
 // SQL" section.
 func readmeQueries(t *testing.T) []string {
-	t.Helper()
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	var in, block bool
-	var cur strings.Builder
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "## "):
-			in = line == "## Query the history in SQL"
-		case in && line == "```sql":
-			block = true
-			cur.Reset()
-		case in && block && line == "```":
-			block = false
-			out = append(out, cur.String())
-		case block:
-			cur.WriteString(line + "\n")
-		}
-	}
-	return out
+	return testenv.ReadmeSQL(t, "Query the history in SQL")
 }
 
 // Every README query runs against a server loaded from the simulator over

@@ -1,12 +1,9 @@
 package clustertest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -227,41 +224,9 @@ func waitReplicated(t *testing.T, c *testenv.Cluster, db, table string) []string
 }
 
 // readmeQueries returns the SQL blocks of README.md's "Query the history in
-// SQL" section (as cmd/optlake's README test reads them).
+// SQL" section.
 func readmeQueries(t *testing.T) []string {
-	t.Helper()
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	var in, block bool
-	var cur strings.Builder
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "## "):
-			in = line == "## Query the history in SQL"
-		case in && line == "```sql":
-			block = true
-			cur.Reset()
-		case in && block && line == "```":
-			block = false
-			out = append(out, cur.String())
-		case block:
-			cur.WriteString(line + "\n")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testenv.ReadmeSQL(t, "Query the history in SQL")
 }
 
 // accountRecord builds one record of an inferred account table: one row per

@@ -1,0 +1,48 @@
+package testenv
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ReadmeSQL returns the ```sql blocks of one section of the module's
+// README.md (the "## " heading, exactly), so tests can run the documented
+// queries and the docs cannot rot.
+func ReadmeSQL(t testing.TB, section string) []string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var in, block bool
+	var cur strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = line == "## "+section
+		case in && line == "```sql":
+			block = true
+			cur.Reset()
+		case in && block && line == "```":
+			block = false
+			out = append(out, cur.String())
+		case block:
+			cur.WriteString(line + "\n")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
