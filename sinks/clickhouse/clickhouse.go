@@ -387,51 +387,198 @@ type writer struct {
 	feat   schema.Features
 	t      *schema.Table
 	insert string
-	rows   int64
-	done   bool
+
+	// The open INSERT and the records it has received, retained until it
+	// is sent so that a transient failure can re-send all of them on a
+	// fresh connection.
+	batch     driver.Batch
+	held      []arrow.Record
+	heldBytes int64
+	heldRows  int64
+
+	rows int64 // rows of INSERTs sent
+	done bool
 }
 
-// Write inserts rec as one block, retrying transient failures. A retried
-// block may have reached the server once already; the table's key makes
-// the duplicate disappear (read with FINAL). On a cluster the block goes
-// through the Distributed table synchronously (see Options.Cluster) and
-// a retried block is also dropped by the Replicated tables' block
+// insertBudget bounds the Arrow bytes one INSERT retains for a retry: when
+// the records of the open INSERT reach it, the INSERT is sent (completed)
+// and the next record opens a new one. It trades the number of INSERTs (and
+// parts the server writes) for memory: a million-instrument listing
+// (~600 MB of Arrow) goes in ~10 INSERTs of ~100k rows while the sink holds
+// at most ~64 MiB beyond the records in flight, instead of 31 INSERTs of
+// one record each (the old behaviour) or one INSERT retaining the whole
+// listing. A variable for tests.
+var insertBudget int64 = 64 << 20
+
+// Write appends rec to the writer's open INSERT (opening one if needed)
+// and flushes it to the server as one block: the server works on it while
+// the next record is decoded. Column values alias rec's buffers only until
+// the flush, so rec can be released by the caller as usual; the writer
+// keeps its own reference (Retain) until the INSERT is sent, for a retry.
+//
+// A transient failure (a flush, or the send at the end of an INSERT)
+// aborts the INSERT and re-sends every record it had received on a new
+// one; blocks that reached the server before the failure are duplicates
+// the table's key removes (read with FINAL). On a cluster each INSERT goes
+// through the Distributed table synchronously (see Options.Cluster) and a
+// re-sent block is also dropped by the Replicated tables' block
 // deduplication.
 func (w *writer) Write(ctx context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("clickhouse: write after commit or abort")
 	}
-	err := withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error {
-		batch, err := w.conn.PrepareBatch(ctx, w.insert, driver.WithReleaseConnection())
-		if err != nil {
-			return err
-		}
-		if err := appendRecord(batch, w.t, w.feat, rec); err != nil {
-			batch.Abort()
-			return permanent{err}
-		}
-		return batch.Send()
-	})
+	rec.Retain()
+	w.held = append(w.held, rec)
+	w.heldBytes += recordBytes(rec)
+	w.heldRows += rec.NumRows()
+	err := w.appendLast(ctx)
+	if err == nil && w.heldBytes >= insertBudget {
+		err = w.send(ctx)
+	}
 	if err != nil {
+		w.abortInsert()
 		return w.s.wrap("insert into "+w.t.Name, err)
 	}
-	w.rows += rec.NumRows()
 	return nil
 }
 
-// Commit implements sinks.Writer: inserted blocks are already visible.
-func (w *writer) Commit(context.Context) (sinks.Committed, error) {
+// appendLast adds the newest held record to the open INSERT and flushes
+// it; on a transient failure it re-sends all held records on a new INSERT.
+func (w *writer) appendLast(ctx context.Context) error {
+	if w.batch != nil {
+		err := w.appendFlush(w.held[len(w.held)-1])
+		if err == nil {
+			return nil
+		}
+		var p permanent
+		if errors.As(err, &p) || !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+		w.s.log.Debug("insert failed, re-sending its records", "table", w.t.Name, "records", len(w.held), "error", w.s.opt.Redactor.String(err.Error()))
+		// fall through: re-send everything on a fresh INSERT
+	}
+	return withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error { return w.reopen(ctx) })
+}
+
+// reopen aborts the open INSERT, if any, prepares a new one and appends and
+// flushes every held record.
+func (w *writer) reopen(ctx context.Context) error {
+	if w.batch != nil {
+		w.batch.Abort()
+		w.batch = nil
+	}
+	batch, err := w.conn.PrepareBatch(ctx, w.insert, driver.WithReleaseConnection())
+	if err != nil {
+		return err
+	}
+	w.batch = batch
+	for _, rec := range w.held {
+		if err := w.appendFlush(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *writer) appendFlush(rec arrow.Record) error {
+	if err := appendRecord(w.batch, w.t, w.feat, rec); err != nil {
+		return permanent{err}
+	}
+	return w.batch.Flush()
+}
+
+// send completes the open INSERT (re-sending its records on a new one
+// after a transient failure) and releases the held records.
+func (w *writer) send(ctx context.Context) error {
+	if w.batch == nil {
+		return nil
+	}
+	first := true
+	err := withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error {
+		if !first {
+			w.s.log.Debug("insert failed, re-sending its records", "table", w.t.Name, "records", len(w.held))
+			if err := w.reopen(ctx); err != nil {
+				return err
+			}
+		}
+		first = false
+		err := w.batch.Send()
+		w.batch = nil
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.rows += w.heldRows
+	w.releaseHeld()
+	return nil
+}
+
+func (w *writer) releaseHeld() {
+	for _, r := range w.held {
+		r.Release()
+	}
+	clear(w.held)
+	w.held = w.held[:0]
+	w.heldBytes, w.heldRows = 0, 0
+}
+
+// abortInsert aborts the open INSERT (closing its connection, so the server
+// drops what it had not yet written) and releases the held records.
+func (w *writer) abortInsert() {
+	if w.batch != nil {
+		w.batch.Abort()
+		w.batch = nil
+	}
+	w.releaseHeld()
+}
+
+// recordBytes is the size of rec's buffers.
+func recordBytes(rec arrow.Record) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += arrayBytes(c.Data())
+	}
+	return n
+}
+
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
+}
+
+// Commit implements sinks.Writer: it sends the open INSERT; the rows of
+// INSERTs already sent are visible already.
+func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 	if w.done {
 		return sinks.Committed{}, errors.New("clickhouse: commit after commit or abort")
 	}
 	w.done = true
+	if err := w.send(ctx); err != nil {
+		w.abortInsert()
+		return sinks.Committed{}, w.s.wrap("insert into "+w.t.Name, err)
+	}
 	return sinks.Committed{Rows: w.rows, Where: w.s.db + "." + w.t.Name}, nil
 }
 
-// Abort implements sinks.Writer. Blocks already inserted stay; the retry or
-// replay that follows re-inserts the same keys, which deduplicate.
+// Abort implements sinks.Writer: it aborts the open INSERT. Rows of
+// INSERTs already sent (and blocks of the open one the server already
+// wrote) stay; the retry or replay that follows re-inserts the same keys,
+// which deduplicate.
 func (w *writer) Abort() error {
+	if w.done {
+		return nil
+	}
 	w.done = true
+	w.abortInsert()
 	return nil
 }
 

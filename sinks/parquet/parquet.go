@@ -113,13 +113,7 @@ func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (si
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(levelOr(s.opt.CompressionLevel)),
-		parquet.WithDictionaryDefault(true),
-		parquet.WithStats(true),
-		parquet.WithCreatedBy("optlake"),
-	)
+	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
 	fw, err := pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		f.Close()
@@ -127,6 +121,27 @@ func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (si
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
 	return &writer{s: s, t: t, f: f, fw: fw, final: final, rel: rel, start: time.Now()}, nil
+}
+
+// writerOptions are the Parquet writer properties for table t: zstd at
+// level, statistics, and dictionary encoding for every column but those the
+// schema marks HighCardinality (names, ids, creation times): their values
+// are nearly all distinct, so a dictionary only costs a hash and a copy per
+// value before the writer falls back to plain encoding anyway.
+func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(level),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("optlake"),
+	}
+	for _, c := range t.Columns {
+		if c.HighCardinality && !c.List {
+			opts = append(opts, parquet.WithDictionaryFor(c.Name, false))
+		}
+	}
+	return opts
 }
 
 func levelOr(l int) int {
