@@ -27,15 +27,9 @@ type eventsRun struct {
 	log       *slog.Logger
 }
 
-// startEvents loads the last known state of the source. Events need the
-// whole listing, so a listing filtered by --param gets none (a filter would
-// look like delistings).
-func (r *Runner) startEvents(log *slog.Logger, ep Endpoint, states stateStore, sum *Summary) *eventsRun {
+// startEvents loads the last known state of the source (nil: no events).
+func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary) *eventsRun {
 	if states == nil {
-		return nil
-	}
-	if len(r.cfg.Params[ep.Name]) > 0 {
-		log.Info("instrument events skipped: the listing is filtered by --param", "endpoint", ep.Name)
 		return nil
 	}
 	prev, err := states.Load(sum.Source)

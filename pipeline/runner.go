@@ -177,8 +177,7 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 	start := time.Now()
 	sum := &Summary{RunID: sr.runID, SnapshotTime: sr.time, Source: sr.source, OK: true}
 	log := r.log.With("run_id", sum.RunID)
-	snapTime := sr.time
-	log.Info("snapshot started", "snapshot_time", snapTime.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
+	log.Info("snapshot started", "snapshot_time", sr.time.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
 	for _, ep := range r.cfg.Endpoints {
 		res := r.endpoint(ctx, log, ep, sum, &sr)
 		sum.Endpoints = append(sum.Endpoints, res)
@@ -229,14 +228,14 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		}
 	}
 	var ev *eventsRun
-	if ep.Kind == KindInstruments && (sr.requests == nil || len(r.cfg.Params[ep.Name]) == 0) {
-		ev = r.startEvents(log, ep, sr.states, sum)
-		if ev != nil {
+	switch {
+	case ep.Kind != KindInstruments:
+	case len(reqs) > 0 && len(reqs[0].params) > 0:
+		// Events need the whole listing: a filter would look like delistings.
+		log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
+	default:
+		if ev = r.startEvents(log, sr.states, sum); ev != nil {
 			ev.stateOnly = sr.eventsOnlyState
-		}
-		if ev != nil && len(reqs) > 0 && len(reqs[0].params) > 0 {
-			log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
-			ev = nil
 		}
 	}
 	for _, rq := range reqs {

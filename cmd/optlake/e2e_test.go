@@ -351,6 +351,10 @@ func TestRunParamFanOut(t *testing.T) {
 	if got != fmt.Sprintf("%d/%d", want, want) {
 		t.Errorf("rows BTC+ETH/all = %s, want %d/%d", got, want, want)
 	}
+	// A filtered listing derives no events (SOL would look delisted).
+	if ev, _ := filepath.Glob(filepath.Join(dir, "instrument_events", "*", "*.parquet")); len(ev) != 0 {
+		t.Errorf("events from a filtered listing: %v", ev)
+	}
 }
 
 // --cpuprofile and --memprofile write pprof files.
