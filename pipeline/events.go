@@ -138,20 +138,12 @@ type stateStore interface {
 	Save(*events.State) error
 }
 
-// fileStates keeps states in the data directory (live runs). A zero dir
-// disables events.
+// fileStates keeps states in the data directory (live runs).
 type fileStates struct{ dir string }
 
-func (f fileStates) Load(source string) (*events.State, error) {
-	if f.dir == "" {
-		return nil, errNoStates
-	}
-	return events.Load(f.dir, source)
-}
+func (f fileStates) Load(source string) (*events.State, error) { return events.Load(f.dir, source) }
 
 func (f fileStates) Save(s *events.State) error { return s.Save(f.dir) }
-
-var errNoStates = errors.New("no state directory")
 
 // memStates keeps states in memory (replay), starting from a given state
 // per source.

@@ -450,7 +450,6 @@ type lane struct {
 	done    chan struct{}
 	order   []*schema.Table
 	writers map[*schema.Table]sinks.Writer
-	rows    map[*schema.Table]int64
 	err     error
 }
 
@@ -460,7 +459,7 @@ func newFanout(ctx context.Context, ss []sinks.Sink, snap sinks.Snapshot, eager 
 	f := &fanout{}
 	for _, s := range ss {
 		l := &lane{sink: s, snap: snap, ch: make(chan item, 2), done: make(chan struct{}),
-			writers: map[*schema.Table]sinks.Writer{}, rows: map[*schema.Table]int64{}}
+			writers: map[*schema.Table]sinks.Writer{}}
 		for _, t := range eager {
 			l.open(ctx, t)
 		}
@@ -491,8 +490,6 @@ func (l *lane) run(ctx context.Context) {
 			if w := l.open(ctx, it.t); w != nil {
 				if err := w.Write(ctx, it.rec); err != nil {
 					l.err = err
-				} else {
-					l.rows[it.t] += it.rec.NumRows()
 				}
 			}
 		}

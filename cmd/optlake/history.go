@@ -27,7 +27,7 @@ func historyCommand() *cli.Command {
 			if dsn := c.String("clickhouse-dsn"); dsn != "" {
 				tl, err = history.FromClickHouse(c.Context, dsn, name)
 				if err != nil {
-					return usageOr(redact.New(dsnPassword(dsn)).String(err.Error()), err)
+					return redactedError{msg: redact.New(dsnPassword(dsn)).String(err.Error()), err: err}
 				}
 			} else if tl, err = history.FromParquet(c.Context, c.String("data-dir"), name); err != nil {
 				return err
@@ -40,11 +40,8 @@ func historyCommand() *cli.Command {
 	}
 }
 
-// usageOr returns err with its message replaced by msg (redacted).
-func usageOr(msg string, err error) error {
-	return redactedError{msg: msg, err: err}
-}
-
+// redactedError is err with its message redacted (a DSN password can appear
+// in a connection error).
 type redactedError struct {
 	msg string
 	err error

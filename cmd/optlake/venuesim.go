@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -44,8 +45,8 @@ func venueSimCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			red := redact.New()
-			if _, v, ok := cutHeader(c.String("require-header")); ok {
-				red.Add(v)
+			if _, v, ok := strings.Cut(c.String("require-header"), ":"); ok {
+				red.Add(strings.TrimSpace(v))
 			}
 			log := slog.New(red.Handler(slog.NewTextHandler(c.App.ErrWriter, nil)))
 			sim := venuesim.New(venuesim.Config{
@@ -70,22 +71,6 @@ func venueSimCommand() *cli.Command {
 			return serve(c.Context, ln, sim.Handler())
 		},
 	}
-}
-
-func cutHeader(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' {
-			return s[:i], trimSpace(s[i+1:]), true
-		}
-	}
-	return "", "", false
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	return s
 }
 
 // serve runs an HTTP server until ctx ends, then shuts it down gracefully.

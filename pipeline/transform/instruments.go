@@ -184,7 +184,8 @@ type InstrumentDecoder struct {
 	colExt  int
 
 	extraBuf []byte
-	dataHint []int // string bytes per column in the last batch
+	snapMs   arrow.Timestamp // meta.SnapshotTime
+	dataHint []int           // string bytes per column in the last batch
 
 	r     row
 	stats Stats
@@ -219,6 +220,9 @@ func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 			d.tsb[i] = b
 		}
 	}
+	if d.tsb[t.MustIndex("snapshot_time")] == nil || t.MustIndex("snapshot_time") != 0 || t.MustIndex("run_id") != 1 || t.MustIndex("source") != 2 {
+		panic("transform: schema.Instruments must start with snapshot_time, run_id, source")
+	}
 	d.colRaw = t.MustIndex("index_price_raw")
 	d.colCTim = t.MustIndex("creation_time")
 	d.colETim = t.MustIndex("expiration_time")
@@ -240,6 +244,7 @@ func (d *InstrumentDecoder) Release() {
 // been emitted already, and the caller decides what to do with them.
 func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
+	d.snapMs = arrow.Timestamp(meta.SnapshotTime.UnixMilli())
 	d.stats, d.index = Stats{}, 0
 	d.reserve()
 	sc := jsontok.New(r, d.opt.ReadBuffer)
@@ -549,7 +554,10 @@ func kindName(k fieldKind) string {
 // appendRow appends the decoded row to the instrument builders.
 func (d *InstrumentDecoder) appendRow(raw []byte) {
 	r := &d.r
-	d.appendMeta(d.rb, 0)
+	// The meta columns, through the typed builders (no per-row assertion).
+	d.tsb[0].Append(d.snapMs)
+	d.str[1].Append(d.meta.RunID)
+	d.str[2].Append(d.meta.Source)
 	for fi := range venueFields {
 		f := &venueFields[fi]
 		v := &r.vals[fi]
@@ -618,7 +626,7 @@ func (d *InstrumentDecoder) appendTime(col, fi int) {
 
 // appendMeta appends snapshot_time, run_id and source (the first three
 // columns of every table).
-func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder, _ int) {
+func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder) {
 	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(d.meta.SnapshotTime.UnixMilli()))
 	b.Field(1).(*array.StringBuilder).Append(d.meta.RunID)
 	b.Field(2).(*array.StringBuilder).Append(d.meta.Source)
@@ -626,7 +634,7 @@ func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder, _ int) {
 
 func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
 	b := d.rjb
-	d.appendMeta(b, 0)
+	d.appendMeta(b)
 	t := schema.Rejects
 	b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(d.meta.Endpoint)
 	b.Field(t.MustIndex("row_index")).(*array.Int64Builder).Append(idx)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,8 +234,13 @@ func TestTransient(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "clickhouse connect") || strings.Contains(err.Error(), "pw@") {
 		t.Fatalf("err = %v", err)
 	}
-	if !Transient(fmt.Errorf("x: %w", context.DeadlineExceeded)) && false {
-		t.Error("unreachable")
+	for _, err := range []error{syscall.ECONNREFUSED, fmt.Errorf("send: %w", io.ErrUnexpectedEOF), fmt.Errorf("x: %w", syscall.ECONNRESET)} {
+		if !Transient(err) {
+			t.Errorf("Transient(%v) = false", err)
+		}
+	}
+	if Transient(errors.New("Code: 62. DB::Exception: Syntax error")) {
+		t.Error("a syntax error is not transient")
 	}
 	if Transient(context.Canceled) {
 		t.Error("cancel is not transient")
