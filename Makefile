@@ -35,6 +35,8 @@ test: deps
 ## which silently stalls the run; failing inputs are still saved whole.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInstruments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
 
 ## unit: tests that need nothing installed

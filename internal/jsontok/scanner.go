@@ -620,3 +620,30 @@ func (s *Scanner) EndCapture() []byte {
 	s.capBuf = append(s.capBuf, s.buf[s.capBeg:s.pos]...)
 	return s.capBuf
 }
+
+// Window returns the unread bytes already in the buffer (possibly none),
+// for callers with a fast path over whole values; it aliases the buffer
+// until the next call. Consume what was used with Advance.
+func (s *Scanner) Window() []byte { return s.buf[s.pos:s.end] }
+
+// Advance consumes n bytes of Window. The caller must have checked them:
+// the scanner does not look at them again.
+func (s *Scanner) Advance(n int) {
+	if n < 0 || n > s.end-s.pos {
+		panic("jsontok: Advance beyond the window")
+	}
+	s.pos += n
+}
+
+// Fill reads more input when fewer than n bytes (at most half the buffer)
+// are unread in the buffer, and returns Window. Read errors are kept for
+// the next token call to report.
+func (s *Scanner) Fill(n int) []byte {
+	n = min(n, len(s.buf)/2)
+	for s.end-s.pos < n && s.tokBeg < 0 && !s.capturing {
+		if !s.fill() {
+			break
+		}
+	}
+	return s.Window()
+}

@@ -131,28 +131,28 @@ var fieldIndex = func() func([]byte) int {
 	}
 }()
 
-// value is one parsed field of the row being decoded.
+// value is one parsed field of the row being decoded. Which fields are set
+// or null is kept in row.set/row.null, so starting a row clears two words.
 type value struct {
-	set, null bool
-	b         bool
-	i         int64
-	f         float64
-	fok       bool // index_price parsed
-	soff      int  // string bytes in row.arena
-	slen      int
+	b    bool
+	fok  bool // index_price parsed
+	i    int64
+	f    float64
+	soff int // string bytes in row.src
+	slen int
 }
 
 type row struct {
-	vals   [32]value
-	arena  []byte
-	extra  []int  // [begin, end) offsets of unknown members in the row's capture
-	reason string // first reason to reject, "" when none
+	set, null uint32 // bit fi: venue field fi was present / was null
+	vals      [32]value
+	src       []byte // holds the string values: arena or the scanner's window
+	arena     []byte
+	extra     []int  // [begin, end) offsets of unknown members in the row's capture
+	reason    string // first reason to reject, "" when none
 }
 
 func (r *row) reset() {
-	for i := range venueFields {
-		r.vals[i] = value{}
-	}
+	r.set, r.null = 0, 0
 	r.arena = r.arena[:0]
 	r.extra = r.extra[:0]
 	r.reason = ""
@@ -171,21 +171,18 @@ type InstrumentDecoder struct {
 	meta Meta
 	emit Emit
 
-	rb      *array.RecordBuilder
-	rjb     *array.RecordBuilder
-	str     []*array.StringBuilder // by column; nil where not a string column
-	flt     []*array.Float64Builder
-	i64     []*array.Int64Builder
-	bln     []*array.BooleanBuilder
-	tsb     []*array.TimestampBuilder
+	b       *batch               // instruments rows
+	rjb     *array.RecordBuilder // rejects
 	colRaw  int
 	colCTim int
 	colETim int
 	colExt  int
+	noFast  bool // tests: decode every instrument with the general path
+
+	fastRows int64 // rows the fast path decoded (tests)
 
 	extraBuf []byte
 	snapMs   arrow.Timestamp // meta.SnapshotTime
-	dataHint []int           // string bytes per column in the last batch
 
 	r     row
 	stats Stats
@@ -193,47 +190,26 @@ type InstrumentDecoder struct {
 }
 
 // NewInstrumentDecoder returns a decoder that emits record batches of
-// schema.Instruments and schema.Rejects.
+// schema.Instruments and schema.Rejects. The instruments records are built
+// in Go memory (Options.Mem allocates the rejects).
 func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	opt.defaults()
-	d := &InstrumentDecoder{opt: opt}
 	t := schema.Instruments
-	d.rb = array.NewRecordBuilder(opt.Mem, t.ArrowSchema())
+	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows)}
 	d.rjb = array.NewRecordBuilder(opt.Mem, schema.Rejects.ArrowSchema())
-	n := len(t.Columns)
-	d.str = make([]*array.StringBuilder, n)
-	d.flt = make([]*array.Float64Builder, n)
-	d.i64 = make([]*array.Int64Builder, n)
-	d.bln = make([]*array.BooleanBuilder, n)
-	d.tsb = make([]*array.TimestampBuilder, n)
-	for i := range t.Columns {
-		switch b := d.rb.Field(i).(type) {
-		case *array.StringBuilder:
-			d.str[i] = b
-		case *array.Float64Builder:
-			d.flt[i] = b
-		case *array.Int64Builder:
-			d.i64[i] = b
-		case *array.BooleanBuilder:
-			d.bln[i] = b
-		case *array.TimestampBuilder:
-			d.tsb[i] = b
-		}
-	}
-	if d.tsb[t.MustIndex("snapshot_time")] == nil || t.MustIndex("snapshot_time") != 0 || t.MustIndex("run_id") != 1 || t.MustIndex("source") != 2 {
+	if t.Columns[0].Name != "snapshot_time" || t.Columns[0].Type != schema.TimestampMs ||
+		t.Columns[1].Name != "run_id" || t.Columns[2].Name != "source" {
 		panic("transform: schema.Instruments must start with snapshot_time, run_id, source")
 	}
 	d.colRaw = t.MustIndex("index_price_raw")
 	d.colCTim = t.MustIndex("creation_time")
 	d.colETim = t.MustIndex("expiration_time")
 	d.colExt = t.MustIndex("extra")
-	d.dataHint = make([]int, n)
 	return d
 }
 
 // Release frees the builders.
 func (d *InstrumentDecoder) Release() {
-	d.rb.Release()
 	d.rjb.Release()
 }
 
@@ -246,7 +222,6 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, 
 	d.meta, d.emit = meta, emit
 	d.snapMs = arrow.Timestamp(meta.SnapshotTime.UnixMilli())
 	d.stats, d.index = Stats{}, 0
-	d.reserve()
 	sc := jsontok.New(r, d.opt.ReadBuffer)
 	err := d.decode(ctx, sc)
 	if err == nil {
@@ -343,10 +318,22 @@ func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, grou
 			if !more {
 				break
 			}
-			if err := d.instrument(sc); err != nil {
+			// The fast path takes a well-formed instrument that is
+			// whole in the scanner's buffer and loads without a reject;
+			// anything else is decoded again by the general path.
+			w := sc.Window()
+			if len(w) < fastWindow {
+				w = sc.Fill(fastWindow)
+			}
+			if n := d.fastInstrument(w); n > 0 {
+				sc.Advance(n)
+				d.index++
+				d.fastRows++
+				d.appendRow(nil)
+			} else if err := d.instrument(sc); err != nil {
 				return err
 			}
-			if d.rb.Field(0).Len() >= d.opt.BatchRows {
+			if d.b.full {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -423,12 +410,13 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 		}
 	}
 	raw := sc.EndCapture()
+	r.src = r.arena
 	name := &r.vals[nameField]
 	switch {
 	case r.reason != "":
-	case !name.set:
+	case r.set&(1<<nameField) == 0:
 		r.reject("instrument_name is missing")
-	case name.null:
+	case r.null&(1<<nameField) != 0:
 		r.reject("instrument_name is null")
 	case name.slen == 0:
 		r.reject("instrument_name is empty")
@@ -441,30 +429,38 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 	return nil
 }
 
+// fastWindow is the input kept in the scanner's buffer for the fast path:
+// an instrument larger than that (or straddling the end of the input read
+// so far) takes the general path.
+const fastWindow = 2048
+
 var (
 	nameField       = fieldIndex([]byte("instrument_name"))
 	creationField   = fieldIndex([]byte("creation_timestamp"))
 	expirationField = fieldIndex([]byte("expiration_timestamp"))
 )
 
-// field parses the value of venue field fi.
+// field parses the value of venue field fi (a later duplicate key wins).
 func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 	r := &d.r
 	f := &venueFields[fi]
 	v := &r.vals[fi]
-	*v = value{set: true}
+	*v = value{}
+	bit := uint32(1) << fi
+	r.set |= bit
+	r.null &^= bit
 	k, err := sc.PeekKind()
 	if err != nil {
 		return err
 	}
 	if k == jsontok.Null {
 		_, err := sc.Literal()
-		v.null = true
+		r.null |= bit
 		return err
 	}
 	wrong := func() error {
 		r.reject("%s: expected %s, got %s", f.name, kindName(f.kind), k)
-		v.null = true
+		r.null |= bit
 		return sc.Skip()
 	}
 	switch f.kind {
@@ -524,7 +520,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 			s, err = sc.Number()
 		default:
 			r.reject("%s: expected string, got %s", f.name, k)
-			v.null = true
+			r.null |= bit
 			return sc.Skip()
 		}
 		if err != nil {
@@ -551,50 +547,51 @@ func kindName(k fieldKind) string {
 	return "?"
 }
 
-// appendRow appends the decoded row to the instrument builders.
+// appendRow appends the decoded row (d.r, strings in d.r.src) to the batch.
+// raw is the instrument as received, needed only when it has unknown
+// members (d.r.extra).
 func (d *InstrumentDecoder) appendRow(raw []byte) {
 	r := &d.r
-	// The meta columns, through the typed builders (no per-row assertion).
-	d.tsb[0].Append(d.snapMs)
-	d.str[1].Append(d.meta.RunID)
-	d.str[2].Append(d.meta.Source)
+	b := d.b
+	present := r.set &^ r.null
 	for fi := range venueFields {
 		f := &venueFields[fi]
-		v := &r.vals[fi]
 		c := f.col
-		if !v.set || v.null {
-			d.rb.Field(c).AppendNull()
+		if present&(1<<fi) == 0 {
+			b.null(c)
 			if f.kind == kIndexPrice {
-				d.str[d.colRaw].AppendNull()
+				b.null(d.colRaw)
 			}
 			continue
 		}
+		v := &r.vals[fi]
 		switch f.kind {
 		case kString:
-			d.str[c].BinaryBuilder.Append(r.arena[v.soff : v.soff+v.slen])
+			b.str(c, r.src[v.soff:v.soff+v.slen])
 		case kFloat:
-			d.flt[c].Append(v.f)
+			b.f64(c, v.f)
 		case kInt:
-			d.i64[c].Append(v.i)
+			b.i64(c, v.i)
 		case kBool:
-			d.bln[c].Append(v.b)
+			b.bool(c, v.b)
 		case kIndexPrice:
 			if v.fok {
-				d.flt[c].Append(v.f)
+				b.f64(c, v.f)
 			} else {
-				d.flt[c].AppendNull()
+				b.null(c)
 			}
-			d.str[d.colRaw].BinaryBuilder.Append(r.arena[v.soff : v.soff+v.slen])
+			b.str(d.colRaw, r.src[v.soff:v.soff+v.slen])
 		}
 	}
-	d.appendTime(d.colCTim, creationField)
-	d.appendTime(d.colETim, expirationField)
+	d.appendTime(d.colCTim, creationField, present)
+	d.appendTime(d.colETim, expirationField, present)
 	if len(r.extra) == 0 {
-		d.str[d.colExt].AppendNull()
+		b.null(d.colExt)
 	} else {
 		d.extraBuf = extraJSON(d.extraBuf, raw, r.extra)
-		d.str[d.colExt].BinaryBuilder.Append(d.extraBuf)
+		b.str(d.colExt, d.extraBuf)
 	}
+	b.commit()
 }
 
 // extraJSON builds {"k":v,...} in buf from the member spans ([begin, end)
@@ -611,17 +608,14 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 }
 
 // appendTime appends the UTC time parsed from the raw epoch field fi.
-func (d *InstrumentDecoder) appendTime(col, fi int) {
-	v := &d.r.vals[fi]
-	if !v.set || v.null {
-		d.tsb[col].AppendNull()
-		return
+func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
+	if present&(1<<fi) != 0 {
+		if ms, ok := EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
+			d.b.i64(col, ms)
+			return
+		}
 	}
-	if ms, ok := EpochToMillis(v.i, d.opt.TimestampUnit); ok {
-		d.tsb[col].Append(arrow.Timestamp(ms))
-	} else {
-		d.tsb[col].AppendNull()
-	}
+	d.b.null(col)
 }
 
 // appendMeta appends snapshot_time, run_id and source (the first three
@@ -640,24 +634,16 @@ func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
 	b.Field(t.MustIndex("row_index")).(*array.Int64Builder).Append(idx)
 	b.Field(t.MustIndex("reason")).(*array.StringBuilder).Append(reason)
 	b.Field(t.MustIndex("raw")).(*array.StringBuilder).Append(strings.ToValidUTF8(string(raw), "\uFFFD"))
+	if b.Field(0).Len() >= d.opt.BatchRows {
+		d.b.full = true // emit them with the next flush
+	}
 }
 
 // flush emits the rows built so far; rejects are emitted at the end only
 // (they are few) unless they reach a batch.
 func (d *InstrumentDecoder) flush(final bool) error {
-	if n := d.rb.Field(0).Len(); n > 0 {
-		// Size the next batch like this one: growing builders by doubling
-		// copies and clears memory, which costs more than the decoding.
-		for c, sb := range d.str {
-			if sb != nil {
-				d.dataHint[c] = sb.DataLen()
-			}
-		}
-		rec := d.rb.NewRecord()
-		if !final {
-			d.reserve()
-		}
-		d.stats.Rows += int64(n)
+	if rec := d.b.record(d.snapMs, d.meta.RunID, d.meta.Source); rec != nil {
+		d.stats.Rows += rec.NumRows()
 		err := d.emit(schema.Instruments, rec)
 		rec.Release()
 		if err != nil {
@@ -676,18 +662,8 @@ func (d *InstrumentDecoder) flush(final bool) error {
 	return nil
 }
 
-// reserve sizes the builders for a full batch.
-func (d *InstrumentDecoder) reserve() {
-	d.rb.Reserve(d.opt.BatchRows)
-	for c, sb := range d.str {
-		if sb != nil && d.dataHint[c] > 0 {
-			sb.ReserveData(d.dataHint[c] + d.dataHint[c]/8)
-		}
-	}
-}
-
 // discard drops rows built but not emitted (after a failed decode).
 func (d *InstrumentDecoder) discard() {
-	d.rb.NewRecord().Release()
+	d.b.discard()
 	d.rjb.NewRecord().Release()
 }

@@ -1,0 +1,211 @@
+package transform
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// batch accumulates rows of schema.Instruments column by column in plain Go
+// slices sized for a whole batch, and turns them into an Arrow record
+// without copying (record). Compared with Arrow's builders it has no
+// per-value capacity checks, no calls through function values, and a null
+// costs nothing for fixed-width columns: slices start zeroed and a value
+// is written at its row index.
+//
+// Every column is written for row b.rows before b.rows is incremented
+// (commit). The meta columns (snapshot_time, run_id, source) are constant
+// per batch and are filled in at record time.
+type batch struct {
+	t     *schema.Table
+	cap   int // rows per batch
+	rows  int
+	cols  []batchCol
+	limit int // flush when a string column holds this many bytes (offsets are int32)
+	full  bool
+}
+
+// batchCol is one column; which slice is used depends on typ.
+type batchCol struct {
+	typ   schema.Type
+	valid []byte // validity bitmap, bit set = value present
+	nulls int
+	f64   []float64
+	i64   []int64 // Int64 and TimestampMs
+	bits  []byte  // Bool values
+	offs  []int32 // String: offs[i+1] is the end of row i in data
+	data  []byte
+	hint  int // data bytes of the last batch, to size the next one
+}
+
+func newBatch(t *schema.Table, rows int) *batch {
+	b := &batch{t: t, cap: rows, cols: make([]batchCol, len(t.Columns)), limit: math.MaxInt32 / 2}
+	for i, c := range t.Columns {
+		b.cols[i].typ = c.Type
+	}
+	b.reset()
+	return b
+}
+
+// reset allocates fresh (zeroed) column memory for the next batch: the
+// previous batch's memory belongs to the record handed to the sinks.
+func (b *batch) reset() {
+	n := b.cap
+	for i := range b.cols {
+		c := &b.cols[i]
+		c.valid = make([]byte, (n+7)/8)
+		c.nulls = 0
+		switch c.typ {
+		case schema.Float64:
+			c.f64 = make([]float64, n)
+		case schema.Int64, schema.TimestampMs:
+			c.i64 = make([]int64, n)
+		case schema.Bool:
+			c.bits = make([]byte, (n+7)/8)
+		case schema.String:
+			c.offs = make([]int32, n+1)
+			c.data = make([]byte, 0, max(c.hint+c.hint/8, 64))
+		}
+	}
+	b.rows, b.full = 0, false
+}
+
+// The appenders write row b.rows of column c.
+
+func (b *batch) setValid(c int) {
+	b.cols[c].valid[b.rows>>3] |= 1 << (b.rows & 7)
+}
+
+func (b *batch) null(c int) {
+	col := &b.cols[c]
+	col.nulls++
+	if col.typ == schema.String {
+		col.offs[b.rows+1] = int32(len(col.data))
+	}
+}
+
+func (b *batch) f64(c int, v float64) {
+	b.setValid(c)
+	b.cols[c].f64[b.rows] = v
+}
+
+func (b *batch) i64(c int, v int64) {
+	b.setValid(c)
+	b.cols[c].i64[b.rows] = v
+}
+
+func (b *batch) bool(c int, v bool) {
+	b.setValid(c)
+	if v {
+		b.cols[c].bits[b.rows>>3] |= 1 << (b.rows & 7)
+	}
+}
+
+func (b *batch) str(c int, v []byte) {
+	b.setValid(c)
+	col := &b.cols[c]
+	col.data = append(col.data, v...)
+	col.offs[b.rows+1] = int32(len(col.data))
+	if len(col.data) >= b.limit {
+		b.full = true
+	}
+}
+
+// commit ends the row.
+func (b *batch) commit() {
+	b.rows++
+	if b.rows >= b.cap {
+		b.full = true
+	}
+}
+
+// record returns the rows so far as a record (nil when there are none) and
+// starts a new batch. The meta columns get snap, runID and source.
+func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record {
+	n := b.rows
+	if n == 0 {
+		b.full = false
+		return nil
+	}
+	sc := b.t.ArrowSchema()
+	arrs := make([]arrow.Array, len(b.cols))
+	for i := range b.cols {
+		c := &b.cols[i]
+		switch i {
+		case 0:
+			for r := 0; r < n; r++ {
+				c.i64[r] = int64(snap)
+			}
+			fillValid(c.valid, n)
+		case 1, 2:
+			v := runID
+			if i == 2 {
+				v = source
+			}
+			c.data = c.data[:0]
+			for r := 0; r < n; r++ {
+				c.data = append(c.data, v...)
+				c.offs[r+1] = int32(len(c.data))
+			}
+			fillValid(c.valid, n)
+		}
+		var valid *memory.Buffer
+		if c.nulls > 0 {
+			valid = memory.NewBufferBytes(c.valid[:(n+7)/8])
+		}
+		var bufs []*memory.Buffer
+		switch c.typ {
+		case schema.Float64:
+			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(f64Bytes(c.f64[:n]))}
+		case schema.Int64, schema.TimestampMs:
+			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(i64Bytes(c.i64[:n]))}
+		case schema.Bool:
+			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(c.bits[:(n+7)/8])}
+		case schema.String:
+			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(i32Bytes(c.offs[:n+1])), memory.NewBufferBytes(c.data)}
+			c.hint = len(c.data)
+		}
+		data := array.NewData(sc.Field(i).Type, n, bufs, nil, c.nulls, 0)
+		arrs[i] = array.MakeFromData(data)
+		data.Release()
+	}
+	rec := array.NewRecord(sc, arrs, int64(n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	b.reset()
+	return rec
+}
+
+// discard drops the rows so far.
+func (b *batch) discard() {
+	if b.rows > 0 {
+		b.reset()
+	}
+}
+
+func fillValid(bm []byte, n int) {
+	for i := 0; i < n/8; i++ {
+		bm[i] = 0xff
+	}
+	if n%8 != 0 {
+		bm[n/8] = 1<<(n%8) - 1
+	}
+}
+
+func f64Bytes(v []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8)
+}
+
+func i64Bytes(v []int64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8)
+}
+
+func i32Bytes(v []int32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4)
+}

@@ -1,0 +1,193 @@
+package transform
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// outcome is everything one Decode produced.
+type outcome struct {
+	recs  []arrow.Record // instruments and rejects, in emit order
+	tabs  []*schema.Table
+	stats Stats
+	err   error
+	fast  int64 // rows the fast path decoded
+}
+
+func (o *outcome) release() {
+	for _, r := range o.recs {
+		r.Release()
+	}
+}
+
+func decodeWith(t testing.TB, body []byte, fast bool, opt Options) outcome {
+	t.Helper()
+	d := NewInstrumentDecoder(opt)
+	defer d.Release()
+	d.noFast = !fast
+	var o outcome
+	o.stats, o.err = d.Decode(context.Background(), bytes.NewReader(body), testMeta, func(tb *schema.Table, rec arrow.Record) error {
+		rec.Retain()
+		o.recs = append(o.recs, rec)
+		o.tabs = append(o.tabs, tb)
+		return nil
+	})
+	o.fast = d.fastRows
+	return o
+}
+
+// sameOutcome fails unless the fast path and the general path produced the
+// same records, stats and error.
+func sameOutcome(t testing.TB, body []byte, opt Options) (fastRows int64) {
+	t.Helper()
+	f := decodeWith(t, body, true, opt)
+	g := decodeWith(t, body, false, opt)
+	defer f.release()
+	defer g.release()
+	if g.fast != 0 {
+		t.Fatalf("general path counted %d fast rows", g.fast)
+	}
+	if fmt.Sprint(f.err) != fmt.Sprint(g.err) {
+		t.Fatalf("errors differ: fast %v, general %v", f.err, g.err)
+	}
+	if f.stats != g.stats {
+		t.Fatalf("stats differ: fast %+v, general %+v", f.stats, g.stats)
+	}
+	if len(f.recs) != len(g.recs) {
+		t.Fatalf("fast path emitted %d records, general %d", len(f.recs), len(g.recs))
+	}
+	for i := range f.recs {
+		if f.tabs[i] != g.tabs[i] {
+			t.Fatalf("record %d: table %s vs %s", i, f.tabs[i].Name, g.tabs[i].Name)
+		}
+		if !array.RecordEqual(f.recs[i], g.recs[i]) {
+			fr, gr := rowsOf(f.recs[i]), rowsOf(g.recs[i])
+			for j := range fr {
+				if j < len(gr) && fmt.Sprint(fr[j]) != fmt.Sprint(gr[j]) {
+					t.Fatalf("record %d (%s) row %d differs:\nfast    %v\ngeneral %v", i, f.tabs[i].Name, j, fr[j], gr[j])
+				}
+			}
+			t.Fatalf("record %d (%s) differs", i, f.tabs[i].Name)
+		}
+	}
+	return f.fast
+}
+
+func TestFastPathMatchesGeneralPath(t *testing.T) {
+	sim := func(f venuesim.Faults, group int) []byte {
+		var b bytes.Buffer
+		s := venuesim.New(venuesim.Config{Seed: 7, Instruments: 3000, GroupSize: group, Faults: f})
+		if err := s.WriteInstruments(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	pretty := strings.NewReplacer(`{"`, "{\n  \"", `,"`, ",\n  \"", `":`, `" : `).Replace(listing(fullInstrument, fullInstrument))
+	cases := []struct {
+		name     string
+		body     []byte
+		wantFast bool // most rows must take the fast path
+	}{
+		{"simulator", sim(venuesim.Faults{}, 200), true},
+		{"simulator 3 groups", sim(venuesim.Faults{}, 1000), true},
+		{"index price variants", sim(venuesim.Faults{IndexPriceVariants: true}, 200), true},
+		{"wrong types", sim(venuesim.Faults{WrongTypes: true}, 200), true},
+		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), false},
+		{"timestamps in seconds", sim(venuesim.Faults{TimestampsInSeconds: true}, 200), true},
+		{"pretty printed", []byte(pretty), true},
+		{"edge values", []byte(listing(
+			inst(map[string]string{"strike": "1e22"}),
+			inst(map[string]string{"strike": "1e23", "instrument_name": `"b"`}),
+			inst(map[string]string{"strike": "9007199254740993", "instrument_name": `"c"`}),
+			inst(map[string]string{"strike": "-0", "tick_size": "0.000000000000000000000001", "instrument_name": `"d"`}),
+			inst(map[string]string{"strike": "1E-5", "tick_size": "123456789012345678901234.5", "instrument_name": `"e"`}),
+			inst(map[string]string{"strike": "1e400", "instrument_name": `"f"`}),
+			inst(map[string]string{"strike": "01", "instrument_name": `"g"`}),
+			inst(map[string]string{"creation_timestamp": "1.7e12", "instrument_name": `"h"`}),
+			inst(map[string]string{"creation_timestamp": "-1234567890123456789", "instrument_name": `"i"`}),
+			inst(map[string]string{"creation_timestamp": "12345678901234567890", "instrument_name": `"j"`}),
+			inst(map[string]string{"index_price": `"+1.5"`, "instrument_name": `"k"`}),
+			inst(map[string]string{"index_price": `"1.5 "`, "instrument_name": `"l"`}),
+			inst(map[string]string{"index_price": `1.25`, "instrument_name": `"m"`}),
+			inst(map[string]string{"index_price": `"1e999"`, "instrument_name": `"n"`}),
+			inst(map[string]string{"instrument_name": `"o\u00e9"`}),
+			inst(map[string]string{"instrument_name": `"pé"`}),
+			inst(map[string]string{"kind": `"opt\"ion"`, "instrument_name": `"q"`}),
+			inst(map[string]string{"instrument_name": `""`}),
+			inst(map[string]string{"instrument_name": `null`}),
+			inst(map[string]string{"instrument_name": ``}),
+			inst(map[string]string{"rfq": `null`, "deployed": `nul`, "instrument_name": `"r"`}),
+			inst(map[string]string{"is_active": `1`, "instrument_name": `"s"`}),
+			`{"instrument_name":"t","instrument_name":"u"}`,
+			`{"instrument_name":"v","base_currency":"ETH"}`,
+			`{"instrument_name":"w","strike":1.5.5}`,
+		)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opt := range []Options{{}, {BatchRows: 7, ReadBuffer: 4096}} {
+				fast := sameOutcome(t, tc.body, opt)
+				rows := int64(bytes.Count(tc.body, []byte(`"instrument_name"`)))
+				if tc.wantFast && fast < rows*9/10 {
+					t.Errorf("opt %+v: fast path took %d of %d rows", opt, fast, rows)
+				}
+			}
+		})
+	}
+}
+
+// FuzzFastPath: for any body, the fast path changes nothing in the result.
+func FuzzFastPath(f *testing.F) {
+	f.Add([]byte(listing(fullInstrument, fullInstrument)))
+	f.Add([]byte(listing(inst(map[string]string{"strike": "1e22", "index_price": `"+1"`}))))
+	f.Add([]byte(`[{"instruments":[{"instrument_name":"a","tick_size":0.5},{"instrument_name":"b","rfq":true} ,{}]}]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if bytes.Count(body, []byte("[")) > 200 || bytes.Count(body, []byte("{")) > 200 {
+			t.Skip()
+		}
+		sameOutcome(t, body, Options{BatchRows: 2, ReadBuffer: 4096})
+	})
+}
+
+// FuzzParseNumber: parseNumber agrees with the JSON grammar and with
+// strconv.ParseFloat, bit for bit.
+func FuzzParseNumber(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "0.1", "94517.25", "1e22", "1e23", "9007199254740993", "1E-5",
+		"123456789012345678901234.5", "0.000000000000000000000001", "1e400", "-1e-400", "01", "1.", ".5", "-", "2.5e+3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, end, ok := parseNumber([]byte(s), 0)
+		valid := jsontok.ValidNumber([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		finite := err == nil && !math.IsInf(want, 0)
+		if ok && end == len(s) {
+			if !valid || !finite {
+				t.Fatalf("parseNumber(%q) accepted it (valid %v, ParseFloat %v, %v)", s, valid, want, err)
+			}
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("parseNumber(%q) = %v (%x), ParseFloat %v (%x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+			}
+		} else if valid && finite {
+			t.Fatalf("parseNumber(%q) refused a valid finite number (ok %v, end %d)", s, ok, end)
+		}
+		if v, e, ok := parseInt([]byte(s), 0); ok && e == len(s) {
+			w, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || w != v || !valid {
+				t.Fatalf("parseInt(%q) = %d, ParseInt %d, %v", s, v, w, err)
+			}
+		}
+	})
+}
