@@ -48,12 +48,7 @@ type Column struct {
 	// LowCardinality marks columns with few distinct values (currencies,
 	// kinds); stores may dictionary-encode them.
 	LowCardinality bool
-	// HighCardinality marks columns whose values are (nearly) all distinct
-	// from row to row: names, ids, creation times. Stores should not
-	// dictionary-encode them (the Parquet sink writes them plain; a
-	// dictionary would hold every value once more and then be abandoned).
-	HighCardinality bool
-	Doc             string
+	Doc            string
 }
 
 // Table is an ordered list of columns plus the keys stores need.
