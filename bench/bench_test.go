@@ -183,3 +183,18 @@ func BenchmarkArrowToClickHouse(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// TestSimdjsonTapeCounts: the reference parses the listing and counts its
+// instruments in both shapes.
+func TestSimdjsonTapeCounts(t *testing.T) {
+	for _, group := range []int{200, 700} {
+		path, _ := writeListing(t, 1500, group)
+		res, err := SimdjsonTape(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != 1500 || res.Seconds <= 0 {
+			t.Errorf("group %d: %+v, want 1500 rows", group, res)
+		}
+	}
+}

@@ -28,7 +28,7 @@ type childOut struct {
 
 func child(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "optlake-bench: "+childCmd+" needs a mode: decode, parquet, chload")
+		fmt.Fprintln(os.Stderr, "optlake-bench: "+childCmd+" needs a mode: decode, parquet, simdjson, chload")
 		return 2
 	}
 	mode := args[0]
@@ -64,6 +64,8 @@ func child(args []string) int {
 		res.Main, err = bench.Decode(ctx, *file, *batchRows)
 	case "parquet":
 		res.Main, err = bench.JSONToParquet(ctx, *file, *out, *batchRows)
+	case "simdjson":
+		res.Main, err = bench.SimdjsonTape(ctx, *file)
 	case "chload":
 		res, err = chload(ctx, *file, *dsn, *scratch, *batchRows)
 	default:

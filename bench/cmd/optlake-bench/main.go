@@ -39,7 +39,7 @@ func main() {
 }
 
 // parts that -skip can name.
-var skippable = []string{"decode", "parquet", "parquet1", "duckdb", "clickhouse", "e2e"}
+var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e"}
 
 type config struct {
 	sizes     []int
@@ -384,6 +384,12 @@ func (b *benchRun) fileStages(ctx context.Context, l Listing) error {
 	if !b.cfg.skip["decode"] {
 		optlakeStage("decode", "optlake decode+flatten", "decode", nil, nil)
 	}
+	if !b.cfg.skip["simdjson"] {
+		stages = append(stages, &stage{key: "simdjson", what: "simdjson-go tape parse (warm)", tool: "simdjson-go", run: func(int) (bench.Result, error) {
+			out, err := measureChild(ctx, nil, "simdjson", "-file", l.Path)
+			return out.Main, err
+		}})
+	}
 	pqOut := filepath.Join(b.work, "parquet-out")
 	pqArgs := func(int) []string {
 		os.RemoveAll(pqOut)
@@ -426,7 +432,7 @@ func (b *benchRun) fileStages(ctx context.Context, l Listing) error {
 			}
 			st.m.Runs = append(st.m.Runs, res)
 			msg := fmt.Sprintf("%s %s run %d: %s, CPU %.2fs", st.what, l.Label, i+1, rate(res), res.CPUSeconds)
-			if st.key != "decode" {
+			if st.key != "decode" && st.key != "simdjson" {
 				msg += fmt.Sprintf(", peak RSS %s, %s of Parquet", mib(res.PeakRSS), mib(res.OutBytes))
 			}
 			b.progress("%s", msg)

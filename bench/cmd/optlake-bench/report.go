@@ -33,7 +33,8 @@ type File struct {
 // Measurement is one thing measured on one listing, with every run and the
 // best of them.
 //
-// Keys: decode, parquet, parquet1 (GOMAXPROCS=1), chload (optlake); duckdb_t1,
+// Keys: decode, parquet, parquet1 (GOMAXPROCS=1), chload (optlake); simdjson
+// (simdjson-go tape parse); duckdb_t1,
 // duckdb_t2; ch_tsv, ch_native, ch_client_startup (clickhouse-client);
 // e2e_first, e2e_second (optlake run).
 type Measurement struct {
@@ -111,13 +112,15 @@ func (r *Report) rows() []Row {
 	for _, l := range r.Listings {
 		if m := r.get("decode", l.Label); m != nil {
 			row := optlake("decode+flatten → Arrow", m)
-			if ref, name := r.duckBest(l.Label); ref != nil {
-				row.Reference, row.RefRows = name+" JSON→Parquet", ref.Best.RowsPerSec()
-				row.Ratio = fmt.Sprintf("%.2f×", row.RowsPerSec/row.RefRows)
-			}
 			row.Issue = "simdjson-go tape ~457k–506k; json/v2 ~170k–200k"
-			row.Target = "≥ 1× simdjson tape (issue's ~457k)"
-			row.Met = yesNo(row.RowsPerSec >= issueSimdjsonLow)
+			if ref := r.get("simdjson", l.Label); ref != nil {
+				vs(&row, "simdjson-go tape parse, warm, in memory", ref, 1.0)
+				row.Target = "≥ 1× simdjson-go tape"
+			} else {
+				row.Reference = "issue's simdjson-go figure (not measured in this run)"
+				row.Target = "≥ 1× simdjson tape (issue's ~457k)"
+				row.Met = yesNo(row.RowsPerSec >= issueSimdjsonLow)
+			}
 			out = append(out, row)
 		}
 	}
@@ -225,6 +228,8 @@ func (r *Report) Markdown() string {
 			name = "DuckDB " + strings.TrimPrefix(m.Key, "duckdb_t") + " thread(s): read_json records=true + unnest + TRY_CAST → zstd Parquet"
 			name = strings.Replace(name, "1 thread(s)", "threads=1", 1)
 			name = strings.Replace(name, "2 thread(s)", "threads=2", 1)
+		case "simdjson":
+			name = "simdjson-go v0.4.5 tape parse only (file in memory, warm second parse; no extraction)"
 		case "ch_tsv":
 			name = "clickhouse-client INSERT … FORMAT TabSeparated < file"
 		case "ch_native":
