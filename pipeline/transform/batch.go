@@ -30,11 +30,12 @@ type batch struct {
 	full  bool
 }
 
-// batchCol is one column; which slice is used depends on typ.
+// batchCol is one column; which slice is used depends on typ. Validity is
+// kept as the list of null rows (values are nearly always present), and the
+// bitmap is made at record time, only for a column that has nulls.
 type batchCol struct {
 	typ   schema.Type
-	valid []byte // validity bitmap, bit set = value present
-	nulls int
+	nulls []int32 // rows that are null, ascending
 	f64   []float64
 	i64   []int64 // Int64 and TimestampMs
 	bits  []byte  // Bool values
@@ -58,8 +59,7 @@ func (b *batch) reset() {
 	n := b.cap
 	for i := range b.cols {
 		c := &b.cols[i]
-		c.valid = make([]byte, (n+7)/8)
-		c.nulls = 0
+		c.nulls = c.nulls[:0]
 		switch c.typ {
 		case schema.Float64:
 			c.f64 = make([]float64, n)
@@ -77,37 +77,25 @@ func (b *batch) reset() {
 
 // The appenders write row b.rows of column c.
 
-func (b *batch) setValid(c int) {
-	b.cols[c].valid[b.rows>>3] |= 1 << (b.rows & 7)
-}
-
 func (b *batch) null(c int) {
 	col := &b.cols[c]
-	col.nulls++
+	col.nulls = append(col.nulls, int32(b.rows))
 	if col.typ == schema.String {
 		col.offs[b.rows+1] = int32(len(col.data))
 	}
 }
 
-func (b *batch) f64(c int, v float64) {
-	b.setValid(c)
-	b.cols[c].f64[b.rows] = v
-}
+func (b *batch) f64(c int, v float64) { b.cols[c].f64[b.rows] = v }
 
-func (b *batch) i64(c int, v int64) {
-	b.setValid(c)
-	b.cols[c].i64[b.rows] = v
-}
+func (b *batch) i64(c int, v int64) { b.cols[c].i64[b.rows] = v }
 
 func (b *batch) bool(c int, v bool) {
-	b.setValid(c)
 	if v {
 		b.cols[c].bits[b.rows>>3] |= 1 << (b.rows & 7)
 	}
 }
 
 func (b *batch) str(c int, v []byte) {
-	b.setValid(c)
 	col := &b.cols[c]
 	col.data = append(col.data, v...)
 	col.offs[b.rows+1] = int32(len(col.data))
@@ -141,7 +129,6 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 			for r := 0; r < n; r++ {
 				c.i64[r] = int64(snap)
 			}
-			fillValid(c.valid, n)
 		case 1, 2:
 			v := runID
 			if i == 2 {
@@ -152,11 +139,15 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 				c.data = append(c.data, v...)
 				c.offs[r+1] = int32(len(c.data))
 			}
-			fillValid(c.valid, n)
 		}
 		var valid *memory.Buffer
-		if c.nulls > 0 {
-			valid = memory.NewBufferBytes(c.valid[:(n+7)/8])
+		if len(c.nulls) > 0 {
+			bm := make([]byte, (n+7)/8)
+			fillValid(bm, n)
+			for _, r := range c.nulls {
+				bm[r>>3] &^= 1 << (r & 7)
+			}
+			valid = memory.NewBufferBytes(bm)
 		}
 		var bufs []*memory.Buffer
 		switch c.typ {
@@ -170,7 +161,7 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(i32Bytes(c.offs[:n+1])), memory.NewBufferBytes(c.data)}
 			c.hint = len(c.data)
 		}
-		data := array.NewData(sc.Field(i).Type, n, bufs, nil, c.nulls, 0)
+		data := array.NewData(sc.Field(i).Type, n, bufs, nil, len(c.nulls), 0)
 		arrs[i] = array.MakeFromData(data)
 		data.Release()
 	}
