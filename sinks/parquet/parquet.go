@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -114,7 +115,12 @@ func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (si
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
-	fw, err := pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	var fw recordWriter
+	if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
+		fw, err = newColumnWriter(t.ArrowSchema(), f, props, workers)
+	} else {
+		fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	}
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
@@ -140,6 +146,16 @@ func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
 	}
 }
 
+// flatTable reports a table without list columns (see columnWriter).
+func flatTable(t *schema.Table) bool {
+	for _, c := range t.Columns {
+		if c.List {
+			return false
+		}
+	}
+	return true
+}
+
 func levelOr(l int) int {
 	if l == 0 {
 		return 1 // zstd level 1: the speed/size balance for a lake written every few minutes
@@ -151,7 +167,7 @@ type writer struct {
 	s     *Sink
 	t     *schema.Table
 	f     *os.File
-	fw    *pqarrow.FileWriter
+	fw    recordWriter
 	final string
 	rel   string
 	rows  int64

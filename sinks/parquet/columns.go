@@ -1,0 +1,139 @@
+package parquet
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/metadata"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+// recordWriter writes records to one Parquet file; Close writes the footer
+// and closes the file. *pqarrow.FileWriter is one.
+type recordWriter interface {
+	Write(arrow.Record) error
+	Close() error
+}
+
+// columnWriter writes each record as one row group whose columns are
+// encoded and compressed by several goroutines at once: the columns of a
+// buffered row group are independent until the row group is closed, which
+// writes them to the file in order. pqarrow.FileWriter encodes them one
+// after the other, which leaves the second core idle while the decoder
+// waits for the sink. Only for tables of flat columns (no lists): each
+// column is one leaf whose definition level is its validity.
+//
+// The file is the same as pqarrow.FileWriter's (schema, ARROW:schema
+// metadata, one row group per record).
+type columnWriter struct {
+	pw      *file.Writer
+	sc      *arrow.Schema
+	props   pqarrow.ArrowWriterProperties
+	workers int
+	levels  [][]int16 // per worker: definition levels of one column
+}
+
+func newColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, workers int) (*columnWriter, error) {
+	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(props.Allocator()))
+	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range sc.Fields() {
+		if !isFlat(f.Type) {
+			return nil, fmt.Errorf("column %s is not a flat column", sc.Field(i).Name)
+		}
+	}
+	meta := make(metadata.KeyValueMetadata, 0)
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, props.Allocator())))
+	pw := file.NewParquetWriter(w, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	return &columnWriter{pw: pw, sc: sc, props: aprops, workers: workers, levels: make([][]int16, workers)}, nil
+}
+
+// isFlat reports types written as a single leaf column.
+func isFlat(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.STRUCT, arrow.MAP, arrow.DICTIONARY, arrow.EXTENSION, arrow.SPARSE_UNION, arrow.DENSE_UNION:
+		return false
+	}
+	return true
+}
+
+// Write writes rec as one row group.
+func (w *columnWriter) Write(rec arrow.Record) error {
+	if !rec.Schema().Equal(w.sc) {
+		return fmt.Errorf("record schema %s differs from the file's", rec.Schema())
+	}
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	rgw := w.pw.AppendBufferedRowGroup()
+	ncols := int(rec.NumCols())
+	errs := make([]error, ncols)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for k := range min(w.workers, ncols) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := pqarrow.NewArrowWriteContext(context.Background(), &w.props)
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= ncols {
+					return
+				}
+				errs[i] = w.column(ctx, rgw, rec, i, k)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("column %s: %w", w.sc.Field(i).Name, err)
+		}
+	}
+	return rgw.Close()
+}
+
+// column encodes column i of rec into the row group (worker k's buffers).
+func (w *columnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWriter, rec arrow.Record, i, k int) error {
+	cw, err := rgw.Column(i)
+	if err != nil {
+		return err
+	}
+	arr := rec.Column(i)
+	var def []int16
+	if cw.LevelInfo().DefLevel > 0 {
+		n := arr.Len()
+		if cap(w.levels[k]) < n {
+			w.levels[k] = make([]int16, n)
+		}
+		def = w.levels[k][:n]
+		for j := range def {
+			def[j] = 1
+		}
+		if arr.NullN() > 0 {
+			for j := range def {
+				if arr.IsNull(j) {
+					def[j] = 0
+				}
+			}
+		}
+	}
+	return pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable)
+}
+
+// Close writes the footer and closes the file.
+func (w *columnWriter) Close() error { return w.pw.Close() }

@@ -1,0 +1,119 @@
+package parquet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// The parallel column writer writes the same file as pqarrow's FileWriter:
+// same schema (ARROW:schema included), row groups, values and statistics.
+func TestColumnWriterMatchesPqarrow(t *testing.T) {
+	dir := t.TempDir()
+	recs := []arrow.Record{record(t, 100), record(t, 50), record(t, 1)}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	sc := schema.Instruments.ArrowSchema()
+	props := func() *parquet.WriterProperties {
+		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1)...)
+	}
+	writeWith := func(name string, open func(f *os.File) (recordWriter, error)) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ref := writeWith("pqarrow.parquet", func(f *os.File) (recordWriter, error) {
+		return pqarrow.NewFileWriter(sc, f, props(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	})
+	for _, workers := range []int{2, 3, 40} {
+		got := writeWith(fmt.Sprintf("columns-%d.parquet", workers), func(f *os.File) (recordWriter, error) {
+			return newColumnWriter(sc, f, props(), workers)
+		})
+		compareParquet(t, ref, got)
+	}
+}
+
+func compareParquet(t *testing.T, want, got string) {
+	t.Helper()
+	open := func(path string) (*file.Reader, arrow.Table) {
+		r, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := fr.ReadTable(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, tbl
+	}
+	wr, wt := open(want)
+	gr, gt := open(got)
+	defer wr.Close()
+	defer gr.Close()
+	defer wt.Release()
+	defer gt.Release()
+	if !wt.Schema().Equal(gt.Schema()) {
+		t.Fatalf("schema:\n%s\nwant\n%s", gt.Schema(), wt.Schema())
+	}
+	if !array.TableEqual(wt, gt) {
+		t.Fatal("values differ")
+	}
+	wm, gm := wr.MetaData(), gr.MetaData()
+	if len(wm.RowGroups) != len(gm.RowGroups) || wm.NumRows != gm.NumRows {
+		t.Fatalf("%d row groups, %d rows; want %d, %d", len(gm.RowGroups), gm.NumRows, len(wm.RowGroups), wm.NumRows)
+	}
+	if w, g := wm.KeyValueMetadata().FindValue("ARROW:schema"), gm.KeyValueMetadata().FindValue("ARROW:schema"); w == nil || g == nil || *w != *g {
+		t.Error("ARROW:schema metadata differs")
+	}
+	for rg := 0; rg < len(wm.RowGroups); rg++ {
+		for c := 0; c < wm.Schema.NumColumns(); c++ {
+			wc, _ := wm.RowGroup(rg).ColumnChunk(c)
+			gc, _ := gm.RowGroup(rg).ColumnChunk(c)
+			ws, _ := wc.Statistics()
+			gs, _ := gc.Statistics()
+			if (ws == nil) != (gs == nil) {
+				t.Fatalf("row group %d column %d: statistics present %v, want %v", rg, c, gs != nil, ws != nil)
+			}
+			if ws != nil && (!bytes.Equal(ws.EncodeMin(), gs.EncodeMin()) || !bytes.Equal(ws.EncodeMax(), gs.EncodeMax()) || ws.NullCount() != gs.NullCount()) {
+				t.Errorf("row group %d column %s: statistics differ", rg, wm.Schema.Column(c).Name())
+			}
+			if wc.NumValues() != gc.NumValues() || wc.Compression() != gc.Compression() {
+				t.Errorf("row group %d column %s: %d values %v, want %d %v", rg, wm.Schema.Column(c).Name(), gc.NumValues(), gc.Compression(), wc.NumValues(), wc.Compression())
+			}
+		}
+	}
+}
