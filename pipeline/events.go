@@ -40,8 +40,20 @@ func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary) 
 	return &eventsRun{
 		prev: prev, log: log,
 		meta: events.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
-		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem},
+		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir()},
 	}
+}
+
+// close releases the comparison's temporary files and the previous state
+// (as the store decides).
+func (e *eventsRun) close(states stateStore) {
+	if e == nil {
+		return
+	}
+	if e.d != nil {
+		e.d.Close()
+	}
+	states.Release(e.prev)
 }
 
 // beginAttempt starts (again) with a fresh comparison: a retried request
@@ -59,6 +71,9 @@ func (e *eventsRun) beginAttempt() {
 	if err != nil {
 		e.err = err
 		return
+	}
+	if e.d != nil {
+		e.d.Close()
 	}
 	e.d = d
 }
@@ -107,6 +122,12 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		return
 	}
 	outs := fan.commit(ctx)
+	saved := false
+	defer func() {
+		if !saved {
+			next.Close() // not saved: its temporary file goes
+		}
+	}()
 	ok := true
 	for name, o := range outs {
 		acc := res.Sinks[name]
@@ -125,6 +146,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	if !ok {
 		return
 	}
+	saved = true
 	if err := states.Save(next); err != nil {
 		log.Error("instrument events: state not saved", "err", err)
 		return
@@ -134,8 +156,15 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 
 // stateStore keeps the last known listing per source between snapshots.
 type stateStore interface {
+	// Load returns the state of source; hand it back with Release.
 	Load(source string) (*events.State, error)
+	// Save stores the next state of its source and takes it over (also on
+	// error).
 	Save(*events.State) error
+	// Release is done with a state returned by Load.
+	Release(*events.State)
+	// TempDir is where comparisons spill rows and write the next state.
+	TempDir() string
 }
 
 // fileStates keeps states in the data directory (live runs).
@@ -143,20 +172,53 @@ type fileStates struct{ dir string }
 
 func (f fileStates) Load(source string) (*events.State, error) { return events.Load(f.dir, source) }
 
-func (f fileStates) Save(s *events.State) error { return s.Save(f.dir) }
+func (f fileStates) Save(s *events.State) error {
+	err := s.Save(f.dir)
+	s.Close()
+	return err
+}
 
-// memStates keeps states in memory (replay), starting from a given state
-// per source.
-type memStates map[string]*events.State
+func (f fileStates) Release(s *events.State) { s.Close() }
 
-func (m memStates) Load(source string) (*events.State, error) {
-	if s, ok := m[source]; ok {
+func (f fileStates) TempDir() string { return events.StateDir(f.dir) }
+
+// memStates keeps states between the snapshots of a replay, starting from an
+// empty state per source. A large state is a temporary file in dir (the
+// data directory's state folder, where datadir.CleanTemp finds it after a
+// crash); Close removes them.
+type memStates struct {
+	dir string
+	m   map[string]*events.State
+}
+
+func newMemStates(dataDir string) *memStates {
+	return &memStates{dir: events.StateDir(dataDir), m: map[string]*events.State{}}
+}
+
+func (m *memStates) Load(source string) (*events.State, error) {
+	if s, ok := m.m[source]; ok {
 		return s, nil
 	}
 	return events.NewState(source), nil
 }
 
-func (m memStates) Save(s *events.State) error {
-	m[s.Source()] = s
+func (m *memStates) Save(s *events.State) error {
+	if old, ok := m.m[s.Source()]; ok && old != s {
+		old.Close()
+	}
+	m.m[s.Source()] = s
 	return nil
+}
+
+// Release keeps the state: the store owns it.
+func (m *memStates) Release(*events.State) {}
+
+func (m *memStates) TempDir() string { return m.dir }
+
+// Close releases every state (removing their temporary files).
+func (m *memStates) Close() {
+	for _, s := range m.m {
+		s.Close()
+	}
+	clear(m.m)
 }

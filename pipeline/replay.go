@@ -53,7 +53,8 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		return nil, err
 	}
 	res := &ReplayResult{}
-	states := memStates{}
+	states := newMemStates(opt.DataDir)
+	defer states.Close()
 	seeded := false
 	if len(snaps) > 0 {
 		all, err := archive.List(opt.DataDir, []string{"instruments"}, time.Time{}, opt.To)
@@ -97,14 +98,16 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	// Carry the comparison on from where the replay ended when the live
 	// state is older (or gone): the next run's events continue from there.
 	if r.cfg.StateDir != "" {
-		for src, st := range states {
+		for src, st := range states.m {
 			last, ok := st.LastSnapshot()
 			if !ok {
 				continue
 			}
 			cur, err := events.Load(r.cfg.StateDir, src)
 			if err == nil {
-				if t, ok := cur.LastSnapshot(); ok && !t.Before(last) {
+				t, ok := cur.LastSnapshot()
+				cur.Close()
+				if ok && !t.Before(last) {
 					continue
 				}
 			}

@@ -260,6 +260,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 	if res.Status == "ok" && ev.usable() {
 		r.finishEvents(ctx, log, ev, sr.states, &res)
 	}
+	ev.close(sr.states)
 	for name, sr := range res.Sinks {
 		if sr.Error != "" && res.Status != "failed" {
 			res.Status = "failed"

@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"math"
 	"slices"
 	"time"
 
@@ -18,14 +16,14 @@ import (
 
 // Builder accumulates the instruments rows of one snapshot of one source
 // into a State. Use it (or Rebuild) to recreate a lost state file from the
-// instruments table of the last snapshot; a Differ uses one internally. A
+// instruments table of the last snapshot; a Differ uses one internally. Its
+// memory is bounded like a Differ's (rows beyond the buffer are spilled to
+// temporary files; the State is then a temporary file, see State.Close). A
 // Builder is not safe for concurrent use.
 type Builder struct {
-	st     *State
+	source string
 	snapMs int64
-	prev   *State  // when diffing: the state compared against
-	prevOf []int32 // per entry of st: its entry in prev, or -1
-	guess  int     // the prev entry the next row probably matches
+	srt    *sorter
 	cols   []column
 	buf    []byte
 	stats  Stats
@@ -34,15 +32,18 @@ type Builder struct {
 }
 
 // NewBuilder returns a Builder for the snapshot of source taken at
-// snapshotTime. sizeHint (may be 0) is the expected number of instruments.
+// snapshotTime, with the default Options (temporary files in os.TempDir()).
+// sizeHint (may be 0) is the expected number of instruments.
 func NewBuilder(source string, snapshotTime time.Time, sizeHint int) *Builder {
-	return newBuilder(source, snapshotTime.UnixMilli(), sizeHint)
+	var opt Options
+	opt.defaults()
+	b := newBuilder(source, snapshotTime.UnixMilli(), opt)
+	b.srt.ents = make([]entry, 0, min(max(sizeHint, 0), opt.MemBytes/256))
+	return b
 }
 
-func newBuilder(source string, snapMs int64, hint int) *Builder {
-	st := &State{source: source, ents: make([]entry, 0, hint)}
-	st.idx.seed = maphash.MakeSeed() // the index is built by State
-	return &Builder{st: st, snapMs: snapMs}
+func newBuilder(source string, snapMs int64, opt Options) *Builder {
+	return &Builder{source: source, snapMs: snapMs, srt: newSorter(source, opt.MemBytes, opt.TempDir)}
 }
 
 // column is one input column of the record being observed.
@@ -161,7 +162,7 @@ func (b *Builder) Observe(rec arrow.Record) error {
 
 func (b *Builder) observe(rec arrow.Record) error {
 	if err := b.bind(rec); err != nil {
-		return fmt.Errorf("instrument events: %s: %w", b.st.source, err)
+		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
 	cols := b.cols
 	name := &cols[len(fields)+colName]
@@ -171,15 +172,15 @@ func (b *Builder) observe(rec arrow.Record) error {
 	n := int(rec.NumRows())
 	for i := 0; i < n; i++ {
 		if name.nulls && name.arr.IsNull(i) {
-			return fmt.Errorf("instrument events: %s: row %d: instrument_name is null", b.st.source, b.stats.Rows)
+			return fmt.Errorf("instrument events: %s: row %d: instrument_name is null", b.source, b.stats.Rows)
 		}
 		nm := name.str.Value(i)
-		if src.arr != nil && (src.nulls && src.arr.IsNull(i) || src.str.Value(i) != b.st.source) {
-			return fmt.Errorf("instrument events: %s: row %d (%q) belongs to source %q", b.st.source, b.stats.Rows, nm, src.arr.ValueStr(i))
+		if src.arr != nil && (src.nulls && src.arr.IsNull(i) || src.str.Value(i) != b.source) {
+			return fmt.Errorf("instrument events: %s: row %d (%q) belongs to source %q", b.source, b.stats.Rows, nm, src.arr.ValueStr(i))
 		}
 		if snap.arr != nil && (snap.nulls && snap.arr.IsNull(i) || int64(snap.ts[i]) != b.snapMs) {
 			return fmt.Errorf("instrument events: %s: row %d (%q) has snapshot_time %s, expected %s",
-				b.st.source, b.stats.Rows, nm, snap.arr.ValueStr(i), time.UnixMilli(b.snapMs).UTC().Format(time.RFC3339Nano))
+				b.source, b.stats.Rows, nm, snap.arr.ValueStr(i), time.UnixMilli(b.snapMs).UTC().Format(time.RFC3339Nano))
 		}
 		p := b.buf[:0]
 		for k := range fields {
@@ -206,79 +207,14 @@ func (b *Builder) observe(rec arrow.Record) error {
 		}
 		b.buf = p
 		if err := b.add(nm, p); err != nil {
-			return fmt.Errorf("instrument events: %s: row %d (%.64q): %w", b.st.source, b.stats.Rows, nm, err)
+			return fmt.Errorf("instrument events: %s: row %d (%.64q): %w", b.source, b.stats.Rows, nm, err)
 		}
 		b.stats.Rows++
 	}
 	return nil
 }
 
-func (b *Builder) add(name string, p []byte) error {
-	if err := b.st.append(name, p); err != nil {
-		return err
-	}
-	if b.prev != nil {
-		// Venues list instruments in a stable order: try the entry after
-		// the last match before hashing.
-		pi := -1
-		if g := b.guess; g < b.prev.Len() && string(b.prev.name(g)) == name {
-			pi = g
-		} else {
-			pi = b.prev.find(b.prev.idx.hash(name), name)
-		}
-		if pi >= 0 {
-			b.guess = pi + 1
-		}
-		b.prevOf = append(b.prevOf, int32(pi))
-	}
-	return nil
-}
-
-// deadEntry marks an entry superseded by a later row of the same instrument.
-const deadEntry = math.MaxUint32
-
-// index builds the state's index. A later row of an instrument already
-// indexed replaces the earlier row's values (keeping its position) and is
-// dropped, with prevOf kept in step.
-func (b *Builder) index() {
-	st := b.st
-	st.idx.init(st.idx.seed, len(st.ents))
-	dups := 0
-	for j := range st.ents {
-		name := st.name(j)
-		h := st.idx.hashBytes(name)
-		if e := st.idx.findBytes(st, h, name); e >= 0 {
-			st.ents[e] = st.ents[j]
-			st.ents[j].plen = deadEntry
-			dups++
-			continue
-		}
-		st.idx.insert(h, j)
-	}
-	if dups == 0 {
-		return
-	}
-	b.stats.Duplicates += int64(dups)
-	live := 0
-	for j, en := range st.ents {
-		if en.plen == deadEntry {
-			continue
-		}
-		st.ents[live] = en
-		if b.prevOf != nil {
-			b.prevOf[live] = b.prevOf[j]
-		}
-		live++
-	}
-	st.ents = st.ents[:live]
-	if b.prevOf != nil {
-		b.prevOf = b.prevOf[:live]
-	}
-	st.idx.init(st.idx.seed, live)
-	for j := range st.ents {
-		st.idx.insert(st.idx.hashBytes(st.name(j)), j)
-	}
-}
+func (b *Builder) add(name string, p []byte) error { return b.srt.add(name, p) }
 
 // State returns the state built from the rows observed, or the error of a
 // failed Observe; the Builder cannot be used afterwards.
@@ -288,12 +224,11 @@ func (b *Builder) State() (*State, error) {
 	}
 	b.done = true
 	b.cols, b.buf = nil, nil
+	defer b.srt.close()
 	if b.err != nil {
 		return nil, b.err
 	}
-	b.index()
-	b.st.hasSnap, b.st.snapMs = true, b.snapMs
-	return b.st, nil
+	return b.srt.state(true, b.snapMs)
 }
 
 // Rebuild builds the state of source from the instruments rows of one
@@ -315,7 +250,8 @@ func Rebuild(source string, snapshotTime time.Time, recs []arrow.Record) (*State
 
 // Differ compares one snapshot of one source with the previous state. Feed
 // it every instruments record of the snapshot with Observe, then call Finish
-// once. A Differ is not safe for concurrent use; prev is only read.
+// once (or Close to abandon it). A Differ is not safe for concurrent use;
+// prev is only read.
 type Differ struct {
 	b    *Builder
 	prev *State
@@ -344,10 +280,7 @@ func NewDiffer(prev *State, meta Meta, opt Options) (*Differ, error) {
 		}
 		return nil, fmt.Errorf("%w: source %q: snapshot %s is older than the state's last snapshot %s; replay older snapshots from the first one with an empty state", ErrOutOfOrder, meta.Source, this, last)
 	}
-	b := newBuilder(meta.Source, ms, prev.Len()+prev.Len()/32)
-	b.prev = prev
-	b.prevOf = make([]int32, 0, cap(b.st.ents))
-	return &Differ{b: b, prev: prev, meta: meta, opt: opt}, nil
+	return &Differ{b: newBuilder(meta.Source, ms, opt), prev: prev, meta: meta, opt: opt}, nil
 }
 
 // Observe adds the rows of one schema.Instruments record of the snapshot
@@ -355,13 +288,19 @@ func NewDiffer(prev *State, meta Meta, opt Options) (*Differ, error) {
 // the Differ is unusable (Finish returns the error); prev is intact.
 func (d *Differ) Observe(rec arrow.Record) error { return d.b.Observe(rec) }
 
-// event is one event before rendering. Listed, flips and changes refer to
-// entry idx of the new state (and pidx of prev); delisted and expired to
-// entry pidx of prev.
-type event struct {
-	idx, pidx uint32
-	kind      Kind
-	field     uint8
+// Close abandons a Differ that will not be finished: it removes its
+// temporary files. Finish does so itself; Close after Finish is a no-op.
+func (d *Differ) Close() {
+	d.b.done = true
+	d.b.cols, d.b.buf = nil, nil
+	d.b.srt.close()
+}
+
+// change is one flip or change of an instrument present in both states.
+type change struct {
+	kind     Kind
+	field    uint8
+	old, new []byte
 }
 
 // Finish compares the observed snapshot with the previous state, emits the
@@ -370,162 +309,256 @@ type event struct {
 // Emit follows the transform.Emit contract: the record is released after it
 // returns, a consumer that keeps it must Retain it. On an emit error Finish
 // returns it (wrapped) and no state; prev is never modified. The new state
-// is not saved: call Save once the events are safely stored.
+// is not saved: call Save once the events are safely stored, and Close it
+// when done (a large one is a temporary file in Options.TempDir until
+// saved).
+//
+// The observed rows and prev are both read in name order and merged, so
+// events come out in order without being collected, and the new state is
+// written as the merge goes.
 func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Stats, *State, error) {
-	if d.b.done {
+	b := d.b
+	if b.done {
 		return Stats{}, nil, errors.New("instrument events: Finish called twice")
 	}
-	st, err := d.b.State()
-	if err != nil {
-		return Stats{}, nil, err
+	b.done = true
+	b.cols, b.buf = nil, nil
+	defer b.srt.close()
+	if b.err != nil {
+		return Stats{}, nil, b.err
 	}
-	prevOf := d.b.prevOf
-	stats := d.b.stats
-	d.b.prevOf = nil
+	stats := b.stats
 	prev := d.prev
-	stats.Instruments = st.Len()
-
-	var evs []event
-	seen := make([]uint64, (prev.Len()+63)/64)
-	for j := range st.ents {
-		pi := prevOf[j]
-		if pi < 0 {
-			evs = append(evs, event{idx: uint32(j), kind: Listed})
-			continue
-		}
-		seen[pi/64] |= 1 << (pi % 64)
-		pp, np := prev.payload(int(pi)), st.payload(j)
-		if bytes.Equal(pp, np) {
-			continue
-		}
-		diffPayloads(pp, np, func(k int, a, b []byte) {
-			kind := Changed
-			if k == isActiveField || k == deployedField {
-				_, an := boolOf(a)
-				bv, bn := boolOf(b)
-				if !an && !bn {
-					switch {
-					case k == isActiveField && bv:
-						kind = Activated
-					case k == isActiveField:
-						kind = Deactivated
-					case bv:
-						kind = Deployed
-					default:
-						kind = Undeployed
-					}
-				}
-			}
-			evs = append(evs, event{idx: uint32(j), pidx: uint32(pi), kind: kind, field: uint8(k)})
-		})
+	pc, err := prev.cursor()
+	if err != nil {
+		return stats, nil, d.prevError(err)
 	}
-	for i := range prev.ents {
-		if seen[i/64]&(1<<(i%64)) != 0 {
-			continue
+	defer pc.close()
+	nc := b.srt.stream()
+	defer nc.close()
+	var out *stateWriter
+	if b.srt.spilled() {
+		if out, err = newStateWriter(d.opt.TempDir, d.meta.Source, true, b.snapMs); err != nil {
+			return stats, nil, fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err)
 		}
-		kind := Delisted
-		if exp, ok := expirationMs(prev.payload(i)); ok && exp <= st.snapMs {
-			kind = Expired
-		}
-		evs = append(evs, event{pidx: uint32(i), kind: kind})
 	}
-
-	nameOf := func(e *event) []byte {
-		if e.kind == Delisted || e.kind == Expired {
-			return prev.name(int(e.pidx))
+	fail := func(err error) (Stats, *State, error) {
+		if out != nil {
+			out.abort()
 		}
-		return st.name(int(e.idx))
-	}
-	slices.SortFunc(evs, func(a, b event) int {
-		if c := bytes.Compare(nameOf(&a), nameOf(&b)); c != 0 {
-			return c
-		}
-		if a.kind != b.kind {
-			return cmp.Compare(a.kind, b.kind)
-		}
-		return cmp.Compare(fields[a.field].name, fields[b.field].name)
-	})
-
-	if err := d.emit(evs, prev, st, nameOf, emit, &stats); err != nil {
 		return stats, nil, err
 	}
-	return stats, st, nil
+
+	em, err := d.newEmitter(emit, &stats)
+	if err != nil {
+		return fail(err)
+	}
+	defer em.release()
+	var (
+		n       int
+		changes []change
+	)
+	nok, pok := nc.next(), pc.next()
+	for (nok || pok) && em.err == nil {
+		c := 0
+		switch {
+		case !pok:
+			c = -1
+		case !nok:
+			c = 1
+		default:
+			c = bytes.Compare(nc.name(), pc.name())
+		}
+		if c > 0 {
+			kind := Delisted
+			if exp, ok := expirationMs(pc.payload()); ok && exp <= b.snapMs {
+				kind = Expired
+			}
+			em.add(kind, pc.name(), 0, nil, nil)
+			pok = pc.next()
+			continue
+		}
+		name, np := nc.name(), nc.payload()
+		n++
+		if out != nil {
+			if err := out.add(name, np); err != nil {
+				return fail(fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err))
+			}
+		}
+		if c < 0 {
+			em.add(Listed, name, 0, nil, nil)
+			nok = nc.next()
+			continue
+		}
+		if pp := pc.payload(); !bytes.Equal(pp, np) {
+			changes = changes[:0]
+			diffPayloads(pp, np, func(k int, a, b []byte) {
+				kind := Changed
+				if k == isActiveField || k == deployedField {
+					_, an := boolOf(a)
+					bv, bn := boolOf(b)
+					if !an && !bn {
+						switch {
+						case k == isActiveField && bv:
+							kind = Activated
+						case k == isActiveField:
+							kind = Deactivated
+						case bv:
+							kind = Deployed
+						default:
+							kind = Undeployed
+						}
+					}
+				}
+				changes = append(changes, change{kind: kind, field: uint8(k), old: a, new: b})
+			})
+			slices.SortFunc(changes, func(a, b change) int {
+				if a.kind != b.kind {
+					return cmp.Compare(a.kind, b.kind)
+				}
+				return cmp.Compare(fields[a.field].name, fields[b.field].name)
+			})
+			for i := range changes {
+				em.add(changes[i].kind, name, int(changes[i].field), changes[i].old, changes[i].new)
+			}
+		}
+		nok, pok = nc.next(), pc.next()
+	}
+	if em.err != nil {
+		return fail(em.err)
+	}
+	if err := nc.error(); err != nil {
+		return fail(fmt.Errorf("instrument events: %s: %w", d.meta.Source, err))
+	}
+	if err := pc.error(); err != nil {
+		return fail(d.prevError(err))
+	}
+	if err := em.flush(); err != nil {
+		return fail(err)
+	}
+	stats.Instruments = n
+	stats.Duplicates = stats.Rows - int64(n)
+	if out == nil {
+		return stats, b.srt.takeState(true, b.snapMs), nil
+	}
+	if err := out.finish(); err != nil {
+		return fail(fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err))
+	}
+	next, err := out.state(d.meta.Source, true, b.snapMs)
+	if err != nil {
+		return stats, nil, fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err)
+	}
+	return stats, next, nil
 }
 
-// emit renders evs as records of schema.InstrumentEvents.
-func (d *Differ) emit(evs []event, prev, st *State, nameOf func(*event) []byte, emit func(*schema.Table, arrow.Record) error, stats *Stats) error {
+// prevError wraps a failure to read the previous state.
+func (d *Differ) prevError(err error) error {
+	p := d.prev
+	p.mu.Lock()
+	path := p.path
+	p.mu.Unlock()
+	return fmt.Errorf("%w %s: %w", ErrCorruptState, path, err)
+}
+
+// emitter renders events as records of schema.InstrumentEvents.
+type emitter struct {
+	d        *Differ
+	emit     func(*schema.Table, arrow.Record) error
+	stats    *Stats
+	rb       *array.RecordBuilder
+	snapB    *array.TimestampBuilder
+	runB     *array.StringBuilder
+	srcB     *array.StringBuilder
+	nameB    *array.StringBuilder
+	eventB   *array.StringBuilder
+	fieldB   *array.StringBuilder
+	oldB     *array.StringBuilder
+	newB     *array.StringBuilder
+	prevB    *array.TimestampBuilder
+	initialB *array.BooleanBuilder
+	initial  bool
+	err      error
+}
+
+func (d *Differ) newEmitter(emit func(*schema.Table, arrow.Record) error, stats *Stats) (*emitter, error) {
 	t := schema.InstrumentEvents
 	rb := array.NewRecordBuilder(d.opt.Mem, t.ArrowSchema())
-	defer rb.Release()
-	var (
-		snapB    = rb.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder)
-		runB     = rb.Field(t.MustIndex("run_id")).(*array.StringBuilder)
-		srcB     = rb.Field(t.MustIndex("source")).(*array.StringBuilder)
-		nameB    = rb.Field(t.MustIndex("instrument_name")).(*array.StringBuilder)
-		eventB   = rb.Field(t.MustIndex("event")).(*array.StringBuilder)
-		fieldB   = rb.Field(t.MustIndex("field")).(*array.StringBuilder)
-		oldB     = rb.Field(t.MustIndex("old_value")).(*array.StringBuilder)
-		newB     = rb.Field(t.MustIndex("new_value")).(*array.StringBuilder)
-		prevB    = rb.Field(t.MustIndex("previous_snapshot_time")).(*array.TimestampBuilder)
-		initialB = rb.Field(t.MustIndex("initial")).(*array.BooleanBuilder)
-	)
 	if len(rb.Fields()) != 10 {
-		return fmt.Errorf("instrument events: schema.InstrumentEvents has %d columns, this package fills 10", len(rb.Fields()))
+		rb.Release()
+		return nil, fmt.Errorf("instrument events: schema.InstrumentEvents has %d columns, this package fills 10", len(rb.Fields()))
 	}
-	initial := !prev.hasSnap
-	flush := func() error {
-		if nameB.Len() == 0 {
-			return nil
-		}
-		rec := rb.NewRecord()
-		err := emit(t, rec)
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("instrument events: %s: emit: %w", d.meta.Source, err)
-		}
-		return nil
+	return &emitter{
+		d: d, emit: emit, stats: stats, rb: rb,
+		snapB:    rb.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder),
+		runB:     rb.Field(t.MustIndex("run_id")).(*array.StringBuilder),
+		srcB:     rb.Field(t.MustIndex("source")).(*array.StringBuilder),
+		nameB:    rb.Field(t.MustIndex("instrument_name")).(*array.StringBuilder),
+		eventB:   rb.Field(t.MustIndex("event")).(*array.StringBuilder),
+		fieldB:   rb.Field(t.MustIndex("field")).(*array.StringBuilder),
+		oldB:     rb.Field(t.MustIndex("old_value")).(*array.StringBuilder),
+		newB:     rb.Field(t.MustIndex("new_value")).(*array.StringBuilder),
+		prevB:    rb.Field(t.MustIndex("previous_snapshot_time")).(*array.TimestampBuilder),
+		initialB: rb.Field(t.MustIndex("initial")).(*array.BooleanBuilder),
+		initial:  !d.prev.hasSnap,
+	}, nil
+}
+
+func (e *emitter) release() { e.rb.Release() }
+
+func (e *emitter) flush() error {
+	if e.err != nil || e.nameB.Len() == 0 {
+		return e.err
 	}
-	value := func(b *array.StringBuilder, it []byte, typ schema.Type) {
-		if s, null := render(it, typ); null {
-			b.AppendNull()
-		} else {
-			b.Append(s)
-		}
+	rec := e.rb.NewRecord()
+	err := e.emit(schema.InstrumentEvents, rec)
+	rec.Release()
+	if err != nil {
+		e.err = fmt.Errorf("instrument events: %s: emit: %w", e.d.meta.Source, err)
 	}
-	rb.Reserve(min(len(evs), d.opt.BatchRows))
-	for i := range evs {
-		e := &evs[i]
-		snapB.Append(arrow.Timestamp(st.snapMs))
-		runB.Append(d.meta.RunID)
-		srcB.Append(d.meta.Source)
-		nameB.BinaryBuilder.Append(nameOf(e))
-		eventB.Append(e.kind.String())
-		if prev.hasSnap {
-			prevB.Append(arrow.Timestamp(prev.snapMs))
-		} else {
-			prevB.AppendNull()
-		}
-		switch e.kind {
-		case Listed, Delisted, Expired:
-			fieldB.Append("")
-			oldB.AppendNull()
-			newB.AppendNull()
-			initialB.Append(e.kind == Listed && initial)
-		default:
-			f := fields[e.field]
-			fieldB.Append(f.name)
-			value(oldB, itemAt(prev.payload(int(e.pidx)), int(e.field)), f.typ)
-			value(newB, itemAt(st.payload(int(e.idx)), int(e.field)), f.typ)
-			initialB.Append(false)
-		}
-		stats.Events++
-		stats.ByKind[e.kind]++
-		if nameB.Len() >= d.opt.BatchRows {
-			if err := flush(); err != nil {
-				return err
-			}
-			rb.Reserve(min(len(evs)-i-1, d.opt.BatchRows))
-		}
+	return e.err
+}
+
+// add appends one event; old and new are the field's items for flips and
+// changes. A full batch is emitted; an emit error is kept in e.err.
+func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
+	d := e.d
+	if e.nameB.Len() == 0 {
+		e.rb.Reserve(min(d.opt.BatchRows, 1024))
 	}
-	return flush()
+	e.snapB.Append(arrow.Timestamp(d.b.snapMs))
+	e.runB.Append(d.meta.RunID)
+	e.srcB.Append(d.meta.Source)
+	e.nameB.BinaryBuilder.Append(name)
+	e.eventB.Append(kind.String())
+	if d.prev.hasSnap {
+		e.prevB.Append(arrow.Timestamp(d.prev.snapMs))
+	} else {
+		e.prevB.AppendNull()
+	}
+	switch kind {
+	case Listed, Delisted, Expired:
+		e.fieldB.Append("")
+		e.oldB.AppendNull()
+		e.newB.AppendNull()
+		e.initialB.Append(kind == Listed && e.initial)
+	default:
+		f := fields[field]
+		e.fieldB.Append(f.name)
+		value(e.oldB, old, f.typ)
+		value(e.newB, new, f.typ)
+		e.initialB.Append(false)
+	}
+	e.stats.Events++
+	e.stats.ByKind[kind]++
+	if e.nameB.Len() >= d.opt.BatchRows {
+		e.flush()
+	}
+}
+
+func value(b *array.StringBuilder, it []byte, typ schema.Type) {
+	if s, null := render(it, typ); null {
+		b.AppendNull()
+	} else {
+		b.Append(s)
+	}
 }

@@ -409,7 +409,7 @@ func TestRebuild(t *testing.T) {
 	}
 }
 
-// assertSameState compares two states entry by entry (by name).
+// assertSameState compares two states entry by entry.
 func assertSameState(t testing.TB, got, want *State) {
 	t.Helper()
 	if got.Source() != want.Source() || got.Len() != want.Len() {
@@ -420,16 +420,42 @@ func assertSameState(t testing.TB, got, want *State) {
 	if gok != wok || !gs.Equal(ws) {
 		t.Fatalf("last snapshot %v %v, want %v %v", gs, gok, ws, wok)
 	}
-	for e := range want.ents {
-		name := string(want.name(e))
-		g := got.find(got.idx.hash(name), name)
-		if g < 0 {
-			t.Fatalf("%q missing", name)
-		}
-		if string(got.payload(g)) != string(want.payload(e)) {
-			t.Fatalf("%q: payload differs", name)
+	ge, we := entriesOf(t, got), entriesOf(t, want)
+	if len(ge) != len(we) {
+		t.Fatalf("%d entries, want %d", len(ge), len(we))
+	}
+	for i := range we {
+		if ge[i] != we[i] {
+			t.Fatalf("entry %d: %q, want %q", i, ge[i], we[i])
 		}
 	}
+}
+
+// entriesOf returns the state's entries as name + "\x00" + payload, in the
+// order the state yields them, checking that it is strictly by name.
+func entriesOf(t testing.TB, st *State) []string {
+	t.Helper()
+	c, err := st.cursor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	var out []string
+	var last string
+	for c.next() {
+		if len(out) > 0 && string(c.name()) <= last {
+			t.Fatalf("entries out of order: %q after %q", c.name(), last)
+		}
+		last = string(c.name())
+		out = append(out, last+"\x00"+string(c.payload()))
+	}
+	if err := c.error(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != st.Len() {
+		t.Fatalf("%d entries, Len %d", len(out), st.Len())
+	}
+	return out
 }
 
 // TestDuplicates: the last row of an instrument wins, at the position of
@@ -441,8 +467,8 @@ func TestDuplicates(t *testing.T) {
 		t.Fatalf("stats %+v, %d events", stats, len(evs))
 	}
 	var names []string
-	for e := range st.ents {
-		names = append(names, string(st.name(e)))
+	for _, e := range entriesOf(t, st) {
+		names = append(names, strings.Split(e, "\x00")[0])
 	}
 	if strings.Join(names, ",") != "A,B,C" {
 		t.Fatalf("entries %v", names)

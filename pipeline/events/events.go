@@ -79,6 +79,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -134,6 +135,15 @@ type Options struct {
 	BatchRows int
 	// Mem allocates the emitted records (default memory.DefaultAllocator).
 	Mem memory.Allocator
+	// MemBytes bounds the memory holding the observed rows (default
+	// 32 MiB). Rows beyond it are sorted and spilled to temporary files.
+	MemBytes int
+	// TempDir holds the spilled rows and the next state while a large
+	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):
+	// Save then renames the next state into place instead of copying it,
+	// and the temporary files are hidden ".….tmp-*" files, which
+	// datadir.CleanTemp removes after a crash.
+	TempDir string
 }
 
 func (o *Options) defaults() {
@@ -142,6 +152,12 @@ func (o *Options) defaults() {
 	}
 	if o.Mem == nil {
 		o.Mem = memory.DefaultAllocator
+	}
+	if o.MemBytes <= 0 {
+		o.MemBytes = defaultMemBytes
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -106,7 +107,7 @@ func expectedSimEvents(prev, cur []venuesim.Instrument, first bool, src, runID s
 // checks that a replay (fresh state, same snapshots) gives identical events.
 func TestSimulator(t *testing.T) {
 	const ticks = 10
-	first, kinds := runSim(t, ticks, t.TempDir())
+	first, kinds, firstState := runSim(t, ticks, t.TempDir(), Options{})
 	for _, k := range kindNames {
 		if k == "delisted" || k == "expired" {
 			continue
@@ -121,16 +122,41 @@ func TestSimulator(t *testing.T) {
 	t.Logf("events over ticks 1..%d: %v", ticks, kinds)
 
 	// Replay: the same snapshots from an empty state, kept in memory.
-	replay, _ := runSim(t, ticks, "")
+	replay, _, _ := runSim(t, ticks, "", Options{})
 	if d := diffStrings(replay, first); d != "" {
 		t.Fatalf("replay differs: %s", d)
+	}
+
+	// Spilling the rows to disk (a buffer smaller than the listing) gives
+	// the same events and the same states, saved and loaded or not.
+	for _, c := range []struct {
+		memBytes int
+		saved    bool
+	}{{512, false}, {4 << 10, true}, {64 << 10, false}, {256 << 10, true}} {
+		memBytes, saved := c.memBytes, c.saved
+		t.Run(fmt.Sprintf("buffer %d saved %v", memBytes, saved), func(t *testing.T) {
+			dir, tmp := "", t.TempDir()
+			if saved {
+				dir = t.TempDir()
+				tmp = StateDir(dir)
+			}
+			got, _, st := runSim(t, ticks, dir, Options{MemBytes: memBytes, TempDir: tmp})
+			if d := diffStrings(got, first); d != "" {
+				t.Fatal(d)
+			}
+			if d := diffStrings(st, firstState); d != "" {
+				t.Fatalf("final state: %s", d)
+			}
+			assertNoTemp(t, tmp)
+		})
 	}
 }
 
 // runSim takes ticks+1 snapshots of a fresh simulator and returns every
 // event (as evLines) and the count per kind after the first snapshot. With
-// a dir the state is saved and loaded between snapshots.
-func runSim(t *testing.T, ticks int, dir string) ([]string, map[string]int) {
+// a dir the state is saved and loaded between snapshots. It also returns the
+// final state's entries (entriesOf) and closes every state.
+func runSim(t *testing.T, ticks int, dir string, opt Options) ([]string, map[string]int, []string) {
 	const src = "venue-sim"
 	sim := venuesim.New(venuesim.Config{Seed: 1})
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -143,6 +169,8 @@ func runSim(t *testing.T, ticks int, dir string) ([]string, map[string]int) {
 	var all []string
 	kinds := map[string]int{}
 	st := NewState(src)
+	defer func() { st.Close() }()
+	opt.Mem, opt.BatchRows = mem, 500
 	for tick := 0; tick <= ticks; tick++ {
 		if tick > 0 {
 			sim.Advance(1)
@@ -155,12 +183,13 @@ func runSim(t *testing.T, ticks int, dir string) ([]string, map[string]int) {
 			t.Fatal(err)
 		}
 		if dir != "" {
+			st.Close()
 			var err error
 			if st, err = Load(dir, src); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d, err := NewDiffer(st, Meta{SnapshotTime: snap, RunID: runID, Source: src}, Options{Mem: mem, BatchRows: 500})
+		d, err := NewDiffer(st, Meta{SnapshotTime: snap, RunID: runID, Source: src}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,9 +230,10 @@ func runSim(t *testing.T, ticks int, dir string) ([]string, map[string]int) {
 		}
 		t.Logf("tick %d (%s): %d instruments, events by kind %v", tick, snap.Format(time.RFC3339), len(cur), stats.ByKind)
 		all = append(all, evLines(got)...)
+		st.Close()
 		st, prev, prevSnap = next, cur, &snap
 	}
-	return all, kinds
+	return all, kinds, entriesOf(t, st)
 }
 
 // evLines renders events with every column for exact comparison.

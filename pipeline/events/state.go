@@ -1,16 +1,17 @@
 package events
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"hash/maphash"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -18,20 +19,34 @@ import (
 
 // State is the last known instruments of one source: for each instrument its
 // name and a payload (the compared fields and the expiration time, see
-// fields.go), plus the time of the snapshot they come from. A State is
-// immutable once returned by NewState, Load, Builder.State or Differ.Finish
-// and safe for concurrent reads.
+// fields.go), plus the time of the snapshot they come from, in
+// instrument_name order. A small state is held in memory; a large one is a
+// state file (format below) that is read as a stream, so its size does not
+// bound the memory of a comparison.
+//
+// A State is immutable once returned by NewState, Load, Builder.State or
+// Differ.Finish and safe for concurrent reads. Close releases its file; a
+// state that Differ.Finish or Builder.State wrote to a temporary file and
+// that was never saved has that file removed by Close.
 type State struct {
 	source  string
 	hasSnap bool
 	snapMs  int64
+	n       int
 
+	// In memory: entries sorted by name, names distinct.
 	ar   arena
-	ents []entry // in order of first appearance in the snapshot (or the file)
-	idx  index
+	ents []entry
+
+	mu     sync.Mutex
+	f      *os.File // the state file (nil: in memory)
+	size   int64
+	path   string
+	temp   bool // path is a temporary file of this state, removed by Close unless saved
+	closed bool
 }
 
-// entry locates one instrument's name followed by its payload in the arena.
+// entry locates one instrument's name followed by its payload in an arena.
 type entry struct {
 	chunk, off uint32
 	nlen, plen uint32
@@ -40,9 +55,7 @@ type entry struct {
 // NewState returns the empty state of a source: no snapshot yet, so the next
 // comparison lists every instrument with initial = true.
 func NewState(source string) *State {
-	s := &State{source: source}
-	s.idx.init(maphash.MakeSeed(), 0)
-	return s
+	return &State{source: source}
 }
 
 // Source returns the source the state belongs to.
@@ -58,15 +71,44 @@ func (s *State) LastSnapshot() (time.Time, bool) {
 }
 
 // Len returns the number of instruments in the state.
-func (s *State) Len() int { return len(s.ents) }
+func (s *State) Len() int { return s.n }
 
-// MemBytes estimates the memory the state holds (arena, entries, index).
+// MemBytes estimates the memory the state holds: its entries when it is in
+// memory, nothing but buffers while a file-backed state is read.
 func (s *State) MemBytes() int64 {
-	n := int64(cap(s.ents))*16 + int64(len(s.idx.slots))*8
+	n := int64(cap(s.ents)) * 16
 	for _, c := range s.ar.chunks {
 		n += int64(cap(c))
 	}
 	return n
+}
+
+// Close releases the state's file, and removes it when it is a temporary
+// file that was never saved. A closed state cannot be read (compared,
+// saved) any more; Close is idempotent and a no-op for a state in memory
+// other than dropping its entries.
+func (s *State) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.ar, s.ents = arena{}, nil
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	if s.temp {
+		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = rerr
+		}
+	}
+	s.f = nil
+	if err != nil {
+		return fmt.Errorf("instrument events: close state: %w", err)
+	}
+	return nil
 }
 
 func (s *State) name(e int) []byte {
@@ -80,33 +122,6 @@ func (s *State) payload(e int) []byte {
 	return s.ar.chunks[en.chunk][start : start+en.plen]
 }
 
-// find returns the entry named name (whose hash is h), or -1.
-func (s *State) find(h uint64, name string) int {
-	return s.idx.find(s, h, name)
-}
-
-// append adds an entry (not indexed: Builder.index does that).
-func (s *State) append(name string, p []byte) error {
-	if len(s.ents) >= math.MaxUint32-1 {
-		return errors.New("too many instruments in one snapshot")
-	}
-	en, err := s.put(name, p)
-	if err != nil {
-		return err
-	}
-	s.ents = append(s.ents, en)
-	return nil
-}
-
-func (s *State) put(name string, p []byte) (entry, error) {
-	if len(name) > maxName || len(p) > maxPayload {
-		return entry{}, fmt.Errorf("instrument %.64q: name or values too long", name)
-	}
-	c, off, buf := s.ar.alloc(len(name) + len(p))
-	copy(buf[copy(buf, name):], p)
-	return entry{chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))}, nil
-}
-
 // Limits that keep a corrupt file from asking for absurd allocations.
 const (
 	maxName    = 64 << 10
@@ -114,129 +129,64 @@ const (
 )
 
 // arena stores names and payloads in 1 MiB chunks: no large copies while
-// growing, no pointers for the garbage collector to scan.
+// growing, no pointers for the garbage collector to scan. reset keeps the
+// chunks for reuse.
 type arena struct {
 	chunks [][]byte
+	cur    int   // chunk being filled
+	used   int64 // bytes allocated since reset
 }
 
 const chunkSize = 1 << 20
 
 func (a *arena) alloc(n int) (chunk, off uint32, buf []byte) {
-	if len(a.chunks) == 0 || cap(a.chunks[len(a.chunks)-1])-len(a.chunks[len(a.chunks)-1]) < n {
+	for a.cur < len(a.chunks) && cap(a.chunks[a.cur])-len(a.chunks[a.cur]) < n {
+		a.cur++
+	}
+	if a.cur == len(a.chunks) {
 		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
 	}
-	i := len(a.chunks) - 1
-	c := a.chunks[i]
+	c := a.chunks[a.cur]
 	o := len(c)
-	a.chunks[i] = c[:o+n]
-	return uint32(i), uint32(o), a.chunks[i][o : o+n]
+	a.chunks[a.cur] = c[:o+n]
+	a.used += int64(n)
+	return uint32(a.cur), uint32(o), a.chunks[a.cur][o : o+n]
 }
 
-// index is an open-addressing hash table (linear probing) from names to
-// entries. A slot holds the top 32 bits of the name's hash (which also give
-// its home position) and the entry number + 1; 0 is an empty slot. Load
-// factor stays at or below 3/4.
-type index struct {
-	seed  maphash.Seed
-	slots []uint64
-	bits  uint // log2(len(slots))
-	n     int
-}
-
-func (x *index) init(seed maphash.Seed, hint int) {
-	x.seed = seed
-	x.bits = 4
-	for (1<<x.bits)*3/4 < hint {
-		x.bits++
+func (a *arena) reset() {
+	for i := range a.chunks {
+		a.chunks[i] = a.chunks[i][:0]
 	}
-	x.slots = make([]uint64, 1<<x.bits)
-	x.n = 0
-}
-
-func (x *index) hash(name string) uint64 { return maphash.String(x.seed, name) }
-
-func (x *index) hashBytes(name []byte) uint64 { return maphash.Bytes(x.seed, name) }
-
-func (x *index) find(s *State, h uint64, name string) int {
-	tag := uint32(h >> 32)
-	mask := len(x.slots) - 1
-	for pos := int(tag >> (32 - x.bits)); ; pos = (pos + 1) & mask {
-		v := x.slots[pos]
-		if v == 0 {
-			return -1
-		}
-		if uint32(v>>32) == tag {
-			if e := int(uint32(v)) - 1; string(s.name(e)) == name {
-				return e
-			}
-		}
-	}
-}
-
-// findBytes is find for a name held as bytes.
-func (x *index) findBytes(s *State, h uint64, name []byte) int {
-	tag := uint32(h >> 32)
-	mask := len(x.slots) - 1
-	for pos := int(tag >> (32 - x.bits)); ; pos = (pos + 1) & mask {
-		v := x.slots[pos]
-		if v == 0 {
-			return -1
-		}
-		if uint32(v>>32) == tag {
-			if e := int(uint32(v)) - 1; string(s.name(e)) == string(name) {
-				return e
-			}
-		}
-	}
-}
-
-func (x *index) insert(h uint64, e int) {
-	if (x.n+1)*4 > len(x.slots)*3 {
-		x.grow()
-	}
-	x.place(uint64(uint32(h>>32))<<32 | uint64(e+1))
-	x.n++
-}
-
-func (x *index) place(v uint64) {
-	mask := len(x.slots) - 1
-	pos := int(uint32(v>>32) >> (32 - x.bits))
-	for x.slots[pos] != 0 {
-		pos = (pos + 1) & mask
-	}
-	x.slots[pos] = v
-}
-
-func (x *index) grow() {
-	old := x.slots
-	x.bits++
-	x.slots = make([]uint64, 1<<x.bits)
-	for _, v := range old {
-		if v != 0 {
-			x.place(v)
-		}
-	}
+	a.cur, a.used = 0, 0
 }
 
 // The state file.
 //
 // DATA/_state/instrument_events/<source>.state.zst is one zstd frame holding
 //
-//	magic "OPTLAKE-IEVSTATE" (16 bytes), uvarint format version (1)
+//	magic "OPTLAKE-IEVSTATE" (16 bytes), uvarint format version (2)
 //	string source                       (uvarint length + bytes)
 //	string compared field signature     (names and types of the payload items)
 //	byte has_snapshot, varint snapshot time (Unix ms)
-//	uvarint count
-//	count × (string instrument_name, string payload)
+//	per instrument, in instrument_name order (bytewise, names distinct):
+//	    byte 1, string instrument_name, string payload
+//	byte 0, uvarint count
 //	"END", uint32 little-endian CRC-32C of every byte before "END"
 //
-// The file is written to a hidden temporary file in the same folder, fsynced,
-// renamed over the old one and the folder fsynced, so a reader sees the old
-// or the new state, never a mix.
+// The count follows the entries so that a comparison can write the next
+// state while it merges, without knowing the count in advance. Version 1
+// (count before the entries, in order of appearance) is still read: Load
+// sorts it into a version 2 state, which the next Save writes.
+//
+// The file is written to a hidden temporary file (".<name>.tmp-*", the
+// pattern datadir.CleanTemp removes after a crash), fsynced, renamed over
+// the old one and the folder fsynced, so a reader sees the old or the new
+// state, never a mix.
 const (
-	fileMagic   = "OPTLAKE-IEVSTATE"
-	fileVersion = 1
-	fileEnd     = "END"
+	fileMagic     = "OPTLAKE-IEVSTATE"
+	fileVersion   = 2
+	fileVersionV1 = 1
+	fileEnd       = "END"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -246,7 +196,13 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // for the file name (bytes other than letters, digits, '-', '_' and a
 // non-leading '.' become %XX), so distinct sources never share a file.
 func StatePath(dataDir, source string) string {
-	return filepath.Join(dataDir, "_state", "instrument_events", escapeName(source)+".state.zst")
+	return filepath.Join(StateDir(dataDir), escapeName(source)+".state.zst")
+}
+
+// StateDir returns the folder of the state files under dataDir; it is also
+// the right Options.TempDir for a comparison whose state is saved there.
+func StateDir(dataDir string) string {
+	return filepath.Join(dataDir, "_state", "instrument_events")
 }
 
 func escapeName(s string) string {
@@ -262,75 +218,187 @@ func escapeName(s string) string {
 	return b.String()
 }
 
+// tempPattern is the os.CreateTemp pattern of temporary files of source.
+func tempPattern(source, kind string) string {
+	return "." + escapeName(source) + "." + kind + ".tmp-*"
+}
+
 // Save writes the state to StatePath(dataDir, s.Source()), atomically
-// replacing the previous file. The folder is created if missing.
+// replacing the previous file. The folder is created if missing. A state
+// that Finish wrote to a temporary file in that folder is renamed into
+// place; any other state is copied.
 func (s *State) Save(dataDir string) (err error) {
 	if s.source == "" {
 		return errors.New("instrument events: save state: empty source")
 	}
 	final := StatePath(dataDir, s.source)
 	wrap := func(err error) error { return fmt.Errorf("instrument events: save state %s: %w", final, err) }
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return wrap(err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
-	if err != nil {
-		return wrap(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return wrap(errors.New("state closed"))
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+	if s.f != nil && s.temp && sameDir(filepath.Dir(s.path), dir) {
+		if err := s.f.Sync(); err != nil {
+			return wrap(err)
 		}
-	}()
-	zw, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		return wrap(err)
+		if err := os.Rename(s.path, final); err == nil {
+			s.path, s.temp = final, false
+			if err := syncDir(dir); err != nil {
+				return wrap(err)
+			}
+			return nil
+		}
+		// Fall back to a copy.
 	}
-	w := &fileWriter{w: zw, buf: make([]byte, 0, 128<<10)}
-	w.bytes([]byte(fileMagic))
-	w.uvarint(fileVersion)
-	w.str(s.source)
-	w.str(fieldSignature)
-	if s.hasSnap {
-		w.buf = append(w.buf, 1)
+	var w *stateWriter
+	if s.f != nil {
+		w, err = createTemp(dir, s.source, "state.zst")
+		if err == nil {
+			_, err = io.Copy(w.f, io.NewSectionReader(s.f, 0, s.size))
+		}
 	} else {
-		w.buf = append(w.buf, 0)
+		w, err = newStateWriter(dir, s.source, s.hasSnap, s.snapMs)
+		for e := 0; err == nil && e < len(s.ents); e++ {
+			err = w.add(s.name(e), s.payload(e))
+		}
+		if err == nil {
+			err = w.finish()
+		}
 	}
-	w.buf = binary.AppendVarint(w.buf, s.snapMs)
-	w.uvarint(uint64(len(s.ents)))
-	for e := range s.ents {
-		name, p := s.name(e), s.payload(e)
-		w.uvarint(uint64(len(name)))
-		w.buf = append(w.buf, name...)
-		w.uvarint(uint64(len(p)))
-		w.bytes(p)
-	}
-	w.flush()
-	if w.err == nil {
-		_, w.err = zw.Write(binary.LittleEndian.AppendUint32([]byte(fileEnd), w.crc))
-	}
-	if w.err != nil {
-		zw.Close()
-		return wrap(w.err)
-	}
-	if err := zw.Close(); err != nil {
+	if err != nil {
+		if w != nil {
+			w.abort()
+		}
 		return wrap(err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := w.f.Sync(); err != nil {
+		w.abort()
 		return wrap(err)
 	}
-	if err := f.Close(); err != nil {
+	if err := w.f.Close(); err != nil {
+		w.abort()
 		return wrap(err)
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := os.Rename(w.path, final); err != nil {
+		os.Remove(w.path)
 		return wrap(err)
 	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
+	if err := syncDir(dir); err != nil {
 		return wrap(err)
 	}
 	return nil
+}
+
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
+}
+
+// stateWriter writes a state file (or, via createTemp, any temporary file)
+// to a hidden temporary file.
+type stateWriter struct {
+	f    *os.File
+	path string
+	zw   *zstd.Encoder
+	w    *fileWriter
+	n    int
+	last []byte // the previous name: entries must come in order
+}
+
+func createTemp(dir, source, kind string) (*stateWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, tempPattern(source, kind))
+	if err != nil {
+		return nil, err
+	}
+	return &stateWriter{f: f, path: f.Name()}, nil
+}
+
+// newStateWriter starts a state file in dir; add the entries in name order,
+// then finish (or abort).
+func newStateWriter(dir, source string, hasSnap bool, snapMs int64) (*stateWriter, error) {
+	w, err := createTemp(dir, source, "state.zst")
+	if err != nil {
+		return nil, err
+	}
+	w.zw, err = zstd.NewWriter(w.f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		w.abort()
+		return nil, err
+	}
+	fw := &fileWriter{w: w.zw, buf: make([]byte, 0, 128<<10)}
+	w.w = fw
+	fw.bytes([]byte(fileMagic))
+	fw.uvarint(fileVersion)
+	fw.str(source)
+	fw.str(fieldSignature)
+	if hasSnap {
+		fw.buf = append(fw.buf, 1)
+	} else {
+		fw.buf = append(fw.buf, 0)
+	}
+	fw.buf = binary.AppendVarint(fw.buf, snapMs)
+	return w, nil
+}
+
+func (w *stateWriter) add(name, p []byte) error {
+	if w.n > 0 && bytes.Compare(name, w.last) <= 0 {
+		return fmt.Errorf("state entries out of order: %q after %q", name, w.last)
+	}
+	w.last = append(w.last[:0], name...)
+	w.n++
+	fw := w.w
+	fw.buf = append(fw.buf, 1)
+	fw.uvarint(uint64(len(name)))
+	fw.buf = append(fw.buf, name...)
+	fw.uvarint(uint64(len(p)))
+	fw.bytes(p)
+	return fw.err
+}
+
+// finish ends the file and closes the compressor (not the file).
+func (w *stateWriter) finish() error {
+	fw := w.w
+	fw.buf = append(fw.buf, 0)
+	fw.uvarint(uint64(w.n))
+	fw.flush()
+	if fw.err == nil {
+		_, fw.err = w.zw.Write(binary.LittleEndian.AppendUint32([]byte(fileEnd), fw.crc))
+	}
+	if fw.err != nil {
+		return fw.err
+	}
+	return w.zw.Close()
+}
+
+// abort removes the temporary file.
+func (w *stateWriter) abort() {
+	if w.zw != nil {
+		w.zw.Close()
+	}
+	w.f.Close()
+	os.Remove(w.path)
+}
+
+// state turns the finished file into a file-backed State owning it.
+func (w *stateWriter) state(source string, hasSnap bool, snapMs int64) (*State, error) {
+	fi, err := w.f.Stat()
+	if err != nil {
+		w.abort()
+		return nil, err
+	}
+	return &State{source: source, hasSnap: hasSnap, snapMs: snapMs, n: w.n, f: w.f, size: fi.Size(), path: w.path, temp: true}, nil
 }
 
 // fileWriter buffers the uncompressed stream and keeps its CRC.
@@ -376,9 +444,13 @@ func syncDir(dir string) error {
 }
 
 // Load reads the state of source from StatePath(dataDir, source). A missing
-// file gives the empty state (NewState). A file that cannot be decoded gives
-// an error wrapping ErrCorruptState; other I/O failures are returned as they
-// are.
+// file gives the empty state (NewState). The whole file is checked (CRC,
+// order, payloads) without holding it in memory: a file that cannot be
+// decoded gives an error wrapping ErrCorruptState; other I/O failures are
+// returned as they are. The returned state reads the file it was loaded
+// from (kept open, so a later Save replacing it does not disturb it): Close
+// it when done. A version 1 file is sorted into a temporary file in the same
+// folder, which the next Save renames into place.
 func Load(dataDir, source string) (*State, error) {
 	if source == "" {
 		return nil, errors.New("instrument events: load state: empty source")
@@ -391,21 +463,69 @@ func Load(dataDir, source string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instrument events: load state: %w", err)
 	}
-	defer f.Close()
-	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(2))
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("instrument events: load state %s: %w", path, err)
+		f.Close()
+		return nil, fmt.Errorf("instrument events: load state: %w", err)
 	}
-	defer zr.Close()
-	s, err := readState(newFileReader(zr), source)
-	if err != nil {
-		var ioErr *os.PathError
-		if errors.As(err, &ioErr) {
-			return nil, fmt.Errorf("instrument events: load state %s: %w", path, err)
+	s := &State{source: source, f: f, size: fi.Size(), path: path}
+	c, err := s.openFile()
+	if err == nil {
+		for c.next() {
 		}
-		return nil, fmt.Errorf("%w %s: %w (rebuild the state from the last instruments snapshot, or delete the file to start the history over)", ErrCorruptState, path, err)
+		err = c.err
+		c.close()
 	}
+	if err != nil {
+		f.Close()
+		return nil, loadError(path, err)
+	}
+	if c.version == fileVersionV1 {
+		defer f.Close()
+		st, err := loadV1(s, filepath.Dir(path))
+		if err != nil {
+			return nil, loadError(path, err)
+		}
+		return st, nil
+	}
+	s.hasSnap, s.snapMs, s.n = c.hasSnap, c.snapMs, c.count
 	return s, nil
+}
+
+func loadError(path string, err error) error {
+	var ioErr *os.PathError
+	if errors.As(err, &ioErr) {
+		return fmt.Errorf("instrument events: load state %s: %w", path, err)
+	}
+	return fmt.Errorf("%w %s: %w (rebuild the state from the last instruments snapshot, or delete the file to start the history over)", ErrCorruptState, path, err)
+}
+
+// loadV1 sorts a version 1 file (checked) into a version 2 state.
+func loadV1(s *State, tempDir string) (*State, error) {
+	c, err := s.openFile()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	srt := newSorter(s.source, defaultMemBytes, tempDir)
+	defer srt.close()
+	for c.next() {
+		if err := srt.add(string(c.nm), c.pl); err != nil {
+			return nil, err
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	st, err := srt.state(c.hasSnap, c.snapMs)
+	if err != nil {
+		return nil, err
+	}
+	if st.n != c.count {
+		st.Close()
+		return nil, fmt.Errorf("%d instruments, %d distinct: an instrument appears twice", c.count, st.n)
+	}
+	return st, nil
 }
 
 // fileReader is a buffered reader over the uncompressed stream that keeps
@@ -515,103 +635,212 @@ func (r *fileReader) str(limit int, what string) (string, error) {
 	return string(b), nil
 }
 
-func readState(r *fileReader, source string) (*State, error) {
+// fileCursor reads the entries of a state file in file order, checking
+// them (payloads, order and uniqueness for version 2, the count, the CRC
+// and the end of the stream) as it goes; the first problem stops it with
+// err set.
+type fileCursor struct {
+	zr      *zstd.Decoder
+	r       *fileReader
+	version uint64
+	hasSnap bool
+	snapMs  int64
+	left    uint64 // version 1: entries still to read
+	count   int    // entries read
+	nm, pl  []byte
+	prev    []byte // version 2: the previous name
+	done    bool
+	err     error
+}
+
+// openFile starts reading the state's file and checks its header.
+func (s *State) openFile() (*fileCursor, error) {
+	s.mu.Lock()
+	f, size, closed := s.f, s.size, s.closed
+	s.mu.Unlock()
+	if closed || f == nil {
+		return nil, errors.New("instrument events: read state: state closed")
+	}
+	zr, err := zstd.NewReader(io.NewSectionReader(f, 0, size), zstd.WithDecoderConcurrency(2))
+	if err != nil {
+		return nil, err
+	}
+	c := &fileCursor{zr: zr, r: newFileReader(zr)}
+	if err := c.header(s.source); err != nil {
+		zr.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *fileCursor) header(source string) error {
+	r := c.r
 	magic := make([]byte, len(fileMagic))
 	if err := r.full(magic); err != nil {
-		return nil, fmt.Errorf("header: %w", err)
+		return fmt.Errorf("header: %w", err)
 	}
 	if string(magic) != fileMagic {
-		return nil, errors.New("not an instrument events state file (bad magic)")
+		return errors.New("not an instrument events state file (bad magic)")
 	}
 	v, err := r.uvarint()
 	if err != nil {
-		return nil, fmt.Errorf("version: %w", err)
+		return fmt.Errorf("version: %w", err)
 	}
-	if v != fileVersion {
-		return nil, fmt.Errorf("format version %d, this build reads %d", v, fileVersion)
+	if v != fileVersion && v != fileVersionV1 {
+		return fmt.Errorf("format version %d, this build reads %d and %d", v, fileVersionV1, fileVersion)
 	}
+	c.version = v
 	src, err := r.str(maxName, "source")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if src != source {
-		return nil, fmt.Errorf("file holds source %q, expected %q", src, source)
+		return fmt.Errorf("file holds source %q, expected %q", src, source)
 	}
 	sig, err := r.str(maxPayload, "field signature")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if sig != fieldSignature {
-		return nil, fmt.Errorf("file was written for compared fields %q, this build compares %q", sig, fieldSignature)
+		return fmt.Errorf("file was written for compared fields %q, this build compares %q", sig, fieldSignature)
 	}
-	s := &State{source: source}
 	hs, err := r.ReadByte()
 	if err != nil {
-		return nil, fmt.Errorf("header: %w", err)
+		return fmt.Errorf("header: %w", err)
 	}
 	if hs > 1 {
-		return nil, fmt.Errorf("bad has_snapshot byte %d", hs)
+		return fmt.Errorf("bad has_snapshot byte %d", hs)
 	}
-	s.hasSnap = hs == 1
-	if s.snapMs, err = binary.ReadVarint(r); err != nil {
-		return nil, fmt.Errorf("snapshot time: %w", err)
+	c.hasSnap = hs == 1
+	if c.snapMs, err = binary.ReadVarint(r); err != nil {
+		return fmt.Errorf("snapshot time: %w", err)
 	}
-	count, err := r.uvarint()
+	if v == fileVersionV1 {
+		if c.left, err = r.uvarint(); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		if c.left >= math.MaxUint32-1 {
+			return fmt.Errorf("count %d too large", c.left)
+		}
+		if c.left > 0 && !c.hasSnap {
+			return fmt.Errorf("%d instruments but no snapshot time", c.left)
+		}
+	}
+	return nil
+}
+
+func (c *fileCursor) name() []byte    { return c.nm }
+func (c *fileCursor) payload() []byte { return c.pl }
+func (c *fileCursor) close()          { c.zr.Close() }
+func (c *fileCursor) error() error    { return c.err }
+
+func (c *fileCursor) next() bool {
+	if c.done {
+		return false
+	}
+	more, err := c.entry()
 	if err != nil {
-		return nil, fmt.Errorf("count: %w", err)
+		c.err, c.done = err, true
+		return false
 	}
-	if count >= math.MaxUint32-1 {
-		return nil, fmt.Errorf("count %d too large", count)
+	if !more {
+		c.done = true
+		if err := c.trailer(); err != nil {
+			c.err = err
+		}
+		return false
 	}
-	if count > 0 && !s.hasSnap {
-		return nil, fmt.Errorf("%d instruments but no snapshot time", count)
-	}
-	s.ents = make([]entry, 0, min(count, 1<<22))
-	s.idx.init(maphash.MakeSeed(), int(min(count, 1<<22)))
-	var nb []byte
-	for i := uint64(0); i < count; i++ {
-		nl, err := r.length(maxName, "instrument name")
+	c.count++
+	return true
+}
+
+// entry reads the next entry; false at the end of the entries.
+func (c *fileCursor) entry() (bool, error) {
+	r, i := c.r, c.count
+	if c.version == fileVersionV1 {
+		if c.left == 0 {
+			return false, nil
+		}
+		c.left--
+	} else {
+		m, err := r.ReadByte()
 		if err != nil {
-			return nil, fmt.Errorf("instrument %d: %w", i, err)
+			return false, fmt.Errorf("instrument %d: %w", i, err)
 		}
-		nb = append(nb[:0], make([]byte, nl)...)
-		if err := r.full(nb); err != nil {
-			return nil, fmt.Errorf("instrument %d: name: %w", i, err)
+		switch m {
+		case 0:
+			n, err := r.uvarint()
+			if err != nil {
+				return false, fmt.Errorf("count: %w", err)
+			}
+			if n != uint64(c.count) {
+				return false, fmt.Errorf("count %d, but %d instruments", n, c.count)
+			}
+			return false, nil
+		case 1:
+		default:
+			return false, fmt.Errorf("instrument %d: bad entry marker %d", i, m)
 		}
-		pl, err := r.length(maxPayload, "payload")
-		if err != nil {
-			return nil, fmt.Errorf("instrument %d (%q): %w", i, nb, err)
+		if !c.hasSnap {
+			return false, errors.New("instruments but no snapshot time")
 		}
-		c, off, buf := s.ar.alloc(nl + pl)
-		copy(buf, nb)
-		if err := r.full(buf[nl:]); err != nil {
-			return nil, fmt.Errorf("instrument %d (%q): payload: %w", i, nb, err)
-		}
-		if err := validPayload(buf[nl:]); err != nil {
-			return nil, fmt.Errorf("instrument %d (%q): %w", i, nb, err)
-		}
-		h := s.idx.hashBytes(buf[:nl])
-		if s.idx.findBytes(s, h, buf[:nl]) >= 0 {
-			return nil, fmt.Errorf("instrument %q appears twice", nb)
-		}
-		s.ents = append(s.ents, entry{chunk: c, off: off, nlen: uint32(nl), plen: uint32(pl)})
-		s.idx.insert(h, len(s.ents)-1)
+		c.prev = append(c.prev[:0], c.nm...)
 	}
+	nl, err := r.length(maxName, "instrument name")
+	if err != nil {
+		return false, fmt.Errorf("instrument %d: %w", i, err)
+	}
+	c.nm = grow(c.nm, nl)
+	if err := r.full(c.nm); err != nil {
+		return false, fmt.Errorf("instrument %d: name: %w", i, err)
+	}
+	if c.version != fileVersionV1 && i > 0 {
+		switch cmp := bytes.Compare(c.nm, c.prev); {
+		case cmp == 0:
+			return false, fmt.Errorf("instrument %q appears twice", c.nm)
+		case cmp < 0:
+			return false, fmt.Errorf("instrument %q after %q: not in name order", c.nm, c.prev)
+		}
+	}
+	pl, err := r.length(maxPayload, "payload")
+	if err != nil {
+		return false, fmt.Errorf("instrument %d (%q): %w", i, c.nm, err)
+	}
+	c.pl = grow(c.pl, pl)
+	if err := r.full(c.pl); err != nil {
+		return false, fmt.Errorf("instrument %d (%q): payload: %w", i, c.nm, err)
+	}
+	if err := validPayload(c.pl); err != nil {
+		return false, fmt.Errorf("instrument %d (%q): %w", i, c.nm, err)
+	}
+	return true, nil
+}
+
+func (c *fileCursor) trailer() error {
+	r := c.r
 	want := r.sum()
 	var end [len(fileEnd) + 4]byte
 	if err := r.full(end[:]); err != nil {
-		return nil, fmt.Errorf("trailer: %w", err)
+		return fmt.Errorf("trailer: %w", err)
 	}
 	if string(end[:len(fileEnd)]) != fileEnd {
-		return nil, errors.New("bad trailer")
+		return errors.New("bad trailer")
 	}
 	if got := binary.LittleEndian.Uint32(end[len(fileEnd):]); got != want {
-		return nil, fmt.Errorf("checksum mismatch (file %08x, computed %08x)", got, want)
+		return fmt.Errorf("checksum mismatch (file %08x, computed %08x)", got, want)
 	}
 	if eof, err := r.atEOF(); err != nil {
-		return nil, err
+		return err
 	} else if !eof {
-		return nil, errors.New("data after the trailer")
+		return errors.New("data after the trailer")
 	}
-	return s, nil
+	return nil
+}
+
+// grow returns b resized to n bytes (contents undefined).
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n, max(n, 2*cap(b)))
+	}
+	return b[:n]
 }

@@ -1,0 +1,489 @@
+package events
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+)
+
+// The rows of a snapshot are sorted by instrument_name with an external
+// sort: a sorter keeps them in a bounded buffer; when the buffer is full it
+// sorts it and spills it as a sorted run to an unlinked temporary file. The
+// runs and what is left in the buffer are then merged (a k-way merge, the
+// later run winning on equal names), which yields the instruments in name
+// order, ready to be merged with the previous state. A snapshot that fits in
+// the buffer never touches the disk.
+
+// defaultMemBytes bounds a sorter's buffer (names, payloads and 16 bytes of
+// bookkeeping per row).
+const defaultMemBytes = 16 << 20
+
+// cursor iterates entries in name order (names distinct). name and payload
+// are valid until the next call of next.
+type cursor interface {
+	next() bool
+	name() []byte
+	payload() []byte
+	error() error // why next returned false, nil at the end
+	close()
+}
+
+type sorter struct {
+	source string
+	budget int64
+	dir    string // for the runs
+	ar     arena
+	ents   []entry // rows in the buffer, in arrival order until sorted
+	runs   []*runFile
+}
+
+// runFile is a sorted run: n × (uvarint name length, uvarint payload
+// length, name, payload), names distinct and in order. The file is
+// unlinked as soon as it is created, so a crash leaves nothing behind.
+type runFile struct {
+	f      *os.File
+	path   string // still to remove when unlinking failed (e.g. Windows)
+	n      int
+	size   int64
+	closed bool
+}
+
+func newSorter(source string, budget int, dir string) *sorter {
+	if budget <= 0 {
+		budget = defaultMemBytes
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return &sorter{source: source, budget: int64(budget), dir: dir}
+}
+
+// add copies a row; a later row of the same name replaces an earlier one.
+func (s *sorter) add(name string, p []byte) error {
+	if len(name) > maxName || len(p) > maxPayload {
+		return fmt.Errorf("instrument %.64q: name or values too long", name)
+	}
+	c, off, buf := s.ar.alloc(len(name) + len(p))
+	copy(buf[copy(buf, name):], p)
+	s.ents = append(s.ents, entry{chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
+	if s.ar.used+16*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+		return s.spill()
+	}
+	return nil
+}
+
+func (s *sorter) entName(e *entry) []byte {
+	return s.ar.chunks[e.chunk][e.off : e.off+e.nlen]
+}
+
+// sortBuffer sorts the buffer by name and keeps the last row of each name
+// (rows arrive in arena order: chunk, then offset).
+func (s *sorter) sortBuffer() {
+	slices.SortFunc(s.ents, func(a, b entry) int {
+		if c := bytes.Compare(s.entName(&a), s.entName(&b)); c != 0 {
+			return c
+		}
+		if a.chunk != b.chunk {
+			return cmp.Compare(a.chunk, b.chunk)
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	out := 0
+	for i := range s.ents {
+		if i+1 < len(s.ents) && bytes.Equal(s.entName(&s.ents[i]), s.entName(&s.ents[i+1])) {
+			continue
+		}
+		s.ents[out] = s.ents[i]
+		out++
+	}
+	s.ents = s.ents[:out]
+}
+
+// maxRuns bounds the runs merged at once (each is read through a 64 KiB
+// buffer): when a spill makes that many, they are merged into one first.
+const maxRuns = 16
+
+// spill writes the buffer as a sorted run and empties it.
+func (s *sorter) spill() error {
+	s.sortBuffer()
+	run, bw, err := s.newRun()
+	if err != nil {
+		return err
+	}
+	for i := range s.ents {
+		e := &s.ents[i]
+		writeRunEntry(bw, s.ar.chunks[e.chunk][e.off:e.off+e.nlen], s.ar.chunks[e.chunk][e.off+e.nlen:e.off+e.nlen+e.plen])
+	}
+	if err := run.finish(bw, len(s.ents)); err != nil {
+		return err
+	}
+	s.ents = s.ents[:0]
+	s.ar.reset()
+	if len(s.runs) >= maxRuns {
+		return s.compact()
+	}
+	return nil
+}
+
+// compact merges the runs into one.
+func (s *sorter) compact() error {
+	old := s.runs
+	cs := make([]cursor, 0, len(old))
+	for _, r := range old {
+		cs = append(cs, r.cursor())
+	}
+	m := newMerge(cs)
+	s.runs = nil
+	run, bw, err := s.newRun()
+	if err != nil {
+		s.runs = append(old, s.runs...)
+		return err
+	}
+	s.runs = append(old, run) // all closed by s.close on error
+	n := 0
+	for m.next() {
+		writeRunEntry(bw, m.name(), m.payload())
+		n++
+	}
+	if err := m.error(); err != nil {
+		return err
+	}
+	if err := run.finish(bw, n); err != nil {
+		return err
+	}
+	for _, r := range old {
+		r.close()
+	}
+	s.runs = []*runFile{run}
+	return nil
+}
+
+// newRun creates an (unlinked) run file; it is in s.runs, so s.close
+// closes it whatever happens.
+func (s *sorter) newRun() (*runFile, *bufio.Writer, error) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
+	}
+	f, err := os.CreateTemp(s.dir, tempPattern(s.source, "run"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
+	}
+	run := &runFile{f: f}
+	if os.Remove(f.Name()) != nil {
+		run.path = f.Name()
+	}
+	s.runs = append(s.runs, run)
+	return run, bufio.NewWriterSize(f, 256<<10), nil
+}
+
+func writeRunEntry(bw *bufio.Writer, name, p []byte) {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	h := binary.AppendUvarint(hdr[:0], uint64(len(name)))
+	h = binary.AppendUvarint(h, uint64(len(p)))
+	bw.Write(h)
+	bw.Write(name)
+	bw.Write(p)
+}
+
+func (r *runFile) finish(bw *bufio.Writer, n int) (err error) {
+	r.n = n
+	if err = bw.Flush(); err == nil {
+		r.size, err = r.f.Seek(0, io.SeekCurrent)
+	}
+	if err != nil {
+		return fmt.Errorf("instrument events: spill: %w", err)
+	}
+	return nil
+}
+
+func (r *runFile) cursor() cursor {
+	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), left: r.n}
+}
+
+func (r *runFile) close() {
+	if !r.closed {
+		r.closed = true
+		r.f.Close()
+		if r.path != "" {
+			os.Remove(r.path)
+		}
+	}
+}
+
+// stream sorts what is buffered and returns the merge of every row in name
+// order, the last row of a name winning. The sorter must not be added to
+// afterwards; the cursor reads its buffer and runs until s.close.
+func (s *sorter) stream() cursor {
+	s.sortBuffer()
+	mem := &memCursor{ar: &s.ar, ents: s.ents, i: -1}
+	if len(s.runs) == 0 {
+		return mem
+	}
+	cs := make([]cursor, 0, len(s.runs)+1)
+	for _, r := range s.runs {
+		cs = append(cs, r.cursor())
+	}
+	return newMerge(append(cs, mem)) // the buffer holds the latest rows
+}
+
+// spilled reports whether any rows went to disk.
+func (s *sorter) spilled() bool { return len(s.runs) > 0 }
+
+// state builds a State of the rows: in memory when nothing was spilled,
+// else a temporary state file in s.dir.
+func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
+	c := s.stream()
+	defer c.close()
+	if !s.spilled() {
+		return s.takeState(hasSnap, snapMs), nil
+	}
+	w, err := newStateWriter(s.dir, s.source, hasSnap, snapMs)
+	if err != nil {
+		return nil, fmt.Errorf("instrument events: write state: %w", err)
+	}
+	for err == nil && c.next() {
+		err = w.add(c.name(), c.payload())
+	}
+	if err == nil {
+		err = c.error()
+	}
+	if err == nil {
+		err = w.finish()
+	}
+	if err != nil {
+		w.abort()
+		return nil, fmt.Errorf("instrument events: write state: %w", err)
+	}
+	return w.state(s.source, hasSnap, snapMs)
+}
+
+// takeState moves the sorted buffer into an in-memory State.
+func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
+	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents}
+	s.ar, s.ents = arena{}, nil
+	return st
+}
+
+// close removes the runs and drops the buffer.
+func (s *sorter) close() {
+	for _, r := range s.runs {
+		r.close()
+	}
+	s.runs = nil
+	s.ar, s.ents = arena{}, nil
+}
+
+// memCursor reads sorted entries held in memory.
+type memCursor struct {
+	ar   *arena
+	ents []entry
+	i    int
+}
+
+func (c *memCursor) next() bool {
+	if c.i+1 >= len(c.ents) {
+		c.i = len(c.ents)
+		return false
+	}
+	c.i++
+	return true
+}
+
+func (c *memCursor) name() []byte {
+	e := &c.ents[c.i]
+	return c.ar.chunks[e.chunk][e.off : e.off+e.nlen]
+}
+
+func (c *memCursor) payload() []byte {
+	e := &c.ents[c.i]
+	return c.ar.chunks[e.chunk][e.off+e.nlen : e.off+e.nlen+e.plen]
+}
+
+func (c *memCursor) error() error { return nil }
+func (c *memCursor) close()       {}
+
+// runCursor reads a run.
+type runCursor struct {
+	r    *bufio.Reader
+	left int
+	buf  []byte
+	nl   int
+	err  error
+}
+
+func (c *runCursor) next() bool {
+	if c.left == 0 || c.err != nil {
+		return false
+	}
+	c.left--
+	nl, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		c.err = fmt.Errorf("instrument events: read spilled rows: %w", err)
+		return false
+	}
+	pl, err := binary.ReadUvarint(c.r)
+	if err != nil || nl > maxName || pl > maxPayload {
+		c.err = fmt.Errorf("instrument events: read spilled rows: bad lengths (%v)", err)
+		return false
+	}
+	c.nl = int(nl)
+	c.buf = grow(c.buf, int(nl+pl))
+	if _, err := io.ReadFull(c.r, c.buf); err != nil {
+		c.err = fmt.Errorf("instrument events: read spilled rows: %w", err)
+		return false
+	}
+	return true
+}
+
+func (c *runCursor) name() []byte    { return c.buf[:c.nl] }
+func (c *runCursor) payload() []byte { return c.buf[c.nl:] }
+func (c *runCursor) error() error    { return c.err }
+func (c *runCursor) close()          {}
+
+// mergeCursor merges cursors with a binary heap; on equal names the cursor
+// with the highest index wins and the others' entries are skipped.
+type mergeCursor struct {
+	cs  []cursor
+	h   []int // heap of the cursors that have a current entry, except cur
+	cur int   // the cursor of the current entry, or -1
+	err error
+}
+
+func newMerge(cs []cursor) *mergeCursor {
+	m := &mergeCursor{cs: cs, cur: -1}
+	for i, c := range cs {
+		if c.next() {
+			m.h = append(m.h, i)
+		} else if err := c.error(); err != nil && m.err == nil {
+			m.err = err
+		}
+	}
+	for i := len(m.h)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return m
+}
+
+func (m *mergeCursor) less(a, b int) bool {
+	if c := bytes.Compare(m.cs[a].name(), m.cs[b].name()); c != 0 {
+		return c < 0
+	}
+	return a > b
+}
+
+func (m *mergeCursor) down(i int) {
+	h := m.h
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && m.less(h[r], h[l]) {
+			j = r
+		}
+		if !m.less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (m *mergeCursor) up(i int) {
+	h := m.h
+	for i > 0 {
+		p := (i - 1) / 2
+		if !m.less(h[i], h[p]) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+// advance moves the cursor at the top of the heap on.
+func (m *mergeCursor) advanceTop() {
+	c := m.cs[m.h[0]]
+	if c.next() {
+		m.down(0)
+		return
+	}
+	if err := c.error(); err != nil {
+		m.err = err
+	}
+	last := len(m.h) - 1
+	m.h[0] = m.h[last]
+	m.h = m.h[:last]
+	m.down(0)
+}
+
+func (m *mergeCursor) next() bool {
+	if m.err != nil {
+		return false
+	}
+	if m.cur >= 0 {
+		c := m.cs[m.cur]
+		for len(m.h) > 0 && m.err == nil && bytes.Equal(m.cs[m.h[0]].name(), c.name()) {
+			m.advanceTop() // an earlier row of the same instrument
+		}
+		if c.next() {
+			m.h = append(m.h, m.cur)
+			m.up(len(m.h) - 1)
+		} else if err := c.error(); err != nil {
+			m.err = err
+		}
+		m.cur = -1
+		if m.err != nil {
+			return false
+		}
+	}
+	if len(m.h) == 0 {
+		return false
+	}
+	m.cur = m.h[0]
+	last := len(m.h) - 1
+	m.h[0] = m.h[last]
+	m.h = m.h[:last]
+	m.down(0)
+	return true
+}
+
+func (m *mergeCursor) name() []byte    { return m.cs[m.cur].name() }
+func (m *mergeCursor) payload() []byte { return m.cs[m.cur].payload() }
+func (m *mergeCursor) error() error    { return m.err }
+
+func (m *mergeCursor) close() {
+	for _, c := range m.cs {
+		c.close()
+	}
+}
+
+// cursor returns a cursor over the state's entries in name order.
+func (s *State) cursor() (cursor, error) {
+	s.mu.Lock()
+	closed, inFile := s.closed, s.f != nil
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("instrument events: read state: state closed")
+	}
+	if !inFile {
+		return &memCursor{ar: &s.ar, ents: s.ents, i: -1}, nil
+	}
+	c, err := s.openFile()
+	if err != nil {
+		return nil, err
+	}
+	if c.version != fileVersion {
+		c.close()
+		return nil, fmt.Errorf("state file version %d", c.version)
+	}
+	return c, nil
+}
