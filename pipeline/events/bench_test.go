@@ -100,6 +100,7 @@ func BenchmarkDiff1M(b *testing.B) {
 	meta := Meta{SnapshotTime: f.snap1, RunID: "bench-1", Source: "venue-sim"}
 	var stats Stats
 	var heap uint64
+	var observe, finish time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -107,20 +108,24 @@ func BenchmarkDiff1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		t0 := time.Now()
 		for _, r := range f.recs1 {
 			if err := d.Observe(r); err != nil {
 				b.Fatal(err)
 			}
 		}
+		observe += time.Since(t0)
 		if heap == 0 {
 			b.StopTimer()
 			heap = heapInUse()
 			b.StartTimer()
 		}
 		var next *State
+		t1 := time.Now()
 		if stats, next, err = d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
+		finish += time.Since(t1)
 		next.Close()
 	}
 	b.StopTimer()
@@ -128,6 +133,8 @@ func BenchmarkDiff1M(b *testing.B) {
 	b.ReportMetric(float64(stats.Events), "events")
 	b.ReportMetric(float64(fi.Size()), "state-file-B")
 	b.ReportMetric(float64(heap)/(1<<20), "heap-after-observe-MiB")
+	b.ReportMetric(observe.Seconds()/float64(b.N), "observe-s/op")
+	b.ReportMetric(finish.Seconds()/float64(b.N), "finish-s/op")
 }
 
 // BenchmarkInitial1M is the first snapshot of a source: 1,000,000 listed

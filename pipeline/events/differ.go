@@ -334,7 +334,10 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		return stats, nil, d.prevError(err)
 	}
 	defer pc.close()
-	nc := b.srt.stream()
+	nc, err := b.srt.stream()
+	if err != nil {
+		return stats, nil, err
+	}
 	defer nc.close()
 	var out *stateWriter
 	if b.srt.spilled() {
@@ -358,6 +361,12 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		n       int
 		changes []change
 	)
+	// checkPrev validates a payload of prev before it is decoded: a state
+	// file's payloads are checked by Load, not again as they stream by.
+	checkPrev := func() error { return nil }
+	if fc, ok := pc.(*fileCursor); ok {
+		checkPrev = fc.check
+	}
 	nok, pok := nc.next(), pc.next()
 	for (nok || pok) && em.err == nil {
 		c := 0
@@ -370,6 +379,9 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 			c = bytes.Compare(nc.name(), pc.name())
 		}
 		if c > 0 {
+			if err := checkPrev(); err != nil {
+				return fail(d.prevError(err))
+			}
 			kind := Delisted
 			if exp, ok := expirationMs(pc.payload()); ok && exp <= b.snapMs {
 				kind = Expired
@@ -391,6 +403,9 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 			continue
 		}
 		if pp := pc.payload(); !bytes.Equal(pp, np) {
+			if err := checkPrev(); err != nil {
+				return fail(d.prevError(err))
+			}
 			changes = changes[:0]
 			diffPayloads(pp, np, func(k int, a, b []byte) {
 				kind := Changed

@@ -21,9 +21,11 @@ import (
 // order, ready to be merged with the previous state. A snapshot that fits in
 // the buffer never touches the disk.
 
-// defaultMemBytes bounds a sorter's buffer (names, payloads and 16 bytes of
-// bookkeeping per row).
+// defaultMemBytes bounds a sorter's buffer (names, payloads and entrySize
+// bytes of bookkeeping per row).
 const defaultMemBytes = 16 << 20
+
+const entrySize = 24 // unsafe.Sizeof(entry{})
 
 // cursor iterates entries in name order (names distinct). name and payload
 // are valid until the next call of next.
@@ -37,11 +39,21 @@ type cursor interface {
 
 type sorter struct {
 	source string
-	budget int64
+	budget int64 // per buffer: half of the memory bound
 	dir    string // for the runs
-	ar     arena
-	ents   []entry // rows in the buffer, in arrival order until sorted
+	buffer        // rows being added, in arrival order until sorted
+	spare  *buffer
 	runs   []*runFile
+	// bg reports the end of a spill running in the background (nil when
+	// none is); while one runs, only it touches spare and runs.
+	bg  chan error
+	err error // a failed spill: the rows are incomplete
+}
+
+// buffer holds rows in memory.
+type buffer struct {
+	ar   arena
+	ents []entry
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
@@ -55,6 +67,9 @@ type runFile struct {
 	closed bool
 }
 
+// newSorter returns a sorter holding at most about budget bytes of rows in
+// memory: two buffers of half of it, one filling while the other is
+// sorted and written in the background.
 func newSorter(source string, budget int, dir string) *sorter {
 	if budget <= 0 {
 		budget = defaultMemBytes
@@ -62,70 +77,111 @@ func newSorter(source string, budget int, dir string) *sorter {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	return &sorter{source: source, budget: int64(budget), dir: dir}
+	return &sorter{source: source, budget: max(int64(budget)/2, 1), dir: dir}
 }
 
 // add copies a row; a later row of the same name replaces an earlier one.
 func (s *sorter) add(name string, p []byte) error {
+	if s.err != nil {
+		return s.err
+	}
 	if len(name) > maxName || len(p) > maxPayload {
 		return fmt.Errorf("instrument %.64q: name or values too long", name)
 	}
 	c, off, buf := s.ar.alloc(len(name) + len(p))
 	copy(buf[copy(buf, name):], p)
-	s.ents = append(s.ents, entry{chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
-	if s.ar.used+16*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+	s.ents = append(s.ents, entry{key: nameKey(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
+	if s.ar.used+entrySize*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
 	return nil
 }
 
-func (s *sorter) entName(e *entry) []byte {
-	return s.ar.chunks[e.chunk][e.off : e.off+e.nlen]
+// wait waits for the background spill, if any, and returns the sorter's
+// error.
+func (s *sorter) wait() error {
+	if s.bg != nil {
+		if err := <-s.bg; err != nil && s.err == nil {
+			s.err = err
+		}
+		s.bg = nil
+	}
+	return s.err
 }
 
-// sortBuffer sorts the buffer by name and keeps the last row of each name
-// (rows arrive in arena order: chunk, then offset).
-func (s *sorter) sortBuffer() {
-	slices.SortFunc(s.ents, func(a, b entry) int {
-		if c := bytes.Compare(s.entName(&a), s.entName(&b)); c != 0 {
+// spill hands the buffer to a background goroutine that writes it as a
+// sorted run, and goes on with the spare buffer.
+func (s *sorter) spill() error {
+	if err := s.wait(); err != nil {
+		return err
+	}
+	full := s.buffer
+	if s.spare == nil {
+		s.spare = &buffer{}
+	}
+	s.buffer, *s.spare = *s.spare, buffer{}
+	spare := s.spare
+	s.bg = make(chan error, 1)
+	go func() {
+		err := s.writeRun(&full)
+		full.ents = full.ents[:0]
+		full.ar.reset()
+		*spare = full // reused by the next spill
+		s.bg <- err
+	}()
+	return nil
+}
+
+func (b *buffer) name(e *entry) []byte {
+	return b.ar.chunks[e.chunk][e.off : e.off+e.nlen]
+}
+
+// sort sorts the buffer by name and keeps the last row of each name (rows
+// arrive in arena order: chunk, then offset).
+func (b *buffer) sort() {
+	slices.SortFunc(b.ents, func(x, y entry) int {
+		if x.key != y.key {
+			return cmp.Compare(x.key, y.key)
+		}
+		if c := bytes.Compare(b.name(&x), b.name(&y)); c != 0 {
 			return c
 		}
-		if a.chunk != b.chunk {
-			return cmp.Compare(a.chunk, b.chunk)
+		if x.chunk != y.chunk {
+			return cmp.Compare(x.chunk, y.chunk)
 		}
-		return cmp.Compare(a.off, b.off)
+		return cmp.Compare(x.off, y.off)
 	})
 	out := 0
-	for i := range s.ents {
-		if i+1 < len(s.ents) && bytes.Equal(s.entName(&s.ents[i]), s.entName(&s.ents[i+1])) {
+	for i := range b.ents {
+		if i+1 < len(b.ents) && b.ents[i].key == b.ents[i+1].key && bytes.Equal(b.name(&b.ents[i]), b.name(&b.ents[i+1])) {
 			continue
 		}
-		s.ents[out] = s.ents[i]
+		b.ents[out] = b.ents[i]
 		out++
 	}
-	s.ents = s.ents[:out]
+	b.ents = b.ents[:out]
 }
 
-// maxRuns bounds the runs merged at once (each is read through a 64 KiB
+// maxRuns bounds the runs merged at once (each is read through a 32 KiB
 // buffer): when a spill makes that many, they are merged into one first.
-const maxRuns = 16
+const maxRuns = 64
 
-// spill writes the buffer as a sorted run and empties it.
-func (s *sorter) spill() error {
-	s.sortBuffer()
+// writeRun sorts a buffer and writes it as a run (merging the runs when
+// there are maxRuns).
+func (s *sorter) writeRun(b *buffer) error {
+	b.sort()
 	run, bw, err := s.newRun()
 	if err != nil {
 		return err
 	}
-	for i := range s.ents {
-		e := &s.ents[i]
-		writeRunEntry(bw, s.ar.chunks[e.chunk][e.off:e.off+e.nlen], s.ar.chunks[e.chunk][e.off+e.nlen:e.off+e.nlen+e.plen])
+	for i := range b.ents {
+		e := &b.ents[i]
+		c := b.ar.chunks[e.chunk]
+		writeRunEntry(bw, c[e.off:e.off+e.nlen], c[e.off+e.nlen:e.off+e.nlen+e.plen])
 	}
-	if err := run.finish(bw, len(s.ents)); err != nil {
+	if err := run.finish(bw, len(b.ents)); err != nil {
 		return err
 	}
-	s.ents = s.ents[:0]
-	s.ar.reset()
 	if len(s.runs) >= maxRuns {
 		return s.compact()
 	}
@@ -184,8 +240,10 @@ func (s *sorter) newRun() (*runFile, *bufio.Writer, error) {
 }
 
 func writeRunEntry(bw *bufio.Writer, name, p []byte) {
-	var hdr [2 * binary.MaxVarintLen64]byte
-	h := binary.AppendUvarint(hdr[:0], uint64(len(name)))
+	if bw.Available() < 2*binary.MaxVarintLen64 {
+		bw.Flush() // an error sticks: Flush in finish reports it
+	}
+	h := binary.AppendUvarint(bw.AvailableBuffer(), uint64(len(name)))
 	h = binary.AppendUvarint(h, uint64(len(p)))
 	bw.Write(h)
 	bw.Write(name)
@@ -204,7 +262,7 @@ func (r *runFile) finish(bw *bufio.Writer, n int) (err error) {
 }
 
 func (r *runFile) cursor() cursor {
-	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), left: r.n}
+	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 32<<10), left: r.n}
 }
 
 func (r *runFile) close() {
@@ -220,26 +278,36 @@ func (r *runFile) close() {
 // stream sorts what is buffered and returns the merge of every row in name
 // order, the last row of a name winning. The sorter must not be added to
 // afterwards; the cursor reads its buffer and runs until s.close.
-func (s *sorter) stream() cursor {
-	s.sortBuffer()
+func (s *sorter) stream() (cursor, error) {
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	s.spare = nil
+	s.buffer.sort()
 	mem := &memCursor{ar: &s.ar, ents: s.ents, i: -1}
 	if len(s.runs) == 0 {
-		return mem
+		return mem, nil
 	}
 	cs := make([]cursor, 0, len(s.runs)+1)
 	for _, r := range s.runs {
 		cs = append(cs, r.cursor())
 	}
-	return newMerge(append(cs, mem)) // the buffer holds the latest rows
+	return newMerge(append(cs, mem)), nil // the buffer holds the latest rows
 }
 
 // spilled reports whether any rows went to disk.
-func (s *sorter) spilled() bool { return len(s.runs) > 0 }
+func (s *sorter) spilled() bool {
+	s.wait()
+	return len(s.runs) > 0
+}
 
 // state builds a State of the rows: in memory when nothing was spilled,
 // else a temporary state file in s.dir.
 func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
-	c := s.stream()
+	c, err := s.stream()
+	if err != nil {
+		return nil, err
+	}
 	defer c.close()
 	if !s.spilled() {
 		return s.takeState(hasSnap, snapMs), nil
@@ -267,17 +335,19 @@ func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
 // takeState moves the sorted buffer into an in-memory State.
 func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
 	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents}
-	s.ar, s.ents = arena{}, nil
+	s.buffer = buffer{}
 	return st
 }
 
-// close removes the runs and drops the buffer.
+// close removes the runs and drops the buffers.
 func (s *sorter) close() {
+	s.wait()
+	s.spare = nil
 	for _, r := range s.runs {
 		r.close()
 	}
 	s.runs = nil
-	s.ar, s.ents = arena{}, nil
+	s.buffer = buffer{}
 }
 
 // memCursor reads sorted entries held in memory.
@@ -485,5 +555,6 @@ func (s *State) cursor() (cursor, error) {
 		c.close()
 		return nil, fmt.Errorf("state file version %d", c.version)
 	}
+	c.lazy = true
 	return c, nil
 }

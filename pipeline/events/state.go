@@ -47,9 +47,22 @@ type State struct {
 }
 
 // entry locates one instrument's name followed by its payload in an arena.
+// key holds the name's first 8 bytes (big-endian, zero-padded): comparing
+// keys orders most names without reading them.
 type entry struct {
+	key        uint64
 	chunk, off uint32
 	nlen, plen uint32
+}
+
+// nameKey returns the key of a name (see entry).
+func nameKey(name string) uint64 {
+	if len(name) >= 8 {
+		return binary.BigEndian.Uint64([]byte(name[:8]))
+	}
+	var b [8]byte
+	copy(b[:], name)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // NewState returns the empty state of a source: no snapshot yet, so the next
@@ -76,7 +89,7 @@ func (s *State) Len() int { return s.n }
 // MemBytes estimates the memory the state holds: its entries when it is in
 // memory, nothing but buffers while a file-backed state is read.
 func (s *State) MemBytes() int64 {
-	n := int64(cap(s.ents)) * 16
+	n := int64(cap(s.ents)) * entrySize
 	for _, c := range s.ar.chunks {
 		n += int64(cap(c))
 	}
@@ -332,7 +345,7 @@ func newStateWriter(dir, source string, hasSnap bool, snapMs int64) (*stateWrite
 	if err != nil {
 		return nil, err
 	}
-	w.zw, err = zstd.NewWriter(w.f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	w.zw, err = zstd.NewWriter(w.f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
 	if err != nil {
 		w.abort()
 		return nil, err
@@ -651,6 +664,9 @@ type fileCursor struct {
 	prev    []byte // version 2: the previous name
 	done    bool
 	err     error
+	// lazy: payloads are not checked as they are read (Load did, and the
+	// file is held open); a reader checks the payloads it decodes (check).
+	lazy bool
 }
 
 // openFile starts reading the state's file and checks its header.
@@ -810,10 +826,20 @@ func (c *fileCursor) entry() (bool, error) {
 	if err := r.full(c.pl); err != nil {
 		return false, fmt.Errorf("instrument %d (%q): payload: %w", i, c.nm, err)
 	}
-	if err := validPayload(c.pl); err != nil {
-		return false, fmt.Errorf("instrument %d (%q): %w", i, c.nm, err)
+	if !c.lazy {
+		if err := c.check(); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
+}
+
+// check validates the current payload.
+func (c *fileCursor) check() error {
+	if err := validPayload(c.pl); err != nil {
+		return fmt.Errorf("instrument %q: %w", c.nm, err)
+	}
+	return nil
 }
 
 func (c *fileCursor) trailer() error {
