@@ -45,12 +45,15 @@
 //
 // A State holds the last known instruments of one source: per instrument its
 // name and one compact byte string with the compared fields and the
-// expiration time, in an arena, plus an open-addressing hash index (about
-// 200 bytes per instrument in memory for the simulator's listing). It is
-// kept in DATA/_state/instrument_events/<source>.state.zst, replaced
-// atomically by Save (see StatePath and the file format in state.go). A
-// State is never modified once built: Finish returns a new one, so a caller
-// whose load fails keeps the previous one and simply does not Save.
+// expiration time, in instrument_name order. It is kept in
+// DATA/_state/instrument_events/<source>.state.zst (format version 2, see
+// state.go), replaced atomically by Save. A loaded State is a handle on that
+// file (checked once by Load: CRC, order, payloads) and is read as a stream;
+// a small state built in memory stays in memory. A State is never modified
+// once built: Finish returns a new one, so a caller whose load fails keeps
+// the previous one and simply does not Save. Close a State when done with
+// it: a next state that Finish wrote to a temporary file and that was never
+// saved is removed.
 //
 // Snapshots must be applied in time order: NewDiffer refuses a snapshot
 // whose time is at or before the state's last snapshot with ErrOutOfOrder,
@@ -61,13 +64,30 @@
 // Rebuild (or a Builder) recreates it from the instruments rows of the last
 // snapshot, from ClickHouse or from Parquet.
 //
+// # Memory
+//
+// A comparison holds at most Options.MemBytes (16 MiB by default) of rows,
+// whatever the size of the listing: Observe encodes each row into a buffer
+// and, when it is full, sorts it by name (the last row of a name winning)
+// and writes it as a sorted run to an unlinked temporary file in
+// Options.TempDir (in the background, while a second buffer fills). Finish
+// merges the runs and the previous state, both in name order, so the events
+// come out in their documented order without being collected, and writes
+// the next state as it goes (into Options.TempDir, from where Save renames
+// it into place). A listing that fits in one buffer (MemBytes/2) never
+// touches the disk before Save. Version 1 state files (unsorted) are still read: Load sorts
+// them the same way, and the next Save writes version 2.
+//
 // # Use
 //
 //	prev, err := events.Load(dataDir, source)          // empty state when no file
-//	d, err := events.NewDiffer(prev, events.Meta{SnapshotTime: t, RunID: id, Source: source}, events.Options{})
+//	defer prev.Close()
+//	opt := events.Options{TempDir: events.StateDir(dataDir)}
+//	d, err := events.NewDiffer(prev, events.Meta{SnapshotTime: t, RunID: id, Source: source}, opt)
 //	// for each schema.Instruments record of the snapshot (e.g. from transform's Emit):
-//	err = d.Observe(rec)
+//	err = d.Observe(rec)                               // (d.Close() to abandon it)
 //	stats, next, err := d.Finish(writeToSinks)         // schema.InstrumentEvents records
+//	defer next.Close()
 //	// after the sinks committed the events:
 //	err = next.Save(dataDir)
 //
@@ -136,7 +156,8 @@ type Options struct {
 	// Mem allocates the emitted records (default memory.DefaultAllocator).
 	Mem memory.Allocator
 	// MemBytes bounds the memory holding the observed rows (default
-	// 32 MiB). Rows beyond it are sorted and spilled to temporary files.
+	// 16 MiB, two buffers of half of it). Rows beyond it are sorted and
+	// spilled to temporary files.
 	MemBytes int
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):

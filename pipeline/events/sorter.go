@@ -39,7 +39,7 @@ type cursor interface {
 
 type sorter struct {
 	source string
-	budget int64 // per buffer: half of the memory bound
+	budget int64  // per buffer: half of the memory bound
 	dir    string // for the runs
 	buffer        // rows being added, in arrival order until sorted
 	spare  *buffer
