@@ -11,12 +11,14 @@ import (
 // (InstrumentDecoder.instrument) would:
 //
 //   - the object is whole in the buffer (the general path handles refills);
-//   - every key is a known venue field, at most once, without escapes;
+//   - every key is a known venue field, at most once, or an unknown one
+//     whose value is a plain scalar (it goes to extra as received); keys
+//     have no escapes;
 //   - every value has its field's type (or is null), strings are ASCII
 //     without escapes, numbers fit the fast conversions below;
 //   - instrument_name is a non-empty string.
 //
-// Anything else — unknown members (extra), wrong types, rejects, escapes,
+// Anything else — nested unknown members, wrong types, rejects, escapes,
 // UTF-8, odd numbers, malformed JSON — returns 0 before anything is written,
 // and the general path decodes the object from its first byte. So the fast
 // path changes speed, never results; FuzzFastPath checks that.
@@ -49,15 +51,36 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			}
 		}
 		if fi < 0 {
-			q := p + 1
-			for q < len(w) && w[q] != '"' && w[q] != '\\' {
-				q++
-			}
-			if q >= len(w) || w[q] != '"' {
+			q := asciiString(w, p)
+			if q < 0 {
 				return 0
 			}
 			if fi = fieldIndex(w[p+1 : q]); fi < 0 {
-				return 0
+				// An unknown member goes to extra as received, when its
+				// value is a scalar the fast path can check.
+				start := p
+				if p = skipWS(w, q+1); p >= len(w) || w[p] != ':' {
+					return 0
+				}
+				if p = skipWS(w, p+1); p >= len(w) {
+					return 0
+				}
+				if p = skipScalar(w, p); p < 0 {
+					return 0
+				}
+				r.extra = append(r.extra, start, p)
+				if p = skipWS(w, p); p >= len(w) {
+					return 0
+				}
+				if w[p] == ',' {
+					p = skipWS(w, p+1)
+					continue
+				}
+				if w[p] != '}' {
+					return 0
+				}
+				p++
+				break
 			}
 			p = q + 1
 		}
@@ -135,6 +158,70 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 	}
 	if r.set&^r.null&(1<<nameField) == 0 || r.vals[nameField].slen == 0 {
 		return 0 // rejected: the general path words the reason
+	}
+	return p
+}
+
+// skipScalar returns the end of the JSON string (printable ASCII, no
+// escapes), number or literal at w[p], or -1 for anything else (objects,
+// arrays, escapes: the general path checks those).
+func skipScalar(w []byte, p int) int {
+	switch c := w[p]; {
+	case c == '"':
+		if e := asciiString(w, p); e >= 0 {
+			return e + 1
+		}
+	case c == 't' && hasWord(w, p, "true"), c == 'n' && hasWord(w, p, "null"):
+		return p + 4
+	case c == 'f' && hasWord(w, p, "false"):
+		return p + 5
+	case c == '-' || c-'0' <= 9:
+		if e := numberEnd(w, p); e > p && e < len(w) && !numberByte(w[e]) {
+			return e
+		}
+	}
+	return -1
+}
+
+// numberEnd returns the end of the JSON number at b[p:] (the grammar only,
+// any magnitude), or p when there is none.
+func numberEnd(b []byte, p int) int {
+	start := p
+	if p < len(b) && b[p] == '-' {
+		p++
+	}
+	switch {
+	case p < len(b) && b[p] == '0':
+		p++
+	case p < len(b) && b[p]-'1' <= 8:
+		for p < len(b) && b[p]-'0' <= 9 {
+			p++
+		}
+	default:
+		return start
+	}
+	if p < len(b) && b[p] == '.' {
+		p++
+		q := p
+		for p < len(b) && b[p]-'0' <= 9 {
+			p++
+		}
+		if p == q {
+			return start
+		}
+	}
+	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+		p++
+		if p < len(b) && (b[p] == '+' || b[p] == '-') {
+			p++
+		}
+		q := p
+		for p < len(b) && b[p]-'0' <= 9 {
+			p++
+		}
+		if p == q {
+			return start
+		}
 	}
 	return p
 }

@@ -98,13 +98,13 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 	cases := []struct {
 		name     string
 		body     []byte
-		wantFast bool // most rows must take the fast path
+		wantFast bool // at least 80% of the rows must take the fast path
 	}{
 		{"simulator", sim(venuesim.Faults{}, 200), true},
 		{"simulator 3 groups", sim(venuesim.Faults{}, 1000), true},
 		{"index price variants", sim(venuesim.Faults{IndexPriceVariants: true}, 200), true},
 		{"wrong types", sim(venuesim.Faults{WrongTypes: true}, 200), true},
-		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), false},
+		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), true},
 		{"timestamps in seconds", sim(venuesim.Faults{TimestampsInSeconds: true}, 200), true},
 		{"pretty printed", []byte(pretty), true},
 		{"edge values", []byte(listing(
@@ -133,6 +133,10 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 			`{"instrument_name":"t","instrument_name":"u"}`,
 			`{"instrument_name":"v","base_currency":"ETH"}`,
 			`{"instrument_name":"w","strike":1.5.5}`,
+			`{"instrument_name":"x","new_field":1e400,"other" : "a b","flag":true,"n":null,"f":false,"neg":-0.5e-3}`,
+			`{"instrument_name":"y","nested":{"a":[1,2]},"s":"\u00e9"}`,
+			`{"instrument_name":"z","bad":01}`,
+			`{"instrument_name":"z2","bad":tru}`,
 		)), false},
 	}
 	for _, tc := range cases {
@@ -140,7 +144,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 			for _, opt := range []Options{{}, {BatchRows: 7, ReadBuffer: 4096}} {
 				fast := sameOutcome(t, tc.body, opt)
 				rows := int64(bytes.Count(tc.body, []byte(`"instrument_name"`)))
-				if tc.wantFast && fast < rows*9/10 {
+				if tc.wantFast && fast < rows*8/10 {
 					t.Errorf("opt %+v: fast path took %d of %d rows", opt, fast, rows)
 				}
 			}

@@ -329,7 +329,7 @@ func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, grou
 				sc.Advance(n)
 				d.index++
 				d.fastRows++
-				d.appendRow(nil)
+				d.appendRow(w)
 			} else if err := d.instrument(sc); err != nil {
 				return err
 			}
