@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -334,4 +335,29 @@ func TestBoundedMemory(t *testing.T) {
 	if float64(large) > 1.5*float64(small) {
 		t.Errorf("heap grows with the listing: %d at 25k, %d at 100k", small, large)
 	}
+}
+
+// TestDroppedState: a temporary next state dropped without Close is
+// removed once collected.
+func TestDroppedState(t *testing.T) {
+	tmp := t.TempDir()
+	var rows []row
+	for i := 0; i < 100; i++ {
+		rows = append(rows, inst(fmt.Sprintf("I-%03d", i)))
+	}
+	func() {
+		_, _, st := diff(t, NewState("s"), "s", at(1), rows, 10, Options{MemBytes: 2 << 10, TempDir: tmp})
+		if ents, _ := os.ReadDir(tmp); len(ents) != 1 || st.Len() != 100 {
+			t.Fatalf("next state: %v", ents)
+		}
+	}()
+	for i := 0; i < 10; i++ {
+		runtime.GC()
+		if ents, _ := os.ReadDir(tmp); len(ents) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ents, _ := os.ReadDir(tmp)
+	t.Fatalf("left after GC: %v", ents)
 }

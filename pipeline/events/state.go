@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -411,7 +412,11 @@ func (w *stateWriter) state(source string, hasSnap bool, snapMs int64) (*State, 
 		w.abort()
 		return nil, err
 	}
-	return &State{source: source, hasSnap: hasSnap, snapMs: snapMs, n: w.n, f: w.f, size: fi.Size(), path: w.path, temp: true}, nil
+	st := &State{source: source, hasSnap: hasSnap, snapMs: snapMs, n: w.n, f: w.f, size: fi.Size(), path: w.path, temp: true}
+	// A state dropped without Close must not leave its temporary file
+	// behind (once saved or closed, nothing has that name any more).
+	runtime.AddCleanup(st, func(path string) { os.Remove(path) }, w.path)
+	return st, nil
 }
 
 // fileWriter buffers the uncompressed stream and keeps its CRC.
