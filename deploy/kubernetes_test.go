@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -260,7 +261,14 @@ func TestKubernetesCronJob(t *testing.T) {
 	vars := runEnvVars()
 	env := map[string]envVar{}
 	for _, e := range c.Env {
-		if _, ok := vars[e.Name]; !ok {
+		if e.Name == "GOMEMLIMIT" {
+			// The Go runtime's soft limit: must stay under the container's.
+			limit, ok1 := bytesOf(c.Resources.Limits["memory"])
+			soft, ok2 := bytesOf(e.Value)
+			if !ok1 || !ok2 || soft >= limit {
+				t.Errorf("env GOMEMLIMIT=%q: want a size under limits.memory %q", e.Value, c.Resources.Limits["memory"])
+			}
+		} else if _, ok := vars[e.Name]; !ok {
 			t.Errorf("env %s: not a variable of optlake run", e.Name)
 		}
 		if _, dup := env[e.Name]; dup {
@@ -355,4 +363,19 @@ func TestKubernetesCronJob(t *testing.T) {
 	if sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0 {
 		t.Error("container securityContext: want capabilities drop [ALL], add none")
 	}
+}
+
+// bytesOf parses the sizes used above: Kubernetes quantities ("1Gi",
+// "512Mi") and Go's GOMEMLIMIT ("900MiB", "1GiB").
+func bytesOf(s string) (int64, bool) {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"Gi", 1 << 30}, {"Mi", 1 << 20}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.mult, err == nil && v > 0
+		}
+	}
+	return 0, false
 }
