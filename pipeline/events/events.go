@@ -66,7 +66,7 @@
 //
 // # Memory
 //
-// A comparison holds at most Options.MemBytes (16 MiB by default) of rows,
+// A comparison holds at most Options.MemBytes (8 MiB by default) of rows,
 // whatever the size of the listing: Observe encodes each row into a buffer
 // and, when it is full, sorts it by name (the last row of a name winning)
 // and writes it as a sorted run to an unlinked temporary file in
@@ -156,7 +156,7 @@ type Options struct {
 	// Mem allocates the emitted records (default memory.DefaultAllocator).
 	Mem memory.Allocator
 	// MemBytes bounds the memory holding the observed rows (default
-	// 16 MiB, two buffers of half of it). Rows beyond it are sorted and
+	// 8 MiB, two buffers of half of it). Rows beyond it are sorted and
 	// spilled to temporary files.
 	MemBytes int
 	// TempDir holds the spilled rows and the next state while a large

@@ -23,7 +23,7 @@ import (
 
 // defaultMemBytes bounds a sorter's buffer (names, payloads and entrySize
 // bytes of bookkeeping per row).
-const defaultMemBytes = 16 << 20
+const defaultMemBytes = 8 << 20
 
 const entrySize = 24 // unsafe.Sizeof(entry{})
 
