@@ -472,6 +472,9 @@ func (d *Differ) prevError(err error) error {
 	p.mu.Lock()
 	path := p.path
 	p.mu.Unlock()
+	if path == "" || errors.Is(err, errClosed) {
+		return fmt.Errorf("instrument events: %s: previous state: %w", p.source, err)
+	}
 	return fmt.Errorf("%w %s: %w", ErrCorruptState, path, err)
 }
 

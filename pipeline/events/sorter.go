@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -542,7 +541,7 @@ func (s *State) cursor() (cursor, error) {
 	closed, inFile := s.closed, s.f != nil
 	s.mu.Unlock()
 	if closed {
-		return nil, errors.New("instrument events: read state: state closed")
+		return nil, errClosed
 	}
 	if !inFile {
 		return &memCursor{ar: &s.ar, ents: s.ents, i: -1}, nil

@@ -136,6 +136,9 @@ func (s *State) payload(e int) []byte {
 	return s.ar.chunks[en.chunk][start : start+en.plen]
 }
 
+// errClosed reports the use of a closed State.
+var errClosed = errors.New("instrument events: state closed")
+
 // Limits that keep a corrupt file from asking for absurd allocations.
 const (
 	maxName    = 64 << 10
@@ -254,7 +257,7 @@ func (s *State) Save(dataDir string) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return wrap(errors.New("state closed"))
+		return wrap(errClosed)
 	}
 	if s.f != nil && s.temp && sameDir(filepath.Dir(s.path), dir) {
 		if err := s.f.Sync(); err != nil {
@@ -680,7 +683,7 @@ func (s *State) openFile() (*fileCursor, error) {
 	f, size, closed := s.f, s.size, s.closed
 	s.mu.Unlock()
 	if closed || f == nil {
-		return nil, errors.New("instrument events: read state: state closed")
+		return nil, errClosed
 	}
 	zr, err := zstd.NewReader(io.NewSectionReader(f, 0, size), zstd.WithDecoderConcurrency(2))
 	if err != nil {
