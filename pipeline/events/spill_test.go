@@ -262,9 +262,21 @@ func TestClosedState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
-		t.Error("compared with a closed state")
+	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil || errors.Is(err, ErrCorruptState) {
+		t.Errorf("compared with a closed state: %v", err)
 	}
+	// The same for a state in a file.
+	dir := t.TempDir()
+	_, _, st = diff(t, NewState("s"), "s", at(1), []row{inst("A"), inst("B")}, 0, Options{MemBytes: 1, TempDir: dir})
+	st.Close()
+	d, err = NewDiffer(st, Meta{SnapshotTime: at(2), Source: "s"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil || errors.Is(err, ErrCorruptState) {
+		t.Errorf("compared with a closed state file: %v", err)
+	}
+	assertNoTemp(t, dir)
 }
 
 // TestBoundedMemory: the heap a comparison holds does not grow with the
