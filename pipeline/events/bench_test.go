@@ -101,6 +101,7 @@ func BenchmarkDiff1M(b *testing.B) {
 	var stats Stats
 	var heap uint64
 	var observe, finish time.Duration
+	h0 := heapInUse()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -117,7 +118,7 @@ func BenchmarkDiff1M(b *testing.B) {
 		observe += time.Since(t0)
 		if heap == 0 {
 			b.StopTimer()
-			heap = heapInUse()
+			heap = heapInUse() - h0
 			b.StartTimer()
 		}
 		var next *State
