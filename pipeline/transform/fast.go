@@ -69,17 +69,13 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 					return 0
 				}
 				r.extra = append(r.extra, start, p)
-				if p = skipWS(w, p); p >= len(w) {
+				var more, ok bool
+				if p, more, ok = memberEnd(w, p); !ok {
 					return 0
 				}
-				if w[p] == ',' {
-					p = skipWS(w, p+1)
+				if more {
 					continue
 				}
-				if w[p] != '}' {
-					return 0
-				}
-				p++
 				break
 			}
 			p = q + 1
@@ -143,23 +139,33 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			v.f, v.fok = parseDecimalFast(w[p+1 : e])
 			p = e + 1
 		}
-		if p = skipWS(w, p); p >= len(w) {
+		var more, ok bool
+		if p, more, ok = memberEnd(w, p); !ok {
 			return 0
 		}
-		if w[p] == ',' {
-			p = skipWS(w, p+1)
-			continue
+		if !more {
+			break
 		}
-		if w[p] != '}' {
-			return 0
-		}
-		p++
-		break
 	}
 	if r.set&^r.null&(1<<nameField) == 0 || r.vals[nameField].slen == 0 {
 		return 0 // rejected: the general path words the reason
 	}
 	return p
+}
+
+// memberEnd consumes what follows a member's value: a comma (more members;
+// p is then at the next key) or the closing brace (p just after it).
+func memberEnd(w []byte, p int) (next int, more, ok bool) {
+	if p = skipWS(w, p); p >= len(w) {
+		return 0, false, false
+	}
+	switch w[p] {
+	case ',':
+		return skipWS(w, p+1), true, true
+	case '}':
+		return p + 1, false, true
+	}
+	return 0, false, false
 }
 
 // skipScalar returns the end of the JSON string (printable ASCII, no
