@@ -10,6 +10,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -134,7 +136,7 @@ func Decode(ctx context.Context, path string, batchRows int) (Result, error) {
 
 // JSONToParquet measures the runner's instrument path into the Parquet sink:
 // the decoder in this goroutine, the sink's writers in another, record
-// batches handed over a channel of two (as pipeline's fan-out lanes do),
+// batches handed over pipeline's fan-out (a channel of two per sink),
 // committed (fsynced and renamed) at the end. Files go under dir.
 func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result, error) {
 	start := time.Now()
@@ -149,18 +151,19 @@ func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result
 		return Result{}, err
 	}
 	snap := snapshot()
-	l := newLane(ctx, sink, snap)
+	fan := pipeline.NewFanout(ctx, []sinks.Sink{sink}, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batchRows})
 	defer dec.Release()
-	st, err := dec.Decode(ctx, cr, meta(), l.emit)
+	st, err := dec.Decode(ctx, cr, meta(), fan.Emit)
 	if err != nil {
-		l.abort()
+		fan.Abort()
 		return Result{}, fmt.Errorf("decode %s: %w", path, err)
 	}
-	files, err := l.commit(ctx)
-	if err != nil {
-		return Result{}, err
+	out := fan.Commit(ctx)[sink.Name()]
+	if out.Error != "" {
+		return Result{}, errors.New(out.Error)
 	}
+	files := out.Files
 	res := Result{Rows: st.Rows, Rejects: st.Rejects, InBytes: cr.n, Seconds: time.Since(start).Seconds()}
 	for _, p := range files {
 		if filepath.Base(filepath.Dir(filepath.Dir(p))) == schema.Instruments.Name {
@@ -170,95 +173,6 @@ func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result
 		}
 	}
 	return res, nil
-}
-
-// lane is the minimal wiring of pipeline's fan-out for one sink: a goroutine
-// that writes each record to its table's writer, opened on first use (the
-// instruments table eagerly).
-type lane struct {
-	sink    sinks.Sink
-	snap    sinks.Snapshot
-	ch      chan item
-	done    chan struct{}
-	order   []*schema.Table
-	writers map[*schema.Table]sinks.Writer
-	err     error
-}
-
-type item struct {
-	t   *schema.Table
-	rec arrow.Record
-}
-
-func newLane(ctx context.Context, s sinks.Sink, snap sinks.Snapshot) *lane {
-	l := &lane{sink: s, snap: snap, ch: make(chan item, 2), done: make(chan struct{}), writers: map[*schema.Table]sinks.Writer{}}
-	l.open(ctx, schema.Instruments)
-	go l.run(ctx)
-	return l
-}
-
-func (l *lane) open(ctx context.Context, t *schema.Table) sinks.Writer {
-	if w, ok := l.writers[t]; ok || l.err != nil {
-		return w
-	}
-	w, err := l.sink.Open(ctx, t, l.snap)
-	if err != nil {
-		l.err = err
-		return nil
-	}
-	l.writers[t] = w
-	l.order = append(l.order, t)
-	return w
-}
-
-func (l *lane) run(ctx context.Context) {
-	defer close(l.done)
-	for it := range l.ch {
-		if l.err == nil {
-			if w := l.open(ctx, it.t); w != nil {
-				if err := w.Write(ctx, it.rec); err != nil {
-					l.err = err
-				}
-			}
-		}
-		it.rec.Release()
-	}
-}
-
-func (l *lane) emit(t *schema.Table, rec arrow.Record) error {
-	rec.Retain()
-	l.ch <- item{t: t, rec: rec}
-	return nil
-}
-
-func (l *lane) abort() {
-	close(l.ch)
-	<-l.done
-	for _, w := range l.writers {
-		w.Abort()
-	}
-}
-
-// commit waits for the writer goroutine and commits every table in the order
-// opened; it returns where the rows went.
-func (l *lane) commit(ctx context.Context) ([]string, error) {
-	close(l.ch)
-	<-l.done
-	if l.err != nil {
-		for _, w := range l.writers {
-			w.Abort()
-		}
-		return nil, l.err
-	}
-	var where []string
-	for _, t := range l.order {
-		c, err := l.writers[t].Commit(ctx)
-		if err != nil {
-			return nil, err
-		}
-		where = append(where, c.Where)
-	}
-	return where, nil
 }
 
 // DecodeRecords decodes the listing at path into instrument record batches

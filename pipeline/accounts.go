@@ -19,7 +19,7 @@ import (
 // ClickHouse as ALTER TABLE ... ADD COLUMN when the sink opens the table.
 func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq requestSpec, body io.Reader, sum *Summary, res *EndpointResult, sr *snapshotRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
-	fan := newFanout(ctx, r.cfg.Sinks, snap)
+	fan := NewFanout(ctx, r.cfg.Sinks, snap)
 	// Bodies of one endpoint and account in one snapshot (a fanned-out
 	// parameter) number their rows on from each other, so keys never collide.
 	if sr.rowOffsets == nil {
@@ -33,9 +33,9 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 	}
 	meta := infer.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Account: rq.account, Endpoint: ep.Name, RowOffsets: offsets}
 	opt := infer.Options{Mode: r.cfg.SchemaMode, BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem}
-	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.emit)
+	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.Emit)
 	if err != nil {
-		fan.abort()
+		fan.Abort()
 		return nil, fmt.Errorf("infer %s: %w", ep.Name, err)
 	}
 	for _, c := range changes {
@@ -48,7 +48,7 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 		res.Rows += n
 		offsets[t] += n
 	}
-	outs := fan.commit(ctx)
+	outs := fan.Commit(ctx)
 	for _, o := range outs {
 		if o.Error != "" {
 			return outs, nil // reported per sink; the registry is not saved

@@ -114,14 +114,14 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	if e.stateOnly {
 		targets = nil
 	}
-	fan := newFanout(ctx, targets, snap, schema.InstrumentEvents)
-	stats, next, err := e.d.Finish(fan.emit)
+	fan := NewFanout(ctx, targets, snap, schema.InstrumentEvents)
+	stats, next, err := e.d.Finish(fan.Emit)
 	if err != nil {
-		fan.abort()
+		fan.Abort()
 		log.Error("instrument events failed", "err", err)
 		return
 	}
-	outs := fan.commit(ctx)
+	outs := fan.Commit(ctx)
 	saved := false
 	defer func() {
 		if !saved {

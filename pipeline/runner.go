@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -411,7 +410,7 @@ func flat(v url.Values) map[string]string {
 // writers are aborted, so a retry starts clean.
 func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
-	fan := newFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
+	fan := NewFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	defer dec.Release()
 	meta := transform.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name}
@@ -420,150 +419,16 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 		if t == schema.Instruments {
 			ev.observe(rec)
 		}
-		return fan.emit(t, rec)
+		return fan.Emit(t, rec)
 	}
 	stats, err := dec.Decode(ctx, body, meta, emit)
 	if err != nil {
-		fan.abort()
+		fan.Abort()
 		return nil, fmt.Errorf("decode listing: %w", err)
 	}
 	res.Rows += stats.Rows
 	res.Rejects += stats.Rejects
-	return fan.commit(ctx), nil
-}
-
-// fanout hands every record to every sink, each in its own goroutine so
-// decoding overlaps encoding and sending. A sink that fails stops receiving
-// records; the others go on.
-type fanout struct {
-	lanes []*lane
-}
-
-type item struct {
-	t   *schema.Table
-	rec arrow.Record
-}
-
-type lane struct {
-	sink    sinks.Sink
-	snap    sinks.Snapshot
-	ch      chan item
-	done    chan struct{}
-	order   []*schema.Table
-	writers map[*schema.Table]sinks.Writer
-	err     error
-}
-
-// newFanout opens a lane per sink; the tables in eager get a writer even if
-// no row arrives (an empty listing is a fact worth recording).
-func newFanout(ctx context.Context, ss []sinks.Sink, snap sinks.Snapshot, eager ...*schema.Table) *fanout {
-	f := &fanout{}
-	for _, s := range ss {
-		l := &lane{sink: s, snap: snap, ch: make(chan item, 2), done: make(chan struct{}),
-			writers: map[*schema.Table]sinks.Writer{}}
-		for _, t := range eager {
-			l.open(ctx, t)
-		}
-		go l.run(ctx)
-		f.lanes = append(f.lanes, l)
-	}
-	return f
-}
-
-func (l *lane) open(ctx context.Context, t *schema.Table) sinks.Writer {
-	if w, ok := l.writers[t]; ok || l.err != nil {
-		return w
-	}
-	w, err := l.sink.Open(ctx, t, l.snap)
-	if err != nil {
-		l.err = err
-		return nil
-	}
-	l.writers[t] = w
-	l.order = append(l.order, t)
-	return w
-}
-
-func (l *lane) run(ctx context.Context) {
-	defer close(l.done)
-	for it := range l.ch {
-		if l.err == nil {
-			if w := l.open(ctx, it.t); w != nil {
-				if err := w.Write(ctx, it.rec); err != nil {
-					l.err = err
-				}
-			}
-		}
-		it.rec.Release()
-	}
-}
-
-func (f *fanout) emit(t *schema.Table, rec arrow.Record) error {
-	for _, l := range f.lanes {
-		rec.Retain()
-		l.ch <- item{t: t, rec: rec}
-	}
-	return nil
-}
-
-func (f *fanout) wait() {
-	for _, l := range f.lanes {
-		close(l.ch)
-	}
-	for _, l := range f.lanes {
-		<-l.done
-	}
-}
-
-func (f *fanout) abort() {
-	f.wait()
-	for _, l := range f.lanes {
-		for _, w := range l.writers {
-			w.Abort()
-		}
-	}
-}
-
-// commit finishes every lane: a lane without error commits its writers in
-// the order they were opened (the data table before its rejects).
-func (f *fanout) commit(ctx context.Context) map[string]SinkResult {
-	f.wait()
-	out := map[string]SinkResult{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, l := range f.lanes {
-		wg.Add(1)
-		go func(l *lane) {
-			defer wg.Done()
-			var sr SinkResult
-			if l.err != nil {
-				for _, w := range l.writers {
-					w.Abort()
-				}
-				sr.Error = oneLine(l.err)
-			} else {
-				for _, t := range l.order {
-					c, err := l.writers[t].Commit(ctx)
-					if err != nil {
-						sr.Error = oneLine(err)
-						continue
-					}
-					if t == schema.Rejects {
-						sr.Rejects += c.Rows
-					} else {
-						sr.Rows += c.Rows
-					}
-					sr.Bytes += c.Bytes
-					sr.Files = append(sr.Files, c.Where)
-				}
-			}
-			mu.Lock()
-			out[l.sink.Name()] = sr
-			mu.Unlock()
-		}(l)
-	}
-	wg.Wait()
-	return out
+	return fan.Commit(ctx), nil
 }
 
 // writeRuns records the snapshot's per-endpoint results in the runs table of
