@@ -182,54 +182,13 @@ func skipScalar(w []byte, p int) int {
 	case c == 'f' && hasWord(w, p, "false"):
 		return p + 5
 	case c == '-' || c-'0' <= 9:
-		if e := numberEnd(w, p); e > p && e < len(w) && !numberByte(w[e]) {
+		// A number beyond float64's range (1e400) is left to the
+		// general path, which keeps it as received all the same.
+		if _, e, ok := parseNumber(w, p); ok && e < len(w) && !numberByte(w[e]) {
 			return e
 		}
 	}
 	return -1
-}
-
-// numberEnd returns the end of the JSON number at b[p:] (the grammar only,
-// any magnitude), or p when there is none.
-func numberEnd(b []byte, p int) int {
-	start := p
-	if p < len(b) && b[p] == '-' {
-		p++
-	}
-	switch {
-	case p < len(b) && b[p] == '0':
-		p++
-	case p < len(b) && b[p]-'1' <= 8:
-		for p < len(b) && b[p]-'0' <= 9 {
-			p++
-		}
-	default:
-		return start
-	}
-	if p < len(b) && b[p] == '.' {
-		p++
-		q := p
-		for p < len(b) && b[p]-'0' <= 9 {
-			p++
-		}
-		if p == q {
-			return start
-		}
-	}
-	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
-		p++
-		if p < len(b) && (b[p] == '+' || b[p] == '-') {
-			p++
-		}
-		q := p
-		for p < len(b) && b[p]-'0' <= 9 {
-			p++
-		}
-		if p == q {
-			return start
-		}
-	}
-	return p
 }
 
 func skipWS(w []byte, p int) int {
