@@ -98,3 +98,14 @@ func CleanTemp(dir string) (int, error) {
 	})
 	return n, err
 }
+
+// SyncDir fsyncs the folder dir, so that a file created or renamed in it
+// survives a crash (the last step of every atomic replace in the lake).
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

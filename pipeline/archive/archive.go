@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/optlake/optlake/internal/datadir"
 )
 
 // TimeLayout formats snapshot times in file names (sortable, UTC, ms).
@@ -206,12 +208,7 @@ func writeFileAtomic(path string, m Meta) error {
 		os.Remove(f.Name())
 		return err
 	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return datadir.SyncDir(filepath.Dir(path))
 }
 
 // MetaPath returns the sidecar path of a body path.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/optlake/optlake/internal/datadir"
 )
 
 // State is the last known instruments of one source: for each instrument its
@@ -265,7 +267,7 @@ func (s *State) Save(dataDir string) (err error) {
 		}
 		if err := os.Rename(s.path, final); err == nil {
 			s.path, s.temp = final, false
-			if err := syncDir(dir); err != nil {
+			if err := datadir.SyncDir(dir); err != nil {
 				return wrap(err)
 			}
 			return nil
@@ -305,7 +307,7 @@ func (s *State) Save(dataDir string) (err error) {
 		os.Remove(w.path)
 		return wrap(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := datadir.SyncDir(dir); err != nil {
 		return wrap(err)
 	}
 	return nil
@@ -453,15 +455,6 @@ func (w *fileWriter) str(s string) {
 	if len(w.buf) >= 64<<10 {
 		w.flush()
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Load reads the state of source from StatePath(dataDir, source). A missing

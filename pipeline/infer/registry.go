@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -339,7 +340,10 @@ func (r *Registry) Save() error {
 		}
 		delete(r.dirty, n)
 	}
-	return syncDir(r.dir)
+	if err := datadir.SyncDir(r.dir); err != nil {
+		return fmt.Errorf("infer: save registry: sync %s: %w", r.dir, err)
+	}
+	return nil
 }
 
 func writeAtomic(path string, b []byte) (err error) {
@@ -364,18 +368,6 @@ func writeAtomic(path string, b []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("infer: save registry: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("infer: save registry: sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Table returns the named table as it is now, or nil. The *schema.Table is

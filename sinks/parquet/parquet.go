@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 )
@@ -202,7 +203,7 @@ func (w *writer) Commit(context.Context) (sinks.Committed, error) {
 		err = os.Rename(tmp, w.final)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(w.final))
+		err = datadir.SyncDir(filepath.Dir(w.final))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -236,13 +237,4 @@ func syncFile(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
