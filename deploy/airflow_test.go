@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/optlake/optlake/internal/testenv"
 )
 
 const dagFile = "airflow/optlake_dag.py"
@@ -16,14 +18,7 @@ const dagFile = "airflow/optlake_dag.py"
 // where python3 is part of the machine).
 func python3(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is not installed")
-		}
-		t.Skip("python3 is not installed")
-	}
-	return p
+	return testenv.Command(t, "apt-get install python3", "python3")
 }
 
 // The DAG file is valid Python (parsed, not imported: no Airflow here).

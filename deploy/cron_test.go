@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
 )
 
 // The crontab (/etc/cron.d format: five schedule fields, a user, a command)
@@ -90,9 +92,7 @@ func TestCrontab(t *testing.T) {
 // skipped.
 func TestCrontabRuns(t *testing.T) {
 	for _, tool := range []string{"sh", "flock"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
+		testenv.Command(t, "apt-get install util-linux", tool)
 	}
 	var cmd string
 	for _, line := range strings.Split(readFile(t, "cron/optlake.crontab"), "\n") {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
 )
 
 // unitFile is a parsed systemd unit: section -> key -> values in order
@@ -288,10 +290,7 @@ func isTrue(v string) bool { b, ok := unitBool(v); return ok && b }
 // prints about our units is a failure. The ExecStart binary is replaced by
 // a stub (verify checks that it exists and is executable).
 func TestSystemdAnalyzeVerify(t *testing.T) {
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed (apt-get install systemd): only the INI checks ran")
-	}
+	bin := testenv.Command(t, "apt-get install systemd; only the INI checks ran", "systemd-analyze")
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "optlake")
 	if err := os.WriteFile(stub, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
@@ -301,7 +300,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	probe := filepath.Join(dir, "probe.service")
 	os.WriteFile(probe, []byte("[Service]\nType=oneshot\nExecStart="+stub+"\n"), 0o644)
 	if out, err := exec.Command(bin, "verify", "--man=no", probe).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
-		t.Skipf("systemd-analyze verify does not work in this environment (%v): %s", err, out)
+		testenv.Unavailable(t, "systemd-analyze verify does not work in this environment (%v): %s", err, out)
 	}
 
 	svc := readFile(t, "systemd/optlake.service")

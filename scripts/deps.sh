@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh — install what the tests need that Go modules do not bring:
 #   * clickhouse-server + clickhouse-client (Debian's 18.16) and zookeeper, from apt;
+#   * prometheus-node-exporter, systemd-analyze, flock and python3 (the deploy
+#     examples' checks), from apt when missing;
 #   * node + npm (only if missing), and tools/duckdb's node modules (the DuckDB
 #     Parquet reader the tests check against), from the npm registry.
 #
@@ -52,6 +54,20 @@ if ! have_file_or_cmd java; then
 fi
 if ! have_file_or_cmd node; then
   pkgs+=(nodejs)
+fi
+# Tools the deploy/ and metrics tests run the examples with (in CI a missing
+# one fails those tests instead of skipping them).
+if ! have_file_or_cmd prometheus-node-exporter /usr/bin/prometheus-node-exporter; then
+  pkgs+=(prometheus-node-exporter)
+fi
+if ! have_file_or_cmd systemd-analyze /usr/bin/systemd-analyze; then
+  pkgs+=(systemd)
+fi
+if ! have_file_or_cmd flock /usr/bin/flock; then
+  pkgs+=(util-linux)
+fi
+if ! have_file_or_cmd python3; then
+  pkgs+=(python3)
 fi
 if ! have_file_or_cmd npm; then
   pkgs+=(npm)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
 )
 
 func TestLockExcludesAndReleases(t *testing.T) {
@@ -36,9 +38,7 @@ func TestLockDiesWithProcess(t *testing.T) {
 	dir := t.TempDir()
 	// One process holding the lock (sh becomes sleep, keeping fd 9).
 	cmd := exec.Command("sh", "-c", `exec 9>"$1"; flock -x 9; exec sleep 60`, "sh", filepath.Join(dir, LockFile))
-	if _, err := exec.LookPath("flock"); err != nil {
-		t.Skip("flock(1) not installed")
-	}
+	testenv.Command(t, "apt-get install util-linux", "flock")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline"
 )
 
@@ -16,16 +17,7 @@ import (
 // reads the textfile: no scrape error, and the runs' metrics come out of
 // its /metrics as written.
 func TestNodeExporterReadsTextfile(t *testing.T) {
-	bin := ""
-	for _, name := range []string{"prometheus-node-exporter", "node_exporter"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		t.Skip("node_exporter is not installed (apt-get install prometheus-node-exporter): the textfile was checked with the Prometheus parser and linter only")
-	}
+	bin := testenv.Command(t, "apt-get install prometheus-node-exporter; the textfile was checked with the Prometheus parser and linter only", "prometheus-node-exporter", "node_exporter")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "optlake.prom")
 	for _, sum := range []*pipeline.Summary{okRun(), failedRun()} {

@@ -23,6 +23,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -72,4 +73,25 @@ func ModuleRoot() (string, error) {
 		}
 	})
 	return rootDir, rootErr
+}
+
+// Unavailable skips the test locally, and fails it in CI, because something
+// it needs is missing or does not work here.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	unavailable(t, format, args...)
+}
+
+// Command returns the path of the first of names on PATH. When there is
+// none, the test is skipped locally and fails in CI (scripts/deps.sh must
+// install it); install says how.
+func Command(t testing.TB, install string, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	unavailable(t, "%s is not installed (%s)", names[0], install)
+	return ""
 }
