@@ -38,16 +38,11 @@ func demoCommand() *cli.Command {
 			j := &job{APIURL: apiURL, Sinks: []string{"parquet"}, DataDir: c.String("data-dir"), Source: "venue-sim",
 				TimestampUnit: "auto", Timeout: 30 * time.Second, Deadline: 5 * time.Minute, MaxAttempts: 3, MaxBodyBytes: 4 << 30, SchemaContract: "evolve",
 				BatchRows: 32768, LogFormat: "text", LogLevel: c.String("log-level")}
-			b, err := j.build(c.App.ErrWriter)
+			b, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
-			defer b.close(c.Context)
-			lock, err := lockDataDir(j.DataDir, b.log)
-			if err != nil {
-				return err
-			}
-			defer lock.Release()
+			defer release()
 			var files []string
 			n := c.Int("snapshots")
 			for i := 0; i < n; i++ {

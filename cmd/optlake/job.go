@@ -349,6 +349,23 @@ func summaryCode(sum *pipeline.Summary) int {
 	return exitFailure
 }
 
+// start builds the job and takes its data directory's lock; release frees
+// both (the lock first).
+func (j *job) start(ctx context.Context, errw io.Writer) (b *built, release func(), err error) {
+	if b, err = j.build(errw); err != nil {
+		return nil, nil, err
+	}
+	lock, err := lockDataDir(j.DataDir, b.log)
+	if err != nil {
+		b.close(ctx)
+		return nil, nil, err
+	}
+	return b, func() {
+		lock.Release()
+		b.close(ctx)
+	}, nil
+}
+
 // lockDataDir takes the data directory's lock (runs never overlap) and
 // removes what a crashed run left behind.
 func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {

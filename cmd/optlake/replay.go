@@ -53,16 +53,11 @@ func replayCommand() *cli.Command {
 				return err
 			}
 			defer stopProfile()
-			b, err := j.build(c.App.ErrWriter)
+			b, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
-			defer b.close(c.Context)
-			lock, err := lockDataDir(j.DataDir, b.log)
-			if err != nil {
-				return err
-			}
-			defer lock.Release()
+			defer release()
 			progress := progressPrinter(c.App.ErrWriter, b)
 			res, err := b.runner.Replay(c.Context, pipeline.ReplayOptions{DataDir: j.DataDir, From: from, To: to, Progress: progress})
 			if err != nil {

@@ -74,16 +74,11 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer stopProfile()
-			b, err := j.build(c.App.ErrWriter)
+			b, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
-			defer b.close(c.Context)
-			lock, err := lockDataDir(j.DataDir, b.log)
-			if err != nil {
-				return err
-			}
-			defer lock.Release()
+			defer release()
 			if j.Listen != "" && j.Every <= 0 {
 				return usagef("--listen serves metrics in --every mode; a one-shot run writes --metrics-file")
 			}
