@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -154,16 +156,32 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		rc, err := archive.Open(f.dataDir, m.File)
 		if err != nil {
 			f.problems = append(f.problems, m.File+": "+err.Error())
-			return fmt.Errorf("open %s: %w", m.File, err)
+			return fmt.Errorf("%w: open %s: %v", errArchive, m.File, err)
 		}
 		defer rc.Close()
-		err = handle(ctx, &extract.Response{Attempt: m.Attempt, Status: m.Status, ContentType: m.ContentType, URL: m.URL, Body: rc})
+		err = handle(ctx, &extract.Response{Attempt: m.Attempt, Status: m.Status, ContentType: m.ContentType, URL: m.URL, Body: archivedBody{rc}})
 		if err != nil {
 			f.problems = append(f.problems, m.File+": "+oneLine(err))
 		}
 		return err
 	}
-	return fmt.Errorf("no archived body for %s %v", r.Endpoint, r.Params)
+	return fmt.Errorf("%w: no archived body for %s %v", errArchive, r.Endpoint, r.Params)
+}
+
+// errArchive marks a body that cannot be read back from the raw archive
+// (missing, or its compressed file is corrupt or cut off): loading it again
+// cannot help.
+var errArchive = errors.New("raw archive")
+
+// archivedBody marks its read errors (other than the end) as errArchive.
+type archivedBody struct{ io.ReadCloser }
+
+func (b archivedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %w", errArchive, err)
+	}
+	return n, err
 }
 
 func sameParams(m map[string]string, p url.Values) bool {

@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -64,6 +66,12 @@ type Config struct {
 	Now func() time.Time
 	// NewRunID gives the run id (default a UUIDv7).
 	NewRunID func() string
+	// Ledger records which loads of each snapshot every sink committed
+	// (nil: none; then a sink that was down misses its snapshots until a
+	// replay). With a ledger, a snapshot is recorded before it is loaded,
+	// each endpoint's outcome per sink after, and CatchUp loads what is
+	// pending.
+	Ledger *ledger.Ledger
 }
 
 // Account is one account snapshotted by the account endpoints.
@@ -110,6 +118,23 @@ type Summary struct {
 	OK           bool             `json:"ok"`
 	Error        string           `json:"error,omitempty"` // first failure, one line
 	Endpoints    []EndpointResult `json:"endpoints"`
+	// CatchUp reports the loads of earlier snapshots done before this one
+	// (nil when the run has no ledger).
+	CatchUp *CatchUpResult `json:"catch_up,omitempty"`
+	// Pending is, per sink, what the ledger still holds after the run.
+	Pending []ledger.SinkStatus `json:"pending,omitempty"`
+}
+
+// OnlySinksFailed reports whether every endpoint that failed was fetched
+// and read whole and failed only in sinks: with a ledger, its loads are
+// pending, to be caught up.
+func (s *Summary) OnlySinksFailed() bool {
+	for _, e := range s.Endpoints {
+		if e.Status == "failed" && (e.unloadable || e.fetchFailed) {
+			return false
+		}
+	}
+	return true
 }
 
 // EndpointResult reports one endpoint of a snapshot.
@@ -125,6 +150,12 @@ type EndpointResult struct {
 	Error      string                `json:"error,omitempty"`
 	Raw        []string              `json:"raw,omitempty"` // archived body files
 	Sinks      map[string]SinkResult `json:"sinks,omitempty"`
+	// unloadable: the body cannot be decoded (or read back from the
+	// archive), so no sink will ever load it.
+	unloadable bool
+	// fetchFailed: a request of the endpoint failed before its body was
+	// read whole.
+	fetchFailed bool
 }
 
 // SinkResult reports what one sink made of one endpoint.
@@ -147,7 +178,67 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 	if r.cfg.StateDir != "" {
 		states = fileStates{r.cfg.StateDir}
 	}
-	return r.snapshot(ctx, snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.cfg.Archive, writeRuns: true, states: states})
+	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.cfg.Archive, writeRuns: true, states: states}
+	var ledgerErr error
+	if r.cfg.Ledger != nil && len(r.cfg.Sinks) > 0 {
+		var eps []string
+		for _, ep := range r.cfg.Endpoints {
+			eps = append(eps, ep.Name)
+		}
+		ledgerErr = r.cfg.Ledger.Begin(sr.time, sr.runID, sr.source, eps, r.sinkNames())
+		if ledgerErr != nil {
+			r.log.Error("load ledger not written: a sink that fails now will not be caught up automatically", "err", ledgerErr)
+		}
+	}
+	sum := r.snapshot(ctx, sr)
+	if ledgerErr != nil && sum.OK {
+		sum.OK = false
+		sum.Error = r.cfg.Redactor.String(oneLine(ledgerErr))
+	}
+	return sum
+}
+
+func (r *Runner) sinkNames() []string {
+	var out []string
+	for _, s := range r.cfg.Sinks {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+// settle records in the ledger what the sinks made of one endpoint of a
+// snapshot: committed, pending (with the error) or failed (a body that no
+// sink can load). A live endpoint whose venue request failed has nothing to
+// load and leaves the ledger.
+func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res EndpointResult) {
+	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+		return
+	}
+	k := ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}
+	sinkFailed := false
+	for _, o := range res.Sinks {
+		sinkFailed = sinkFailed || o.Error != ""
+	}
+	var err error
+	if sr.archive != nil && res.Status == "failed" && !res.unloadable && !sinkFailed {
+		err = r.cfg.Ledger.Drop(k, res.Endpoint)
+	} else {
+		outs := map[string]ledger.Outcome{}
+		for _, name := range r.sinkNames() {
+			o := ledger.Outcome{State: ledger.Committed}
+			switch {
+			case res.unloadable:
+				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Error)}
+			case res.Sinks[name].Error != "":
+				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
+			}
+			outs[name] = o
+		}
+		err = r.cfg.Ledger.Settle(k, res.Endpoint, outs)
+	}
+	if err != nil {
+		log.Error("load ledger not updated", "endpoint", res.Endpoint, "err", err)
+	}
 }
 
 // snapshotRun is the identity of one snapshot and where its bodies come
@@ -179,6 +270,7 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 	log.Info("snapshot started", "snapshot_time", sr.time.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
 	for _, ep := range r.cfg.Endpoints {
 		res := r.endpoint(ctx, log, ep, sum, &sr)
+		r.settle(log, &sr, sum, res)
 		sum.Endpoints = append(sum.Endpoints, res)
 		if res.Status == "failed" && sum.OK {
 			sum.OK = false
@@ -250,6 +342,8 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		if err != nil {
 			ev.taint()
 			res.Status = "failed"
+			res.unloadable = res.unloadable || transform.IsInputError(err) || infer.IsInputError(err) || errors.Is(err, errArchive)
+			res.fetchFailed = res.fetchFailed || !res.unloadable
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
@@ -66,10 +67,19 @@ type job struct {
 	Accounts           []string // account labels
 	AccountHeaders     []string // label:Name: value
 	SchemaContract     string   // evolve | freeze | discard-columns
+	// Catch-up of the snapshots the ledger says a sink is missing, before
+	// each snapshot: bounded by time and by count (0 = no bound).
+	CatchUpBudget time.Duration
+	CatchUpMax    int
 	// Replay builds a runner that reads the raw archive instead of the
 	// venue (no API URL, no client).
 	Replay bool
 }
+
+// snapshotClock gives snapshot times (time.Now). It is the CLI's one clock
+// seam: in-process tests pin it to take snapshots at chosen moments
+// instead of sleeping.
+var snapshotClock = time.Now
 
 // built is a job wired into a runner.
 type built struct {
@@ -297,6 +307,7 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 		Accounts: accounts, Schemas: schemas, SchemaMode: mode,
 		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: eps, Params: params,
 		Source: source, StateDir: j.DataDir, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
+		Ledger: ledger.Open(j.DataDir), Now: func() time.Time { return snapshotClock() },
 	})
 	if err != nil {
 		return nil, usageError{err}
@@ -319,7 +330,20 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		ctx, cancel = context.WithTimeout(ctx, j.Deadline)
 		defer cancel()
 	}
+	cu, err := b.runner.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: j.DataDir, Budget: j.catchUpBudget(), Max: j.CatchUpMax})
+	if err != nil && ctx.Err() == nil {
+		b.log.Error("catch-up failed", "err", err)
+	}
+	if line := cu.Line(); line != "" {
+		fmt.Fprintln(stdout, b.redactor.String(line))
+	}
 	sum := b.runner.Run(ctx)
+	sum.CatchUp = cu
+	pending, err := b.runner.Pending()
+	if err != nil {
+		b.log.Error("load ledger not read", "err", err)
+	}
+	sum.Pending = pending
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
 	b.metrics.Observe(sum)
 	if j.MetricsFile != "" {
@@ -333,9 +357,28 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		}
 	}
 	if !sum.OK {
-		return sum, codedError{summaryCode(sum), fmt.Errorf("%s", sum.Error)}
+		code := summaryCode(sum)
+		if sum.OnlySinksFailed() {
+			code = exitPartial // fetched and archived: the sinks catch up
+		}
+		return sum, codedError{code, fmt.Errorf("%s", sum.Error)}
+	}
+	for _, p := range pending {
+		if p.Pending > 0 {
+			return sum, codedError{exitPartial, fmt.Errorf("%s: %d snapshot(s) still pending since %s: %s", p.Sink, p.Pending,
+				p.Oldest.Format(time.RFC3339Nano), b.redactor.String(p.LastError))}
+		}
 	}
 	return sum, nil
+}
+
+// catchUpBudget is --catch-up-budget, at most half the interval with
+// --every: the next snapshot must not wait for a backlog.
+func (j *job) catchUpBudget() time.Duration {
+	if b := j.Every / 2; j.Every > 0 && (j.CatchUpBudget <= 0 || j.CatchUpBudget > b) {
+		return b
+	}
+	return j.CatchUpBudget
 }
 
 // summaryCode is the exit code of a failed snapshot: partial when some

@@ -101,6 +101,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			schemaCommand(),
 			historyCommand(),
 			configCommand(),
+			statusCommand(),
 		},
 	}
 }

@@ -109,3 +109,29 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// WriteFile replaces path with data atomically and durably: the bytes go to
+// a hidden temporary file in the same folder (".<name>.tmp-*", which
+// CleanTemp removes after a crash), are synced, renamed over path, and the
+// folder is synced. A reader sees the old file or the new one, never part.
+func WriteFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}

@@ -36,6 +36,9 @@
 //	last_run_ok                                    gauge     1 when the last run succeeded, else 0
 //	last_run_duration_seconds                      gauge     duration of the last run
 //	last_success_timestamp_seconds{endpoint}       gauge     snapshot time of the endpoint's last success
+//	pending_loads{sink}                            gauge     snapshots the load ledger holds pending for the sink
+//	oldest_pending_load_age_seconds{sink}          gauge     age of the oldest of them at the end of the run (0: none)
+//	caught_up_loads_total{sink}                    counter   loads of missed snapshots done by catch-up
 //
 // The duration histograms have buckets from 0.1 s to 1800 s (the default
 // --deadline). No label holds an unbounded value (run ids, errors, URLs never
@@ -103,6 +106,9 @@ type Metrics struct {
 	lastRunOK        *prometheus.GaugeVec
 	lastRunDuration  *prometheus.GaugeVec
 	lastSuccess      *prometheus.GaugeVec
+	pendingLoads     *prometheus.GaugeVec
+	oldestPending    *prometheus.GaugeVec
+	caughtUp         *prometheus.CounterVec
 
 	// families maps a full metric name to what LoadTextfile needs to seed it.
 	families map[string]family
@@ -159,6 +165,9 @@ func New(opts ...Option) *Metrics {
 	m.lastRunOK = m.gauge("last_run_ok", "1 when the last finished run succeeded, 0 when it failed.")
 	m.lastRunDuration = m.gauge("last_run_duration_seconds", "Duration of the last finished run.")
 	m.lastSuccess = m.gauge("last_success_timestamp_seconds", "Snapshot time of the endpoint's last successful snapshot, as a Unix time.", "endpoint")
+	m.pendingLoads = m.gauge("pending_loads", "Snapshots the load ledger holds pending for the sink (to be caught up) at the end of the last run.", "sink")
+	m.oldestPending = m.gauge("oldest_pending_load_age_seconds", "Age of the oldest snapshot pending for the sink at the end of the last run (0 when none).", "sink")
+	m.caughtUp = m.counter("caught_up_loads_total", "Loads of missed snapshots (snapshot x sink) committed by catch-up.", "sink")
 
 	// Series that exist before the first run, so rate() and absent() alerts
 	// work from the start.
@@ -244,6 +253,23 @@ func (m *Metrics) Observe(sum *pipeline.Summary) {
 	m.lastRunOK.WithLabelValues().Set(ok)
 	m.lastRunDuration.WithLabelValues().Set(dur)
 
+	for _, p := range sum.Pending {
+		m.pendingLoads.WithLabelValues(p.Sink).Set(float64(p.Pending))
+		age := 0.0
+		if p.Oldest != nil {
+			age = math.Max(0, m.now().Sub(*p.Oldest).Seconds())
+		}
+		m.oldestPending.WithLabelValues(p.Sink).Set(age)
+	}
+	if cu := sum.CatchUp; cu != nil {
+		for _, s := range cu.Snapshots {
+			if s.OK {
+				for _, sink := range s.Sinks {
+					m.caughtUp.WithLabelValues(sink).Inc()
+				}
+			}
+		}
+	}
 	for _, e := range sum.Endpoints {
 		ep := e.Endpoint
 		st := e.Status

@@ -190,25 +190,7 @@ func writeFileAtomic(path string, m Meta) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return datadir.SyncDir(filepath.Dir(path))
+	return datadir.WriteFile(path, append(b, '\n'))
 }
 
 // MetaPath returns the sidecar path of a body path.
@@ -299,6 +281,9 @@ func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, e
 			return nil, err
 		}
 		for _, day := range days {
+			if d, ok := parseDay(filepath.Base(day)); ok && (!from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to)) {
+				continue // the whole day is outside [from, to)
+			}
 			ents, err := os.ReadDir(day)
 			if err != nil {
 				return nil, fmt.Errorf("archive: %w", err)
@@ -373,6 +358,29 @@ func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, e
 		return out[i].RunID < out[j].RunID
 	})
 	return out, nil
+}
+
+// Days lists the days (UTC midnights) that have a folder of archived bodies
+// of endpoint, oldest first.
+func Days(dataDir, endpoint string) ([]time.Time, error) {
+	dirs, err := filepath.Glob(filepath.Join(dataDir, "raw", safe(endpoint), "date=*"))
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Time
+	for _, d := range dirs {
+		if t, ok := parseDay(filepath.Base(d)); ok {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out, nil
+}
+
+// parseDay parses a day folder's name, date=YYYY-MM-DD.
+func parseDay(name string) (time.Time, bool) {
+	t, err := time.Parse("2006-01-02", strings.TrimPrefix(name, "date="))
+	return t, err == nil && strings.HasPrefix(name, "date=")
 }
 
 // parseBodyName splits <snapshot>-<run_id>-rNNN-aN into its time and run id.

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// pinClock makes the in-process CLI take its snapshots one minute apart
+// from base (instead of sleeping between runs), and returns a func that
+// moves to the next minute.
+func pinClock(t *testing.T, base time.Time) (next func() time.Time) {
+	t.Helper()
+	cur := base
+	old := snapshotClock
+	snapshotClock = func() time.Time { return cur }
+	t.Cleanup(func() { snapshotClock = old })
+	return func() time.Time {
+		cur = cur.Add(time.Minute)
+		return cur
+	}
+}
+
+// statusJSON runs `optlake status --format json` and returns it per sink.
+func statusJSON(t *testing.T, dir string) map[string]ledger.SinkStatus {
+	t.Helper()
+	res := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	if res.code != 0 {
+		t.Fatalf("status: exit %d %s", res.code, res.stderr)
+	}
+	var doc struct{ Sinks []ledger.SinkStatus }
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
+		t.Fatalf("status json: %v\n%s", err, res.stdout)
+	}
+	out := map[string]ledger.SinkStatus{}
+	for _, s := range doc.Sinks {
+		out[s.Sink] = s
+	}
+	return out
+}
+
+// lakeCounts returns "unix-ms:rows" per snapshot of a Parquet table, and
+// fails when a row is there twice.
+func lakeCounts(t *testing.T, dir, table, key string) []string {
+	t.Helper()
+	glob := filepath.Join(dir, table, "*", "*.parquet")
+	if f, _ := filepath.Glob(glob); len(f) == 0 {
+		return nil
+	}
+	r := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT epoch_ms(snapshot_time)::BIGINT AS t, count(*) AS n, count(DISTINCT %s) AS d
+		FROM read_parquet('%s') GROUP BY t ORDER BY t`, key, glob))
+	var out []string
+	for _, row := range r.Rows {
+		if fmt.Sprint(row[1]) != fmt.Sprint(row[2]) {
+			t.Errorf("%s: snapshot %v has %v rows but %v distinct keys", table, row[0], row[1], row[2])
+		}
+		out = append(out, fmt.Sprintf("%v:%v", row[0], row[1]))
+	}
+	return out
+}
+
+// blockParquet puts a file where the instruments table's folder goes, so
+// the Parquet sink fails (as on a full or unwritable disk); the returned
+// func repairs it.
+func blockParquet(t *testing.T, dir string) (repair func()) {
+	t.Helper()
+	p := filepath.Join(dir, "instruments")
+	if err := os.WriteFile(p, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The Parquet sink fails for two snapshots (its folder unwritable) and is
+// then repaired: the next run loads both from the raw archive, oldest
+// first, then its own; no row is there twice, and the instrument events of
+// every snapshot are those of a run without the fault.
+func TestCatchUpParquetUnwritable(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	run := func(t *testing.T, fault bool) (string, []string, []string) {
+		next := pinClock(t, base)
+		sim, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 400})
+		dir := t.TempDir()
+		args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--source", "sim"}
+		var repair func()
+		if fault {
+			repair = blockParquet(t, dir)
+		}
+		for i := 0; i < 3; i++ {
+			if i == 2 && repair != nil {
+				repair()
+			}
+			res := optlake(t, args...)
+			want := 0
+			if fault && i < 2 {
+				want = exitPartial
+			}
+			if res.code != want {
+				t.Fatalf("run %d: exit %d, want %d: %s", i, res.code, want, res.stderr)
+			}
+			if fault && i == 1 {
+				st := statusJSON(t, dir)["parquet"]
+				if st.Pending != 2 || st.Oldest == nil || !st.Oldest.Equal(base) || !strings.Contains(st.LastError, "not a directory") {
+					t.Errorf("status during the fault: %+v", st)
+				}
+			}
+			if fault && i == 2 && !strings.Contains(res.stdout, "caught up 2 of 2 snapshots") {
+				t.Errorf("run summary does not say what was caught up: %s", res.stdout)
+			}
+			sim.Advance(1)
+			next()
+		}
+		return dir, lakeCounts(t, dir, "instruments", "instrument_name"), lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')")
+	}
+	_, wantRows, wantEvents := run(t, false)
+	dir, gotRows, gotEvents := run(t, true)
+	if len(wantRows) != 3 || strings.Join(gotRows, " ") != strings.Join(wantRows, " ") {
+		t.Errorf("instruments per snapshot: got %v, want %v", gotRows, wantRows)
+	}
+	if len(wantEvents) < 2 || strings.Join(gotEvents, " ") != strings.Join(wantEvents, " ") {
+		t.Errorf("instrument_events per snapshot: got %v, want %v", gotEvents, wantEvents)
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+		t.Errorf("status after the catch-up: %+v", st)
+	}
+	if done, _ := filepath.Glob(filepath.Join(dir, "_ledger", "done", "*", "*.json")); len(done) != 3 {
+		t.Errorf("ledger done records: %v", done)
+	}
+}
+
+// Three snapshots are missed; a catch-up bounded to one snapshot per run
+// loads the oldest, leaves the others pending (exit 3) and still takes its
+// own snapshot; the next runs finish the backlog.
+func TestCatchUpBounded(t *testing.T) {
+	base := time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)
+	next := pinClock(t, base)
+	_, url := startSim(t, venuesim.Config{Seed: 5, Instruments: 100})
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--catch-up-max", "1"}
+	repair := blockParquet(t, dir)
+	for i := 0; i < 3; i++ {
+		if res := optlake(t, args...); res.code != exitPartial {
+			t.Fatalf("run %d: exit %d %s", i, res.code, res.stderr)
+		}
+		next()
+	}
+	repair()
+	res := optlake(t, args...)
+	if res.code != exitPartial || !strings.Contains(res.stdout, "caught up 1 of 1 snapshots") || !strings.Contains(res.stdout, "stopped by --catch-up-max") {
+		t.Fatalf("bounded catch-up: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	if !strings.Contains(lastLine(res.stderr), "parquet: 2 snapshot(s) still pending since "+base.Add(time.Minute).Format(time.RFC3339Nano)) {
+		t.Errorf("exit reason: %s", lastLine(res.stderr))
+	}
+	got := lakeCounts(t, dir, "instruments", "instrument_name")
+	want := []string{fmt.Sprintf("%d:100", base.UnixMilli()), fmt.Sprintf("%d:100", base.Add(3*time.Minute).UnixMilli())}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("after one bounded catch-up the lake holds %v, want the oldest and the new snapshot %v", got, want)
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 2 {
+		t.Errorf("status: %+v", st)
+	}
+	next()
+	if res := optlake(t, args...); res.code != exitPartial {
+		t.Fatalf("second bounded run: exit %d %s", res.code, res.stderr)
+	}
+	next()
+	if res := optlake(t, args...); res.code != 0 {
+		t.Fatalf("third bounded run: exit %d %s", res.code, res.stderr)
+	}
+	if got := lakeCounts(t, dir, "instruments", "instrument_name"); len(got) != 6 {
+		t.Errorf("snapshots in the lake: %v", got)
+	}
+}
+
+// A corrupt raw file among the pending snapshots: that load is marked
+// failed with its reason and skipped from then on, the others are loaded,
+// and status shows it.
+func TestCatchUpCorruptRawFile(t *testing.T) {
+	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	next := pinClock(t, base)
+	_, url := startSim(t, venuesim.Config{Seed: 6, Instruments: 200})
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+	repair := blockParquet(t, dir)
+	for i := 0; i < 3; i++ {
+		if res := optlake(t, args...); res.code != exitPartial {
+			t.Fatalf("run %d: exit %d %s", i, res.code, res.stderr)
+		}
+		next()
+	}
+	repair()
+	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
+	sort.Strings(bodies)
+	if len(bodies) != 3 {
+		t.Fatalf("raw bodies: %v", bodies)
+	}
+	b, err := os.ReadFile(bodies[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) / 3; i < len(b)/3+64 && i < len(b); i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(bodies[1], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := optlake(t, args...)
+	if res.code != 0 || !strings.Contains(res.stdout, "caught up 2 of 3 snapshots") {
+		t.Fatalf("catch-up with a corrupt file: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	got := lakeCounts(t, dir, "instruments", "instrument_name")
+	want := []string{}
+	for _, m := range []int{0, 2, 3} {
+		want = append(want, fmt.Sprintf("%d:200", base.Add(time.Duration(m)*time.Minute).UnixMilli()))
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("lake: %v, want %v", got, want)
+	}
+	st := statusJSON(t, dir)["parquet"]
+	if st.Pending != 0 || len(st.Failed) != 1 || !st.Failed[0].SnapshotTime.Equal(base.Add(time.Minute)) || !strings.Contains(st.Failed[0].Reason, "raw archive") {
+		t.Fatalf("status: %+v", st)
+	}
+	text := optlake(t, "status", "--data-dir", dir)
+	if !strings.Contains(text.stdout, "failed: parquet "+base.Add(time.Minute).Format(time.RFC3339Nano)+" instruments") {
+		t.Errorf("status text does not show the failed load:\n%s", text.stdout)
+	}
+	// Skipped from then on: the next run does not try it again.
+	next()
+	res = optlake(t, args...)
+	if res.code != 0 || strings.Contains(res.stdout, "caught up") {
+		t.Errorf("the failed load was tried again: exit %d\n%s", res.code, res.stdout)
+	}
+}
+
+var _ = context.Background
+var _ = strconv.Itoa
+var _ = syscall.SIGKILL

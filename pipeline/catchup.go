@@ -1,0 +1,384 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/optlake/optlake/pipeline/archive"
+	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/sinks"
+)
+
+// CatchUpOptions bound a catch-up.
+type CatchUpOptions struct {
+	DataDir string
+	// Budget bounds the time a catch-up takes (0: no bound). No snapshot
+	// starts after it ran out, and one in flight is abandoned (its loads
+	// stay pending), so the run's own snapshot is never later than that.
+	Budget time.Duration
+	// Max bounds the snapshots loaded by one catch-up (0: no bound).
+	Max int
+	// Now is the clock the budget is measured with (default time.Now);
+	// tests pin it.
+	Now func() time.Time
+}
+
+// CatchUpResult reports a catch-up.
+type CatchUpResult struct {
+	// Snapshots are the snapshots loaded (or tried), oldest first.
+	Snapshots []CaughtUp `json:"snapshots,omitempty"`
+	Loaded    int        `json:"loaded"` // snapshot × sink loads committed
+	Failed    int        `json:"failed"` // loads marked failed (cannot be loaded)
+	// Down names the sinks that failed and were not tried again in this
+	// catch-up, with their error.
+	Down map[string]string `json:"down,omitempty"`
+	// Stopped says why loads were left for the next run: "budget" or
+	// "max" ("" when nothing was left but what a down sink holds).
+	Stopped    string `json:"stopped,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// CaughtUp is one snapshot loaded from the raw archive by a catch-up.
+type CaughtUp struct {
+	SnapshotTime time.Time `json:"snapshot_time"`
+	RunID        string    `json:"run_id"`
+	Sinks        []string  `json:"sinks"`
+	Rows         int64     `json:"rows"`
+	Events       int64     `json:"events"`
+	OK           bool      `json:"ok"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Line renders the catch-up as one human line ("" when there was nothing
+// to do).
+func (c *CatchUpResult) Line() string {
+	if c == nil || len(c.Snapshots) == 0 && c.Stopped == "" {
+		return ""
+	}
+	ok := 0
+	var rows int64
+	for _, s := range c.Snapshots {
+		if s.OK {
+			ok++
+		}
+		rows += s.Rows
+	}
+	line := fmt.Sprintf("caught up %d of %d snapshots (%d loads, %d rows, %d failed) in %s", ok, len(c.Snapshots), c.Loaded, rows, c.Failed,
+		(time.Duration(c.DurationMS) * time.Millisecond).String())
+	var down []string
+	for s := range c.Down {
+		down = append(down, s)
+	}
+	sort.Strings(down)
+	for _, s := range down {
+		line += fmt.Sprintf("; %s still down", s)
+	}
+	if c.Stopped != "" {
+		line += "; stopped by --catch-up-" + c.Stopped + ", the rest next run"
+	}
+	return line
+}
+
+// CatchUp loads from the raw archive, oldest first, the snapshots that the
+// ledger says a configured sink is missing, with the rows, run id, snapshot
+// time and instrument events a live load would have given. Loads of sinks
+// that are not configured are left alone. A sink that fails is not tried
+// again in this catch-up (a server that is down costs one attempt); a
+// snapshot that cannot be loaded (its raw body is missing, corrupt or cut
+// off) is marked failed with the reason and skipped from then on.
+func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResult, error) {
+	res := &CatchUpResult{}
+	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+		return res, nil
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	start := opt.Now()
+	wall := time.Now()
+	defer func() { res.DurationMS = time.Since(wall).Milliseconds() }()
+	recs, err := r.cfg.Ledger.Open()
+	if err != nil {
+		return res, err
+	}
+	bctx := ctx
+	if opt.Budget > 0 {
+		var cancel context.CancelFunc
+		bctx, cancel = context.WithTimeout(ctx, opt.Budget)
+		defer cancel()
+	}
+	byName := map[string]sinks.Sink{}
+	for _, s := range r.cfg.Sinks {
+		byName[s.Name()] = s
+	}
+	res.Down = map[string]string{}
+	states := newMemStates(opt.DataDir)
+	defer states.Close()
+	n := 0
+	for _, rec := range recs {
+		// endpoint -> the sinks still to load it into
+		todo := map[string][]string{}
+		for _, ld := range rec.Pending("") {
+			if _, ok := byName[ld.Sink]; ok && res.Down[ld.Sink] == "" {
+				todo[ld.Endpoint] = append(todo[ld.Endpoint], ld.Sink)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		switch {
+		case opt.Max > 0 && n >= opt.Max:
+			res.Stopped = "max"
+		case opt.Budget > 0 && (opt.Now().Sub(start) >= opt.Budget || bctx.Err() != nil):
+			res.Stopped = "budget"
+		}
+		if res.Stopped != "" || ctx.Err() != nil {
+			break
+		}
+		n++
+		cu := r.catchUpSnapshot(bctx, opt.DataDir, rec, todo, byName, states, res)
+		res.Snapshots = append(res.Snapshots, cu)
+		if bctx.Err() != nil && ctx.Err() == nil {
+			res.Stopped = "budget"
+			break
+		}
+	}
+	if len(res.Down) == 0 {
+		res.Down = nil
+	}
+	return res, ctx.Err()
+}
+
+// catchUpSnapshot loads one snapshot's pending endpoints into their sinks.
+func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger.Record, todo map[string][]string, byName map[string]sinks.Sink, states *memStates, res *CatchUpResult) CaughtUp {
+	cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
+	log := r.log.With("run_id", rec.RunID, "catch_up", true)
+	k := rec.Key()
+	fail := func(msg string) {
+		if cu.OK {
+			cu.OK, cu.Error = false, r.cfg.Redactor.String(msg)
+		}
+	}
+	var names []string
+	for ep := range todo {
+		names = append(names, ep)
+	}
+	sort.Strings(names)
+	snaps, err := archive.List(dataDir, names, rec.SnapshotTime, rec.SnapshotTime.Add(time.Millisecond))
+	if err != nil {
+		fail(err.Error())
+		return cu
+	}
+	var snap archive.Snapshot
+	for _, s := range snaps {
+		if s.RunID == rec.RunID {
+			snap = s
+		}
+	}
+	// Endpoints with nothing to read back: failed when a body was cut off,
+	// dropped when nothing was archived (the venue was not reached).
+	groups := map[string][]Endpoint{} // sink set -> endpoints
+	for _, name := range names {
+		has := false
+		for _, b := range snap.Bodies {
+			has = has || b.Endpoint == name
+		}
+		if !has {
+			var problems []string
+			for _, p := range snap.Problems {
+				if strings.HasPrefix(p, "raw/"+name+"/") {
+					problems = append(problems, p)
+				}
+			}
+			if len(problems) == 0 {
+				err = r.cfg.Ledger.Drop(k, name)
+			} else {
+				outs := map[string]ledger.Outcome{}
+				for _, s := range todo[name] {
+					outs[s] = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(strings.Join(problems, "; "))}
+					res.Failed++
+				}
+				err = r.cfg.Ledger.Settle(k, name, outs)
+				fail(name + ": " + strings.Join(problems, "; "))
+			}
+			if err != nil {
+				log.Error("load ledger not updated", "endpoint", name, "err", err)
+			}
+			continue
+		}
+		eps, err := SelectEndpoints([]string{name}, nil)
+		if err != nil {
+			fail(err.Error())
+			continue
+		}
+		ss := append([]string(nil), todo[name]...)
+		sort.Strings(ss)
+		key := strings.Join(ss, ",")
+		groups[key] = append(groups[key], eps[0])
+	}
+	keys := make([]string, 0, len(groups))
+	for key := range groups {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		sub := *r
+		sub.cfg.Endpoints = groups[key]
+		sub.cfg.Sinks = nil
+		for _, s := range strings.Split(key, ",") {
+			sub.cfg.Sinks = append(sub.cfg.Sinks, byName[s])
+			cu.Sinks = append(cu.Sinks, s)
+		}
+		var st stateStore
+		for _, ep := range groups[key] {
+			if ep.Kind == KindInstruments && r.cfg.StateDir != "" && r.prepareEvents(ctx, dataDir, states, rec, snap) {
+				st = states
+			}
+		}
+		log.Info("catching up", "snapshot_time", rec.SnapshotTime.Format(time.RFC3339Nano), "sinks", key, "endpoints", len(groups[key]))
+		fetch := &archiveFetcher{dataDir: dataDir, bodies: snap.Bodies}
+		sum := sub.snapshot(ctx, snapshotRun{time: rec.SnapshotTime, runID: rec.RunID, source: rec.Source, fetch: fetch, states: st, requests: fetch.requests})
+		for _, e := range sum.Endpoints {
+			cu.Rows += e.Rows
+			cu.Events += e.Events
+			for _, s := range sub.cfg.Sinks {
+				o, tried := e.Sinks[s.Name()]
+				switch {
+				case e.unloadable:
+					res.Failed++
+				case tried && o.Error != "":
+					if ctx.Err() == nil {
+						res.Down[s.Name()] = r.cfg.Redactor.String(o.Error)
+					}
+				case e.Status != "failed":
+					res.Loaded++
+				}
+			}
+		}
+		if !sum.OK {
+			fail(sum.Error)
+		}
+	}
+	sort.Strings(cu.Sinks)
+	return cu
+}
+
+// prepareEvents puts into states the state that the live run of rec's
+// snapshot compared its listing with: that of the last archived snapshot
+// before it whose listing was read whole (rebuilt from the archive unless
+// states holds it already; none before: the empty state, as live). It
+// returns false when that state cannot be rebuilt: the snapshot is then
+// loaded without events rather than with wrong ones.
+func (r *Runner) prepareEvents(ctx context.Context, dataDir string, states *memStates, rec ledger.Record, snap archive.Snapshot) bool {
+	for _, b := range snap.Bodies {
+		if b.Endpoint == "instruments" && len(b.Params) > 0 {
+			return false // a filtered listing has no events (as live)
+		}
+	}
+	const tries = 5
+	n := 0
+	found := false
+	err := r.predecessors(dataDir, rec.Source, rec.SnapshotTime, func(p archive.Snapshot) bool {
+		found = true
+		if cur, ok := states.m[rec.Source]; ok {
+			if t, ok := cur.LastSnapshot(); ok && t.Equal(p.Time) {
+				return false
+			}
+		}
+		if s, ok := states.m[rec.Source]; ok {
+			s.Close()
+			delete(states.m, rec.Source)
+		}
+		sub := *r
+		sub.cfg.Sinks = nil
+		sub.cfg.Ledger = nil
+		sub.cfg.Endpoints, _ = SelectEndpoints([]string{"instruments"}, nil)
+		fetch := &archiveFetcher{dataDir: dataDir, bodies: p.Bodies}
+		sub.snapshot(ctx, snapshotRun{time: p.Time, runID: p.RunID, source: rec.Source, fetch: fetch, states: states, requests: fetch.requests, eventsOnlyState: true})
+		if cur, ok := states.m[rec.Source]; ok {
+			if t, ok := cur.LastSnapshot(); ok && t.Equal(p.Time) {
+				return false
+			}
+		}
+		n++
+		return n < tries && ctx.Err() == nil
+	})
+	if err != nil {
+		r.log.Warn("catch-up: instrument events skipped", "snapshot_time", rec.SnapshotTime, "err", err)
+		return false
+	}
+	if !found {
+		// The first snapshot of the source: compared with nothing, as live.
+		if s, ok := states.m[rec.Source]; ok {
+			s.Close()
+			delete(states.m, rec.Source)
+		}
+		return true
+	}
+	cur, ok := states.m[rec.Source]
+	if !ok {
+		r.log.Warn("catch-up: instrument events skipped: the previous listing cannot be read back", "snapshot_time", rec.SnapshotTime)
+		return false
+	}
+	t, _ := cur.LastSnapshot()
+	return t.Before(rec.SnapshotTime)
+}
+
+// predecessors calls yield with the archived snapshots of source's whole
+// listing (no parameters) before t, newest first, until yield returns
+// false. It reads one day folder of the archive at a time.
+func (r *Runner) predecessors(dataDir, source string, t time.Time, yield func(archive.Snapshot) bool) error {
+	days, err := archive.Days(dataDir, "instruments")
+	if err != nil {
+		return err
+	}
+	for i := len(days) - 1; i >= 0; i-- {
+		day := days[i]
+		if !day.Before(t) {
+			continue
+		}
+		to := day.Add(24 * time.Hour)
+		if to.After(t) {
+			to = t
+		}
+		snaps, err := archive.List(dataDir, []string{"instruments"}, day, to)
+		if err != nil {
+			return err
+		}
+		for j := len(snaps) - 1; j >= 0; j-- {
+			s := snaps[j]
+			if len(s.Bodies) == 0 || s.Bodies[0].Source != source || len(s.Bodies[0].Params) > 0 {
+				continue
+			}
+			if !yield(s) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Pending sums up the ledger's open loads per configured sink (nil without
+// a ledger).
+func (r *Runner) Pending() ([]ledger.SinkStatus, error) {
+	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+		return nil, nil
+	}
+	recs, err := r.cfg.Ledger.Open()
+	if err != nil {
+		return nil, err
+	}
+	names := r.sinkNames()
+	var out []ledger.SinkStatus
+	for _, st := range ledger.Summarize(recs, names...) {
+		for _, n := range names {
+			if st.Sink == n {
+				out = append(out, st)
+			}
+		}
+	}
+	return out, nil
+}

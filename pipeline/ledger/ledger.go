@@ -1,0 +1,387 @@
+// Package ledger records, per snapshot × endpoint × sink, whether a
+// snapshot's rows were committed to a sink. It is the source of truth for
+// what is still pending: catch-up (package pipeline) loads from the raw
+// archive what the ledger says a sink is missing.
+//
+// The ledger is made of small immutable-looking JSON objects, each written
+// whole and atomically through a Store (no appends, no in-place edits), so
+// it maps one to one onto object storage:
+//
+//	_ledger/open/<snapshot>-<run_id>.json              a snapshot with loads pending or failed
+//	_ledger/done/date=YYYY-MM-DD/<snapshot>-<run_id>.json  a snapshot committed everywhere
+//
+// A run writes its snapshot's record in open/ before loading anything (every
+// load pending), rewrites it after each endpoint with the sinks' outcomes,
+// and moves it to done/ (write the new object, then delete the old) once
+// every load is committed. A process killed at any point leaves a whole
+// record whose in-flight loads are still pending; a crash between the write
+// to done/ and the delete leaves both, and the open one is taken as current
+// (a reload is idempotent). Reading what is pending lists open/ only, so it
+// stays cheap however long the history grows; done/ is the history (readable
+// with jq or DuckDB's read_json).
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Dir is the ledger's folder inside the data directory.
+const Dir = "_ledger"
+
+// TimeLayout formats snapshot times in record names (sortable, UTC, ms).
+const TimeLayout = "20060102T150405.000Z"
+
+// State is where one load (snapshot × endpoint × sink) stands.
+type State string
+
+const (
+	// Pending: not committed yet (never tried, in flight when the process
+	// died, or failed for a reason that may pass, such as a server down).
+	Pending State = "pending"
+	// Committed: every row of the endpoint's snapshot is in the sink.
+	Committed State = "committed"
+	// Failed: cannot be loaded (its raw body is corrupt or cut off, or the
+	// sink rejected it for good); catch-up skips it, `replay` may retry it.
+	Failed State = "failed"
+)
+
+// Load is one snapshot × endpoint × sink.
+type Load struct {
+	Endpoint string    `json:"endpoint"`
+	Sink     string    `json:"sink"`
+	State    State     `json:"state"`
+	Attempts int       `json:"attempts"`        // loads tried (live and catch-up)
+	Error    string    `json:"error,omitempty"` // the last error (pending) or the reason (failed)
+	Updated  time.Time `json:"updated"`
+}
+
+// Record is one snapshot's loads.
+type Record struct {
+	SnapshotTime time.Time `json:"snapshot_time"`
+	RunID        string    `json:"run_id"`
+	Source       string    `json:"source"`
+	Loads        []Load    `json:"loads"`
+}
+
+// Key identifies a snapshot.
+type Key struct {
+	Time  time.Time
+	RunID string
+}
+
+// Key returns the record's snapshot.
+func (r *Record) Key() Key { return Key{r.SnapshotTime, r.RunID} }
+
+// Settled reports whether no load of the record is pending or failed.
+func (r *Record) Settled() bool {
+	for _, l := range r.Loads {
+		if l.State != Committed {
+			return false
+		}
+	}
+	return true
+}
+
+// Pending returns the record's pending loads of sink ("" any sink).
+func (r *Record) Pending(sink string) []Load {
+	var out []Load
+	for _, l := range r.Loads {
+		if l.State == Pending && (sink == "" || l.Sink == sink) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Outcome is what one attempt of a load ended with.
+type Outcome struct {
+	State State  // Committed, Pending (a transient error) or Failed
+	Error string // one line, already redacted
+}
+
+// Store holds the ledger's objects. Implementations (a folder, an object
+// store bucket):
+//
+//  1. Put replaces the object name with data atomically: a reader sees the
+//     old object or the new one, never a part, also after a crash.
+//  2. Get returns an error satisfying errors.Is(err, fs.ErrNotExist) when
+//     name does not exist.
+//  3. List returns the names of the objects whose name starts with prefix
+//     (names use "/" separators), in any order.
+//  4. Delete of a missing object is not an error.
+type Store interface {
+	Put(name string, data []byte) error
+	Get(name string) ([]byte, error)
+	List(prefix string) ([]string, error)
+	Delete(name string) error
+}
+
+// Ledger reads and writes the records of one data directory. Its methods
+// are safe for concurrent use; only one process writes a data directory at
+// a time (the data directory's lock), while readers (optlake status) may
+// read at any time.
+type Ledger struct {
+	st  Store
+	now func() time.Time
+
+	mu   sync.Mutex
+	open map[Key]*Record // records in open/ that this process wrote or read
+}
+
+// New returns a ledger over st; now (default time.Now) stamps updates.
+func New(st Store, now func() time.Time) *Ledger {
+	if now == nil {
+		now = time.Now
+	}
+	return &Ledger{st: st, now: now, open: map[Key]*Record{}}
+}
+
+func safe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func baseName(k Key) string {
+	return k.Time.UTC().Format(TimeLayout) + "-" + safe(k.RunID) + ".json"
+}
+
+func openName(k Key) string { return path.Join("open", baseName(k)) }
+
+func doneName(k Key) string {
+	return path.Join("done", "date="+k.Time.UTC().Format("2006-01-02"), baseName(k))
+}
+
+// Begin records a snapshot about to be loaded: every endpoint × sink is
+// pending until Settle says otherwise.
+func (l *Ledger) Begin(snapshotTime time.Time, runID, source string, endpoints, sinks []string) error {
+	now := l.now().UTC()
+	rec := &Record{SnapshotTime: snapshotTime.UTC(), RunID: runID, Source: source}
+	for _, ep := range endpoints {
+		for _, s := range sinks {
+			rec.Loads = append(rec.Loads, Load{Endpoint: ep, Sink: s, State: Pending, Updated: now})
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.write(rec)
+}
+
+// Settle records the outcome of an attempt to load endpoint into each sink
+// named in outcomes, for the snapshot k. Sinks and endpoints the record
+// does not list are ignored (a replay into a new sink), as is a snapshot
+// the ledger does not hold open (already settled). Once nothing is pending
+// or failed the record moves to done/.
+func (l *Ledger) Settle(k Key, endpoint string, outcomes map[string]Outcome) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := l.get(k)
+	if err != nil || rec == nil {
+		return err
+	}
+	now := l.now().UTC()
+	changed := false
+	for i := range rec.Loads {
+		ld := &rec.Loads[i]
+		o, ok := outcomes[ld.Sink]
+		if !ok || ld.Endpoint != endpoint || ld.State == Committed {
+			continue
+		}
+		ld.State, ld.Error, ld.Updated = o.State, o.Error, now
+		ld.Attempts++
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return l.write(rec)
+}
+
+// Drop removes endpoint's loads from the snapshot's record: there is nothing
+// to load (the venue was not reached, so nothing was archived).
+func (l *Ledger) Drop(k Key, endpoint string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := l.get(k)
+	if err != nil || rec == nil {
+		return err
+	}
+	kept := rec.Loads[:0]
+	for _, ld := range rec.Loads {
+		if ld.Endpoint != endpoint {
+			kept = append(kept, ld)
+		}
+	}
+	if len(kept) == len(rec.Loads) {
+		return nil
+	}
+	rec.Loads = kept
+	return l.write(rec)
+}
+
+// get returns the open record of k (nil when there is none). Call with mu
+// held.
+func (l *Ledger) get(k Key) (*Record, error) {
+	k.Time = k.Time.UTC()
+	if rec, ok := l.open[k]; ok {
+		return rec, nil
+	}
+	b, err := l.st.Get(openName(k))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	rec := &Record{}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return nil, fmt.Errorf("ledger: %s: %w", openName(k), err)
+	}
+	l.open[k] = rec
+	return rec, nil
+}
+
+// write stores rec: in open/ while anything is pending or failed, else in
+// done/ (and removed from open/). Call with mu held.
+func (l *Ledger) write(rec *Record) error {
+	k := rec.Key()
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	b = append(b, '\n')
+	if !rec.Settled() {
+		if err := l.st.Put(openName(k), b); err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+		l.open[k] = rec
+		return nil
+	}
+	// The done object first: a crash before the delete leaves the open one,
+	// whose pending loads are loaded again, harmlessly.
+	if err := l.st.Put(doneName(k), b); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	delete(l.open, k)
+	if err := l.st.Delete(openName(k)); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
+}
+
+// Open returns the records in open/ (snapshots with a load pending or
+// failed), oldest first.
+func (l *Ledger) Open() ([]Record, error) {
+	names, err := l.st.List("open/")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Record
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		b, err := l.st.Get(n)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // settled meanwhile (a reader racing a run)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		rec := Record{}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("ledger: %s: %w", n, err)
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].SnapshotTime.Equal(out[j].SnapshotTime) {
+			return out[i].SnapshotTime.Before(out[j].SnapshotTime)
+		}
+		return out[i].RunID < out[j].RunID
+	})
+	return out, nil
+}
+
+// SinkStatus sums up one sink's open loads.
+type SinkStatus struct {
+	Sink string `json:"sink"`
+	// Pending counts snapshots with at least one pending load.
+	Pending int `json:"pending"`
+	// Oldest is the oldest pending snapshot (nil when none).
+	Oldest *time.Time `json:"oldest,omitempty"`
+	// LastError is the most recent error of a pending load.
+	LastError string `json:"last_error,omitempty"`
+	// Failed lists the loads that cannot be done, oldest first.
+	Failed []Failure `json:"failed,omitempty"`
+}
+
+// Failure is one failed load.
+type Failure struct {
+	SnapshotTime time.Time `json:"snapshot_time"`
+	RunID        string    `json:"run_id"`
+	Endpoint     string    `json:"endpoint"`
+	Reason       string    `json:"reason"`
+}
+
+// Summarize returns, per sink (sorted by name), what recs (as Open returns
+// them) leave pending or failed. Sinks in sinks appear even when they have
+// nothing open.
+func Summarize(recs []Record, sinks ...string) []SinkStatus {
+	by := map[string]*SinkStatus{}
+	get := func(s string) *SinkStatus {
+		if st, ok := by[s]; ok {
+			return st
+		}
+		st := &SinkStatus{Sink: s}
+		by[s] = st
+		return st
+	}
+	for _, s := range sinks {
+		get(s)
+	}
+	lastAt := map[string]time.Time{}
+	for _, rec := range recs {
+		counted := map[string]bool{}
+		for _, ld := range rec.Loads {
+			st := get(ld.Sink)
+			switch ld.State {
+			case Pending:
+				if !counted[ld.Sink] {
+					counted[ld.Sink] = true
+					st.Pending++
+					if st.Oldest == nil {
+						t := rec.SnapshotTime
+						st.Oldest = &t
+					}
+				}
+				if ld.Error != "" && !ld.Updated.Before(lastAt[ld.Sink]) {
+					lastAt[ld.Sink] = ld.Updated
+					st.LastError = ld.Error
+				}
+			case Failed:
+				st.Failed = append(st.Failed, Failure{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, Endpoint: ld.Endpoint, Reason: ld.Error})
+			}
+		}
+	}
+	out := make([]SinkStatus, 0, len(by))
+	for _, st := range by {
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Sink < out[j].Sink })
+	return out
+}
