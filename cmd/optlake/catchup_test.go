@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,12 +152,7 @@ func TestCatchUpBounded(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--catch-up-max", "1"}
 	repair := blockParquet(t, dir)
-	for i := 0; i < 3; i++ {
-		if res := optlake(t, args...); res.code != exitPartial {
-			t.Fatalf("run %d: exit %d %s", i, res.code, res.stderr)
-		}
-		next()
-	}
+	missSnapshots(t, 3, next, nil, args...)
 	repair()
 	res := optlake(t, args...)
 	if res.code != exitPartial || !strings.Contains(res.stdout, "caught up 1 of 1 snapshots") || !strings.Contains(res.stdout, "stopped by --catch-up-max") {
@@ -199,12 +192,7 @@ func TestCatchUpCorruptRawFile(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
 	repair := blockParquet(t, dir)
-	for i := 0; i < 3; i++ {
-		if res := optlake(t, args...); res.code != exitPartial {
-			t.Fatalf("run %d: exit %d %s", i, res.code, res.stderr)
-		}
-		next()
-	}
+	missSnapshots(t, 3, next, nil, args...)
 	repair()
 	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
 	sort.Strings(bodies)
@@ -249,6 +237,108 @@ func TestCatchUpCorruptRawFile(t *testing.T) {
 	}
 }
 
-var _ = context.Background
-var _ = strconv.Itoa
-var _ = syscall.SIGKILL
+// chCounts returns "unix-ms:rows" per snapshot of a ClickHouse table, read
+// FINAL (deduplicated).
+func chCounts(t *testing.T, c *testenv.ClickHouse, db, table string) []string {
+	t.Helper()
+	out := chQuery(t, c, db, fmt.Sprintf("SELECT toUnixTimestamp(snapshot_time) * 1000, count() FROM %s FINAL GROUP BY snapshot_time ORDER BY snapshot_time FORMAT TSV", table))
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			rows = append(rows, f[0]+":"+f[1])
+		}
+	}
+	return rows
+}
+
+// missSnapshots runs args n times while a sink is failing: each run exits
+// 3 (loads pending), and the clock moves on a minute after each.
+func missSnapshots(t *testing.T, n int, next func() time.Time, sim *venuesim.Sim, args ...string) []result {
+	t.Helper()
+	var out []result
+	for i := 0; i < n; i++ {
+		res := optlake(t, args...)
+		if res.code != exitPartial {
+			t.Fatalf("run %d during the fault: exit %d %s", i, res.code, res.stderr)
+		}
+		out = append(out, res)
+		if sim != nil {
+			sim.Advance(1)
+		}
+		next()
+	}
+	return out
+}
+
+// ClickHouse is down for three one-shot runs: each run exits 3 naming
+// ClickHouse, Parquet and the raw archive are complete. Once it is back,
+// the next run loads all three from the archive, then its own: counts FINAL
+// equal the Parquet lake's snapshot by snapshot (instruments and
+// instrument_events), and a further run adds exactly one snapshot.
+func TestCatchUpClickHouseOutage(t *testing.T) {
+	c := testenv.NewClickHouse(t)
+	db := "optlake"
+	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 {
+		t.Fatalf("migrate: %s", res.stderr)
+	}
+	next := pinClock(t, time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC))
+	sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 300})
+	dir := t.TempDir()
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db), "--source", "sim"}
+	for i, res := range missSnapshots(t, 3, next, sim, args...) {
+		last := lastLine(res.stderr)
+		if !strings.HasPrefix(last, "optlake: instruments: clickhouse: ") || strings.Count(strings.TrimSpace(res.stderr), "optlake: ") != 1 {
+			t.Errorf("run %d: last line %q", i, last)
+		}
+		if !strings.Contains(res.stdout, "[clickhouse failed]") {
+			t.Errorf("run %d: summary does not name the failed sink: %s", i, res.stdout)
+		}
+	}
+	if got := lakeCounts(t, dir, "instruments", "instrument_name"); len(got) != 3 {
+		t.Errorf("parquet during the outage: %v", got)
+	}
+	if st := statusJSON(t, dir)["clickhouse"]; st.Pending != 3 || st.LastError == "" {
+		t.Errorf("status during the outage: %+v", st)
+	}
+
+	if err := c.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sumPath := filepath.Join(dir, "summary.json")
+	res := optlake(t, append(args, "--summary-json", sumPath)...)
+	if res.code != 0 || !strings.Contains(res.stdout, "caught up 3 of 3 snapshots") {
+		t.Fatalf("after the restart: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	var sum struct {
+		CatchUp struct{ Snapshots []struct{ Sinks []string } } `json:"catch_up"`
+		Pending []ledger.SinkStatus
+	}
+	if b, err := os.ReadFile(sumPath); err != nil || json.Unmarshal(b, &sum) != nil || len(sum.CatchUp.Snapshots) != 3 || len(sum.Pending) != 2 || sum.Pending[0].Pending+sum.Pending[1].Pending != 0 {
+		t.Errorf("summary JSON: %+v (%v)", sum, err)
+	}
+	check := func(n int) {
+		t.Helper()
+		for _, tc := range []struct{ table, key string }{
+			{"instruments", "instrument_name"},
+			{"instrument_events", "instrument_name || event || coalesce(field, '')"},
+		} {
+			lake, ch := lakeCounts(t, dir, tc.table, tc.key), chCounts(t, c, db, tc.table)
+			if len(lake) != n || strings.Join(ch, " ") != strings.Join(lake, " ") {
+				t.Errorf("%s per snapshot: clickhouse %v, parquet %v (want %d snapshots)", tc.table, ch, lake, n)
+			}
+		}
+	}
+	check(4)
+	sim.Advance(1)
+	next()
+	if res := optlake(t, args...); res.code != 0 || strings.Contains(res.stdout, "caught up") {
+		t.Fatalf("a further run: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	check(5)
+	if st := statusJSON(t, dir); st["clickhouse"].Pending != 0 || st["parquet"].Pending != 0 {
+		t.Errorf("status after: %+v", st)
+	}
+}

@@ -146,49 +146,6 @@ func TestRunBothSinksRoundTrip(t *testing.T) {
 	}
 }
 
-// ClickHouse down before the load: the run fails naming ClickHouse, the raw
-// archive and Parquet are complete; after a restart the next run succeeds.
-func TestRunClickHouseOutage(t *testing.T) {
-	c := testenv.NewClickHouse(t)
-	db := "optlake"
-	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 {
-		t.Fatalf("migrate: %s", res.stderr)
-	}
-	sim, url := startSim(t, venuesim.Config{Seed: 4})
-	n := sim.NumInstruments()
-	dir := t.TempDir()
-	if err := c.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db)}
-	res := optlake(t, args...)
-	last := lastLine(res.stderr)
-	if res.code != exitFailure || !strings.HasPrefix(last, "optlake: instruments: clickhouse: ") || strings.Count(strings.TrimSpace(res.stderr), "optlake: ") != 1 {
-		t.Fatalf("exit %d, last line %q", res.code, last)
-	}
-	if !strings.Contains(res.stdout, "[clickhouse failed]") {
-		t.Errorf("summary does not name the failed sink: %s", res.stdout)
-	}
-	if n := duckScalar(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(dir, "instruments", "*", "*.parquet"))); n != strconv.Itoa(sim.NumInstruments()) {
-		t.Errorf("parquet rows during the outage = %s", n)
-	}
-	metas, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.meta.json"))
-	if len(metas) != 1 {
-		t.Errorf("raw archive during the outage: %v", metas)
-	}
-
-	if err := c.Restart(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1100 * time.Millisecond) // DateTime on 18.16 has second precision
-	if res := optlake(t, args...); res.code != 0 {
-		t.Fatalf("after restart: exit %d %s", res.code, res.stderr)
-	}
-	if got := chQuery(t, c, db, "SELECT count() FROM instruments FINAL"); got != strconv.Itoa(n) {
-		t.Errorf("clickhouse rows after restart = %s, want %d", got, n)
-	}
-}
-
 // An out-of-date schema is refused with a clear message; --migrate fixes it.
 func TestRunRefusesUnmigratedDatabase(t *testing.T) {
 	c := testenv.SharedClickHouse(t)
