@@ -342,3 +342,42 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 		t.Errorf("status after: %+v", st)
 	}
 }
+
+// kill -9 in the middle of a catch-up, then a run: every snapshot is in
+// the lake exactly once, with all its rows.
+func TestCatchUpKill9(t *testing.T) {
+	const n = 150_000
+	next := pinClock(t, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC))
+	_, url := startSim(t, venuesim.Config{Seed: 8, Instruments: n})
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--batch-rows", "4096"}
+	repair := blockParquet(t, dir)
+	missSnapshots(t, 3, next, nil, args...)
+	repair()
+	cmd, _, _ := startCLI(t, args...)
+	waitFor(t, "a caught-up file in flight", func() bool {
+		f, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", ".*.tmp-*"))
+		return len(f) > 0
+	})
+	cmd.Process.Kill()
+	cmd.Wait()
+	if st := statusJSON(t, dir)["parquet"]; st.Pending == 0 {
+		t.Fatalf("nothing pending after the kill: %+v", st)
+	}
+	res := optlake(t, args...)
+	if res.code != 0 || !strings.Contains(res.stdout, "caught up") {
+		t.Fatalf("run after the kill: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	got := lakeCounts(t, dir, "instruments", "instrument_name")
+	if len(got) < 4 {
+		t.Fatalf("snapshots in the lake: %v", got)
+	}
+	for _, g := range got {
+		if !strings.HasSuffix(g, fmt.Sprintf(":%d", n)) {
+			t.Errorf("snapshot %s: want %d rows", g, n)
+		}
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+		t.Errorf("status: %+v", st)
+	}
+}
