@@ -247,7 +247,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger
 			for _, s := range sub.cfg.Sinks {
 				o, tried := e.Sinks[s.Name()]
 				switch {
-				case e.unloadable:
+				case e.unloadable || o.rejected:
 					res.Failed++
 				case tried && o.Error != "":
 					if ctx.Err() == nil {

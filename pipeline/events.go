@@ -137,6 +137,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 			if acc.Error == "" {
 				acc.Error = "instrument_events: " + o.Error
 			}
+			acc.rejected = acc.rejected || o.rejected
 		}
 		res.Sinks[name] = acc
 	}

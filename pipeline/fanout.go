@@ -123,11 +123,13 @@ func (f *Fanout) Commit(ctx context.Context) map[string]SinkResult {
 					w.Abort()
 				}
 				sr.Error = oneLine(l.err)
+				sr.rejected = sinks.IsRejected(l.err)
 			} else {
 				for _, t := range l.order {
 					c, err := l.writers[t].Commit(ctx)
 					if err != nil {
 						sr.Error = oneLine(err)
+						sr.rejected = sr.rejected || sinks.IsRejected(err)
 						continue
 					}
 					if t == schema.Rejects {

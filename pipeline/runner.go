@@ -165,6 +165,8 @@ type SinkResult struct {
 	Bytes   int64    `json:"bytes"`
 	Files   []string `json:"files,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// rejected: the sink refused the rows themselves (sinks.RejectedError).
+	rejected bool
 }
 
 // Run takes one snapshot of every configured endpoint. It always returns a
@@ -229,6 +231,8 @@ func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res End
 			switch {
 			case res.unloadable:
 				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Error)}
+			case res.Sinks[name].rejected:
+				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
 			case res.Sinks[name].Error != "":
 				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
 			}
@@ -465,6 +469,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			if acc.Error == "" {
 				acc.Error = o.Error
 			}
+			acc.rejected = acc.rejected || o.rejected
 			res.Sinks[name] = acc
 		}
 		return nil

@@ -5,6 +5,7 @@ package sinks
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -52,6 +53,21 @@ type Writer interface {
 	// Abort discards rows not yet committed. It is safe to call after Commit
 	// or Abort, and then does nothing.
 	Abort() error
+}
+
+// RejectedError reports that a store refused the rows themselves (a value
+// it cannot take), not that it was unavailable: loading the same rows again
+// fails the same way, so the load ledger marks it failed instead of
+// retrying it at every catch-up.
+type RejectedError struct{ Err error }
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// IsRejected reports whether err (or an error it wraps) is a RejectedError.
+func IsRejected(err error) bool {
+	var r *RejectedError
+	return errors.As(err, &r)
 }
 
 // Committed describes what a Commit made visible.

@@ -507,7 +507,7 @@ func (w *writer) send(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return rejection(err)
 	}
 	w.rows += w.heldRows
 	w.releaseHeld()
@@ -607,6 +607,21 @@ func withRetry(ctx context.Context, attempts int, backoff time.Duration, f func(
 			t.Stop()
 			return ctx.Err()
 		case <-t.C:
+		}
+	}
+	return err
+}
+
+// rejection marks as sinks.RejectedError the server's refusals of the
+// rows' values (parse, type, range, NULL errors): sending them again cannot
+// succeed. Anything else (a server down, a schema not migrated, access
+// denied) may pass and is returned as is.
+func rejection(err error) error {
+	var ex *ch.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 6, 27, 41, 53, 69, 70, 72, 131, 321, 349: // cannot parse text/input/datetime, type mismatch, argument out of bound, cannot convert, cannot parse number, string too large, value out of range, NULL in ordinary column
+			return &sinks.RejectedError{Err: err}
 		}
 	}
 	return err

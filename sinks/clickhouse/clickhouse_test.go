@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/optlake/optlake/internal/testenv"
@@ -244,6 +245,25 @@ func TestTransient(t *testing.T) {
 	}
 	if Transient(context.Canceled) {
 		t.Error("cancel is not transient")
+	}
+}
+
+// The server's refusals of values are rejections (the load ledger marks
+// them failed); a server down or an unmigrated table are not.
+func TestRejection(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		rejected bool
+	}{
+		{fmt.Errorf("insert: %w", &ch.Exception{Code: 53, Message: "Type mismatch"}), true},
+		{&ch.Exception{Code: 27, Message: "Cannot parse input"}, true},
+		{&ch.Exception{Code: 60, Message: "Table doesn't exist"}, false},
+		{&ch.Exception{Code: 210, Message: "Network error"}, false},
+		{syscall.ECONNREFUSED, false},
+	} {
+		if got := sinks.IsRejected(rejection(tc.err)); got != tc.rejected {
+			t.Errorf("rejection(%v) rejected = %v", tc.err, got)
+		}
 	}
 }
 
