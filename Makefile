@@ -11,8 +11,9 @@ FUZZTIME  ?= 30s
 
 all: build
 
+## build: a static binary (no cgo: it runs on distroless and scratch images)
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optlake
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optlake
 
 ## demo: simulated venue -> Parquet lake in ./data (no server needed)
 demo: build

@@ -62,6 +62,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/pipeline"
 )
 
@@ -350,7 +351,7 @@ func (m *Metrics) WriteTextfile(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := datadir.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

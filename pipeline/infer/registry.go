@@ -347,7 +347,7 @@ func (r *Registry) Save() error {
 }
 
 func writeAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	f, err := datadir.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
