@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInstruments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime 10s -fuzzminimizetime 0 ./internal/jsontok/
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
 
 ## unit: tests that need nothing installed
