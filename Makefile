@@ -19,7 +19,7 @@ build:
 demo: build
 	./$(BIN) demo --data-dir ./data
 
-## deps: install what the tests need (clickhouse-server, zookeeper, DuckDB for node)
+## deps: install what the tests need (clickhouse-server, zookeeper, DuckDB and chDB for node)
 deps:
 	bash scripts/deps.sh
 
