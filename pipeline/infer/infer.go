@@ -279,6 +279,9 @@ type Stats struct {
 	// Discarded lists, under DiscardColumns, the columns and tables that
 	// would have been added (each once); their values were not loaded.
 	Discarded []Change
+	// Overflow counts, per table that reached its column budget, the
+	// fields stored in its "extra" column instead of a column of their own.
+	Overflow map[string]int64
 }
 
 // Emit receives each finished record with its table. All records of one

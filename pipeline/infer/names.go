@@ -72,8 +72,12 @@ func hash32(s string) uint32 {
 	return h.Sum32()
 }
 
-// baseName joins the normalised keys of a path (rule 2).
+// baseName joins the normalised keys of a path (rule 2); the empty path (a
+// map's value itself) is "value".
 func baseName(path []string) string {
+	if len(path) == 0 {
+		return "value"
+	}
 	parts := make([]string, len(path))
 	for i, k := range path {
 		parts[i] = NormalizeKey(k)
