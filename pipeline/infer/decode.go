@@ -398,7 +398,7 @@ func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list
 	}
 	if d.opt.Mode != Evolve && !d.rootNew && !w.isNew {
 		name := w.st.peekName(p, role)
-		ch := Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: displayPath(p.keys)}
+		ch := Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: fieldOf(p.keys, role)}
 		what := "column " + name
 		if !d.allow(w, p, ch, what) {
 			return -1
@@ -408,7 +408,7 @@ func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list
 	c := w.st.addColumn(&colState{Name: name, Type: typ, List: list, Path: slices.Clone(p.keys), Role: role, FirstSeen: d.meta.SnapshotTime, isNew: true})
 	w.changed = true
 	if !w.isNew {
-		d.changes = append(d.changes, Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: displayPath(p.keys)})
+		d.changes = append(d.changes, Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: fieldOf(p.keys, role)})
 	}
 	return c
 }
@@ -599,7 +599,7 @@ func epochMillis(v int64) (int64, bool) {
 
 // epoch fills the "__time" companion of an Int64 column with a time name.
 func (d *decoder) epoch(w *work, r int, p fpath, v int64) {
-	if !isTimeName(NormalizeKey(p.keys[len(p.keys)-1])) {
+	if len(p.keys) == 0 || !isTimeName(NormalizeKey(p.keys[len(p.keys)-1])) {
 		return
 	}
 	ms, ok := epochMillis(v)

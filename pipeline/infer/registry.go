@@ -234,7 +234,7 @@ func (t *tableState) build() *schema.Table {
 	}
 	doc := "inferred from the endpoint " + t.Root
 	if t.Parent != "" {
-		doc = fmt.Sprintf("inferred: the array %s of %s rows", displayPath(t.Path), t.Parent)
+		doc = fmt.Sprintf("inferred: the array or map %s of %s rows", displayPath(t.Path), t.Parent)
 	}
 	return &schema.Table{
 		Name:          t.Name,
@@ -468,7 +468,7 @@ func (r *Registry) Columns(name string) []ColumnInfo {
 			continue
 		}
 		cs := t.Cols[i-nMeta]
-		out = append(out, ColumnInfo{Column: c, FirstSeen: cs.FirstSeen, Field: displayPath(cs.Path), Role: cs.Role})
+		out = append(out, ColumnInfo{Column: c, FirstSeen: cs.FirstSeen, Field: fieldOf(cs.Path, cs.Role), Role: cs.Role})
 	}
 	return out
 }
@@ -511,8 +511,8 @@ func (r *Registry) Print(w io.Writer) error {
 				continue
 			}
 			cs := t.Cols[j-nMeta]
-			from := displayPath(cs.Path)
-			if cs.Role != roleValue {
+			from := fieldOf(cs.Path, cs.Role)
+			if cs.Role != roleValue && fixedName(cs.Role) == "" {
 				from += " (" + cs.Role + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Name, typ, fmtTime(cs.FirstSeen), from)
@@ -627,8 +627,10 @@ func unmarshalTable(b []byte) (*tableState, error) {
 	if !validName(f.Name) || !validName(f.Root) || (f.Parent != "" && !validName(f.Parent)) {
 		return nil, fmt.Errorf("invalid table name in %q/%q/%q", f.Name, f.Root, f.Parent)
 	}
-	if (f.Parent == "") != (len(f.Path) == 0) {
-		return nil, errors.New("a child table needs a parent and a path")
+	if f.Parent == "" && len(f.Path) > 0 {
+		// (A child table's path is empty when its rows are the entries of
+		// maps that are the values of its parent's map entries.)
+		return nil, errors.New("a table with a path needs a parent")
 	}
 	t := newTableState(f.Name, f.Root, f.Parent, f.Path, f.Depth, f.FirstSeen)
 	t.Wrap = f.Wrap
