@@ -271,6 +271,23 @@ func (c Change) String() string {
 	return fmt.Sprintf("table %s: new %s %s %s (field %s)", c.Table, c.Kind, c.Column, t, c.Field)
 }
 
+// LogAttrs are the change's slog attributes: a new table names its table and
+// the field it holds (if any); a new column also its name and type.
+func (c Change) LogAttrs() []any {
+	attrs := []any{"change", c.Kind, "table", c.Table}
+	if c.Kind != ChangeTable {
+		t := c.Type.String()
+		if c.List {
+			t = "list<" + t + ">"
+		}
+		attrs = append(attrs, "column", c.Column, "type", t)
+	}
+	if c.Field != "" {
+		attrs = append(attrs, "field", c.Field)
+	}
+	return attrs
+}
+
 // Stats counts what a Decode produced.
 type Stats struct {
 	// Rows per table name, for the endpoint's table and every child table
