@@ -13,6 +13,7 @@
 //     objects (nulls allowed, empty allowed), as {"positions":[…]}: that
 //     array's elements (the key is remembered; a later {"positions":null}
 //     is then an empty record set);
+//   - a top-level object that is a map (see Maps): one row per entry;
 //   - any other top-level object: the object itself, as one row.
 //
 // Anything else (a scalar, or an array holding scalars or arrays) fails with
@@ -41,6 +42,39 @@
 //     decides nothing: it gives rows of nulls to the path's child table, or
 //     nulls to its List column, if the path has one, and is null otherwise.
 //     List columns are never null: missing is [].
+//
+// # Maps
+//
+// An object whose keys are data (instrument names, currencies, ids) is a
+// map: its entries become rows of the child table "<table>__<path>" (as an
+// array of objects at that path would; both share the table), each with the
+// user column "key" (the map key; "key_2" and so on for a field named key)
+// and the entry's value at the empty path: an object's members flatten into
+// columns, a scalar goes to "value" (with "value__num" and variants as any
+// column), an array as at any path, and an object that is itself a map to
+// "<table>__<path>__value". A top-level map's entries are the rows of the
+// endpoint's table. The decision, for an object at a path:
+//
+//  1. the endpoint's MapRules (Policy.Maps) force or forbid it;
+//  2. else a path whose table already has a key column is a map (once a map,
+//     always a map; the registry persists it);
+//  3. else the shape (looksLikeMap): the non-null values share one kind
+//     (objects whose common keys are at least half of all their keys,
+//     numbers, strings, bools or arrays) and either every key is data-like
+//     (not identLike) with at least MapMinDataKeys members, or there are at
+//     least MapMinObjects objects or MapMinMembers other values.
+//
+// Only objects below a row and the top-level body are tested; the elements
+// of arrays are rows, never maps.
+//
+// # Column budget
+//
+// A table has at most Policy.ColumnBudget columns, meta columns included,
+// one of them always kept for "extra". A value that would need a new
+// column (value, list, JSON or variant) past the budget goes instead to
+// "extra": per row, a JSON object of display path → the value as received.
+// Companion columns ("__num", "__time") past the budget are not created.
+// Stats.Overflow counts the fields per table.
 //
 // # Types
 //
