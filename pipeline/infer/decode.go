@@ -390,6 +390,9 @@ func (d *decoder) allow(w *work, p fpath, ch Change, what string) bool {
 // contract refuses it.
 func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list bool) int {
 	if d.full(w, role) {
+		// The table does not change (unless extra is new: closeExtra asks
+		// the contract for it), so neither freeze nor discard-columns
+		// applies to fields stored in extra.
 		return overBudget
 	}
 	kind := ChangeColumn
@@ -472,6 +475,7 @@ func (d *decoder) closeExtra(w *work) {
 	c := w.st.find(fpath{}, roleExtra)
 	if c < 0 {
 		if c = d.newColumn(w, fpath{}, roleExtra, schema.String, false); c < 0 {
+			w.extra, w.overflow = nil, 0 // refused by the contract: not loaded
 			return
 		}
 	}
