@@ -8,10 +8,26 @@ import (
 // defaultColumnBudget is --column-budget's default.
 const defaultColumnBudget = infer.DefaultColumnBudget
 
+// validateLimits checks --rate-limit, --rate-burst, --column-budget and the
+// map rules without building anything.
+func (j *job) validateLimits() error {
+	if err := j.rateLimit(&extract.Options{}); err != nil {
+		return err
+	}
+	if err := j.policy().Validate(); err != nil {
+		return usagef("--column-budget / endpoints.*.maps: %v", err)
+	}
+	return nil
+}
+
+func (j *job) policy() infer.Policy {
+	return infer.Policy{ColumnBudget: j.ColumnBudget, Maps: j.Maps}
+}
+
 // setInferPolicy applies --column-budget and the config file's map rules to
 // the account tables' registry.
 func (j *job) setInferPolicy(reg *infer.Registry) error {
-	if err := reg.SetPolicy(infer.Policy{ColumnBudget: j.ColumnBudget, Maps: j.Maps}); err != nil {
+	if err := reg.SetPolicy(j.policy()); err != nil {
 		return usagef("--column-budget / endpoints.*.maps: %v", err)
 	}
 	return nil

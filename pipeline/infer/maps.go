@@ -77,6 +77,10 @@ type Policy struct {
 	Maps map[string]MapRules
 }
 
+// Validate reports a budget below 16 and map rules with an empty key or a
+// path listed twice.
+func (p Policy) Validate() error { return p.validate() }
+
 func (p *Policy) validate() error {
 	if p.ColumnBudget == 0 {
 		p.ColumnBudget = DefaultColumnBudget
