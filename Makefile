@@ -46,7 +46,7 @@ unit:
 ## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
 
 clean:
 	rm -rf bin
