@@ -45,6 +45,12 @@ type decoder struct {
 	violation *ContractError
 	policy    Policy
 	rules     map[string]bool // MapRules of the endpoint: joined body path -> force
+	// Map decisions by table and path key (mapID): objects found not to be
+	// maps, paths that were promoted to maps by an earlier pass, and paths
+	// this pass found to be maps after an object there was flattened.
+	notMap   map[string]bool
+	promoted map[string]bool
+	promote  map[string]bool
 }
 
 func (r *Registry) newDecoder(root string, meta Meta, opt Options) (*decoder, error) {

@@ -429,12 +429,29 @@ func (r *Registry) Decode(ctx context.Context, body io.Reader, meta Meta, opt Op
 
 	r.decodeMu.Lock()
 	defer r.decodeMu.Unlock()
-	d, err := r.newDecoder(root, meta, opt)
-	if err != nil {
-		return Stats{}, nil, err
-	}
-	if err := d.run(ctx, tree); err != nil {
-		return Stats{}, nil, err
+	var promoted map[string]bool
+	var d *decoder
+	for try := 0; ; try++ {
+		if d, err = r.newDecoder(root, meta, opt); err != nil {
+			return Stats{}, nil, err
+		}
+		d.promoted = promoted
+		err := d.run(ctx, tree)
+		if len(d.promote) == 0 || try == maxMapPasses {
+			if err != nil {
+				return Stats{}, nil, err
+			}
+			break
+		}
+		// A path was a map for a later object after an earlier object at
+		// the same path had been flattened: decode again with the path a
+		// map from the start, so that a body decodes the same way twice.
+		if promoted == nil {
+			promoted = map[string]bool{}
+		}
+		for k := range d.promote {
+			promoted[k] = true
+		}
 	}
 	if len(d.changes) > 0 && opt.OnChanges != nil {
 		if err := opt.OnChanges(d.changes); err != nil {

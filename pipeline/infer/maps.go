@@ -151,11 +151,21 @@ func (d *decoder) bodyIsMap(rw *work, obj *node) bool {
 	return rw.st.isMap() || looksLikeMap(obj)
 }
 
+// maxMapPasses bounds the passes of a Decode that promote paths to maps.
+const maxMapPasses = 8
+
 // isMap decides whether the object v at path p of w's rows is a map: a
-// rule, else once a map always a map, else its shape.
+// rule, else once a map always a map (in the registry, or earlier in this
+// body), else its shape. When an object is a map by its shape after an
+// earlier object at the same path was not, the path is noted for promotion
+// (see Decode): every object at a path is decided the same way.
 func (d *decoder) isMap(w *work, p fpath, v *node) bool {
 	if force, ok := d.rule(p); ok {
 		return force
+	}
+	id := w.st.Name + "\x00" + p.key
+	if d.promoted[id] {
+		return true
 	}
 	if name, ok := w.st.Children[p.key]; ok {
 		if cw, ok := d.works[name]; ok {
@@ -166,7 +176,20 @@ func (d *decoder) isMap(w *work, p fpath, v *node) bool {
 			return true
 		}
 	}
-	return looksLikeMap(v)
+	if !looksLikeMap(v) {
+		if d.notMap == nil {
+			d.notMap = map[string]bool{}
+		}
+		d.notMap[id] = true
+		return false
+	}
+	if d.notMap[id] {
+		if d.promote == nil {
+			d.promote = map[string]bool{}
+		}
+		d.promote[id] = true
+	}
+	return true
 }
 
 // looksLikeMap is the shape rule: the non-null member values share one
