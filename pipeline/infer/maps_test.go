@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/schema"
 )
 
 func TestLooksLikeMap(t *testing.T) {
@@ -263,5 +265,24 @@ func TestSchemaFileSize(t *testing.T) {
 	cols := r1.Columns("old")
 	if len(cols) != 6 || cols[5].Name != "a" || !cols[5].FirstSeen.Equal(t0.Add(time.Hour)) {
 		t.Errorf("version 1 columns: %+v", cols)
+	}
+}
+
+// The "schema changed" log line names only what a change has (a new table
+// has no column and no type; a root table no field).
+func TestChangeLogAttrs(t *testing.T) {
+	cases := []struct {
+		c    Change
+		want string
+	}{
+		{Change{Table: "positions", Kind: ChangeTable}, "[change table table positions]"},
+		{Change{Table: "positions__positions", Kind: ChangeTable, Field: "positions"}, "[change table table positions__positions field positions]"},
+		{Change{Table: "t", Column: "size", Type: schema.String, Kind: ChangeColumn, Field: "size"}, "[change column table t column size type string field size]"},
+		{Change{Table: "t", Column: "xs", Type: schema.Int64, List: true, Kind: ChangeColumn, Field: "xs"}, "[change column table t column xs type list<int64> field xs]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(c.c.LogAttrs()); got != c.want {
+			t.Errorf("%v: LogAttrs = %s, want %s", c.c, got, c.want)
+		}
 	}
 }
