@@ -434,9 +434,9 @@ func (d *decoder) full(w *work, role string) bool {
 	if role == roleKey || role == roleExtra {
 		return false
 	}
-	n := len(w.st.Cols) + 5 + 1 // meta columns, and this one
-	if w.st.Parent != "" {
-		n++ // parent_index
+	n := len(w.st.Cols) + len(metaNames) + 1 // meta columns, and this one
+	if w.st.Parent == "" {
+		n-- // no parent_index
 	}
 	if w.st.find(fpath{}, roleExtra) < 0 {
 		n++ // room for extra
