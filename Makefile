@@ -47,6 +47,7 @@ unit:
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
+	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 
 clean:
 	rm -rf bin
