@@ -48,7 +48,8 @@ unit:
 ## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
+	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 
 clean:
 	rm -rf bin
