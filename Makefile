@@ -11,14 +11,15 @@ FUZZTIME  ?= 30s
 
 all: build
 
+## build: a static binary (no cgo: it runs on distroless and scratch images)
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optlake
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optlake
 
 ## demo: simulated venue -> Parquet lake in ./data (no server needed)
 demo: build
 	./$(BIN) demo --data-dir ./data
 
-## deps: install what the tests need (clickhouse-server, zookeeper, DuckDB for node)
+## deps: install what the tests need (clickhouse-server, zookeeper, DuckDB and chDB for node)
 deps:
 	bash scripts/deps.sh
 
@@ -37,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInstruments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
+	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime 10s -fuzzminimizetime 0 ./internal/jsontok/
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
 
 ## unit: tests that need nothing installed
@@ -46,7 +48,8 @@ unit:
 ## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
+	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 
 clean:
 	rm -rf bin

@@ -59,6 +59,9 @@ var runFlags = map[string]flagKind{
 	"schema-contract": kindString,
 	"account":         kindList,
 	"account-header":  kindList,
+	"rate-limit":      kindString,
+	"rate-burst":      kindInt,
+	"column-budget":   kindInt,
 }
 
 // pendingFlags are in runFlags ahead of the CLI: the examples may use them

@@ -245,17 +245,15 @@ func FromClickHouse(ctx context.Context, dsn, name string) (*Timeline, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	tl := &Timeline{Instrument: name}
-	q := fmt.Sprintf(`SELECT toUnixTimestamp64Milli(toDateTime64(snapshot_time, 3)), source, index_price, toNullable(toUInt8(is_active)) , toNullable(toUInt8(deployed)),
-		maker_commission, taker_commission, tick_size, strike, toUnixTimestamp(expiration_time)
-		FROM %s.instruments FINAL WHERE instrument_name = ? ORDER BY snapshot_time`, schema.Quote(db))
-	rows, err := conn.Query(ctx, q, name)
+	v, err := conn.ServerVersion()
 	if err != nil {
-		// Servers without DateTime64 functions (18.16): seconds.
-		q = strings.Replace(q, "toUnixTimestamp64Milli(toDateTime64(snapshot_time, 3))", "toInt64(toUnixTimestamp(snapshot_time)) * 1000", 1)
-		if rows, err = conn.Query(ctx, q, name); err != nil {
-			return nil, fmt.Errorf("query instruments: %w", err)
-		}
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	instQ, eventsQ := Queries(db, schema.FeaturesFor(int(v.Version.Major), int(v.Version.Minor)))
+	tl := &Timeline{Instrument: name}
+	rows, err := conn.Query(ctx, instQ, name)
+	if err != nil {
+		return nil, fmt.Errorf("query instruments: %w", err)
 	}
 	for rows.Next() {
 		var ms int64
@@ -275,10 +273,7 @@ func FromClickHouse(ctx context.Context, dsn, name string) (*Timeline, error) {
 		tl.Points = append(tl.Points, p)
 	}
 	rows.Close()
-	q = fmt.Sprintf(`SELECT toInt64(toUnixTimestamp(snapshot_time)), toInt64(toUnixTimestamp(assumeNotNull(previous_snapshot_time))), isNull(previous_snapshot_time),
-		source, event, field, old_value, new_value, toUInt8(initial)
-		FROM %s.instrument_events FINAL WHERE instrument_name = ? ORDER BY snapshot_time, event, field`, schema.Quote(db))
-	rows, err = conn.Query(ctx, q, name)
+	rows, err = conn.Query(ctx, eventsQ, name)
 	if err != nil {
 		return nil, fmt.Errorf("query instrument_events: %w", err)
 	}
@@ -290,15 +285,37 @@ func FromClickHouse(ctx context.Context, dsn, name string) (*Timeline, error) {
 		if err := rows.Scan(&ts, &prev, &noPrev, &e.Source, &e.Event, &e.Field, &e.Old, &e.New, &initial); err != nil {
 			return nil, fmt.Errorf("read instrument_events: %w", err)
 		}
-		e.Time = time.Unix(ts, 0).UTC()
+		e.Time = time.UnixMilli(ts).UTC()
 		if noPrev == 0 {
-			t := time.Unix(prev, 0).UTC()
+			t := time.UnixMilli(prev).UTC()
 			e.PreviousTime = &t
 		}
 		e.Initial = initial == 1
 		tl.Events = append(tl.Events, e)
 	}
 	return tl.finish()
+}
+
+// Queries are FromClickHouse's two queries (instruments, then
+// instrument_events, each with one parameter, the instrument's name) for a
+// server with f. Times are read as epoch milliseconds: exact where time
+// columns are DateTime64 (20.1+), whole seconds on older servers, whose
+// DateTime has no more.
+func Queries(db string, f schema.Features) (instruments, events string) {
+	ms := func(col string) string {
+		if f.DateTime64 {
+			return "toUnixTimestamp64Milli(" + col + ")"
+		}
+		return "toInt64(toUnixTimestamp(" + col + ")) * 1000"
+	}
+	instruments = fmt.Sprintf(`SELECT %s, source, index_price, toNullable(toUInt8(is_active)), toNullable(toUInt8(deployed)),
+		maker_commission, taker_commission, tick_size, strike, toUnixTimestamp(expiration_time)
+		FROM %s.instruments FINAL WHERE instrument_name = ? ORDER BY snapshot_time`, ms("snapshot_time"), schema.Quote(db))
+	events = fmt.Sprintf(`SELECT %s, %s, isNull(previous_snapshot_time),
+		source, event, field, old_value, new_value, toUInt8(initial)
+		FROM %s.instrument_events FINAL WHERE instrument_name = ? ORDER BY snapshot_time, event, field`,
+		ms("snapshot_time"), ms("assumeNotNull(previous_snapshot_time)"), schema.Quote(db))
+	return instruments, events
 }
 
 func u8bool(v *uint8) *bool {

@@ -39,7 +39,11 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 		return nil, fmt.Errorf("infer %s: %w", ep.Name, err)
 	}
 	for _, c := range changes {
-		r.log.Info("schema changed", "table", c.Table, "column", c.Column, "type", c.Type.String(), "list", c.List, "change", c.Kind, "field", c.Field)
+		r.log.Info("schema changed", c.LogAttrs()...)
+	}
+	for t, n := range stats.Overflow {
+		r.log.Warn("column budget reached: fields stored in the extra column", "table", t, "fields", n)
+		res.Overflow += n
 	}
 	for _, c := range stats.Discarded {
 		r.log.Warn("field discarded (--schema-contract discard-columns)", "table", c.Table, "field", c.Field)

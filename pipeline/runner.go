@@ -145,6 +145,7 @@ type EndpointResult struct {
 	Rows       int64                 `json:"rows"`
 	Rejects    int64                 `json:"rejects"`
 	Events     int64                 `json:"events"`
+	Overflow   int64                 `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
 	Bytes      int64                 `json:"bytes"`
 	DurationMS int64                 `json:"duration_ms"`
 	Error      string                `json:"error,omitempty"`

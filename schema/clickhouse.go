@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -300,4 +301,30 @@ func onCluster(cluster string) string {
 
 func escapeString(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
+}
+
+// NewestKnownVersion is the newest ClickHouse release this build's DDL is
+// tested on (through chDB, see README "Query the history in SQL"); what
+// `optlake migrate --print` renders for by default.
+const NewestKnownVersion = "26.7"
+
+// ParseVersion parses a server version "MAJOR.MINOR" (further parts, as in
+// "24.8.4.13", are ignored) into its features.
+func ParseVersion(v string) (Features, error) {
+	parts := strings.Split(strings.TrimSpace(v), ".")
+	if len(parts) < 2 {
+		return Features{}, fmt.Errorf("server version %q: want MAJOR.MINOR, e.g. %s", v, NewestKnownVersion)
+	}
+	var n [2]int
+	for i := range n {
+		x, err := strconv.Atoi(parts[i])
+		if err != nil || x < 0 {
+			return Features{}, fmt.Errorf("server version %q: want MAJOR.MINOR, e.g. %s", v, NewestKnownVersion)
+		}
+		n[i] = x
+	}
+	if n[0] < 18 {
+		return Features{}, fmt.Errorf("server version %q: ClickHouse before 18.16 is not supported", v)
+	}
+	return FeaturesFor(n[0], n[1]), nil
 }

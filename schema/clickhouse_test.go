@@ -2,6 +2,7 @@ package schema
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,5 +217,75 @@ func TestAddColumnStatements(t *testing.T) {
 func TestQuote(t *testing.T) {
 	if got := Quote("a`b\\c"); got != "`a\\`b\\\\c`" {
 		t.Errorf("Quote = %s", got)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	cases := []struct {
+		in           string
+		major, minor int
+		err          bool
+	}{
+		{"26.7", 26, 7, false},
+		{"24.8.4.13", 24, 8, false},
+		{" 18.16 ", 18, 16, false},
+		{"18", 0, 0, true},
+		{"x.1", 0, 0, true},
+		{"17.9", 0, 0, true},
+		{"", 0, 0, true},
+	}
+	for _, c := range cases {
+		f, err := ParseVersion(c.in)
+		if (err != nil) != c.err || (err == nil && (f.Major != c.major || f.Minor != c.minor || f != FeaturesFor(c.major, c.minor))) {
+			t.Errorf("ParseVersion(%q) = %+v, %v", c.in, f, err)
+		}
+	}
+	if _, err := ParseVersion(NewestKnownVersion); err != nil {
+		t.Errorf("NewestKnownVersion %s: %v", NewestKnownVersion, err)
+	}
+}
+
+// Script is what migrate runs on an empty database, in order, with each
+// migration recorded after its statements; migration 4 replaces migration
+// 1's instruments_latest (dropped first, ON CLUSTER on a cluster).
+func TestScript(t *testing.T) {
+	for _, tg := range []Target{
+		{DB: "db", Features: FeaturesFor(18, 16)},
+		{DB: "db", Cluster: "c", Features: FeaturesFor(26, 7)},
+	} {
+		s := Script(tg)
+		want := []string{CreateDatabaseDDL(tg)}
+		want = append(want, MigrationsTableStatements(tg)...)
+		for _, m := range Migrations() {
+			want = append(want, m.Render(tg)...)
+			want = append(want, fmt.Sprintf("INSERT INTO `db`.optlake_migrations (version, name, checksum, applied_at) VALUES (%d, '%s', '%s', now())", m.Version, m.Name, m.ChecksumFor(tg)))
+		}
+		if strings.Join(s, ";\n") != strings.Join(want, ";\n") {
+			t.Errorf("%+v: Script differs from the migrations:\n%s", tg, strings.Join(s, ";\n"))
+		}
+		drop := "DROP TABLE IF EXISTS `db`.`instruments_latest`" + onCluster(tg.Cluster)
+		var dropAt, anyAt, allAt = -1, -1, -1
+		for i, st := range s {
+			switch {
+			case st == drop:
+				dropAt = i
+			case !strings.HasPrefix(st, "CREATE VIEW IF NOT EXISTS `db`.instruments_latest"):
+			case strings.Contains(st, "ANY INNER JOIN"):
+				anyAt = i
+			case strings.Contains(st, "ALL INNER JOIN"):
+				allAt = i
+			}
+		}
+		if !(anyAt >= 0 && anyAt < dropAt && dropAt+1 == allAt) {
+			t.Errorf("%+v: migration 1's view at %d, the drop at %d, the new view at %d", tg, anyAt, dropAt, allAt)
+		}
+	}
+}
+
+// A migration's name is escaped in its record.
+func TestRecordStatementEscapes(t *testing.T) {
+	m := newMigration(9, `it's a \ test`)
+	if got := m.RecordStatement(Target{DB: "d"}); !strings.Contains(got, `VALUES (9, 'it\'s a \\ test', '`) {
+		t.Errorf("RecordStatement = %s", got)
 	}
 }

@@ -21,10 +21,13 @@ type Migration struct {
 }
 
 // step is one object a migration creates: a table (one statement on a
-// server, a local and a Distributed table on a cluster) or a view.
+// server, a local and a Distributed table on a cluster) or a view. A view
+// step with replace set first drops the view of that name (a view holds no
+// data), so a later migration can give an existing view a new definition.
 type step struct {
-	table *Table
-	view  func(tg Target) string
+	table   *Table
+	view    func(tg Target) string
+	replace string
 }
 
 func newMigration(version int, name string, steps ...step) Migration {
@@ -40,9 +43,12 @@ func newMigration(version int, name string, steps ...step) Migration {
 func (m Migration) Render(tg Target) []string {
 	var out []string
 	for _, s := range m.steps {
-		if s.table != nil {
+		switch {
+		case s.table != nil:
 			out = append(out, s.table.CreateDDL(tg)...)
-		} else {
+		case s.replace != "":
+			out = append(out, dropView(tg, s.replace), s.view(tg))
+		default:
 			out = append(out, s.view(tg))
 		}
 	}
@@ -81,10 +87,19 @@ func Migrations() []Migration {
 	return []Migration{
 		newMigration(1, "instruments, rejects, runs and history views",
 			step{table: Instruments}, step{table: Rejects}, step{table: Runs},
-			step{view: instrumentsLatestView}, step{view: indexPriceHistoryView}),
+			step{view: instrumentsLatestViewV1}, step{view: indexPriceHistoryView}),
 		newMigration(2, "instrument_events", step{table: InstrumentEvents}),
 		newMigration(3, "inferred_columns", step{table: InferredColumns}),
+		newMigration(4, "instruments_latest right on every server version (ALL INNER JOIN)",
+			step{view: instrumentsLatestView, replace: "instruments_latest"}),
 	}
+}
+
+// dropView renders DROP TABLE IF EXISTS for a view on tg. DROP TABLE, not
+// DROP VIEW: 18.16 drops a view only that way, and every later release
+// still accepts it for views.
+func dropView(tg Target, name string) string {
+	return fmt.Sprintf("DROP TABLE IF EXISTS %s.%s%s", Quote(tg.DB), Quote(name), onCluster(tg.Cluster))
 }
 
 // LatestVersion is the schema version this build expects.
@@ -94,7 +109,14 @@ func LatestVersion() int {
 }
 
 // instrumentsLatestView: the last known state of every instrument of every
-// source (deduplicated), with when it was first and last seen.
+// source (deduplicated), with when it was first and last seen: one row per
+// (source, instrument_name), its row of the last snapshot that listed it.
+//
+// The join is ALL INNER JOIN: every version of an instrument meets its one
+// aggregate row, and the WHERE keeps the last one. (Migration 1's view said
+// ANY INNER JOIN, which on 18.16 picks one right row per left row, but
+// since 20.x keeps one row per key on the left side too, so the WHERE threw
+// away nearly every instrument: 13 rows for 3,022 instruments on 26.7.)
 //
 // On a cluster the outer query reads the Distributed table, so each shard
 // runs the whole query, JOIN included, on its own rows; the subquery must
@@ -104,6 +126,17 @@ func LatestVersion() int {
 // every shard. The local subquery is correct because the sharding key keeps
 // one instrument's whole history on one shard.
 func instrumentsLatestView(tg Target) string {
+	return latestView(tg, "ALL")
+}
+
+// instrumentsLatestViewV1 is migration 1's instruments_latest, kept as it
+// was released (a released migration is never edited): wrong from
+// ClickHouse 20.x on, replaced by migration 4.
+func instrumentsLatestViewV1(tg Target) string {
+	return latestView(tg, "ANY")
+}
+
+func latestView(tg Target, strictness string) string {
 	sub := "instruments"
 	if tg.OnCluster() {
 		sub = Instruments.LocalName()
@@ -111,13 +144,13 @@ func instrumentsLatestView(tg Target) string {
 	return fmt.Sprintf(`CREATE VIEW IF NOT EXISTS %[1]s.instruments_latest%[2]s AS
 SELECT i.*, s.first_seen, s.last_seen
 FROM %[1]s.instruments AS i FINAL
-ANY INNER JOIN
+%[4]s INNER JOIN
 (
     SELECT source, instrument_name, min(snapshot_time) AS first_seen, max(snapshot_time) AS last_seen
     FROM %[1]s.%[3]s
     GROUP BY source, instrument_name
 ) AS s USING (source, instrument_name)
-WHERE i.snapshot_time = s.last_seen`, Quote(tg.DB), onCluster(tg.Cluster), sub)
+WHERE i.snapshot_time = s.last_seen`, Quote(tg.DB), onCluster(tg.Cluster), sub, strictness)
 }
 
 // indexPriceHistoryView: one index price per source, currency and snapshot.
@@ -174,4 +207,28 @@ func MigrationsTableStatements(tg Target) []string {
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s\n%s\nENGINE = Distributed('%s', '%s', '%s', version)",
 			Quote(tg.DB), MigrationsTable, onCluster(tg.Cluster), cols, escapeString(tg.Cluster), escapeString(tg.DB), local),
 	}
+}
+
+// RecordStatement renders the INSERT that records m as applied on tg, as
+// migrate records it (in optlake_migrations, the Distributed one on a
+// cluster; a ReplacingMergeTree keyed by version, so recording twice is
+// harmless).
+func (m Migration) RecordStatement(tg Target) string {
+	return fmt.Sprintf("INSERT INTO %s.%s (version, name, checksum, applied_at) VALUES (%d, '%s', '%s', now())",
+		Quote(tg.DB), MigrationsTable, m.Version, escapeString(m.Name), m.ChecksumFor(tg))
+}
+
+// Script is every statement migrate runs to bring an empty database on tg
+// to LatestVersion, in order: the database, the migrations table, then each
+// migration's statements followed by its record. Every statement is
+// idempotent, so the script also upgrades a database at any earlier
+// version (one laid out for the same mode, single server or cluster).
+func Script(tg Target) []string {
+	out := []string{CreateDatabaseDDL(tg)}
+	out = append(out, MigrationsTableStatements(tg)...)
+	for _, m := range Migrations() {
+		out = append(out, m.Render(tg)...)
+		out = append(out, m.RecordStatement(tg))
+	}
+	return out
 }

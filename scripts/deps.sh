@@ -4,7 +4,10 @@
 #   * prometheus-node-exporter, systemd-analyze, flock and python3 (the deploy
 #     examples' checks), from apt when missing;
 #   * node + npm (only if missing), and tools/duckdb's node modules (the DuckDB
-#     Parquet reader the tests check against), from the npm registry.
+#     Parquet reader the tests check against), from the npm registry;
+#   * tools/chdb's node modules: chdb, whose optional @chdb/lib-linux-x64-gnu
+#     ships libchdb.so, a current ClickHouse (26.7) the schema and README
+#     queries are tested on (~180 MB download, ~550 MB unpacked; cached).
 #
 # Idempotent and quiet: one line per thing it does, nothing (and well under a
 # second) when everything is present. Never starts a service: the tests start
@@ -13,6 +16,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DUCKDB_DIR="$ROOT/tools/duckdb"
+CHDB_DIR="$ROOT/tools/chdb"
 
 export DEBIAN_FRONTEND=noninteractive
 export NEEDRESTART_MODE=a
@@ -107,5 +111,21 @@ if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -f "$DUCKDB_DIR/node_modules/
   # other platforms' optional @duckdb/node-bindings-* packages (the registry we
   # reach serves only the ones for this platform, so the lock cannot list them).
   say "npm install in tools/duckdb (@duckdb/node-api $want)"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+# ---- tools/chdb node modules ----------------------------------------------------
+# The same rule: reinstall when missing, when the installed chdb is not the
+# version package.json pins, or when its libchdb.so (an optional dependency,
+# which npm may skip silently) is absent.
+want=$(sed -n 's/.*"chdb"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$CHDB_DIR/package.json" | head -n1)
+have=""
+installed="$CHDB_DIR/node_modules/chdb/package.json"
+if [ -f "$installed" ]; then
+  have=$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$installed" | head -n1)
+fi
+if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -f "$CHDB_DIR/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so" ]; then
+  cd "$CHDB_DIR"
+  say "npm install in tools/chdb (chdb $want)"
   npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline/infer"
 )
 
 // The config file (--config, OPTLAKE_CONFIG) holds anything the flags can,
@@ -26,6 +27,7 @@ import (
 //	endpoints:                    # --endpoints, with paths and parameters
 //	  instruments: {params: {currency: "BTC,ETH"}}
 //	  all_account_balances: {path: /v2/private/balances}
+//	  positions: {maps: {force: [positions], forbid: ["positions.*.greeks"]}}
 //	accounts:                     # --account / --account-header
 //	  - label: main
 //	    headers: [{name: X-Account, value: main}]
@@ -44,6 +46,7 @@ type fileConfig struct {
 	params  []string            // endpoint.key=value
 	accts   []string
 	acctHdr []string
+	maps    map[string]infer.MapRules // endpoint -> map detection overrides
 }
 
 type configError struct {
@@ -262,14 +265,47 @@ func (fc *fileConfig) endpoints(v *yaml.Node, fail failFunc) error {
 					}
 					fc.params = append(fc.params, k.Value+"."+ev.Content[p].Value+"="+s)
 				}
+			case "maps":
+				m, err := mapRules(ev, "endpoints."+k.Value+".maps", fail)
+				if err != nil {
+					return err
+				}
+				if fc.maps == nil {
+					fc.maps = map[string]infer.MapRules{}
+				}
+				fc.maps[k.Value] = m
 			default:
-				return fail(ek, "endpoints.%s: unknown key %q (want path, params)", k.Value, ek.Value)
+				return fail(ek, "endpoints.%s: unknown key %q (want path, params, maps)", k.Value, ek.Value)
 			}
 		}
 	}
 	fc.flags["endpoints"] = names
 	fc.lines["endpoints"] = v.Line
 	return nil
+}
+
+// mapRules reads {force: [paths], forbid: [paths]}.
+func mapRules(v *yaml.Node, where string, fail failFunc) (infer.MapRules, error) {
+	var m infer.MapRules
+	if v.Kind != yaml.MappingNode {
+		return m, fail(v, "%s: want {force: [paths], forbid: [paths]}", where)
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		paths, err := scalars(val)
+		if err != nil {
+			return m, fail(val, "%s.%s: %v", where, k.Value, err)
+		}
+		switch k.Value {
+		case "force":
+			m.Force = append(m.Force, paths...)
+		case "forbid":
+			m.Forbid = append(m.Forbid, paths...)
+		default:
+			return m, fail(k, "%s: unknown key %q (want force, forbid)", where, k.Value)
+		}
+	}
+	return m, nil
 }
 
 // accounts reads [{label, headers}].
@@ -357,6 +393,7 @@ func configure(c *cli.Context, j *job, flags []cli.Flag) error {
 		j.AccountHeaders = append(j.AccountHeaders, fc.acctHdr...)
 	}
 	j.Paths = fc.paths
+	j.Maps = fc.maps
 	return nil
 }
 
@@ -384,7 +421,8 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 		"timestamp-unit": j.TimestampUnit, "timeout": j.Timeout.String(), "deadline": j.Deadline.String(),
 		"max-attempts": j.MaxAttempts, "max-body-size": j.MaxBodyBytes, "batch-rows": j.BatchRows,
 		"summary-json": j.SummaryJSON, "every": j.Every.String(), "log-format": j.LogFormat, "log-level": j.LogLevel,
-		"schema-contract": j.SchemaContract,
+		"schema-contract": j.SchemaContract, "rate-limit": j.RateLimit, "rate-burst": j.RateBurst,
+		"column-budget": j.ColumnBudget, "endpoint-maps": j.Maps,
 	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)

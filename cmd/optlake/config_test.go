@@ -38,6 +38,9 @@ headers:
 endpoints:
   instruments: {params: {currency: [BTC, ETH]}}
   account_summary: {path: /v2/summary}
+  positions: {maps: {force: [positions], forbid: ["positions.*.greeks"]}}
+rate-limit: 2/s
+column-budget: 500
 accounts:
   - label: main
     headers: [{name: X-Account, value: main}]
@@ -52,7 +55,8 @@ clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
 		bad  []string // must not appear
 	}{
 		{name: "file over default", want: []string{"api-url: https://file.example", "data-dir: /from/file", "batch-rows: 1000", "timeout: 7s",
-			"- instruments.currency=BTC,ETH", "account_summary: /v2/summary", "main:", "X-Account: [REDACTED]", "source: file-source"}},
+			"- instruments.currency=BTC,ETH", "account_summary: /v2/summary", "main:", "X-Account: [REDACTED]", "source: file-source",
+			"rate-limit: 2/s", "rate-burst: 1", "column-budget: 500", "endpoint-maps:", "force:", "- positions.*.greeks"}},
 		{name: "env over file", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env", "OPTLAKE_BATCH_ROWS": "2000"}, want: []string{"data-dir: /from/env", "batch-rows: 2000", "api-url: https://file.example"}},
 		{name: "flag over env", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env"}, args: []string{"--data-dir", "/from/flag"}, want: []string{"data-dir: /from/flag"}, bad: []string{"/from/env"}},
 		{name: "default when unset", want: []string{"max-attempts: 5", "log-level: info"}},
@@ -90,6 +94,10 @@ clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
 		{"endpoint key", "api-url: https://x\nendpoints:\n  instruments: {pth: /x}\n", ":3: endpoints.instruments: unknown key \"pth\""},
 		{"unknown endpoint", "api-url: https://x\nendpoints: [instruments, nope]\n", `unknown endpoint "nope"`},
 		{"bad sink", "api-url: https://x\nsink: s3\n", `--sink "s3"`},
+		{"maps key", "api-url: https://x\nendpoints:\n  positions: {maps: {forse: [a]}}\n", `:3: endpoints.positions.maps: unknown key "forse"`},
+		{"maps twice", "api-url: https://x\nendpoints:\n  positions: {maps: {force: [a], forbid: [$.a]}}\n", `map path "$.a" is listed twice`},
+		{"bad rate", "api-url: https://x\nrate-limit: fast\n", `--rate-limit: rate "fast"`},
+		{"small budget", "api-url: https://x\ncolumn-budget: 5\n", `column budget 5: want at least 16`},
 		{"not yaml", "api-url: [\n", "config "},
 		{"two values", "api-url: [a, b]\n", ":1: api-url takes one value"},
 		{"missing file", "api-url: https://x\nclickhouse-dsn-file: /nonexistent/dsn\n", ":2: clickhouse-dsn-file:"},

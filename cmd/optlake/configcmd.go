@@ -80,6 +80,9 @@ func (j *job) validate() (*redact.Redactor, error) {
 	if _, err := infer.ParseMode(j.SchemaContract); err != nil {
 		return nil, usagef("--schema-contract: %v", err)
 	}
+	if err := j.validateLimits(); err != nil {
+		return nil, err
+	}
 	if j.DataDir == "" {
 		return nil, usagef("--data-dir must not be empty")
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -371,5 +372,40 @@ func TestProfiles(t *testing.T) {
 		if err != nil || len(b) < 10 || b[0] != 0x1f || b[1] != 0x8b { // pprof files are gzipped protobufs
 			t.Errorf("%s: %d bytes, %v", p, len(b), err)
 		}
+	}
+}
+
+// A notebook user other than the service account can read the lake: files
+// are 0644 and folders 0755 (less the umask), never 0600.
+func TestLakeReadableByOthers(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	_, url := startSim(t, venuesim.Config{Seed: 3})
+	dir := t.TempDir()
+	if res := optlake(t, "run", "--api-url", url, "--data-dir", dir); res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	files := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o644)
+		if d.IsDir() {
+			want = 0o755
+		} else {
+			files++
+		}
+		if p != dir && st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, st.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil || files < 5 {
+		t.Fatalf("walked %d files of the lake (%v): the run wrote too little to check", files, err)
 	}
 }

@@ -191,7 +191,9 @@ func TestMillionInstruments(t *testing.T) {
 
 // ClickHouse killed in the middle of inserting a large snapshot: the run
 // fails naming ClickHouse, Parquet and the archive are whole; after a
-// restart, replay gives exact counts.
+// restart, replay gives exact counts. The server is killed at a known point
+// of the insert, not by timing: a proxy in front of it kills it once the
+// run has sent 1 MiB, far less than the snapshot's rows.
 func TestClickHouseKilledMidInsert(t *testing.T) {
 	c := testenv.NewClickHouse(t)
 	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN("optlake")); res.code != 0 {
@@ -202,20 +204,14 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	ctx := context.Background()
-	killed := make(chan struct{})
-	go func() {
-		defer close(killed)
-		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			out, err := c.Query(ctx, "SELECT count() FROM optlake.instruments")
-			if err == nil && strings.TrimSpace(out) != "0" {
-				c.Kill()
-				return
-			}
-		}
-	}()
+	proxy := testenv.NewProxy(t, c.Addr())
+	var killed atomic.Bool
+	proxy.AfterUpstream(1<<20, func() { killed.Store(c.Kill() == nil) })
 	res := optlake(t, "run", "--api-url", srv.URL, "--data-dir", dir, "--endpoints", "instruments", "--batch-rows", "2000",
-		"--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN("optlake"))
-	<-killed
+		"--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", "clickhouse://default@"+proxy.Addr()+"/optlake")
+	if !killed.Load() {
+		t.Fatalf("the run sent %d bytes to ClickHouse and the server was not killed: the test proves nothing", proxy.Upstream())
+	}
 	last := lastLine(res.stderr)
 	if res.code != exitFailure || !strings.Contains(last, "clickhouse") {
 		t.Fatalf("exit %d, %q", res.code, last)
@@ -225,6 +221,9 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 	}
 	if err := c.Restart(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if got := chQuery(t, c, "optlake", "SELECT count() FROM instruments FINAL"); got == "200000" {
+		t.Fatalf("ClickHouse held the whole snapshot before the replay: the kill was not mid-insert")
 	}
 	res = optlake(t, "replay", "--data-dir", dir, "--sink", "clickhouse", "--clickhouse-dsn", c.DSN("optlake"))
 	if res.code != 0 {

@@ -72,7 +72,8 @@ func TestHistoryCommand(t *testing.T) {
 	if res := optlake(t, "history", "--data-dir", dir, name); res.code != 0 || !strings.Contains(res.stdout, "SNAPSHOT TIME") || !strings.Contains(res.stdout, name) {
 		t.Errorf("table output: %s", res.stdout)
 	}
-	if res := optlake(t, "history", "--data-dir", dir, "--format", "csv", name); res.code != 0 || strings.Count(res.stdout, "\n") != len(fromLake.Points)+len(fromLake.Events)+1 {
+	// Flags after the argument are parsed too.
+	if res := optlake(t, "history", name, "--data-dir", dir, "--format", "csv"); res.code != 0 || strings.Count(res.stdout, "\n") != len(fromLake.Points)+len(fromLake.Events)+1 {
 		t.Errorf("csv output: %s", res.stdout)
 	}
 	if res := optlake(t, "history", "--data-dir", dir, "NOPE-1"); res.code != exitFailure || !strings.Contains(res.stderr, "instrument not found: NOPE-1") {

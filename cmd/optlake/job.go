@@ -67,6 +67,10 @@ type job struct {
 	Accounts           []string // account labels
 	AccountHeaders     []string // label:Name: value
 	SchemaContract     string   // evolve | freeze | discard-columns
+	RateLimit          string   // --rate-limit N/s ("" unlimited)
+	RateBurst          int
+	ColumnBudget       int                       // account tables: most columns per table
+	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration
@@ -253,11 +257,15 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	}
 	var client pipeline.Fetcher
 	if !j.Replay {
-		c, err := extract.New(extract.Options{
+		opt := extract.Options{
 			BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
 			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
 			CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
-		})
+		}
+		if err := j.rateLimit(&opt); err != nil {
+			return nil, err
+		}
+		c, err := extract.New(opt)
 		if err != nil {
 			return nil, usageError{err}
 		}
@@ -298,6 +306,9 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 	for _, ep := range eps {
 		if ep.Kind == pipeline.KindAccount {
 			if schemas, err = infer.LoadRegistry(j.DataDir); err != nil {
+				return nil, err
+			}
+			if err := j.setInferPolicy(schemas); err != nil {
 				return nil, err
 			}
 			break

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
 )
 
@@ -13,13 +15,26 @@ func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
 		Usage: "create or upgrade the ClickHouse database, tables and views (re-running is a no-op)",
+		Description: "With --print it connects to nothing: it prints the statements, each ended by \";\", that bring an\n" +
+			"empty database to the latest schema version on a server of --server-version, with the INSERTs\n" +
+			"that record each migration (idempotent: the script also upgrades an older database).\n" +
+			"--clickhouse-dsn then only names the database, --cluster the cluster. Apply it with\n" +
+			"clickhouse-client --multiquery < schema.sql.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn"), Required: true},
+			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db (required unless --print)", EnvVars: envs("clickhouse-dsn")},
 			&cli.StringFlag{Name: "cluster", Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`", EnvVars: envs("cluster")},
+			&cli.BoolFlag{Name: "print", Usage: "print the DDL instead of running it (no connection)"},
+			&cli.StringFlag{Name: "server-version", Usage: "with --print: the ClickHouse `X.Y` to render for", Value: schema.NewestKnownVersion},
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: envs("log-level")},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("print") {
+				return printMigrations(c)
+			}
+			if c.IsSet("server-version") {
+				return usagef("--server-version goes with --print (migrate reads the server's own version)")
+			}
 			red := redact.New()
 			red.Add(dsnPassword(c.String("clickhouse-dsn")))
 			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), red)
@@ -46,4 +61,32 @@ func migrateCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// printMigrations writes schema.Script for --server-version, the DSN's
+// database and --cluster to stdout, one ";"-terminated statement after
+// another. It does not connect.
+func printMigrations(c *cli.Context) error {
+	f, err := schema.ParseVersion(c.String("server-version"))
+	if err != nil {
+		return usageError{err}
+	}
+	db := "default"
+	if dsn := c.String("clickhouse-dsn"); dsn != "" {
+		s, err := clickhouse.New(clickhouse.Options{DSN: dsn, Redactor: redact.New(dsnPassword(dsn))})
+		if err != nil {
+			return usageError{err}
+		}
+		db = s.Database()
+	}
+	w := bufio.NewWriter(c.App.Writer)
+	fmt.Fprintf(w, "-- optlake schema version %d for ClickHouse %d.%d", schema.LatestVersion(), f.Major, f.Minor)
+	if cl := c.String("cluster"); cl != "" {
+		fmt.Fprintf(w, ", cluster %s", cl)
+	}
+	fmt.Fprintln(w)
+	for _, st := range schema.Script(schema.Target{DB: db, Cluster: c.String("cluster"), Features: f}) {
+		fmt.Fprintf(w, "%s;\n\n", st)
+	}
+	return w.Flush()
 }

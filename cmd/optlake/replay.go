@@ -29,6 +29,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "summary-json", Usage: "write the replay summary as JSON", EnvVars: envs("summary-json")},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the replay to this file (go tool pprof)", EnvVars: envs("cpuprofile")},
 			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile at the end of the replay to this file", EnvVars: envs("memprofile")},
+			&cli.IntFlag{Name: "column-budget", Value: defaultColumnBudget, Usage: "account tables: most columns per table; further fields go to extra (as optlake run)", EnvVars: envs("column-budget")},
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: envs("log-level")},
 		},
@@ -43,7 +44,7 @@ func replayCommand() *cli.Command {
 			}
 			j := &job{Replay: true, DataDir: c.String("data-dir"), Endpoints: splitList(c.StringSlice("endpoints")),
 				Sinks: c.StringSlice("sink"), ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"),
-				TimestampUnit: c.String("timestamp-unit"), BatchRows: c.Int("batch-rows"),
+				TimestampUnit: c.String("timestamp-unit"), BatchRows: c.Int("batch-rows"), ColumnBudget: c.Int("column-budget"),
 				LogFormat: c.String("log-format"), LogLevel: c.String("log-level")}
 			if _, err := os.Stat(j.DataDir); err != nil {
 				return usagef("--data-dir: %v", err)

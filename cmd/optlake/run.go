@@ -33,6 +33,10 @@ func jobFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "insecure-skip-verify", Usage: "turn TLS certificate verification off (tests only; logged loudly)", EnvVars: envs("insecure-skip-verify")},
 		&cli.IntFlag{Name: "max-attempts", Value: 5, Usage: "attempts per request (network errors, 429, 5xx)", EnvVars: envs("max-attempts")},
 		&cli.Int64Flag{Name: "max-body-size", Value: 4 << 30, Usage: "largest response body accepted, bytes", EnvVars: envs("max-body-size")},
+		// Request rate and account table width (issue 17).
+		&cli.StringFlag{Name: "rate-limit", Usage: "at most `N/s` requests (or N/m, N/h) for the whole run: every endpoint, account, parameter and retry (default unlimited)", EnvVars: envs("rate-limit")},
+		&cli.IntFlag{Name: "rate-burst", Value: 1, Usage: "with --rate-limit: requests allowed at once before the rate applies", EnvVars: envs("rate-burst")},
+		&cli.IntFlag{Name: "column-budget", Value: defaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", EnvVars: envs("column-budget")},
 		&cli.IntFlag{Name: "batch-rows", Value: 32768, Usage: "rows per Arrow record batch", EnvVars: envs("batch-rows")},
 		&cli.StringFlag{Name: "summary-json", Usage: "write the run summary as JSON to this file", EnvVars: envs("summary-json")},
 		&cli.DurationFlag{Name: "every", Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", EnvVars: envs("every")},
@@ -56,6 +60,7 @@ func jobFromFlags(c *cli.Context) *job {
 		ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"), Source: c.String("source"), TimestampUnit: c.String("timestamp-unit"),
 		Timeout: c.Duration("timeout"), CAFile: c.String("ca-file"), InsecureSkipVerify: c.Bool("insecure-skip-verify"), Deadline: c.Duration("deadline"), MaxAttempts: c.Int("max-attempts"),
 		MaxBodyBytes: c.Int64("max-body-size"), BatchRows: c.Int("batch-rows"), SummaryJSON: c.String("summary-json"),
+		RateLimit: c.String("rate-limit"), RateBurst: c.Int("rate-burst"), ColumnBudget: c.Int("column-budget"),
 		CatchUpBudget: c.Duration("catch-up-budget"), CatchUpMax: c.Int("catch-up-max"),
 		Every: c.Duration("every"), Jitter: c.Duration("jitter"), MetricsFile: c.String("metrics-file"), Listen: c.String("listen"), LogFormat: c.String("log-format"), LogLevel: c.String("log-level"),
 	}

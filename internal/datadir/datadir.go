@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,12 +111,34 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
+// CreateTemp is os.CreateTemp for files of the lake: it creates a new file
+// in dir named by pattern (its last "*" replaced by a random string) with
+// mode 0644 less the umask, so that readers other than the service account
+// (a notebook user) can read what is renamed into place. os.CreateTemp
+// creates 0600.
+func CreateTemp(dir, pattern string) (*os.File, error) {
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	var err error
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
+		var f *os.File
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, err
+}
+
 // WriteFile replaces path with data atomically and durably: the bytes go to
 // a hidden temporary file in the same folder (".<name>.tmp-*", which
 // CleanTemp removes after a crash), are synced, renamed over path, and the
 // folder is synced. A reader sees the old file or the new one, never part.
 func WriteFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,5 +87,34 @@ func TestCleanTemp(t *testing.T) {
 		if (err == nil) != keep {
 			t.Errorf("%s: exists=%v, want %v", f, err == nil, keep)
 		}
+	}
+}
+
+func TestCreateTempIsReadableByOthers(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	seen := map[string]bool{}
+	for range 50 {
+		f, err := CreateTemp(dir, ".x.parquet.tmp-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		name := filepath.Base(f.Name())
+		if seen[name] || !strings.HasPrefix(name, ".x.parquet.tmp-") {
+			t.Fatalf("temp name %q (seen before: %v)", name, seen[name])
+		}
+		seen[name] = true
+		st, err := os.Stat(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Fatalf("mode %v, want 0644", st.Mode().Perm())
+		}
+	}
+	if n, err := CleanTemp(dir); err != nil || n != 50 {
+		t.Fatalf("CleanTemp removed %d (%v), want every temp file CreateTemp made", n, err)
 	}
 }

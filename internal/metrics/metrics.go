@@ -30,6 +30,7 @@
 //	rejects_total{endpoint}                        counter   rows rejected (in the rejects table)
 //	events_total{endpoint}                         counter   instrument events derived
 //	response_bytes_total{endpoint}                 counter   response body bytes received
+//	column_budget_overflow_total{endpoint}         counter   account fields stored in extra (table at its column budget)
 //	run_duration_seconds                           histogram duration of whole runs
 //	endpoint_duration_seconds{endpoint}            histogram duration per endpoint
 //	last_run_timestamp_seconds                     gauge     snapshot time of the last run
@@ -65,6 +66,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/pipeline"
 )
 
@@ -100,6 +102,7 @@ type Metrics struct {
 	rejects          *prometheus.CounterVec
 	events           *prometheus.CounterVec
 	bytes            *prometheus.CounterVec
+	overflow         *prometheus.CounterVec
 	runDuration      *histogramVec
 	endpointDuration *histogramVec
 	lastRun          *prometheus.GaugeVec
@@ -159,6 +162,7 @@ func New(opts ...Option) *Metrics {
 	m.rejects = m.counter("rejects_total", "Rows rejected (written to the rejects table with a reason), per endpoint.", "endpoint")
 	m.events = m.counter("events_total", "Instrument events derived (listings, delistings, changes), per endpoint.", "endpoint")
 	m.bytes = m.counter("response_bytes_total", "Response body bytes received and archived, per endpoint.", "endpoint")
+	m.overflow = m.counter("column_budget_overflow_total", "Account fields stored in a table's extra JSON column because the table reached its column budget, per endpoint.", "endpoint")
 	m.runDuration = m.histogram("run_duration_seconds", "Duration of whole runs.")
 	m.endpointDuration = m.histogram("endpoint_duration_seconds", "Duration of one endpoint's snapshot, all its requests and loads.", "endpoint")
 	m.lastRun = m.gauge("last_run_timestamp_seconds", "Snapshot time of the last finished run, as a Unix time.")
@@ -281,6 +285,7 @@ func (m *Metrics) Observe(sum *pipeline.Summary) {
 		add(m.rejects.WithLabelValues(ep), e.Rejects)
 		add(m.events.WithLabelValues(ep), e.Events)
 		add(m.bytes.WithLabelValues(ep), e.Bytes)
+		add(m.overflow.WithLabelValues(ep), e.Overflow)
 		m.endpointDuration.observe(seconds(e.DurationMS), ep)
 		if st != "failed" {
 			m.lastSuccess.WithLabelValues(ep).Set(ts)
@@ -376,7 +381,7 @@ func (m *Metrics) WriteTextfile(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := datadir.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

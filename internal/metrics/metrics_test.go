@@ -39,6 +39,8 @@ func okRun() *pipeline.Summary {
 					"clickhouse": {Rows: 3000, Rejects: 4},
 				}},
 			{Endpoint: "account_balance", Status: "archived", Requests: 2, Bytes: 300, DurationMS: 40, Sinks: map[string]pipeline.SinkResult{}},
+			{Endpoint: "account_summary", Status: "ok", Requests: 1, Rows: 1, Overflow: 4006, Bytes: 90_000, DurationMS: 60,
+				Sinks: map[string]pipeline.SinkResult{"parquet": {Rows: 1}}},
 		},
 	}
 }
@@ -159,6 +161,8 @@ func checkTwoRuns(t *testing.T, f families) {
 	f.expect(t, 44, "optlake_events_total", "endpoint=instruments")
 	f.expect(t, 4_100_000, "optlake_response_bytes_total", "endpoint=instruments")
 	f.expect(t, 610, "optlake_response_bytes_total", "endpoint=account_balance")
+	f.expect(t, 4006, "optlake_column_budget_overflow_total", "endpoint=account_summary")
+	f.expect(t, 0, "optlake_column_budget_overflow_total", "endpoint=instruments")
 	f.expectHistogram(t, 2, 46.2, "optlake_run_duration_seconds")
 	f.expectHistogram(t, 2, 45.1, "optlake_endpoint_duration_seconds", "endpoint=instruments")
 	f.expectHistogram(t, 2, 0.075, "optlake_endpoint_duration_seconds", "endpoint=account_balance")

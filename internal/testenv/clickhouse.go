@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -240,20 +239,12 @@ func (c *ClickHouse) QueryAs(ctx context.Context, user, password, sql string) (s
 	if password != "" {
 		args = append(args, "--password="+password)
 	}
-	cmd := exec.CommandContext(ctx, c.client[0], args...)
 	// The SQL goes in on stdin, not as --query: no argv size limit (~128KiB).
-	cmd.Stdin = strings.NewReader(sql)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", fmt.Errorf("clickhouse-client: %s", msg)
+	out, err := runSQL(exec.CommandContext(ctx, c.client[0], args...), sql)
+	if err != nil {
+		return "", fmt.Errorf("clickhouse-client: %w", err)
 	}
-	return strings.TrimSuffix(stdout.String(), "\n"), nil
+	return strings.TrimSuffix(string(out), "\n"), nil
 }
 
 // Exec runs sql like Query and discards the output.

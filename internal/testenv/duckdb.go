@@ -97,22 +97,15 @@ func DuckDBQueryErr(t testing.TB, sql string) (Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = filepath.Dir(script)
-	cmd.Stdin = strings.NewReader(sql)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return Result{}, errors.New(msg)
+	stdout, err := runSQL(cmd, sql)
+	if err != nil {
+		return Result{}, err
 	}
 	var raw struct {
 		Columns []Column `json:"columns"`
 		Rows    [][]any  `json:"rows"`
 	}
-	dec := json.NewDecoder(&stdout)
+	dec := json.NewDecoder(bytes.NewReader(stdout))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
 		return Result{}, fmt.Errorf("decoding query.mjs output: %v", err)
@@ -126,6 +119,12 @@ func DuckDBQueryErr(t testing.TB, sql string) (Result, error) {
 // duckDBTool locates node and tools/duckdb/query.mjs, and checks that the node
 // module is installed.
 func duckDBTool() (node, script string, err error) {
+	return nodeTool("duckdb", "@duckdb/node-api/package.json")
+}
+
+// nodeTool locates node and tools/<tool>/query.mjs, and checks that each of
+// modules (paths under the tool's node_modules) is installed.
+func nodeTool(tool string, modules ...string) (node, script string, err error) {
 	node, err = exec.LookPath("node")
 	if err != nil {
 		return "", "", fmt.Errorf("node is not installed")
@@ -134,13 +133,33 @@ func duckDBTool() (node, script string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	dir := filepath.Join(root, "tools", "duckdb")
+	dir := filepath.Join(root, "tools", tool)
 	script = filepath.Join(dir, "query.mjs")
 	if _, err := os.Stat(script); err != nil {
 		return "", "", fmt.Errorf("%s is missing", script)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api", "package.json")); err != nil {
-		return "", "", fmt.Errorf("node module @duckdb/node-api is not installed in %s", dir)
+	for _, m := range modules {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", m)); err != nil {
+			return "", "", fmt.Errorf("node module %s is not installed in %s", m, dir)
+		}
 	}
 	return node, script, nil
+}
+
+// runSQL runs cmd with sql on its stdin (no argv size limit) and returns its
+// stdout; on failure the error is its stderr (or how it failed, when that is
+// empty).
+func runSQL(cmd *exec.Cmd, sql string) ([]byte, error) {
+	cmd.Stdin = strings.NewReader(sql)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, errors.New(msg)
+	}
+	return stdout.Bytes(), nil
 }

@@ -106,7 +106,7 @@ func (a *Archive) Create(m Meta) (*Entry, error) {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	f, err := datadir.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"slices"
+
+	"github.com/optlake/optlake/internal/datadir"
 )
 
 // The rows of a snapshot are sorted by instrument_name with an external
@@ -226,7 +228,7 @@ func (s *sorter) newRun() (*runFile, *bufio.Writer, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, tempPattern(s.source, "run"))
+	f, err := datadir.CreateTemp(s.dir, tempPattern(s.source, "run"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
 	}

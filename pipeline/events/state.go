@@ -337,7 +337,7 @@ func createTemp(dir, source, kind string) (*stateWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, tempPattern(source, kind))
+	f, err := datadir.CreateTemp(dir, tempPattern(source, kind))
 	if err != nil {
 		return nil, err
 	}

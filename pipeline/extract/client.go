@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/optlake/optlake/internal/redact"
 )
@@ -45,6 +48,11 @@ type Options struct {
 	InsecureSkipVerify bool
 	Redactor           *redact.Redactor
 	Logger             *slog.Logger
+	// RateLimit caps the requests of the client, every attempt of every
+	// request (retries included) counted, shared by all callers: at most
+	// RateBurst at once, then one per 1/RateLimit s. 0 means unlimited.
+	RateLimit rate.Limit
+	RateBurst int // default 1
 }
 
 func (o *Options) defaults() {
@@ -72,6 +80,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.RateBurst <= 0 {
+		o.RateBurst = 1
+	}
 }
 
 // Client fetches endpoints of one venue. It is safe for concurrent use.
@@ -82,6 +93,7 @@ type Client struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	rng  *rand.Rand
+	lim  *rate.Limiter // nil: unlimited
 }
 
 // New returns a Client.
@@ -121,7 +133,15 @@ func New(opt Options) (*Client, error) {
 		t.TLSClientConfig = tlsCfg
 		tr = t
 	}
+	if opt.RateLimit < 0 || math.IsNaN(float64(opt.RateLimit)) {
+		return nil, fmt.Errorf("invalid rate limit %v: want a positive rate or 0 (unlimited)", float64(opt.RateLimit))
+	}
+	var lim *rate.Limiter
+	if opt.RateLimit > 0 && !math.IsInf(float64(opt.RateLimit), 1) {
+		lim = rate.NewLimiter(opt.RateLimit, opt.RateBurst)
+	}
 	return &Client{
+		lim:  lim,
 		opt:  opt,
 		base: base,
 		hc:   &http.Client{Transport: tr},
@@ -272,6 +292,16 @@ func (c *Client) backoff(attempt int) time.Duration {
 
 // attempt does one request. It returns the Retry-After the venue asked for.
 func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown string, attempt int, hooks Hooks, handle func(context.Context, *Response) error) (time.Duration, error) {
+	if c.lim != nil {
+		// Before the attempt's timer starts: waiting for our own rate limit
+		// is not the venue being slow.
+		if err := c.lim.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("rate limit %s: no time left before the deadline: %w", FormatRate(c.opt.RateLimit), err)
+		}
+	}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := time.AfterFunc(c.opt.Timeout, func() { cancel(errIdle) })

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,10 @@ type work struct {
 	nrows   int
 	parents []int64   // parent_index per row (child tables)
 	vals    [][]value // per user column, per row (shorter slices: null)
+	// extra holds, per row, the fields past the column budget as the open
+	// JSON object written so far ("{" + members); overflow counts them.
+	extra    map[int]*bytes.Buffer
+	overflow int64
 }
 
 // decoder is the state of one Decode.
@@ -38,13 +43,22 @@ type decoder struct {
 	seenDisc  map[string]bool
 	keyCache  map[[2]string]string
 	violation *ContractError
+	policy    Policy
+	rules     map[string]bool // MapRules of the endpoint: joined body path -> force
+	// Map decisions by table and path key (mapID): objects found not to be
+	// maps, paths that were promoted to maps by an earlier pass, and paths
+	// this pass found to be maps after an object there was flattened.
+	notMap   map[string]bool
+	promoted map[string]bool
+	promote  map[string]bool
 }
 
 func (r *Registry) newDecoder(root string, meta Meta, opt Options) (*decoder, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	d := &decoder{
-		meta: meta, opt: opt, root: root,
+		meta: meta, opt: opt, root: root, policy: r.policy,
+		rules:     r.policy.Maps[meta.Endpoint].index(),
 		committed: map[string]*tableState{},
 		taken:     make(map[string]bool, len(r.tables)),
 		works:     map[string]*work{},
@@ -89,17 +103,41 @@ func (d *decoder) work(name string) *work {
 // run turns the parsed body into rows.
 func (d *decoder) run(ctx context.Context, tree *node) error {
 	rw := d.work(d.root)
-	records, err := d.records(tree, rw)
+	records, mapBody, err := d.records(tree, rw)
 	if err != nil {
 		return err
 	}
-	for i, rec := range records {
+	var base []string
+	if len(d.rules) > 0 {
+		switch {
+		case mapBody:
+			base = []string{mapSegment}
+		case tree.kind == nObject && len(records) > 0 && records[0] != tree:
+			base = []string{tree.keys[0]} // the wrapper's key
+		}
+	}
+	tick := func(i int) error {
 		if i%256 == 255 {
-			if err := ctx.Err(); err != nil {
+			return ctx.Err()
+		}
+		return nil
+	}
+	if mapBody {
+		for i, k := range tree.keys {
+			if err := tick(i); err != nil {
 				return err
 			}
+			d.addEntry(rw, k, tree.vals[i], -1, base)
 		}
-		d.addRow(rw, rec, -1)
+	}
+	for i, rec := range records {
+		if err := tick(i); err != nil {
+			return err
+		}
+		d.addRow(rw, rec, -1, base)
+	}
+	for _, w := range d.order {
+		d.closeExtra(w)
 	}
 	if d.violation != nil {
 		return d.violation
@@ -108,15 +146,16 @@ func (d *decoder) run(ctx context.Context, tree *node) error {
 }
 
 // records picks the record set of the body (see the package documentation).
-func (d *decoder) records(tree *node, rw *work) ([]*node, error) {
+// For a body that is a map it returns mapBody: the entries are the rows.
+func (d *decoder) records(tree *node, rw *work) (recs []*node, mapBody bool, err error) {
 	switch tree.kind {
 	case nArray:
 		for i, e := range tree.elems {
 			if e.kind != nObject && e.kind != nNull {
-				return nil, &ShapeError{Table: d.root, Msg: fmt.Sprintf("element %d of the top-level array is a JSON %s; rows must be objects", i, e.kind)}
+				return nil, false, &ShapeError{Table: d.root, Msg: fmt.Sprintf("element %d of the top-level array is a JSON %s; rows must be objects", i, e.kind)}
 			}
 		}
-		return tree.elems, nil
+		return tree.elems, false, nil
 	case nObject:
 		if len(tree.keys) == 1 {
 			key, v := tree.keys[0], tree.vals[0]
@@ -125,15 +164,18 @@ func (d *decoder) records(tree *node, rw *work) ([]*node, error) {
 					rw.st.Wrap = &key
 					rw.changed = true
 				}
-				return v.elems, nil
+				return v.elems, false, nil
 			}
 			if v.kind == nNull && rw.st.Wrap != nil && *rw.st.Wrap == key {
-				return nil, nil
+				return nil, false, nil
 			}
 		}
-		return []*node{tree}, nil
+		if d.bodyIsMap(rw, tree) {
+			return nil, true, nil
+		}
+		return []*node{tree}, false, nil
 	}
-	return nil, &ShapeError{Table: d.root, Msg: fmt.Sprintf("the body is a JSON %s; expected an object or an array of objects", tree.kind)}
+	return nil, false, &ShapeError{Table: d.root, Msg: fmt.Sprintf("the body is a JSON %s; expected an object or an array of objects", tree.kind)}
 }
 
 func objectsOrNull(elems []*node) bool {
@@ -145,15 +187,71 @@ func objectsOrNull(elems []*node) bool {
 	return true
 }
 
-// addRow adds one row (obj nil or JSON null: all user columns null).
-func (d *decoder) addRow(w *work, obj *node, parent int64) {
+// addRow adds one row (obj nil or JSON null: all user columns null); base
+// is the body path of the row (see MapRules).
+func (d *decoder) addRow(w *work, obj *node, parent int64, base []string) {
 	r := w.nrows
 	w.nrows++
 	w.parents = append(w.parents, parent)
 	if obj != nil && obj.kind == nObject {
 		// Each row gets its own path buffer: a child row is flattened while
 		// its parent row's paths are still in use.
-		d.flatten(w, r, obj, fpath{keys: make([]string, 0, 8)}, 0)
+		d.flatten(w, r, obj, fpath{keys: make([]string, 0, 8), base: base}, 0)
+	}
+}
+
+// addEntry adds the row of one map entry: its key in the key column, its
+// value at the empty path (an object's members flatten into columns, a
+// scalar goes to "value", an object that is itself a map to the child table
+// "<table>__value").
+func (d *decoder) addEntry(w *work, key string, v *node, parent int64, base []string) {
+	r := w.nrows
+	w.nrows++
+	w.parents = append(w.parents, parent)
+	p := fpath{keys: make([]string, 0, 8), base: base}
+	if c := d.keyColumn(w); c >= 0 {
+		d.set(w, r, c, value{k: vString, s: key})
+	}
+	switch v.kind {
+	case nNull:
+	case nObject:
+		if d.isMap(w, p, v) {
+			d.mapRows(w, r, p, v)
+			return
+		}
+		d.flatten(w, r, v, p, 0)
+	case nArray:
+		d.array(w, r, p, v)
+	default:
+		d.scalar(w, r, p, scalarValue(v))
+	}
+}
+
+// keyColumn returns w's key column, adding it when w's rows become map
+// entries (-1 when the contract refuses it).
+func (d *decoder) keyColumn(w *work) int {
+	p := fpath{}
+	if c := w.st.find(p, roleKey); c >= 0 {
+		return c
+	}
+	return d.newColumn(w, p, roleKey, schema.String, false)
+}
+
+// mapRows makes the entries of the map v at path p of row r rows of the
+// child table of p.
+func (d *decoder) mapRows(w *work, r int, p fpath, v *node) {
+	if w.st.Depth+1 > MaxTableDepth {
+		d.setJSON(w, r, p, v)
+		return
+	}
+	cw := d.child(w, p)
+	if cw == nil {
+		return
+	}
+	parent := w.offset + int64(r)
+	base := d.bodyPath(p, true)
+	for i, k := range v.keys {
+		d.addEntry(cw, k, v.vals[i], parent, base)
 	}
 }
 
@@ -161,6 +259,7 @@ func (d *decoder) addRow(w *work, obj *node, parent int64) {
 type fpath struct {
 	keys []string // may share its backing array with sibling paths: copy to keep
 	key  string
+	base []string // the body path of the row (shared: copy to keep)
 }
 
 // childKey returns pathKey(append(parent's keys, k)) from the parent's key,
@@ -178,10 +277,14 @@ func (d *decoder) childKey(parent, k string) string {
 func (d *decoder) flatten(w *work, r int, obj *node, prefix fpath, depth int) {
 	for i, k := range obj.keys {
 		v := obj.vals[i]
-		p := fpath{keys: append(prefix.keys, k), key: d.childKey(prefix.key, k)}
+		p := fpath{keys: append(prefix.keys, k), key: d.childKey(prefix.key, k), base: prefix.base}
 		switch v.kind {
 		case nNull:
 		case nObject:
+			if d.isMap(w, p, v) {
+				d.mapRows(w, r, p, v)
+				continue
+			}
 			if depth+1 > MaxObjectDepth {
 				d.setJSON(w, r, p, v)
 				continue
@@ -238,8 +341,9 @@ func (d *decoder) children(w *work, r int, p fpath, v *node) {
 		return
 	}
 	parent := w.offset + int64(r)
+	base := d.bodyPath(p, false)
 	for _, e := range v.elems {
-		d.addRow(cw, e, parent)
+		d.addRow(cw, e, parent, base)
 	}
 }
 
@@ -291,13 +395,19 @@ func (d *decoder) allow(w *work, p fpath, ch Change, what string) bool {
 // newColumn appends a column for path p and role, or returns -1 when the
 // contract refuses it.
 func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list bool) int {
+	if d.full(w, role) {
+		// The table does not change (unless extra is new: closeExtra asks
+		// the contract for it), so neither freeze nor discard-columns
+		// applies to fields stored in extra.
+		return overBudget
+	}
 	kind := ChangeColumn
 	if len(role) > len(rolePrefixVariant) && role[:len(rolePrefixVariant)] == rolePrefixVariant {
 		kind = ChangeVariant
 	}
 	if d.opt.Mode != Evolve && !d.rootNew && !w.isNew {
 		name := w.st.peekName(p, role)
-		ch := Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: displayPath(p.keys)}
+		ch := Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: fieldOf(p.keys, role)}
 		what := "column " + name
 		if !d.allow(w, p, ch, what) {
 			return -1
@@ -307,9 +417,79 @@ func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list
 	c := w.st.addColumn(&colState{Name: name, Type: typ, List: list, Path: slices.Clone(p.keys), Role: role, FirstSeen: d.meta.SnapshotTime, isNew: true})
 	w.changed = true
 	if !w.isNew {
-		d.changes = append(d.changes, Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: displayPath(p.keys)})
+		d.changes = append(d.changes, Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: fieldOf(p.keys, role)})
 	}
 	return c
+}
+
+// overBudget is newColumn's answer when the table has no room for another
+// column: the value goes to the extra column.
+const overBudget = -2
+
+// full reports whether a new column of role would take w's table past the
+// column budget. The budget counts every column, meta columns included,
+// and always keeps one for "extra"; the key and extra columns themselves
+// are never refused.
+func (d *decoder) full(w *work, role string) bool {
+	if role == roleKey || role == roleExtra {
+		return false
+	}
+	n := len(w.st.Cols) + len(metaNames) + 1 // meta columns, and this one
+	if w.st.Parent == "" {
+		n-- // no parent_index
+	}
+	if w.st.find(fpath{}, roleExtra) < 0 {
+		n++ // room for extra
+	}
+	return n > d.policy.ColumnBudget
+}
+
+// overflow starts the member for path p in row r's extra JSON object and
+// returns the buffer to write the value to.
+func (d *decoder) overflow(w *work, r int, p fpath) *bytes.Buffer {
+	if w.extra == nil {
+		w.extra = map[int]*bytes.Buffer{}
+	}
+	b := w.extra[r]
+	if b == nil {
+		b = &bytes.Buffer{}
+		b.WriteByte('{')
+		w.extra[r] = b
+	} else {
+		b.WriteByte(',')
+	}
+	w.overflow++
+	writeString(b, displayPath(p.keys))
+	b.WriteByte(':')
+	return b
+}
+
+func (d *decoder) overflowValue(w *work, r int, p fpath, v value) {
+	appendValueJSON(d.overflow(w, r, p), v)
+}
+
+func (d *decoder) overflowNode(w *work, r int, p fpath, n *node) {
+	writeJSON(d.overflow(w, r, p), n)
+}
+
+// closeExtra stores the extra JSON object of every row that overflowed in
+// the extra column (created when the contract allows).
+func (d *decoder) closeExtra(w *work) {
+	if len(w.extra) == 0 {
+		return
+	}
+	c := w.st.find(fpath{}, roleExtra)
+	if c < 0 {
+		if c = d.newColumn(w, fpath{}, roleExtra, schema.String, false); c < 0 {
+			w.extra, w.overflow = nil, 0 // refused by the contract: not loaded
+			return
+		}
+	}
+	for r, b := range w.extra {
+		b.WriteByte('}')
+		d.set(w, r, c, value{k: vString, s: b.String()})
+	}
+	w.extra = nil
 }
 
 // set stores v in column c of row r.
@@ -344,6 +524,9 @@ func (d *decoder) scalar(w *work, r int, p fpath, v value) {
 	if c < 0 {
 		typ := typeOf(v.k)
 		if c = d.newColumn(w, p, roleValue, typ, false); c < 0 {
+			if c == overBudget {
+				d.overflowValue(w, r, p, v)
+			}
 			return
 		}
 		if typ == schema.String {
@@ -426,7 +609,7 @@ func epochMillis(v int64) (int64, bool) {
 
 // epoch fills the "__time" companion of an Int64 column with a time name.
 func (d *decoder) epoch(w *work, r int, p fpath, v int64) {
-	if !isTimeName(NormalizeKey(p.keys[len(p.keys)-1])) {
+	if len(p.keys) == 0 || !isTimeName(NormalizeKey(p.keys[len(p.keys)-1])) {
 		return
 	}
 	ms, ok := epochMillis(v)
@@ -448,6 +631,9 @@ func (d *decoder) variant(w *work, r int, p fpath, v value) {
 	c := w.st.find(p, role)
 	if c < 0 {
 		if c = d.newColumn(w, p, role, typeOf(v.k), false); c < 0 {
+			if c == overBudget {
+				d.overflowValue(w, r, p, v)
+			}
 			return
 		}
 	}
@@ -498,6 +684,9 @@ func (d *decoder) list(w *work, r int, p fpath, n *node) {
 			return
 		}
 		if c = d.newColumn(w, p, roleValue, et, true); c < 0 {
+			if c == overBudget {
+				d.overflowNode(w, r, p, n)
+			}
 			return
 		}
 	}
@@ -526,6 +715,9 @@ func (d *decoder) setJSON(w *work, r int, p fpath, n *node) {
 	c := w.st.find(p, roleJSON)
 	if c < 0 {
 		if c = d.newColumn(w, p, roleJSON, schema.String, false); c < 0 {
+			if c == overBudget {
+				d.overflowNode(w, r, p, n)
+			}
 			return
 		}
 	}
@@ -540,6 +732,12 @@ func (d *decoder) stats() Stats {
 	}
 	for _, w := range d.order {
 		st.Rows[w.st.Name] = int64(w.nrows)
+		if w.overflow > 0 {
+			if st.Overflow == nil {
+				st.Overflow = map[string]int64{}
+			}
+			st.Overflow[w.st.Name] = w.overflow
+		}
 	}
 	return st
 }

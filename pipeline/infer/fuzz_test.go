@@ -15,7 +15,8 @@ import (
 // error, and fails exactly when it is not JSON or not a tabulable shape;
 // Arrow memory is balanced; every scalar of an accepted body is found among
 // the emitted cells; decoding the same body again (even under Freeze)
-// changes nothing; and the registry survives its file format.
+// changes nothing; and the registry survives its file format. Each body is
+// decoded with the default column budget and with the smallest.
 func FuzzInfer(f *testing.F) {
 	for _, dir := range caseDirs(f) {
 		for _, in := range caseInputs(f, dir) {
@@ -35,7 +36,19 @@ func FuzzInfer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The default budget, and the smallest one (fields go to extra).
+		for _, budget := range []int{0, minColumnBudget} {
+			fuzzOne(t, body, budget)
+		}
+	})
+}
+
+func fuzzOne(t *testing.T, body []byte, budget int) {
+	{
 		reg := NewRegistry()
+		if err := reg.SetPolicy(Policy{ColumnBudget: budget}); err != nil {
+			t.Fatal(err)
+		}
 		res := decodeBody(t, reg, body, testMeta("fz", t0), Options{BatchRows: 2})
 		var se *ShapeError
 		deep := errors.As(res.err, &se) && strings.Contains(se.Msg, "nested deeper")
@@ -68,7 +81,7 @@ func FuzzInfer(f *testing.F) {
 			}
 		}
 		checkFileFormat(t, reg)
-	})
+	}
 }
 
 // tabulable reports whether body is one JSON value that is an object or an

@@ -74,6 +74,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := reg.SetPolicy(casePolicy(t, dir, name)); err != nil {
+				t.Fatal(err)
+			}
 			var b strings.Builder
 			for i, in := range caseInputs(t, dir) {
 				body, err := os.ReadFile(in)
@@ -108,6 +111,28 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// casePolicy reads a case's optional policy.json: {"column_budget": N,
+// "force": [paths], "forbid": [paths]} (the map rules of the case's endpoint).
+func casePolicy(t *testing.T, dir, endpoint string) Policy {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "policy.json"))
+	if os.IsNotExist(err) {
+		return Policy{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		ColumnBudget int      `json:"column_budget"`
+		Force        []string `json:"force"`
+		Forbid       []string `json:"forbid"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s/policy.json: %v", dir, err)
+	}
+	return Policy{ColumnBudget: f.ColumnBudget, Maps: map[string]MapRules{endpoint: {Force: f.Force, Forbid: f.Forbid}}}
+}
+
 // writeResult renders one Decode: changes, then each emitted table's rows.
 func writeResult(b *strings.Builder, res result, maxRows int) {
 	if len(res.changes) == 0 {
@@ -123,6 +148,11 @@ func writeResult(b *strings.Builder, res result, maxRows int) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	for _, n := range names {
+		if o := res.stats.Overflow[n]; o > 0 {
+			fmt.Fprintf(b, "overflow %s: %d fields in extra\n", n, o)
+		}
+	}
 	for _, n := range names {
 		e := res.tables[n]
 		if e == nil {

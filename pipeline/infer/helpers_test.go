@@ -181,7 +181,8 @@ func renderRows(b *strings.Builder, e *emitted, max int) {
 // each leaf up among the emitted cells, typed: an integer must come back as
 // that Int64, as its text, or as an exactly equal Float64; a float as an
 // equal Float64 or its text; a string as that text; a bool as that Bool.
-// Cells of "__json" columns are parsed and their leaves count too. With
+// Cells of "__json" and "extra" columns are parsed and their leaves count
+// too (a leaf of "extra" under the last key of its path). With
 // byColumn, a leaf only counts when found in a column whose name contains
 // its normalised key (the last object key above it).
 type leafChecker struct {
@@ -210,6 +211,22 @@ func (lc *leafChecker) addCell(col string, v cell) {
 	switch v := v.(type) {
 	case string:
 		lc.found["s:"+v] = append(lc.found["s:"+v], col)
+		if col == "extra" || strings.HasPrefix(col, "extra_") {
+			var x map[string]any
+			dec := json.NewDecoder(strings.NewReader(v))
+			dec.UseNumber()
+			if dec.Decode(&x) == nil {
+				for path, val := range x {
+					keys := strings.Split(path, ".")
+					where := col + ":" + NormalizeKey(keys[len(keys)-1])
+					walkLeaves(val, nil, func(_ []string, leaf any) {
+						for _, k := range leafKeys(leaf) {
+							lc.found[k] = append(lc.found[k], where)
+						}
+					})
+				}
+			}
+		}
 		if strings.HasSuffix(col, "__json") || strings.Contains(col, "__json_") {
 			dec := json.NewDecoder(strings.NewReader(v))
 			dec.UseNumber()

@@ -13,6 +13,7 @@
 //     objects (nulls allowed, empty allowed), as {"positions":[…]}: that
 //     array's elements (the key is remembered; a later {"positions":null}
 //     is then an empty record set);
+//   - a top-level object that is a map (see Maps): one row per entry;
 //   - any other top-level object: the object itself, as one row.
 //
 // Anything else (a scalar, or an array holding scalars or arrays) fails with
@@ -41,6 +42,39 @@
 //     decides nothing: it gives rows of nulls to the path's child table, or
 //     nulls to its List column, if the path has one, and is null otherwise.
 //     List columns are never null: missing is [].
+//
+// # Maps
+//
+// An object whose keys are data (instrument names, currencies, ids) is a
+// map: its entries become rows of the child table "<table>__<path>" (as an
+// array of objects at that path would; both share the table), each with the
+// user column "key" (the map key; "key_2" and so on for a field named key)
+// and the entry's value at the empty path: an object's members flatten into
+// columns, a scalar goes to "value" (with "value__num" and variants as any
+// column), an array as at any path, and an object that is itself a map to
+// "<table>__<path>__value". A top-level map's entries are the rows of the
+// endpoint's table. The decision, for an object at a path:
+//
+//  1. the endpoint's MapRules (Policy.Maps) force or forbid it;
+//  2. else a path whose table already has a key column is a map (once a map,
+//     always a map; the registry persists it);
+//  3. else the shape (looksLikeMap): the non-null values share one kind
+//     (objects whose common keys are at least half of all their keys,
+//     numbers, strings, bools or arrays) and either every key is data-like
+//     (not identLike) with at least MapMinDataKeys members, or there are at
+//     least MapMinObjects objects or MapMinMembers other values.
+//
+// Only objects below a row and the top-level body are tested; the elements
+// of arrays are rows, never maps.
+//
+// # Column budget
+//
+// A table has at most Policy.ColumnBudget columns, meta columns included,
+// one of them always kept for "extra". A value that would need a new
+// column (value, list, JSON or variant) past the budget goes instead to
+// "extra": per row, a JSON object of display path → the value as received.
+// Companion columns ("__num", "__time") past the budget are not created.
+// Stats.Overflow counts the fields per table.
 //
 // # Types
 //
@@ -271,6 +305,23 @@ func (c Change) String() string {
 	return fmt.Sprintf("table %s: new %s %s %s (field %s)", c.Table, c.Kind, c.Column, t, c.Field)
 }
 
+// LogAttrs are the change's slog attributes: a new table names its table and
+// the field it holds (if any); a new column also its name and type.
+func (c Change) LogAttrs() []any {
+	attrs := []any{"change", c.Kind, "table", c.Table}
+	if c.Kind != ChangeTable {
+		t := c.Type.String()
+		if c.List {
+			t = "list<" + t + ">"
+		}
+		attrs = append(attrs, "column", c.Column, "type", t)
+	}
+	if c.Field != "" {
+		attrs = append(attrs, "field", c.Field)
+	}
+	return attrs
+}
+
 // Stats counts what a Decode produced.
 type Stats struct {
 	// Rows per table name, for the endpoint's table and every child table
@@ -279,6 +330,9 @@ type Stats struct {
 	// Discarded lists, under DiscardColumns, the columns and tables that
 	// would have been added (each once); their values were not loaded.
 	Discarded []Change
+	// Overflow counts, per table that reached its column budget, the
+	// fields stored in its "extra" column instead of a column of their own.
+	Overflow map[string]int64
 }
 
 // Emit receives each finished record with its table. All records of one
@@ -375,12 +429,29 @@ func (r *Registry) Decode(ctx context.Context, body io.Reader, meta Meta, opt Op
 
 	r.decodeMu.Lock()
 	defer r.decodeMu.Unlock()
-	d, err := r.newDecoder(root, meta, opt)
-	if err != nil {
-		return Stats{}, nil, err
-	}
-	if err := d.run(ctx, tree); err != nil {
-		return Stats{}, nil, err
+	var promoted map[string]bool
+	var d *decoder
+	for try := 0; ; try++ {
+		if d, err = r.newDecoder(root, meta, opt); err != nil {
+			return Stats{}, nil, err
+		}
+		d.promoted = promoted
+		err := d.run(ctx, tree)
+		if len(d.promote) == 0 || try == maxMapPasses {
+			if err != nil {
+				return Stats{}, nil, err
+			}
+			break
+		}
+		// A path was a map for a later object after an earlier object at
+		// the same path had been flattened: decode again with the path a
+		// map from the start, so that a body decodes the same way twice.
+		if promoted == nil {
+			promoted = map[string]bool{}
+		}
+		for k := range d.promote {
+			promoted[k] = true
+		}
 	}
 	if len(d.changes) > 0 && opt.OnChanges != nil {
 		if err := opt.OnChanges(d.changes); err != nil {

@@ -72,8 +72,12 @@ func hash32(s string) uint32 {
 	return h.Sum32()
 }
 
-// baseName joins the normalised keys of a path (rule 2).
+// baseName joins the normalised keys of a path (rule 2); the empty path (a
+// map's value itself) is "value".
 func baseName(path []string) string {
+	if len(path) == 0 {
+		return "value"
+	}
 	parts := make([]string, len(path))
 	for i, k := range path {
 		parts[i] = NormalizeKey(k)
@@ -150,7 +154,7 @@ func isTimeName(seg string) bool {
 // quoted (Go syntax) so the path reads unambiguously on one line.
 func displayPath(path []string) string {
 	if len(path) == 0 {
-		return "(record)"
+		return "(map value)"
 	}
 	parts := make([]string, len(path))
 	for i, k := range path {
@@ -168,4 +172,16 @@ func displayPath(path []string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// fieldOf names what a column of path and role holds, for messages and
+// `optlake schema`: the JSON path, or what the key and extra columns hold.
+func fieldOf(path []string, role string) string {
+	switch role {
+	case roleKey:
+		return "(map key)"
+	case roleExtra:
+		return "(fields past the column budget)"
+	}
+	return displayPath(path)
 }

@@ -325,6 +325,7 @@ func (k vkind) kindName() string {
 type value struct {
 	k    vkind
 	b    bool
+	lit  bool // s is a JSON number literal as received (whatever k)
 	i    int64
 	f    float64
 	s    string
@@ -343,15 +344,15 @@ func scalarValue(n *node) value {
 		return value{k: vString, s: n.s}
 	case nNumber:
 		if i, err := strconv.ParseInt(n.s, 10, 64); err == nil {
-			return value{k: vInt, i: i, s: n.s}
+			return value{k: vInt, i: i, s: n.s, lit: true}
 		}
 		if isIntLiteral(n.s) {
-			return value{k: vString, s: n.s}
+			return value{k: vString, s: n.s, lit: true}
 		}
 		if f, err := strconv.ParseFloat(n.s, 64); err == nil && !math.IsInf(f, 0) {
-			return value{k: vFloat, f: f, s: n.s}
+			return value{k: vFloat, f: f, s: n.s, lit: true}
 		}
-		return value{k: vString, s: n.s}
+		return value{k: vString, s: n.s, lit: true}
 	}
 	return value{}
 }
@@ -369,4 +370,18 @@ func isIntLiteral(s string) bool {
 		}
 	}
 	return true
+}
+
+// appendValueJSON appends a scalar value as the JSON it was received as.
+func appendValueJSON(b *bytes.Buffer, v value) {
+	switch {
+	case v.k == vNull:
+		b.WriteString("null")
+	case v.k == vBool:
+		b.WriteString(strconv.FormatBool(v.b))
+	case v.lit:
+		b.WriteString(v.s)
+	default:
+		writeString(b, v.s)
+	}
 }

@@ -23,8 +23,11 @@ import (
 // file "<table>.json" per inferred table.
 const SchemaDir = "_schema"
 
-// fileVersion is the version of the registry's file format.
-const fileVersion = 1
+// fileVersion is the version of the registry's file format. Version 2
+// omits defaults (a column's role "value", a first-seen time equal to the
+// table's, a stem equal to its column's name) and is not indented, so a wide
+// table's file stays small; version 1 files are still read.
+const fileVersion = 2
 
 // Column roles: what a column holds for its path.
 const (
@@ -32,6 +35,8 @@ const (
 	roleNum   = "num"   // decimal text of the value column, parsed
 	roleTime  = "time"  // epoch integer of the value column, as time
 	roleJSON  = "json"  // arrays (or too-deep objects) that fit no column, as JSON text
+	roleKey   = "key"   // the map key of a row of a map's table (empty path)
+	roleExtra = "extra" // fields past the column budget, as a JSON object (empty path)
 	// Variant roles are "v_bool", "v_int", "v_float", "v_text".
 	rolePrefixVariant = "v_"
 )
@@ -157,6 +162,11 @@ func (t *tableState) stem(p fpath) string {
 
 // columnName returns the name for a new column of path p and role.
 func (t *tableState) columnName(p fpath, role string) string {
+	if n := fixedName(role); n != "" {
+		n = resolve(n, func(n string) bool { return t.names[n] })
+		t.names[n] = true
+		return n
+	}
 	s := t.stem(p)
 	if role == roleValue {
 		return s
@@ -167,6 +177,9 @@ func (t *tableState) columnName(p fpath, role string) string {
 // peekName is the name columnName would give, without reserving anything.
 func (t *tableState) peekName(p fpath, role string) string {
 	taken := func(n string) bool { return t.names[n] }
+	if n := fixedName(role); n != "" {
+		return resolve(n, taken)
+	}
 	s := t.Stems[p.key].Stem
 	if s == "" {
 		s = resolve(finalName(baseName(p.keys)), taken)
@@ -175,6 +188,25 @@ func (t *tableState) peekName(p fpath, role string) string {
 		return s
 	}
 	return resolve(finalName(s+"__"+role), taken)
+}
+
+// fixedName is the name of a column that no path names: the map key and the
+// column-budget overflow ("" for other roles).
+func fixedName(role string) string {
+	switch role {
+	case roleKey:
+		return "key"
+	case roleExtra:
+		return "extra"
+	}
+	return ""
+}
+
+// isMap reports whether the table's rows are entries of a map (it has a key
+// column): once a path is a map, it stays one.
+func (t *tableState) isMap() bool {
+	_, ok := t.byKey[colID{"", roleKey}]
+	return ok
 }
 
 func (t *tableState) addColumn(c *colState) int {
@@ -202,7 +234,7 @@ func (t *tableState) build() *schema.Table {
 	}
 	doc := "inferred from the endpoint " + t.Root
 	if t.Parent != "" {
-		doc = fmt.Sprintf("inferred: the array %s of %s rows", displayPath(t.Path), t.Parent)
+		doc = fmt.Sprintf("inferred: the array or map %s of %s rows", displayPath(t.Path), t.Parent)
 	}
 	return &schema.Table{
 		Name:          t.Name,
@@ -215,7 +247,14 @@ func (t *tableState) build() *schema.Table {
 
 func (c *colState) doc() string {
 	p := displayPath(c.Path)
+	if len(c.Path) == 0 {
+		p = "map value"
+	}
 	switch {
+	case c.Role == roleKey:
+		return "the map key of the row"
+	case c.Role == roleExtra:
+		return "fields past the column budget: a JSON object of path -> value as received"
 	case c.Role == roleValue:
 		return "JSON " + p
 	case c.Role == roleNum:
@@ -237,6 +276,8 @@ type Registry struct {
 
 	decodeMu sync.Mutex // serialises Decodes
 
+	policy Policy // guarded by decodeMu
+
 	mu     sync.RWMutex
 	tables map[string]*tableState
 	dirty  map[string]bool // changed since loaded or saved
@@ -245,7 +286,7 @@ type Registry struct {
 // NewRegistry returns an empty registry that is not persisted (Save does
 // nothing).
 func NewRegistry() *Registry {
-	return &Registry{tables: map[string]*tableState{}, dirty: map[string]bool{}}
+	return &Registry{tables: map[string]*tableState{}, dirty: map[string]bool{}, policy: Policy{ColumnBudget: DefaultColumnBudget}}
 }
 
 // LoadRegistry loads the registry persisted in dataDir/_schema (SchemaDir);
@@ -347,7 +388,7 @@ func (r *Registry) Save() error {
 }
 
 func writeAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	f, err := datadir.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
@@ -427,7 +468,7 @@ func (r *Registry) Columns(name string) []ColumnInfo {
 			continue
 		}
 		cs := t.Cols[i-nMeta]
-		out = append(out, ColumnInfo{Column: c, FirstSeen: cs.FirstSeen, Field: displayPath(cs.Path), Role: cs.Role})
+		out = append(out, ColumnInfo{Column: c, FirstSeen: cs.FirstSeen, Field: fieldOf(cs.Path, cs.Role), Role: cs.Role})
 	}
 	return out
 }
@@ -470,8 +511,8 @@ func (r *Registry) Print(w io.Writer) error {
 				continue
 			}
 			cs := t.Cols[j-nMeta]
-			from := displayPath(cs.Path)
-			if cs.Role != roleValue {
+			from := fieldOf(cs.Path, cs.Role)
+			if cs.Role != roleValue && fixedName(cs.Role) == "" {
 				from += " (" + cs.Role + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Name, typ, fmtTime(cs.FirstSeen), from)
@@ -500,12 +541,12 @@ type fileTable struct {
 }
 
 type fileColumn struct {
-	Name      string    `json:"name"`
-	Type      string    `json:"type"`
-	List      bool      `json:"list,omitempty"`
-	Path      []string  `json:"path"`
-	Role      string    `json:"role"`
-	FirstSeen time.Time `json:"first_seen"`
+	Name      string     `json:"name"`
+	Type      string     `json:"type"`
+	List      bool       `json:"list,omitempty"`
+	Path      []string   `json:"path,omitempty"`
+	Role      string     `json:"role,omitempty"`       // default "value" (version 2)
+	FirstSeen *time.Time `json:"first_seen,omitempty"` // default the table's (version 2)
 }
 
 type fileStem struct {
@@ -518,16 +559,27 @@ func marshalTable(t *tableState) ([]byte, error) {
 		Version: fileVersion, Name: t.Name, Root: t.Root, Parent: t.Parent, Path: t.Path,
 		Depth: t.Depth, Wrap: t.Wrap, FirstSeen: t.FirstSeen.UTC(), Columns: []fileColumn{},
 	}
+	named := make(map[string]bool, len(t.Cols)) // stems equal to their value column's name
 	for _, c := range t.Cols {
-		f.Columns = append(f.Columns, fileColumn{
-			Name: c.Name, Type: c.Type.String(), List: c.List, Path: c.Path, Role: c.Role, FirstSeen: c.FirstSeen.UTC(),
-		})
+		fc := fileColumn{Name: c.Name, Type: c.Type.String(), List: c.List, Path: c.Path}
+		if c.Role != roleValue {
+			fc.Role = c.Role
+		} else if t.Stems[pathKey(c.Path)].Stem == c.Name {
+			named[c.Name] = true
+		}
+		if !c.FirstSeen.Equal(t.FirstSeen) {
+			at := c.FirstSeen.UTC()
+			fc.FirstSeen = &at
+		}
+		f.Columns = append(f.Columns, fc)
 	}
 	for _, s := range t.Stems {
-		f.Stems = append(f.Stems, fileStem{Path: s.Path, Stem: s.Stem})
+		if !named[s.Stem] {
+			f.Stems = append(f.Stems, fileStem{Path: s.Path, Stem: s.Stem})
+		}
 	}
 	sort.Slice(f.Stems, func(i, j int) bool { return f.Stems[i].Stem < f.Stems[j].Stem })
-	b, err := json.MarshalIndent(f, "", "  ")
+	b, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +598,7 @@ func parseType(s string) (schema.Type, bool) {
 
 func validRole(r string) bool {
 	switch r {
-	case roleValue, roleNum, roleTime, roleJSON, "v_bool", "v_int", "v_float", "v_text":
+	case roleValue, roleNum, roleTime, roleJSON, roleKey, roleExtra, "v_bool", "v_int", "v_float", "v_text":
 		return true
 	}
 	return false
@@ -569,14 +621,16 @@ func unmarshalTable(b []byte) (*tableState, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, err
 	}
-	if f.Version != fileVersion {
-		return nil, fmt.Errorf("format version %d, want %d", f.Version, fileVersion)
+	if f.Version != 1 && f.Version != fileVersion {
+		return nil, fmt.Errorf("format version %d, want 1 or %d", f.Version, fileVersion)
 	}
 	if !validName(f.Name) || !validName(f.Root) || (f.Parent != "" && !validName(f.Parent)) {
 		return nil, fmt.Errorf("invalid table name in %q/%q/%q", f.Name, f.Root, f.Parent)
 	}
-	if (f.Parent == "") != (len(f.Path) == 0) {
-		return nil, errors.New("a child table needs a parent and a path")
+	if f.Parent == "" && len(f.Path) > 0 {
+		// (A child table's path is empty when its rows are the entries of
+		// maps that are the values of its parent's map entries.)
+		return nil, errors.New("a table with a path needs a parent")
 	}
 	t := newTableState(f.Name, f.Root, f.Parent, f.Path, f.Depth, f.FirstSeen)
 	t.Wrap = f.Wrap
@@ -585,6 +639,17 @@ func unmarshalTable(b []byte) (*tableState, error) {
 		seen[m] = true
 	}
 	for _, c := range f.Columns {
+		if f.Version >= 2 {
+			if c.Role == "" {
+				c.Role = roleValue
+			}
+			if c.FirstSeen == nil {
+				c.FirstSeen = &f.FirstSeen
+			}
+		}
+		if c.FirstSeen == nil {
+			return nil, fmt.Errorf("column %s: no first_seen", c.Name)
+		}
 		typ, ok := parseType(c.Type)
 		if !ok {
 			return nil, fmt.Errorf("column %s: unknown type %q", c.Name, c.Type)
@@ -592,15 +657,23 @@ func unmarshalTable(b []byte) (*tableState, error) {
 		if !validName(c.Name) || seen[c.Name] {
 			return nil, fmt.Errorf("column %q: invalid or duplicate name", c.Name)
 		}
-		if !validRole(c.Role) || len(c.Path) == 0 {
-			return nil, fmt.Errorf("column %s: invalid role %q or empty path", c.Name, c.Role)
+		if !validRole(c.Role) || (fixedName(c.Role) != "" && len(c.Path) != 0) {
+			return nil, fmt.Errorf("column %s: invalid role %q or path", c.Name, c.Role)
 		}
 		seen[c.Name] = true
-		t.Cols = append(t.Cols, &colState{Name: c.Name, Type: typ, List: c.List, Path: c.Path, Role: c.Role, FirstSeen: c.FirstSeen})
+		t.Cols = append(t.Cols, &colState{Name: c.Name, Type: typ, List: c.List, Path: c.Path, Role: c.Role, FirstSeen: *c.FirstSeen})
 	}
 	stems := map[string]bool{}
+	if f.Version >= 2 {
+		// Stems equal to their value column's name are implied.
+		for _, c := range t.Cols {
+			if c.Role == roleValue {
+				f.Stems = append(f.Stems, fileStem{Path: c.Path, Stem: c.Name})
+			}
+		}
+	}
 	for _, s := range f.Stems {
-		if !validName(s.Stem) || len(s.Path) == 0 || isMetaName(s.Stem) || stems[s.Stem] {
+		if !validName(s.Stem) || isMetaName(s.Stem) || stems[s.Stem] {
 			return nil, fmt.Errorf("invalid or duplicate stem %q", s.Stem)
 		}
 		stems[s.Stem] = true

@@ -222,3 +222,16 @@ CREATE TABLE IF NOT EXISTS `optlake`.`inferred_columns` ON CLUSTER `analytics`
     `recorded_at` DateTime('UTC') COMMENT 'snapshot time of the run that recorded this row'
 )
 ENGINE = Distributed('analytics', 'optlake', 'inferred_columns_local', cityHash64(`table_name`, `column_name`));
+
+-- migration 4: instruments_latest right on every server version (ALL INNER JOIN)
+DROP TABLE IF EXISTS `optlake`.`instruments_latest` ON CLUSTER `analytics`;
+CREATE VIEW IF NOT EXISTS `optlake`.instruments_latest ON CLUSTER `analytics` AS
+SELECT i.*, s.first_seen, s.last_seen
+FROM `optlake`.instruments AS i FINAL
+ALL INNER JOIN
+(
+    SELECT source, instrument_name, min(snapshot_time) AS first_seen, max(snapshot_time) AS last_seen
+    FROM `optlake`.instruments_local
+    GROUP BY source, instrument_name
+) AS s USING (source, instrument_name)
+WHERE i.snapshot_time = s.last_seen;

@@ -95,6 +95,14 @@ func TestMigrateFreshRerunUpgrade(t *testing.T) {
 	if n := query(t, c, fmt.Sprintf("SELECT count() FROM system.tables WHERE database = '%s' AND name = 'instrument_events'", old)); n != "1" {
 		t.Error("upgrade did not create instrument_events")
 	}
+	// Migration 4 replaced migration 1's instruments_latest (ANY INNER JOIN,
+	// wrong from 20.x on) in the existing database.
+	for _, d := range []string{db, old} {
+		def := query(t, c, fmt.Sprintf("SELECT create_table_query FROM system.tables WHERE database = '%s' AND name = 'instruments_latest'", d))
+		if !strings.Contains(def, "ALL INNER JOIN") || strings.Contains(def, "ANY INNER JOIN") {
+			t.Errorf("%s.instruments_latest after migrate: %s", d, def)
+		}
+	}
 }
 
 func TestOpenWithoutSchema(t *testing.T) {

@@ -3,9 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -17,54 +15,6 @@ import (
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
 )
-
-// cutProxy forwards TCP connections to a server; cut closes every open one
-// (a connection lost in the middle of an INSERT).
-type cutProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newCutProxy(t *testing.T, upstream string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *cutProxy) cut() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := len(p.conns) / 2
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	return n
-}
 
 // A connection lost in the middle of the writer's INSERT (between flushed
 // records, or just before it is sent at Commit) is retried on a new
@@ -86,9 +36,9 @@ func TestInsertResentAfterConnectionLoss(t *testing.T) {
 			defer func(b int64) { insertBudget = b }(insertBudget)
 			insertBudget = tc.budget
 			db := testenv.FreshDatabase(t, c)
-			p := newCutProxy(t, c.Addr())
+			p := testenv.NewProxy(t, c.Addr())
 			var logs syncBuffer
-			s, err := New(Options{DSN: fmt.Sprintf("clickhouse://default@%s/%s", p.ln.Addr(), db), Migrate: true, Backoff: 10 * time.Millisecond,
+			s, err := New(Options{DSN: fmt.Sprintf("clickhouse://default@%s/%s", p.Addr(), db), Migrate: true, Backoff: 10 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			if err != nil {
 				t.Fatal(err)
@@ -119,14 +69,14 @@ func TestInsertResentAfterConnectionLoss(t *testing.T) {
 				cutAt = len(recs)
 			}
 			for i, r := range recs {
-				if i == cutAt && p.cut() == 0 {
+				if i == cutAt && p.Cut() == 0 {
 					t.Fatal("no connection to cut")
 				}
 				if err := w.Write(ctx, r); err != nil {
 					t.Fatalf("write %d: %v", i, err)
 				}
 			}
-			if cutAt == len(recs) && p.cut() == 0 {
+			if cutAt == len(recs) && p.Cut() == 0 {
 				t.Fatal("no connection to cut")
 			}
 			got, err := w.Commit(ctx)

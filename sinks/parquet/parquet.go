@@ -111,7 +111,7 @@ func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (si
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	f, err := datadir.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}

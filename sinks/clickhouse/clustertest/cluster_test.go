@@ -52,6 +52,11 @@ func TestMigrateOnCluster(t *testing.T) {
 				}
 			}
 		}
+		// Migration 4's instruments_latest (ALL INNER JOIN) replaced
+		// migration 1's on every node.
+		if def := query(t, n, fmt.Sprintf("SELECT create_table_query FROM system.tables WHERE database = '%s' AND name = 'instruments_latest'", db)); !strings.Contains(def, "ALL INNER JOIN") {
+			t.Errorf("%s: instruments_latest %s", n.Addr(), def)
+		}
 		// The replicas of a shard share a ZooKeeper path, shards do not.
 		got = query(t, n, fmt.Sprintf("SELECT zookeeper_path, replica_name FROM system.replicas WHERE database = '%s' AND table = 'instruments_local'", db))
 		if !strings.HasPrefix(got, "/clickhouse/tables/0") || !strings.Contains(got, "/"+db+"/instruments_local\tr") {

@@ -1,0 +1,277 @@
+package jsontok
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+)
+
+// decode builds the document's value with the scanner's API, the way the
+// decoders use it: objects as map[string]any, arrays as []any, numbers as
+// json.Number (their text as sent), strings, bools and nil. The document
+// must be one value followed by whitespace only.
+func decode(s *Scanner) (any, error) {
+	v, err := value(s, 0)
+	if err != nil {
+		return nil, err
+	}
+	if eof, err := s.AtEOF(); err != nil || !eof {
+		return nil, errors.Join(errors.New("data after the value"), err)
+	}
+	return v, nil
+}
+
+func value(s *Scanner, depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, ErrTooDeep
+	}
+	k, err := s.PeekKind()
+	if err != nil {
+		return nil, err
+	}
+	switch k {
+	case Object:
+		if err := s.Expect('{'); err != nil {
+			return nil, err
+		}
+		m := map[string]any{}
+		for first := true; ; first = false {
+			more, err := s.More('}', first)
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return m, nil
+			}
+			key, err := s.String()
+			if err != nil {
+				return nil, err
+			}
+			name := string(key)
+			if err := s.Expect(':'); err != nil {
+				return nil, err
+			}
+			if m[name], err = value(s, depth+1); err != nil {
+				return nil, err
+			}
+		}
+	case Array:
+		if err := s.Expect('['); err != nil {
+			return nil, err
+		}
+		a := []any{}
+		for first := true; ; first = false {
+			more, err := s.More(']', first)
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return a, nil
+			}
+			v, err := value(s, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+	case StringKind:
+		b, err := s.String()
+		return string(b), err
+	case Number:
+		b, err := s.Number()
+		return json.Number(b), err
+	default:
+		k, err := s.Literal()
+		switch k {
+		case True:
+			return true, err
+		case False:
+			return false, err
+		}
+		return nil, err
+	}
+}
+
+// readers gives the same document in different chunkings, so every token
+// is also seen split across buffer refills.
+func readers(doc []byte) map[string]func() io.Reader {
+	return map[string]func() io.Reader{
+		"whole":    func() io.Reader { return bytes.NewReader(doc) },
+		"one-byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(doc)) },
+		"half":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(doc)) },
+	}
+}
+
+func stdDecode(doc []byte) (any, bool) {
+	if !json.Valid(doc) {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// check compares the scanner with encoding/json on one document (valid
+// UTF-8: the scanner returns string bytes as sent, encoding/json replaces
+// invalid sequences).
+func check(t *testing.T, doc []byte) {
+	t.Helper()
+	want, valid := stdDecode(doc)
+	for name, r := range readers(doc) {
+		got, err := decode(New(r(), 4096))
+		if valid != (err == nil) {
+			t.Fatalf("%s: %q: scanner error %v, encoding/json valid=%v", name, doc, err, valid)
+		}
+		if !valid {
+			var se *SyntaxError
+			if !errors.As(err, &se) && !errors.Is(err, ErrTooDeep) && !strings.Contains(err.Error(), "data after the value") {
+				t.Fatalf("%s: %q: error %v (%T) is not a SyntaxError", name, doc, err, err)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %q:\n got %#v\nwant %#v", name, doc, got, want)
+		}
+	}
+}
+
+func TestScannerAgreesWithEncodingJSON(t *testing.T) {
+	long := strings.Repeat("x", 10_000) // longer than the 4 KiB buffer: it grows
+	for _, doc := range []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e-7`, `true`, `false`, `null`, ` [ 1 , 2 ] `,
+		`[{"instruments":[{"instrument_name":"BTC-27DEC26-100000-C","index_price":"97000.5","strike":100000,"is_active":true,"option_type":null}]}]`,
+		`{"a":{"b":{"c":[[],[{}],[1,[2,[3]]]]}}}`,
+		`"esc \" \\ \/ \b \f \n \r \t \u00e9 \u20ac \ud83d\ude00"`,
+		`"lone surrogates \ud800 \udc00 x"`,
+		`"unicode: é € 😀"`,
+		`{"dup":1,"dup":2}`,
+		`{"` + long + `":"` + long + `\n"}`,
+		`[12345678901234567890123456789, 1E400, -1e-400, 0.000000000000000000001]`,
+		// invalid
+		``, ` `, `[`, `]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `[1 2]`, `{a:1}`, `'x'`,
+		`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `0x10`, `NaN`, `tru`, `nul`, `truex`, `[true false]`,
+		`"unterminated`, `"bad \x escape"`, `"\u12"`, "\"ctl \x01\"", "\"tab\tinside\"", `[1]x`, `{} {}`,
+	} {
+		check(t, []byte(doc))
+	}
+}
+
+// Capture returns a value's bytes exactly as received, across refills.
+func TestCaptureIsExact(t *testing.T) {
+	obj := `{"instrument_name": "ETH-X",  "nested" : {"k":[1, 2 ,3]}, "s":"` + strings.Repeat("é\\n", 3000) + `"}`
+	doc := []byte("[ " + obj + " ,\n\t" + obj + " ]")
+	for name, r := range readers(doc) {
+		s := New(r(), 4096)
+		if err := s.Expect('['); err != nil {
+			t.Fatal(err)
+		}
+		for first, n := true, 0; ; first = false {
+			more, err := s.More(']', first)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !more {
+				if n != 2 {
+					t.Fatalf("%s: captured %d values, want 2", name, n)
+				}
+				break
+			}
+			if err := s.StartCapture(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Skip(); err != nil {
+				t.Fatalf("%s: skip: %v", name, err)
+			}
+			if got := string(s.EndCapture()); got != obj {
+				t.Fatalf("%s: capture %d is %d bytes, want the %d bytes sent", name, n, len(got), len(obj))
+			}
+			n++
+		}
+	}
+}
+
+// Nesting past MaxDepth is refused by Skip (encoding/json allows 10,000
+// levels); MaxDepth itself is fine.
+func TestSkipDepthLimit(t *testing.T) {
+	for _, tc := range []struct {
+		depth int
+		ok    bool
+	}{{MaxDepth, true}, {MaxDepth + 2, false}, {100_000, false}} {
+		doc := strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth)
+		err := New(strings.NewReader(doc), 4096).Skip()
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), ErrTooDeep.Error())) {
+			t.Errorf("depth %d: %v, want ok=%v", tc.depth, err, tc.ok)
+		}
+	}
+}
+
+// Offsets in syntax errors point at the offending byte.
+func TestSyntaxErrorOffset(t *testing.T) {
+	for _, tc := range []struct {
+		doc    string
+		offset int64
+	}{
+		{`[1,2,x]`, 5},
+		{`{"a":1 "b":2}`, 7},
+		{"[\n\n  01]", 5},
+	} {
+		_, err := decode(New(iotest.OneByteReader(strings.NewReader(tc.doc)), 4096))
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Offset != tc.offset {
+			t.Errorf("%q: error %v, want a SyntaxError at byte %d", tc.doc, err, tc.offset)
+		}
+	}
+}
+
+// A read error that is not the end of input is returned as it is, not as
+// malformed JSON: the caller retries a cut connection, not a bad body.
+func TestReadErrorIsNotSyntax(t *testing.T) {
+	cut := errors.New("connection reset")
+	r := io.MultiReader(strings.NewReader(`[{"a":"abc`), iotest.ErrReader(cut))
+	_, err := decode(New(r, 4096))
+	if !errors.Is(err, cut) {
+		t.Fatalf("error %v, want the read error", err)
+	}
+}
+
+func TestValidNumber(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{
+		{"0", true}, {"-0", true}, {"10", true}, {"1.25", true}, {"1e5", true}, {"1E+5", true}, {"-1.5e-5", true},
+		{"", false}, {"-", false}, {"01", false}, {"1.", false}, {".1", false}, {"1e", false}, {"1e+", false},
+		{"+1", false}, {"1.2.3", false}, {"--1", false}, {"1-", false}, {"0x1", false},
+	} {
+		if got := ValidNumber([]byte(tc.s)); got != tc.ok {
+			t.Errorf("ValidNumber(%q) = %v, want %v", tc.s, got, tc.ok)
+		}
+		if want := json.Valid([]byte(tc.s)); want != tc.ok {
+			t.Errorf("table is wrong for %q: encoding/json says %v", tc.s, want)
+		}
+	}
+}
+
+// FuzzScanner: on any valid UTF-8 input the scanner accepts exactly what
+// encoding/json accepts and decodes the same values, whole or byte by byte.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x",null,true,{"b":-1.5e3}]}`, `"\ud83d\ude00"`, `[1,]`, `01`, `{"a" 1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !utf8.Valid(doc) || bytes.Count(doc, []byte("[")) > 64 || bytes.Count(doc, []byte("{")) > 64 {
+			return
+		}
+		check(t, doc)
+	})
+}

@@ -1,0 +1,188 @@
+package archive
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 15, 0, 250_000_000, time.UTC)
+
+// put archives body as one response and returns its metadata.
+func put(t *testing.T, a *Archive, m Meta, body []byte, status int, complete bool) Meta {
+	t.Helper()
+	e, err := a.Create(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := range slices.Chunk(body, 1000) { // as a body streams in
+		if _, err := e.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errMsg := ""
+	if !complete {
+		errMsg = "unexpected EOF"
+	}
+	got, err := e.Finish(status, "application/json", complete, errMsg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func read(t *testing.T, dir, file string) []byte {
+	t.Helper()
+	rc, err := Open(dir, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A body comes back byte for byte; its sidecar says how much, its hash and
+// where; nothing temporary is left.
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	a := New(dir)
+	body := bytes.Repeat([]byte(`{"instrument_name":"BTC-27DEC26-100000-C","index_price":"97000.5"},`), 5000)
+	m := put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Source: "sim", Attempt: 1, URL: "http://venue/x"}, body, 200, true)
+	sum := sha256.Sum256(body)
+	if m.Bytes != int64(len(body)) || m.SHA256 != hex.EncodeToString(sum[:]) || !m.Complete || m.Compression != "zstd" {
+		t.Fatalf("meta %+v", m)
+	}
+	want := filepath.Join("raw", "instruments", "date=2026-11-22", "20261122T101500.250Z-run-1-r000-a1.json.zst")
+	if m.File != want {
+		t.Fatalf("file %s, want %s", m.File, want)
+	}
+	if got := read(t, dir, m.File); !bytes.Equal(got, body) {
+		t.Fatalf("read back %d bytes, archived %d", len(got), len(body))
+	}
+	st, err := os.Stat(filepath.Join(dir, m.File))
+	if err != nil || st.Size() >= int64(len(body))/4 {
+		t.Errorf("body file is %v bytes (%v): not compressed", st.Size(), err)
+	}
+	back, err := ReadMeta(filepath.Join(dir, MetaPath(m.File)))
+	if err != nil || back.SHA256 != m.SHA256 || back.RunID != "run-1" || !back.SnapshotTime.Equal(t0) {
+		t.Fatalf("sidecar %+v (%v)", back, err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, filepath.Dir(m.File)))
+	if len(ents) != 2 {
+		t.Errorf("day folder holds %v, want the body and its sidecar", ents)
+	}
+}
+
+// A body being written is hidden from List; an aborted one leaves nothing.
+func TestInFlightAndAbort(t *testing.T) {
+	dir := t.TempDir()
+	a := New(dir)
+	e, err := a.Create(Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Write([]byte(`[{"instruments":[]}]`))
+	snaps, err := List(dir, nil, time.Time{}, time.Time{})
+	if err != nil || len(snaps) != 0 {
+		t.Fatalf("List during the write: %+v (%v)", snaps, err)
+	}
+	e.Abort()
+	e.Abort() // twice is fine
+	var left []string
+	filepath.WalkDir(filepath.Join(dir, "raw"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Fatalf("abort left %v", left)
+	}
+	if _, err := e.Finish(200, "", true, ""); err == nil {
+		t.Error("Finish after Abort succeeded")
+	}
+}
+
+// List groups bodies by snapshot (oldest first), keeps per request the last
+// attempt answered 2xx, names what cannot be replayed, and honours the
+// endpoint filter and the [from, to) range.
+func TestList(t *testing.T) {
+	dir := t.TempDir()
+	a := New(dir)
+	t1, t2, t3 := t0, t0.Add(5*time.Minute), t0.Add(24*time.Hour)
+	// Snapshot 1: a 503 then a 200 for request 0; request 1 answered at once.
+	put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t1, RunID: "a", Request: 0, Requests: 2, Attempt: 1}, []byte("busy"), 503, true)
+	put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t1, RunID: "a", Request: 0, Requests: 2, Attempt: 2}, []byte("[]"), 200, true)
+	put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t1, RunID: "a", Request: 1, Requests: 2, Attempt: 1}, []byte("[1]"), 200, true)
+	put(t, a, Meta{Endpoint: "account_summary", Account: "main", SnapshotTime: t1, RunID: "a", Attempt: 1}, []byte("{}"), 200, true)
+	// Snapshot 2: a body cut off, and one whose sidecar is missing (a crash).
+	put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t2, RunID: "b", Attempt: 1}, []byte("[{"), 200, false)
+	lost := put(t, a, Meta{Endpoint: "account_summary", SnapshotTime: t2, RunID: "b", Attempt: 1}, []byte("{}"), 200, true)
+	if err := os.Remove(filepath.Join(dir, MetaPath(lost.File))); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot 3, the next day.
+	put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t3, RunID: "c", Attempt: 1}, []byte("[]"), 200, true)
+
+	snaps, err := List(dir, nil, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 3 || snaps[0].RunID != "a" || snaps[1].RunID != "b" || snaps[2].RunID != "c" {
+		t.Fatalf("snapshots %+v", snaps)
+	}
+	var got []string
+	for _, m := range snaps[0].Bodies {
+		got = append(got, fmt.Sprintf("%s/%d/a%d", m.Endpoint, m.Request, m.Attempt))
+	}
+	if want := []string{"account_summary/0/a1", "instruments/0/a2", "instruments/1/a1"}; !slices.Equal(got, want) {
+		t.Errorf("snapshot a bodies %v, want %v", got, want)
+	}
+	if len(snaps[0].Problems) != 0 {
+		t.Errorf("snapshot a problems %v", snaps[0].Problems)
+	}
+	if len(snaps[1].Bodies) != 0 || len(snaps[1].Problems) != 2 ||
+		!strings.Contains(strings.Join(snaps[1].Problems, "\n"), "body cut off (unexpected EOF)") ||
+		!strings.Contains(strings.Join(snaps[1].Problems, "\n"), "no metadata") {
+		t.Errorf("snapshot b: bodies %+v, problems %q", snaps[1].Bodies, snaps[1].Problems)
+	}
+
+	// Endpoint filter and range: to is exclusive.
+	snaps, err = List(dir, []string{"instruments"}, t1, t3)
+	if err != nil || len(snaps) != 2 || snaps[0].RunID != "a" || len(snaps[0].Bodies) != 2 || snaps[1].RunID != "b" {
+		t.Fatalf("instruments in [t1, t3): %+v (%v)", snaps, err)
+	}
+	snaps, err = List(dir, nil, t2.Add(time.Millisecond), time.Time{})
+	if err != nil || len(snaps) != 1 || snaps[0].RunID != "c" {
+		t.Fatalf("after t2: %+v (%v)", snaps, err)
+	}
+	if snaps, err := List(t.TempDir(), nil, time.Time{}, time.Time{}); err != nil || len(snaps) != 0 {
+		t.Fatalf("empty data directory: %+v (%v)", snaps, err)
+	}
+}
+
+// Names from the venue or the config cannot leave the archive's folder.
+func TestNamesStayInside(t *testing.T) {
+	for _, m := range []Meta{
+		{Endpoint: "../../etc", RunID: "x", SnapshotTime: t0},
+		{Endpoint: "instruments", RunID: "../../../passwd", SnapshotTime: t0},
+		{Endpoint: "", RunID: "", SnapshotTime: t0},
+	} {
+		p := BodyPath(m)
+		if !filepath.IsLocal(p) || !strings.HasPrefix(p, "raw"+string(filepath.Separator)) || strings.Count(p, string(filepath.Separator)) != 3 {
+			t.Errorf("BodyPath(%q, %q) = %s", m.Endpoint, m.RunID, p)
+		}
+	}
+}
