@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/ledger"
 )
 
 var (
@@ -585,4 +586,31 @@ func Example() {
 	// optlake_last_run_ok 1
 	// optlake_runs_total{status="failed"} 0
 	// optlake_runs_total{status="ok"} 1
+}
+
+// The load ledger's state after a run: snapshots pending per sink, the age
+// of the oldest (on the pinned clock), and the loads catch-up did.
+func TestPendingLoads(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	m := New(WithClock(func() time.Time { return now }))
+	oldest := now.Add(-90 * time.Second)
+	sum := okRun()
+	sum.Pending = []ledger.SinkStatus{{Sink: "clickhouse", Pending: 3, Oldest: &oldest}, {Sink: "parquet"}}
+	sum.CatchUp = &pipeline.CatchUpResult{Snapshots: []pipeline.CaughtUp{{OK: true, Sinks: []string{"parquet"}}, {OK: false, Sinks: []string{"clickhouse"}}}}
+	m.Observe(sum)
+	path := filepath.Join(t.TempDir(), "optlake.prom")
+	if err := m.WriteTextfile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fam := parse(t, f)
+	fam.expect(t, 3, "optlake_pending_loads", "sink=clickhouse")
+	fam.expect(t, 0, "optlake_pending_loads", "sink=parquet")
+	fam.expect(t, 90, "optlake_oldest_pending_load_age_seconds", "sink=clickhouse")
+	fam.expect(t, 0, "optlake_oldest_pending_load_age_seconds", "sink=parquet")
+	fam.expect(t, 1, "optlake_caught_up_loads_total", "sink=parquet")
 }
