@@ -62,6 +62,8 @@ var runFlags = map[string]flagKind{
 	"rate-limit":      kindString,
 	"rate-burst":      kindInt,
 	"column-budget":   kindInt,
+	"catch-up-budget": kindDuration,
+	"catch-up-max":    kindInt,
 }
 
 // pendingFlags are in runFlags ahead of the CLI: the examples may use them

@@ -422,6 +422,7 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 		"max-attempts": j.MaxAttempts, "max-body-size": j.MaxBodyBytes, "batch-rows": j.BatchRows,
 		"summary-json": j.SummaryJSON, "every": j.Every.String(), "log-format": j.LogFormat, "log-level": j.LogLevel,
 		"schema-contract": j.SchemaContract, "rate-limit": j.RateLimit, "rate-burst": j.RateBurst,
+		"catch-up-budget": j.CatchUpBudget.String(), "catch-up-max": j.CatchUpMax,
 		"column-budget": j.ColumnBudget, "endpoint-maps": j.Maps,
 	}
 	enc := yaml.NewEncoder(w)
