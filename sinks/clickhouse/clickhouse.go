@@ -164,6 +164,13 @@ func (s *Sink) Database() string { return s.db }
 // Cluster is the target cluster ("" for one server).
 func (s *Sink) Cluster() string { return s.opt.Cluster }
 
+// Features connects (if not yet connected) and returns the server's
+// version features.
+func (s *Sink) Features(ctx context.Context) (schema.Features, error) {
+	_, f, err := s.connect(ctx)
+	return f, err
+}
+
 func (s *Sink) target(f schema.Features) schema.Target {
 	return schema.Target{DB: s.db, Cluster: s.opt.Cluster, Features: f}
 }

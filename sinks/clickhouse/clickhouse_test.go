@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func query(t *testing.T, c *testenv.ClickHouse, sql string) string {
+func query(t testing.TB, c *testenv.ClickHouse, sql string) string {
 	t.Helper()
 	out, err := c.Query(context.Background(), sql)
 	if err != nil {
