@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -63,17 +64,14 @@ type Stats struct {
 	Rejects int64 // rows emitted to rejects
 }
 
-// ShapeError is a body that is valid JSON but not the shape of the listing.
-type ShapeError struct{ Msg string }
-
-func (e *ShapeError) Error() string { return e.Msg }
-
 // IsInputError reports whether err is the body's fault (malformed JSON or the
 // wrong shape) rather than a read or sink failure.
-func IsInputError(err error) bool {
-	var se *jsontok.SyntaxError
-	var sh *ShapeError
-	return errors.As(err, &se) || errors.As(err, &sh)
+//
+// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
+func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
+
+func shapeError(format string, args ...any) error {
+	return &values.ShapeError{Msg: fmt.Sprintf(format, args...)}
 }
 
 type fieldKind uint8
@@ -216,7 +214,7 @@ func (d *InstrumentDecoder) Release() {
 // Decode reads one get_instruments body and emits its rows. Rows that break
 // the value rules go to rejects with a reason and the rest loads. A body that
 // is malformed or not a JSON array of {"instruments": [...]} groups fails with
-// an error for which IsInputError is true; rows of earlier batches may have
+// an error that is values.ErrBadInput; rows of earlier batches may have
 // been emitted already, and the caller decides what to do with them.
 func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
@@ -229,7 +227,7 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, 
 	} else {
 		d.discard()
 	}
-	return d.stats, err
+	return d.stats, values.BadInput(err)
 }
 
 func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) error {
@@ -238,7 +236,7 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 		return err
 	}
 	if k != jsontok.Array {
-		return &ShapeError{fmt.Sprintf("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)}
+		return shapeError("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)
 	}
 	if err := sc.Expect('['); err != nil {
 		return err
@@ -254,7 +252,7 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 		if k, err := sc.PeekKind(); err != nil {
 			return err
 		} else if k != jsontok.Object {
-			return &ShapeError{fmt.Sprintf("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)}
+			return shapeError("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)
 		}
 		if err := d.group(ctx, sc, group); err != nil {
 			return err
@@ -305,7 +303,7 @@ func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, grou
 			continue
 		case jsontok.Array:
 		default:
-			return &ShapeError{fmt.Sprintf("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)}
+			return shapeError("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)
 		}
 		if err := sc.Expect('['); err != nil {
 			return err
@@ -485,7 +483,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		if v.f, err = parseJSONFloat(n); err != nil {
+		if v.f, err = values.ParseJSONFloat(n); err != nil {
 			r.reject("%s: %v", f.name, err)
 		}
 	case kInt:
@@ -496,7 +494,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		if v.i, err = parseJSONInt(n); err != nil {
+		if v.i, err = values.ParseJSONInt(n); err != nil {
 			r.reject("%s: %v", f.name, err)
 		}
 	case kBool:
@@ -526,7 +524,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		v.f, v.fok = ParseDecimal(s)
+		v.f, v.fok = values.ParseDecimal(s)
 		v.soff, v.slen = len(r.arena), len(s)
 		r.arena = append(r.arena, s...)
 	}
@@ -610,7 +608,7 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 // appendTime appends the UTC time parsed from the raw epoch field fi.
 func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
 	if present&(1<<fi) != 0 {
-		if ms, ok := EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
+		if ms, ok := values.EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
 			d.b.i64(col, ms)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
@@ -183,7 +184,7 @@ func TestLoadValuesAndIdempotency(t *testing.T) {
 		case raw == "null":
 			nullPrice++
 		case strings.HasPrefix(raw, `"`):
-			if _, ok := transform.ParseDecimal([]byte(*in.IndexPrice)); !ok {
+			if _, ok := values.ParseDecimal([]byte(*in.IndexPrice)); !ok {
 				nullPrice++
 			}
 		}
