@@ -91,25 +91,23 @@ type venueField struct {
 	col  int // column in schema.Instruments
 }
 
+// venueFields are schema.Instruments' venue fields, in schema order; their
+// kinds come from the columns' JSON kinds.
 var venueFields = func() []venueField {
-	kinds := map[string]fieldKind{
-		"base_currency": kString, "block_trade_commission": kFloat, "block_trade_min_trade_amount": kFloat,
-		"block_trade_tick_size": kFloat, "contract_size": kFloat, "counter_currency": kString,
-		"creation_timestamp": kInt, "deployed": kBool, "expiration_timestamp": kInt,
-		"index_price": kIndexPrice, "instrument_id": kString, "instrument_name": kString,
-		"instrument_type": kString, "is_active": kBool, "kind": kString, "maker_commission": kFloat,
-		"min_trade_amount": kFloat, "option_type": kString, "quote_currency": kString, "rfq": kBool,
-		"settlement_currency": kString, "settlement_period": kString, "strike": kFloat,
-		"taker_commission": kFloat, "tick_size": kFloat,
+	kinds := map[schema.JSONKind]fieldKind{
+		schema.JSONString: kString, schema.JSONNumber: kFloat, schema.JSONInteger: kInt,
+		schema.JSONBool: kBool, schema.JSONDecimalText: kIndexPrice,
 	}
 	var out []venueField
-	for _, c := range schema.Instruments.Columns {
-		if k, ok := kinds[c.Name]; ok {
-			out = append(out, venueField{name: c.Name, kind: k, col: schema.Instruments.MustIndex(c.Name)})
+	for _, c := range schema.Instruments.Fields() {
+		k, ok := kinds[c.JSON]
+		if !ok {
+			panic("transform: no decoder for the JSON kind of " + c.Name)
 		}
+		out = append(out, venueField{name: c.Name, kind: k, col: schema.Instruments.MustIndex(c.Name)})
 	}
-	if len(out) != len(kinds) {
-		panic("transform: schema.Instruments lacks a venue field")
+	if len(out) != 25 || len(out) > 32 { // the venue sends 25; row.set and row.null are bit sets
+		panic(fmt.Sprintf("transform: schema.Instruments has %d venue fields, the listing 25", len(out)))
 	}
 	return out
 }()
