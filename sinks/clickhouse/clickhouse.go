@@ -173,6 +173,23 @@ func (s *Sink) Features(ctx context.Context) (schema.Features, error) {
 	return f, err
 }
 
+// Query runs a read-only query on the sink's database, for commands that
+// read back what was loaded (history): build renders it for the database
+// and the server's features; args fill its ? placeholders. It connects
+// like Open does (an out-of-date schema is an *OutOfDateError); errors are
+// wrapped and redacted like the sink's. The caller closes the rows.
+func (s *Sink) Query(ctx context.Context, build func(db string, f schema.Features) string, args ...any) (driver.Rows, error) {
+	conn, f, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, build(s.db, f), args...)
+	if err != nil {
+		return nil, s.wrap("query", err)
+	}
+	return rows, nil
+}
+
 func (s *Sink) target(f schema.Features) schema.Target {
 	return schema.Target{DB: s.db, Cluster: s.opt.Cluster, Features: f}
 }
