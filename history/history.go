@@ -12,13 +12,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks/clickhouse"
 )
 
 // Event is one lifecycle event.
@@ -64,34 +65,15 @@ type Timeline struct {
 // ErrNotFound is returned when no snapshot mentions the instrument.
 var ErrNotFound = errors.New("instrument not found")
 
-var pointColumns = []string{"snapshot_time", "source", "index_price", "is_active", "deployed", "maker_commission", "taker_commission", "tick_size", "strike", "expiration_time"}
-
-var eventColumns = []string{"snapshot_time", "previous_snapshot_time", "source", "event", "field", "old_value", "new_value", "initial"}
-
 // FromParquet reads the timeline from a data directory. It scans the
 // instruments and instrument_events files, reading only the columns it
 // shows.
 func FromParquet(ctx context.Context, dataDir, name string) (*Timeline, error) {
 	tl := &Timeline{Instrument: name}
-	err := scan(ctx, filepath.Join(dataDir, schema.Instruments.Name), pointColumns, name, func(c cols, i int) {
-		tl.Points = append(tl.Points, Point{
-			Time: c.time("snapshot_time", i), Source: c.str("source", i), IndexPrice: c.f64("index_price", i),
-			IsActive: c.boolean("is_active", i), Deployed: c.boolean("deployed", i),
-			MakerCommission: c.f64("maker_commission", i), TakerCommission: c.f64("taker_commission", i),
-			TickSize: c.f64("tick_size", i), Strike: c.f64("strike", i), Expiration: c.timePtr("expiration_time", i),
-		})
-	})
-	if err != nil {
+	if err := scan(ctx, dataDir, points, name, &tl.Points); err != nil {
 		return nil, err
 	}
-	err = scan(ctx, filepath.Join(dataDir, schema.InstrumentEvents.Name), eventColumns, name, func(c cols, i int) {
-		tl.Events = append(tl.Events, Event{
-			Time: c.time("snapshot_time", i), PreviousTime: c.timePtr("previous_snapshot_time", i), Source: c.str("source", i),
-			Event: c.str("event", i), Field: c.str("field", i), Old: c.strPtr("old_value", i), New: c.strPtr("new_value", i),
-			Initial: c.boolean("initial", i) != nil && *c.boolean("initial", i),
-		})
-	})
-	if err != nil {
+	if err := scan(ctx, dataDir, events, name, &tl.Events); err != nil {
 		return nil, err
 	}
 	return tl.finish()
@@ -109,59 +91,54 @@ func (tl *Timeline) finish() (*Timeline, error) {
 // cols gives typed access to the columns of one record by name.
 type cols map[string]arrow.Array
 
-func (c cols) str(n string, i int) string {
-	if p := c.strPtr(n, i); p != nil {
-		return *p
-	}
-	return ""
+// parquetRow is row i of a record.
+type parquetRow struct {
+	c cols
+	i int
 }
 
-func (c cols) strPtr(n string, i int) *string {
-	a, ok := c[n].(*array.String)
-	if !ok || a.IsNull(i) {
+func (r parquetRow) str(n string) *string {
+	a, ok := r.c[n].(*array.String)
+	if !ok || a.IsNull(r.i) {
 		return nil
 	}
-	v := strings.Clone(a.Value(i))
+	v := strings.Clone(a.Value(r.i))
 	return &v
 }
 
-func (c cols) f64(n string, i int) *float64 {
-	a, ok := c[n].(*array.Float64)
-	if !ok || a.IsNull(i) {
+func (r parquetRow) f64(n string) *float64 {
+	a, ok := r.c[n].(*array.Float64)
+	if !ok || a.IsNull(r.i) {
 		return nil
 	}
-	v := a.Value(i)
+	v := a.Value(r.i)
 	return &v
 }
 
-func (c cols) boolean(n string, i int) *bool {
-	a, ok := c[n].(*array.Boolean)
-	if !ok || a.IsNull(i) {
+func (r parquetRow) boolean(n string) *bool {
+	a, ok := r.c[n].(*array.Boolean)
+	if !ok || a.IsNull(r.i) {
 		return nil
 	}
-	v := a.Value(i)
+	v := a.Value(r.i)
 	return &v
 }
 
-func (c cols) timePtr(n string, i int) *time.Time {
-	a, ok := c[n].(*array.Timestamp)
-	if !ok || a.IsNull(i) {
+func (r parquetRow) time(n string) *time.Time {
+	a, ok := r.c[n].(*array.Timestamp)
+	if !ok || a.IsNull(r.i) {
 		return nil
 	}
-	t := time.UnixMilli(int64(a.Value(i))).UTC()
+	t := time.UnixMilli(int64(a.Value(r.i))).UTC()
 	return &t
 }
 
-func (c cols) time(n string, i int) time.Time {
-	if t := c.timePtr(n, i); t != nil {
-		return *t
-	}
-	return time.Time{}
-}
-
-// scan reads every Parquet file of a table folder and calls row for each
-// row whose instrument_name is name.
-func scan(ctx context.Context, dir string, want []string, name string, row func(cols, int)) error {
+// scan reads every Parquet file of p's table in dataDir and appends the
+// rows whose instrument_name is name to out.
+func scan[T any](ctx context.Context, dataDir string, proj projection[T], name string, out *[]T) error {
+	dir := filepath.Join(dataDir, proj.table.Name)
+	row := func(c cols, i int) { *out = append(*out, proj.build(parquetRow{c, i})) }
+	want := proj.names()
 	paths, err := filepath.Glob(filepath.Join(dir, "date=*", "*.parquet"))
 	if err != nil {
 		return err
@@ -230,93 +207,58 @@ func scanFile(ctx context.Context, path string, want []string, name string, row 
 	return nil
 }
 
-// FromClickHouse reads the timeline from ClickHouse (deduplicated).
+// FromClickHouse reads the timeline from ClickHouse (deduplicated), through
+// the ClickHouse sink's connection (its version features and redaction:
+// the DSN's password never appears in an error).
 func FromClickHouse(ctx context.Context, dsn, name string) (*Timeline, error) {
-	opt, err := ch.ParseDSN(dsn)
-	if err != nil {
-		return nil, errors.New("invalid ClickHouse DSN")
-	}
-	db := opt.Auth.Database
-	if db == "" {
-		db = "default"
-	}
-	conn, err := ch.Open(opt)
+	s, err := clickhouse.New(clickhouse.Options{DSN: dsn})
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	v, err := conn.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	instQ, eventsQ := Queries(db, schema.FeaturesFor(int(v.Version.Major), int(v.Version.Minor)))
+	defer s.Close(ctx)
 	tl := &Timeline{Instrument: name}
-	rows, err := conn.Query(ctx, instQ, name)
-	if err != nil {
-		return nil, fmt.Errorf("query instruments: %w", err)
+	if err := query(ctx, s, points, name, &tl.Points, pointsOrder...); err != nil {
+		return nil, err
 	}
-	for rows.Next() {
-		var ms int64
-		var p Point
-		var active, deployed *uint8
-		var exp *uint32
-		if err := rows.Scan(&ms, &p.Source, &p.IndexPrice, &active, &deployed, &p.MakerCommission, &p.TakerCommission, &p.TickSize, &p.Strike, &exp); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read instruments: %w", err)
-		}
-		p.Time = time.UnixMilli(ms).UTC()
-		p.IsActive, p.Deployed = u8bool(active), u8bool(deployed)
-		if exp != nil {
-			t := time.Unix(int64(*exp), 0).UTC()
-			p.Expiration = &t
-		}
-		tl.Points = append(tl.Points, p)
-	}
-	rows.Close()
-	rows, err = conn.Query(ctx, eventsQ, name)
-	if err != nil {
-		return nil, fmt.Errorf("query instrument_events: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var ts, prev int64
-		var noPrev, initial uint8
-		var e Event
-		if err := rows.Scan(&ts, &prev, &noPrev, &e.Source, &e.Event, &e.Field, &e.Old, &e.New, &initial); err != nil {
-			return nil, fmt.Errorf("read instrument_events: %w", err)
-		}
-		e.Time = time.UnixMilli(ts).UTC()
-		if noPrev == 0 {
-			t := time.UnixMilli(prev).UTC()
-			e.PreviousTime = &t
-		}
-		e.Initial = initial == 1
-		tl.Events = append(tl.Events, e)
+	if err := query(ctx, s, events, name, &tl.Events, eventsOrder...); err != nil {
+		return nil, err
 	}
 	return tl.finish()
 }
 
+// query reads p's rows of the instrument name, in order, and appends them
+// to out.
+func query[T any](ctx context.Context, s *clickhouse.Sink, p projection[T], name string, out *[]T, order ...string) error {
+	rows, err := s.Query(ctx, func(db string, f schema.Features) string { return p.query(db, f, order...) }, name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		dst, r := p.scanTargets()
+		if err := rows.Scan(dst...); err != nil {
+			return fmt.Errorf("read %s: %w", p.table.Name, err)
+		}
+		*out = append(*out, p.build(r))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", p.table.Name, err)
+	}
+	return nil
+}
+
 // Queries are FromClickHouse's two queries (instruments, then
 // instrument_events, each with one parameter, the instrument's name) for a
-// server with f. Times are read as epoch milliseconds: exact where time
-// columns are DateTime64 (20.1+), whole seconds on older servers, whose
-// DateTime has no more.
-func Queries(db string, f schema.Features) (instruments, events string) {
-	ms := func(col string) string {
-		if f.DateTime64 {
-			return "toUnixTimestamp64Milli(" + col + ")"
-		}
-		return "toInt64(toUnixTimestamp(" + col + ")) * 1000"
-	}
-	instruments = fmt.Sprintf(`SELECT %s, source, index_price, toNullable(toUInt8(is_active)), toNullable(toUInt8(deployed)),
-		maker_commission, taker_commission, tick_size, strike, toUnixTimestamp(expiration_time)
-		FROM %s.instruments FINAL WHERE instrument_name = ? ORDER BY snapshot_time`, ms("snapshot_time"), schema.Quote(db))
-	events = fmt.Sprintf(`SELECT %s, %s, isNull(previous_snapshot_time),
-		source, event, field, old_value, new_value, toUInt8(initial)
-		FROM %s.instrument_events FINAL WHERE instrument_name = ? ORDER BY snapshot_time, event, field`,
-		ms("snapshot_time"), ms("assumeNotNull(previous_snapshot_time)"), schema.Quote(db))
-	return instruments, events
+// server with f.
+func Queries(db string, f schema.Features) (instrumentsSQL, eventsSQL string) {
+	return points.query(db, f, pointsOrder...), events.query(db, f, eventsOrder...)
 }
+
+// The order FromClickHouse reads rows in.
+var (
+	pointsOrder = []string{"snapshot_time"}
+	eventsOrder = []string{"snapshot_time", "event", "field"}
+)
 
 func u8bool(v *uint8) *bool {
 	if v == nil {
@@ -397,13 +339,13 @@ func (tl *Timeline) writeTable(w io.Writer) error {
 
 func (tl *Timeline) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"kind", "snapshot_time", "event", "field", "old_value", "new_value", "index_price", "is_active", "deployed", "maker_commission", "taker_commission", "tick_size", "strike"})
+	// kind, snapshot_time, then the columns each projection shows.
+	cw.Write(slices.Concat([]string{"kind", "snapshot_time"}, events.csvNames(), points.csvNames()))
 	for _, e := range tl.Events {
-		cw.Write([]string{"event", e.Time.Format(time.RFC3339Nano), e.Event, e.Field, fmtS(e.Old), fmtS(e.New), "", "", "", "", "", "", ""})
+		cw.Write(slices.Concat([]string{"event", e.Time.Format(time.RFC3339Nano)}, events.csvValues(&e), points.csvValues(nil)))
 	}
 	for _, p := range tl.Points {
-		cw.Write([]string{"snapshot", p.Time.Format(time.RFC3339Nano), "", "", "", "", fmtF(p.IndexPrice), fmtB(p.IsActive), fmtB(p.Deployed),
-			fmtF(p.MakerCommission), fmtF(p.TakerCommission), fmtF(p.TickSize), fmtF(p.Strike)})
+		cw.Write(slices.Concat([]string{"snapshot", p.Time.Format(time.RFC3339Nano)}, events.csvValues(nil), points.csvValues(&p)))
 	}
 	cw.Flush()
 	return cw.Error()

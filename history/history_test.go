@@ -2,11 +2,14 @@ package history
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks/clickhouse"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -18,8 +21,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // --clickhouse-dsn` is tested on 18.16 (cmd/optlake TestHistoryCommand);
 // chDB has no native protocol for the client to reach.
 func TestQueriesOnEveryVersion(t *testing.T) {
-	wantInstruments := "Int64 String Nullable(Float64) Nullable(UInt8) Nullable(UInt8) Nullable(Float64) Nullable(Float64) Nullable(Float64) Nullable(Float64) Nullable(UInt32)"
-	wantEvents := "Int64 Int64 UInt8 String String String Nullable(String) Nullable(String) UInt8"
+	wantInstruments := "Nullable(Int64) Nullable(String) Nullable(Float64) Nullable(UInt8) Nullable(UInt8) Nullable(Float64) Nullable(Float64) Nullable(Float64) Nullable(Float64) Nullable(Int64)"
+	wantEvents := "Nullable(Int64) Nullable(Int64) Nullable(String) Nullable(String) Nullable(String) Nullable(String) Nullable(String) Nullable(UInt8)"
 	engines := []struct {
 		name    string
 		version string
@@ -77,5 +80,32 @@ func TestQueriesOnEveryVersion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// FromClickHouse connects through the ClickHouse sink: the DSN's password
+// never appears in its errors, which keep their cause.
+func TestFromClickHouseErrors(t *testing.T) {
+	_, err := FromClickHouse(context.Background(), "clickhouse://u:hunter22pw@127.0.0.1:1/db", "BTC-PERPETUAL")
+	if err == nil || strings.Contains(err.Error(), "hunter22pw") || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("refused: %v", err)
+	}
+	c := testenv.SharedClickHouse(t)
+	db := testenv.FreshDatabase(t, c)
+	var ood *clickhouse.OutOfDateError
+	if _, err := FromClickHouse(context.Background(), c.DSN(db), "BTC-PERPETUAL"); !errors.As(err, &ood) {
+		t.Errorf("a database without optlake's schema: %v", err)
+	}
+}
+
+// The CSV columns, derived from the projections, are the documented ones.
+func TestCSVHeader(t *testing.T) {
+	var b strings.Builder
+	if err := timeline().Write(&b, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	want := "kind,snapshot_time,event,field,old_value,new_value,index_price,is_active,deployed,maker_commission,taker_commission,tick_size,strike\n"
+	if got, _, _ := strings.Cut(b.String(), "\n"); got+"\n" != want {
+		t.Errorf("header %q", got)
 	}
 }

@@ -172,15 +172,37 @@ const MigrationsTable = "optlake_migrations"
 // MigrationsTableDDL records applied migrations in the target database (one
 // server).
 func MigrationsTableDDL(db string) string {
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.optlake_migrations
-(
-    version UInt32,
-    name String,
-    checksum String,
-    applied_at DateTime('UTC')
-)
-ENGINE = ReplacingMergeTree
-ORDER BY version`, Quote(db))
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s\n%s\nENGINE = ReplacingMergeTree\nORDER BY version", Quote(db), MigrationsTable, migrationsColumnsDDL())
+}
+
+// migrationsColumns are the columns of MigrationsTable with their ClickHouse
+// types (the same on every server version: the table predates them all).
+var migrationsColumns = [...]struct{ name, typ string }{
+	{"version", "UInt32"}, {"name", "String"}, {"checksum", "String"}, {"applied_at", "DateTime('UTC')"},
+}
+
+// MigrationsColumns are the column names of MigrationsTable, in order, as
+// an INSERT lists them ("version, name, checksum, applied_at").
+func MigrationsColumns() string {
+	names := make([]string, len(migrationsColumns))
+	for i, c := range migrationsColumns {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func migrationsColumnsDDL() string {
+	var b strings.Builder
+	b.WriteString("(\n")
+	for i, c := range migrationsColumns {
+		fmt.Fprintf(&b, "    %s %s", c.name, c.typ)
+		if i < len(migrationsColumns)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // MigrationsTableStatements creates the migrations table on tg. On one
@@ -194,12 +216,7 @@ func MigrationsTableStatements(tg Target) []string {
 	if !tg.OnCluster() {
 		return []string{MigrationsTableDDL(tg.DB)}
 	}
-	const cols = `(
-    version UInt32,
-    name String,
-    checksum String,
-    applied_at DateTime('UTC')
-)`
+	cols := migrationsColumnsDDL()
 	local := MigrationsTable + LocalSuffix
 	return []string{
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s%s\n%s\nENGINE = ReplicatedReplacingMergeTree('%s', '{replica}')\nORDER BY version",
@@ -214,8 +231,8 @@ func MigrationsTableStatements(tg Target) []string {
 // cluster; a ReplacingMergeTree keyed by version, so recording twice is
 // harmless).
 func (m Migration) RecordStatement(tg Target) string {
-	return fmt.Sprintf("INSERT INTO %s.%s (version, name, checksum, applied_at) VALUES (%d, '%s', '%s', now())",
-		Quote(tg.DB), MigrationsTable, m.Version, escapeString(m.Name), m.ChecksumFor(tg))
+	return fmt.Sprintf("INSERT INTO %s.%s (%s) VALUES (%d, '%s', '%s', now())",
+		Quote(tg.DB), MigrationsTable, MigrationsColumns(), m.Version, escapeString(m.Name), m.ChecksumFor(tg))
 }
 
 // Script is every statement migrate runs to bring an empty database on tg

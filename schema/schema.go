@@ -48,7 +48,36 @@ type Column struct {
 	// LowCardinality marks columns with few distinct values (currencies,
 	// kinds); stores may dictionary-encode them.
 	LowCardinality bool
-	Doc            string
+	// JSON is how the venue sends the field this column holds, for the
+	// columns that are fields of a venue object (the 25 of Instruments);
+	// NotJSON for meta columns and columns derived from other fields.
+	// Decoders take their field tables from it.
+	JSON JSONKind
+	Doc  string
+}
+
+// JSONKind is the JSON value a venue field arrives as.
+type JSONKind uint8
+
+const (
+	NotJSON         JSONKind = iota // not a venue field
+	JSONString                      // a string
+	JSONNumber                      // a number, any
+	JSONInteger                     // a number that must be an exact integer
+	JSONBool                        // true or false
+	JSONDecimalText                 // a decimal number as text, or as a number
+)
+
+// Fields returns the columns of t that are venue fields (JSON != NotJSON),
+// in order.
+func (t *Table) Fields() []Column {
+	var out []Column
+	for _, c := range t.Columns {
+		if c.JSON != NotJSON {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Table is an ordered list of columns plus the keys stores need.

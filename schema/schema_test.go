@@ -62,3 +62,22 @@ func TestArrowSchema(t *testing.T) {
 		}
 	}
 }
+
+// The instruments listing has the venue's 25 fields; every other column is
+// meta or derived.
+func TestInstrumentFields(t *testing.T) {
+	f := Instruments.Fields()
+	if len(f) != 25 {
+		t.Fatalf("%d venue fields", len(f))
+	}
+	for _, c := range f {
+		if c.Name == "instrument_name" && c.JSON != JSONString || c.Name == "index_price" && c.JSON != JSONDecimalText {
+			t.Errorf("%s: JSON kind %d", c.Name, c.JSON)
+		}
+	}
+	for _, tb := range Tables() {
+		if tb != Instruments && len(tb.Fields()) != 0 {
+			t.Errorf("%s has venue fields", tb.Name)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func historyCommand() *cli.Command {
 			if dsn := c.String("clickhouse-dsn"); dsn != "" {
 				tl, err = history.FromClickHouse(c.Context, dsn, name)
 				if err != nil {
-					return redactedError{msg: redact.New(dsnPassword(dsn)).String(err.Error()), err: err}
+					return redact.New(redact.DSNPassword(dsn)).Err(err)
 				}
 			} else if tl, err = history.FromParquet(c.Context, c.String("data-dir"), name); err != nil {
 				return err
@@ -39,13 +39,3 @@ func historyCommand() *cli.Command {
 		},
 	}
 }
-
-// redactedError is err with its message redacted (a DSN password can appear
-// in a connection error).
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e redactedError) Error() string { return e.msg }
-func (e redactedError) Unwrap() error { return e.err }

@@ -5,6 +5,7 @@ package redact
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -138,4 +139,56 @@ func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{next: h.next.WithGroup(name), r: h.r}
+}
+
+// With returns a new Redactor that knows r's secrets and more; r is not
+// changed. r may be nil.
+func (r *Redactor) With(secrets ...string) *Redactor {
+	out := &Redactor{}
+	if r != nil {
+		out.secrets = append(out.secrets, r.secrets...)
+	}
+	out.Add(secrets...)
+	return out
+}
+
+// DSNPassword returns the password of a URL-shaped DSN
+// (scheme://user:password@host/...), "" when it has none.
+func DSNPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// Error is an error whose message has its secrets masked. It keeps the
+// original in its chain, so errors.Is and errors.As see through it (to
+// context.Canceled, a server exception, ...); whoever unwraps it and
+// prints what they find must redact that text again.
+type Error struct {
+	msg string
+	err error
+}
+
+// Error returns the redacted message.
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the original error.
+func (e *Error) Unwrap() error { return e.err }
+
+// Err returns err with its message redacted (nil for nil). An error that is
+// already redacted by r is redacted again, which changes nothing.
+func (r *Redactor) Err(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{msg: r.String(err.Error()), err: err}
+}
+
+// Errorf is fmt.Errorf whose message is redacted; %w verbs keep their
+// errors in the chain.
+func (r *Redactor) Errorf(format string, args ...any) error {
+	return r.Err(fmt.Errorf(format, args...))
 }

@@ -2,7 +2,9 @@ package redact
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -47,5 +49,42 @@ func TestHandler(t *testing.T) {
 	}
 	if strings.Count(out, Mask) != 4 || !strings.Contains(out, `"n":3`) {
 		t.Errorf("unexpected log line: %s", out)
+	}
+}
+
+// A redacted error hides the secret and still unwraps to its cause.
+func TestErr(t *testing.T) {
+	r := New("hunter22")
+	cause := &url.Error{Op: "dial", URL: "clickhouse://u:hunter22@h", Err: context.Canceled}
+	for _, err := range []error{
+		r.Err(cause),
+		r.Errorf("connect: %w", cause),
+		fmt.Errorf("outer: %w", r.Err(cause)),
+		New().With(DSNPassword("clickhouse://u:hunter22@h:9000/db")).Err(cause),
+		(*Redactor)(nil).With("hunter22").Err(cause),
+	} {
+		if strings.Contains(err.Error(), "hunter22") || !strings.Contains(err.Error(), Mask) {
+			t.Errorf("message %q", err)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%q does not unwrap to context.Canceled", err)
+		}
+		var ue *url.Error
+		if !errors.As(err, &ue) || ue != cause {
+			t.Errorf("%q does not unwrap to its *url.Error", err)
+		}
+		var re *Error
+		if !errors.As(err, &re) {
+			t.Errorf("%q is not a *redact.Error", err)
+		}
+	}
+	if r.Err(nil) != nil {
+		t.Error("Err(nil) != nil")
+	}
+	if r.With("other-secret").String("hunter22 other-secret") != Mask+" "+Mask || r.String("other-secret") != "other-secret" {
+		t.Error("With changed the original or lost a secret")
+	}
+	if DSNPassword("clickhouse://h:9000/db") != "" || DSNPassword("clickhouse://u:p%40ss@h") != "p@ss" {
+		t.Error("DSNPassword")
 	}
 }

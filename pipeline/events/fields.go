@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,18 +19,12 @@ type field struct {
 	typ  schema.Type
 }
 
-// notCompared reports the columns of schema.Instruments that are not
-// compared: the meta columns, the key, the index price (history, not events)
-// and the columns derived from other fields.
-func notCompared(column string) bool {
-	switch column {
-	case "snapshot_time", "run_id", "source",
-		"instrument_name",
-		"index_price", "index_price_raw",
-		"creation_time", "expiration_time", "extra":
-		return true
-	}
-	return false
+// compared reports whether a column of schema.Instruments is compared: the
+// venue fields (schema's JSON kind; not the meta columns nor the columns
+// derived from other fields) except the key and the index price, which
+// moves every snapshot (history, not events).
+func compared(c schema.Column) bool {
+	return c.JSON != schema.NotJSON && !slices.Contains(schema.Instruments.Key, c.Name) && c.Name != "index_price"
 }
 
 // fields are the compared columns in schema order (alphabetical for the venue
@@ -38,7 +33,7 @@ func notCompared(column string) bool {
 var fields = func() []field {
 	var out []field
 	for _, c := range schema.Instruments.Columns {
-		if notCompared(c.Name) {
+		if !compared(c) {
 			continue
 		}
 		switch {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -152,7 +152,7 @@ func (d *decoder) records(tree *node, rw *work) (recs []*node, mapBody bool, err
 	case nArray:
 		for i, e := range tree.elems {
 			if e.kind != nObject && e.kind != nNull {
-				return nil, false, &ShapeError{Table: d.root, Msg: fmt.Sprintf("element %d of the top-level array is a JSON %s; rows must be objects", i, e.kind)}
+				return nil, false, shapeError(d.root, "element %d of the top-level array is a JSON %s; rows must be objects", i, e.kind)
 			}
 		}
 		return tree.elems, false, nil
@@ -175,7 +175,7 @@ func (d *decoder) records(tree *node, rw *work) (recs []*node, mapBody bool, err
 		}
 		return []*node{tree}, false, nil
 	}
-	return nil, false, &ShapeError{Table: d.root, Msg: fmt.Sprintf("the body is a JSON %s; expected an object or an array of objects", tree.kind)}
+	return nil, false, shapeError(d.root, "the body is a JSON %s; expected an object or an array of objects", tree.kind)
 }
 
 func objectsOrNull(elems []*node) bool {
@@ -530,7 +530,7 @@ func (d *decoder) scalar(w *work, r int, p fpath, v value) {
 			return
 		}
 		if typ == schema.String {
-			if _, ok := transform.ParseDecimal([]byte(v.s)); ok {
+			if _, ok := values.ParseDecimal([]byte(v.s)); ok {
 				d.newColumn(w, p, roleNum, schema.Float64, false)
 			}
 		}
@@ -574,7 +574,7 @@ func (d *decoder) scalar(w *work, r int, p fpath, v value) {
 			d.set(w, r, c, v)
 		case v.k == vString:
 			d.variant(w, r, p, v)
-			if f, ok := transform.ParseDecimal([]byte(v.s)); ok {
+			if f, ok := values.ParseDecimal([]byte(v.s)); ok {
 				d.set(w, r, c, value{k: vFloat, f: f, s: v.s})
 			}
 		default:
@@ -585,7 +585,7 @@ func (d *decoder) scalar(w *work, r int, p fpath, v value) {
 		case vString, vInt, vFloat:
 			d.set(w, r, c, value{k: vString, s: v.s})
 			if n := w.st.find(p, roleNum); n >= 0 {
-				if f, ok := transform.ParseDecimal([]byte(v.s)); ok {
+				if f, ok := values.ParseDecimal([]byte(v.s)); ok {
 					d.set(w, r, n, value{k: vFloat, f: f, s: v.s})
 				}
 			}
@@ -604,7 +604,7 @@ func epochMillis(v int64) (int64, bool) {
 	if v < 100_000_000 {
 		return 0, false
 	}
-	return transform.EpochToMillis(v, transform.UnitAuto)
+	return values.EpochToMillis(v, values.UnitAuto)
 }
 
 // epoch fills the "__time" companion of an Int64 column with a time name.

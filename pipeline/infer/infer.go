@@ -90,13 +90,13 @@
 //     committed its type never changes (stores only ever ADD COLUMN): a float
 //     arriving later in an Int64 column is a conflict (see below).
 //   - Decimal text: a String column whose first value is decimal text
-//     (transform.ParseDecimal) gets a companion "<name>__num" Float64 column:
+//     (values.ParseDecimal) gets a companion "<name>__num" Float64 column:
 //     the parsed number, null where the text is not a number.
 //   - Timestamps: an Int64 column whose last key is "timestamp" or ends in
 //     "_time", "_timestamp", "_at" or "_ts" gets a companion "<name>__time"
 //     TimestampMs column the first time it holds an epoch value: an integer
 //     ≥ 100,000,000 whose unit (s, ms, µs or ns by magnitude,
-//     transform.DetectUnit) gives an instant in years 0001-9999. The raw
+//     values.DetectUnit) gives an instant in years 0001-9999. The raw
 //     integer stays in "<name>"; "<name>__time" is null for values that are
 //     not epoch values.
 //
@@ -178,6 +178,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -341,17 +342,12 @@ type Stats struct {
 // consumer that keeps it must Retain it. Emit must not call Decode.
 type Emit func(t *schema.Table, rec arrow.Record) error
 
-// ShapeError is a body that is valid JSON but cannot be made into rows.
-type ShapeError struct {
-	Table string
-	Msg   string
-}
+// ShapeError is a body that is valid JSON but cannot be made into rows
+// (values.ShapeError, with Pkg "infer").
+type ShapeError = values.ShapeError
 
-func (e *ShapeError) Error() string {
-	if e.Table == "" {
-		return "infer: " + e.Msg
-	}
-	return fmt.Sprintf("infer: table %s: %s", e.Table, e.Msg)
+func shapeError(table, format string, args ...any) error {
+	return &ShapeError{Pkg: "infer", Table: table, Msg: fmt.Sprintf(format, args...)}
 }
 
 // SyntaxError is a body that is not valid JSON.
@@ -365,6 +361,9 @@ func (e *SyntaxError) Error() string {
 }
 
 func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// Is makes a SyntaxError a values.ErrBadInput.
+func (e *SyntaxError) Is(target error) bool { return target == values.ErrBadInput }
 
 // ContractError is a Decode refused by the Freeze contract.
 type ContractError struct {
@@ -385,11 +384,9 @@ func (e *ContractError) Error() string {
 
 // IsInputError reports whether err is the body's fault (not JSON, or a shape
 // that cannot be tabulated) rather than a read, contract or emit failure.
-func IsInputError(err error) bool {
-	var se *SyntaxError
-	var sh *ShapeError
-	return errors.As(err, &se) || errors.As(err, &sh)
-}
+//
+// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
+func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
 
 // Decode reads one account endpoint body and emits its rows.
 //

@@ -3,9 +3,12 @@ package infer
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/optlake/optlake/schema"
 )
 
 // Naming rules: see "Column and table names" in the package documentation
@@ -16,16 +19,9 @@ const MaxNameLen = 128
 
 // metaNames are the columns every inferred table starts with; no user column
 // may take one of these names.
-var metaNames = [...]string{"snapshot_time", "run_id", "source", "account", "row_index", "parent_index"}
+var metaNames = schema.AccountMetaNames()
 
-func isMetaName(s string) bool {
-	for _, m := range metaNames {
-		if s == m {
-			return true
-		}
-	}
-	return false
-}
+func isMetaName(s string) bool { return slices.Contains(metaNames, s) }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
 func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }

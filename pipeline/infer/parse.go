@@ -82,7 +82,7 @@ func (p *parser) value(depth int) (*node, error) {
 	switch k {
 	case jsontok.Object, jsontok.Array:
 		if depth >= MaxNesting {
-			return nil, &ShapeError{Msg: fmt.Sprintf("JSON nested deeper than %d levels", MaxNesting)}
+			return nil, shapeError("", "JSON nested deeper than %d levels", MaxNesting)
 		}
 		if k == jsontok.Object {
 			return p.object(depth + 1)

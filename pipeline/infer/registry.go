@@ -219,16 +219,7 @@ func (t *tableState) addColumn(c *colState) int {
 
 // build renders the state as a schema.Table.
 func (t *tableState) build() *schema.Table {
-	cols := []schema.Column{
-		{Name: "snapshot_time", Type: schema.TimestampMs, Doc: "when the snapshot was taken (UTC, ms)"},
-		{Name: "run_id", Type: schema.String, Doc: "time-sortable id of the run"},
-		{Name: "source", Type: schema.String, LowCardinality: true, Doc: "the venue's name"},
-		{Name: "account", Type: schema.String, LowCardinality: true, Doc: "the account's label"},
-		{Name: "row_index", Type: schema.Int64, Doc: "position of the row in this table for the snapshot and account"},
-	}
-	if t.Parent != "" {
-		cols = append(cols, schema.Column{Name: "parent_index", Type: schema.Int64, Doc: "row_index of the parent row in " + t.Parent})
-	}
+	cols := schema.AccountMetaColumns(t.Parent)
 	for _, c := range t.Cols {
 		cols = append(cols, schema.Column{Name: c.Name, Type: c.Type, List: c.List, Nullable: !c.List, Doc: c.doc()})
 	}
@@ -240,8 +231,8 @@ func (t *tableState) build() *schema.Table {
 		Name:          t.Name,
 		Doc:           doc,
 		Columns:       cols,
-		Key:           []string{"source", "account", "snapshot_time", "row_index"},
-		PartitionTime: "snapshot_time",
+		Key:           slices.Clone(schema.AccountKey),
+		PartitionTime: schema.AccountPartitionTime,
 	}
 }
 

@@ -3,6 +3,9 @@ package transform
 import (
 	"math"
 	"strconv"
+	"unsafe"
+
+	"github.com/optlake/optlake/pipeline/values"
 )
 
 // The fast path: one instrument object parsed straight from the scanner's
@@ -360,5 +363,9 @@ func parseDecimalFast(b []byte) (float64, bool) {
 	if f, e, ok := parseNumber(b, 0); ok && e == len(b) {
 		return f, true
 	}
-	return ParseDecimal(b)
+	return values.ParseDecimal(b)
 }
+
+// bstr views b as a string without copying, for strconv calls that do not
+// retain their argument.
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -63,17 +64,14 @@ type Stats struct {
 	Rejects int64 // rows emitted to rejects
 }
 
-// ShapeError is a body that is valid JSON but not the shape of the listing.
-type ShapeError struct{ Msg string }
-
-func (e *ShapeError) Error() string { return e.Msg }
-
 // IsInputError reports whether err is the body's fault (malformed JSON or the
 // wrong shape) rather than a read or sink failure.
-func IsInputError(err error) bool {
-	var se *jsontok.SyntaxError
-	var sh *ShapeError
-	return errors.As(err, &se) || errors.As(err, &sh)
+//
+// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
+func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
+
+func shapeError(format string, args ...any) error {
+	return &values.ShapeError{Msg: fmt.Sprintf(format, args...)}
 }
 
 type fieldKind uint8
@@ -93,25 +91,23 @@ type venueField struct {
 	col  int // column in schema.Instruments
 }
 
+// venueFields are schema.Instruments' venue fields, in schema order; their
+// kinds come from the columns' JSON kinds.
 var venueFields = func() []venueField {
-	kinds := map[string]fieldKind{
-		"base_currency": kString, "block_trade_commission": kFloat, "block_trade_min_trade_amount": kFloat,
-		"block_trade_tick_size": kFloat, "contract_size": kFloat, "counter_currency": kString,
-		"creation_timestamp": kInt, "deployed": kBool, "expiration_timestamp": kInt,
-		"index_price": kIndexPrice, "instrument_id": kString, "instrument_name": kString,
-		"instrument_type": kString, "is_active": kBool, "kind": kString, "maker_commission": kFloat,
-		"min_trade_amount": kFloat, "option_type": kString, "quote_currency": kString, "rfq": kBool,
-		"settlement_currency": kString, "settlement_period": kString, "strike": kFloat,
-		"taker_commission": kFloat, "tick_size": kFloat,
+	kinds := map[schema.JSONKind]fieldKind{
+		schema.JSONString: kString, schema.JSONNumber: kFloat, schema.JSONInteger: kInt,
+		schema.JSONBool: kBool, schema.JSONDecimalText: kIndexPrice,
 	}
 	var out []venueField
-	for _, c := range schema.Instruments.Columns {
-		if k, ok := kinds[c.Name]; ok {
-			out = append(out, venueField{name: c.Name, kind: k, col: schema.Instruments.MustIndex(c.Name)})
+	for _, c := range schema.Instruments.Fields() {
+		k, ok := kinds[c.JSON]
+		if !ok {
+			panic("transform: no decoder for the JSON kind of " + c.Name)
 		}
+		out = append(out, venueField{name: c.Name, kind: k, col: schema.Instruments.MustIndex(c.Name)})
 	}
-	if len(out) != len(kinds) {
-		panic("transform: schema.Instruments lacks a venue field")
+	if len(out) != 25 || len(out) > 32 { // the venue sends 25; row.set and row.null are bit sets
+		panic(fmt.Sprintf("transform: schema.Instruments has %d venue fields, the listing 25", len(out)))
 	}
 	return out
 }()
@@ -216,7 +212,7 @@ func (d *InstrumentDecoder) Release() {
 // Decode reads one get_instruments body and emits its rows. Rows that break
 // the value rules go to rejects with a reason and the rest loads. A body that
 // is malformed or not a JSON array of {"instruments": [...]} groups fails with
-// an error for which IsInputError is true; rows of earlier batches may have
+// an error that is values.ErrBadInput; rows of earlier batches may have
 // been emitted already, and the caller decides what to do with them.
 func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
@@ -229,7 +225,7 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, 
 	} else {
 		d.discard()
 	}
-	return d.stats, err
+	return d.stats, values.BadInput(err)
 }
 
 func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) error {
@@ -238,7 +234,7 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 		return err
 	}
 	if k != jsontok.Array {
-		return &ShapeError{fmt.Sprintf("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)}
+		return shapeError("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)
 	}
 	if err := sc.Expect('['); err != nil {
 		return err
@@ -254,7 +250,7 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 		if k, err := sc.PeekKind(); err != nil {
 			return err
 		} else if k != jsontok.Object {
-			return &ShapeError{fmt.Sprintf("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)}
+			return shapeError("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)
 		}
 		if err := d.group(ctx, sc, group); err != nil {
 			return err
@@ -305,7 +301,7 @@ func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, grou
 			continue
 		case jsontok.Array:
 		default:
-			return &ShapeError{fmt.Sprintf("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)}
+			return shapeError("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)
 		}
 		if err := sc.Expect('['); err != nil {
 			return err
@@ -485,7 +481,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		if v.f, err = parseJSONFloat(n); err != nil {
+		if v.f, err = values.ParseJSONFloat(n); err != nil {
 			r.reject("%s: %v", f.name, err)
 		}
 	case kInt:
@@ -496,7 +492,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		if v.i, err = parseJSONInt(n); err != nil {
+		if v.i, err = values.ParseJSONInt(n); err != nil {
 			r.reject("%s: %v", f.name, err)
 		}
 	case kBool:
@@ -526,7 +522,7 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		if err != nil {
 			return err
 		}
-		v.f, v.fok = ParseDecimal(s)
+		v.f, v.fok = values.ParseDecimal(s)
 		v.soff, v.slen = len(r.arena), len(s)
 		r.arena = append(r.arena, s...)
 	}
@@ -610,7 +606,7 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 // appendTime appends the UTC time parsed from the raw epoch field fi.
 func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
 	if present&(1<<fi) != 0 {
-		if ms, ok := EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
+		if ms, ok := values.EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
 			d.b.i64(col, ms)
 			return
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -387,33 +386,5 @@ func TestDecodeCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("err=%v emits=%d", err, n)
-	}
-}
-
-func TestEpochToMillis(t *testing.T) {
-	cases := []struct {
-		v    int64
-		unit TimeUnit
-		ms   int64
-		ok   bool
-	}{
-		{1763596800, UnitAuto, 1763596800000, true},
-		{1763596800000, UnitAuto, 1763596800000, true},
-		{1763596800000000, UnitAuto, 1763596800000, true},
-		{1763596800000000000, UnitAuto, 1763596800000, true},
-		{-1763596800, UnitAuto, -1763596800000, true},
-		{math.MaxInt64, UnitSeconds, 0, false},
-		{math.MinInt64, UnitSeconds, 0, false},
-		{math.MaxInt64, UnitMillis, 0, false},
-		{math.MinInt64, UnitAuto, -9223372036855, true},
-		{253402300799, UnitSeconds, 253402300799000, true},
-		{253402300800, UnitSeconds, 0, false},
-		{-1, UnitNanos, -1, true},
-	}
-	for _, c := range cases {
-		ms, ok := EpochToMillis(c.v, c.unit)
-		if ms != c.ms || ok != c.ok {
-			t.Errorf("EpochToMillis(%d, %v) = %d,%v want %d,%v", c.v, c.unit, ms, ok, c.ms, c.ok)
-		}
 	}
 }

@@ -101,6 +101,8 @@ var _ sinks.Sink = (*Sink)(nil)
 // table is opened, so a snapshot is still fetched and archived while
 // ClickHouse is down.
 func New(opt Options) (*Sink, error) {
+	// The DSN's password is a secret whether or not the caller said so.
+	opt.Redactor = opt.Redactor.With(redact.DSNPassword(opt.DSN))
 	o, db, err := parseDSN(opt.DSN, opt.Redactor)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func parseDSN(dsn string, red *redact.Redactor) (*ch.Options, string, error) {
 	}
 	o, err := ch.ParseDSN(dsn)
 	if err != nil {
-		return nil, "", fmt.Errorf("clickhouse: invalid DSN: %s", red.String(err.Error()))
+		return nil, "", fmt.Errorf("clickhouse: invalid DSN: %w", red.Err(err))
 	}
 	db := o.Auth.Database
 	if db == "" {
@@ -163,6 +165,30 @@ func (s *Sink) Database() string { return s.db }
 
 // Cluster is the target cluster ("" for one server).
 func (s *Sink) Cluster() string { return s.opt.Cluster }
+
+// Features connects (if not yet connected) and returns the server's
+// version features.
+func (s *Sink) Features(ctx context.Context) (schema.Features, error) {
+	_, f, err := s.connect(ctx)
+	return f, err
+}
+
+// Query runs a read-only query on the sink's database, for commands that
+// read back what was loaded (history): build renders it for the database
+// and the server's features; args fill its ? placeholders. It connects
+// like Open does (an out-of-date schema is an *OutOfDateError); errors are
+// wrapped and redacted like the sink's. The caller closes the rows.
+func (s *Sink) Query(ctx context.Context, build func(db string, f schema.Features) string, args ...any) (driver.Rows, error) {
+	conn, f, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, build(s.db, f), args...)
+	if err != nil {
+		return nil, s.wrap("query", err)
+	}
+	return rows, nil
+}
 
 func (s *Sink) target(f schema.Features) schema.Target {
 	return schema.Target{DB: s.db, Cluster: s.opt.Cluster, Features: f}
@@ -246,8 +272,10 @@ func (e *OutOfDateError) Error() string {
 	return fmt.Sprintf("clickhouse: schema of database %s is at version %d, this optlake needs %d: run `optlake migrate` (or pass --migrate)", e.Database, e.Have, e.Want)
 }
 
+// wrap adds op to err and masks secrets in its message; errors.Is and
+// errors.As still reach the cause (context.Canceled, a *ch.Exception, ...).
 func (s *Sink) wrap(op string, err error) error {
-	return fmt.Errorf("clickhouse %s: %s", op, s.opt.Redactor.String(err.Error()))
+	return s.opt.Redactor.Errorf("clickhouse %s: %w", op, err)
 }
 
 // Open implements sinks.Sink. Fixed tables must exist (migrations); tables

@@ -16,6 +16,7 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
@@ -23,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func query(t *testing.T, c *testenv.ClickHouse, sql string) string {
+func query(t testing.TB, c *testenv.ClickHouse, sql string) string {
 	t.Helper()
 	out, err := c.Query(context.Background(), sql)
 	if err != nil {
@@ -184,7 +185,7 @@ func TestLoadValuesAndIdempotency(t *testing.T) {
 		case raw == "null":
 			nullPrice++
 		case strings.HasPrefix(raw, `"`):
-			if _, ok := transform.ParseDecimal([]byte(*in.IndexPrice)); !ok {
+			if _, ok := values.ParseDecimal([]byte(*in.IndexPrice)); !ok {
 				nullPrice++
 			}
 		}

@@ -109,7 +109,7 @@ func migrate(ctx context.Context, conn driver.Conn, tg schema.Target, log *slog.
 		}
 		// An INSERT ... VALUES sent as a query waits forever on 18.16's
 		// native protocol: insert as a one-row batch.
-		batch, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO %s.%s (version, name, checksum, applied_at)", schema.Quote(tg.DB), schema.MigrationsTable))
+		batch, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO %s.%s (%s)", schema.Quote(tg.DB), schema.MigrationsTable, schema.MigrationsColumns()))
 		if err == nil {
 			if err = batch.Append(uint32(m.Version), m.Name, m.ChecksumFor(tg), time.Now().UTC()); err == nil {
 				err = batch.Send()

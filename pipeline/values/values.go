@@ -1,4 +1,9 @@
-package transform
+// Package values parses raw venue values (decimal text, JSON numbers, epoch
+// timestamps in any unit) the way every decoder does, and holds the
+// bad-input error every decoder returns for a body that is not what it
+// should be. It is a leaf: transform (the instruments listing) and infer
+// (the account endpoints) both import it, and not each other.
+package values
 
 import (
 	"fmt"
@@ -89,9 +94,9 @@ func EpochToMillis(v int64, unit TimeUnit) (ms int64, ok bool) {
 	case UnitMillis:
 		ms = v
 	case UnitMicros:
-		ms = floorDiv(v, 1000)
+		ms = FloorDiv(v, 1000)
 	case UnitNanos:
-		ms = floorDiv(v, 1000_000)
+		ms = FloorDiv(v, 1000_000)
 	}
 	if ms < minMillis || ms > maxMillis {
 		return 0, false
@@ -99,7 +104,8 @@ func EpochToMillis(v int64, unit TimeUnit) (ms int64, ok bool) {
 	return ms, true
 }
 
-func floorDiv(a, b int64) int64 {
+// FloorDiv is a / b rounded toward negative infinity.
+func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && (a < 0) {
 		q--
@@ -133,9 +139,9 @@ func ParseDecimal(b []byte) (float64, bool) {
 	return f, true
 }
 
-// parseJSONFloat parses a JSON number token into a float64, failing when it
+// ParseJSONFloat parses a JSON number token into a float64, failing when it
 // is outside float64's finite range.
-func parseJSONFloat(b []byte) (float64, error) {
+func ParseJSONFloat(b []byte) (float64, error) {
 	f, err := strconv.ParseFloat(bstr(b), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%s is outside the float64 range", b)
@@ -143,9 +149,9 @@ func parseJSONFloat(b []byte) (float64, error) {
 	return f, nil
 }
 
-// parseJSONInt parses a JSON number token that must be an exact integer
+// ParseJSONInt parses a JSON number token that must be an exact integer
 // within int64: 1700000000000 and 1.7e12 are accepted, 1.5 and 1e30 are not.
-func parseJSONInt(b []byte) (int64, error) {
+func ParseJSONInt(b []byte) (int64, error) {
 	if v, err := strconv.ParseInt(bstr(b), 10, 64); err == nil {
 		return v, nil
 	}
