@@ -83,8 +83,8 @@ func (j *job) validate() (*redact.Redactor, error) {
 	if err := j.validateLimits(); err != nil {
 		return nil, err
 	}
-	if j.DataDir == "" {
-		return nil, usagef("--data-dir must not be empty")
+	if _, err := openDataDir(j.DataDir, false); err != nil {
+		return nil, err
 	}
 	for _, s := range splitList(j.Sinks) {
 		switch s {

@@ -29,8 +29,14 @@ func historyCommand() *cli.Command {
 				if err != nil {
 					return redact.New(redact.DSNPassword(dsn)).Err(err)
 				}
-			} else if tl, err = history.FromParquet(c.Context, c.String("data-dir"), name); err != nil {
-				return err
+			} else {
+				dir, err := openDataDir(c.String("data-dir"), false)
+				if err != nil {
+					return err
+				}
+				if tl, err = history.FromParquet(c.Context, dir, name); err != nil {
+					return err
+				}
 			}
 			if err := tl.Write(c.App.Writer, c.String("format")); err != nil {
 				return usageError{err}

@@ -252,9 +252,6 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 			return nil, usagef("--param: %v", err)
 		}
 	}
-	if j.DataDir == "" {
-		return nil, usagef("--data-dir must not be empty")
-	}
 	var client pipeline.Fetcher
 	if !j.Replay {
 		opt := extract.Options{

@@ -46,8 +46,8 @@ func replayCommand() *cli.Command {
 				Sinks: c.StringSlice("sink"), ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"),
 				TimestampUnit: c.String("timestamp-unit"), BatchRows: c.Int("batch-rows"), ColumnBudget: c.Int("column-budget"),
 				LogFormat: c.String("log-format"), LogLevel: c.String("log-level")}
-			if _, err := os.Stat(j.DataDir); err != nil {
-				return usagef("--data-dir: %v", err)
+			if j.DataDir, err = openDataDir(j.DataDir, true); err != nil {
+				return err
 			}
 			stopProfile, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
 			if err != nil {

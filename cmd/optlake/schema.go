@@ -19,7 +19,11 @@ func schemaCommand() *cli.Command {
 			for _, t := range schema.Tables() {
 				printTable(w, t)
 			}
-			reg, err := infer.LoadRegistry(c.String("data-dir"))
+			dir, err := openDataDir(c.String("data-dir"), false)
+			if err != nil {
+				return err
+			}
+			reg, err := infer.LoadRegistry(dir)
 			if err != nil {
 				return err
 			}

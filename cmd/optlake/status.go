@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -24,9 +23,9 @@ func statusCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
 		},
 		Action: func(c *cli.Context) error {
-			dir := c.String("data-dir")
-			if _, err := os.Stat(dir); err != nil {
-				return usagef("--data-dir: %v", err)
+			dir, err := openDataDir(c.String("data-dir"), true)
+			if err != nil {
+				return err
 			}
 			format := c.String("format")
 			if format != "text" && format != "json" {
