@@ -44,13 +44,10 @@ func TestExampleConfig(t *testing.T) {
 		if k.Value == "config" {
 			t.Errorf("%s: a config file cannot name a config file", where)
 		}
-		if pendingFlags[k.Value] {
-			t.Errorf("%s: not yet a flag of optlake run (pending): leave it commented out", where)
-		}
 		checkConfigValue(t, where, kind, v)
 	}
 	for flag := range runFlags {
-		if _, ok := seen[flag]; !ok && flag != "config" && !pendingFlags[flag] && !optionalFlags[flag] {
+		if _, ok := seen[flag]; !ok && flag != "config" && !optionalFlags[flag] {
 			t.Errorf("%s: --%s is not shown", path, flag)
 		}
 	}

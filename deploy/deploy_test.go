@@ -2,15 +2,13 @@ package deploy
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/optlake/optlake/internal/settings"
 )
 
 // flagKind is how a flag of `optlake run` takes its value.
@@ -29,46 +27,20 @@ func (k flagKind) String() string {
 }
 
 // runFlags are the flags of `optlake run`, as `optlake run --help` lists
-// them; each also reads OPTLAKE_<NAME> (upper case, "-" as "_") and the key
-// <name> of the --config file. The examples may use these and no others.
-// TestRunFlagsMatchCLI keeps the list in step with cmd/optlake/run.go.
-var runFlags = map[string]flagKind{
-	"config":          kindString,
-	"api-url":         kindString,
-	"header":          kindList,
-	"param":           kindList,
-	"endpoints":       kindList,
-	"sink":            kindList,
-	"data-dir":        kindString,
-	"clickhouse-dsn":  kindString,
-	"migrate":         kindBool,
-	"source":          kindString,
-	"timestamp-unit":  kindString,
-	"timeout":         kindDuration,
-	"deadline":        kindDuration,
-	"max-attempts":    kindInt,
-	"max-body-size":   kindInt,
-	"batch-rows":      kindInt,
-	"summary-json":    kindString,
-	"every":           kindDuration,
-	"log-format":      kindString,
-	"log-level":       kindString,
-	"metrics-file":    kindString,
-	"listen":          kindString,
-	"cluster":         kindString,
-	"schema-contract": kindString,
-	"account":         kindList,
-	"account-header":  kindList,
-	"rate-limit":      kindString,
-	"rate-burst":      kindInt,
-	"column-budget":   kindInt,
-	"catch-up-budget": kindDuration,
-	"catch-up-max":    kindInt,
-}
-
-// pendingFlags are in runFlags ahead of the CLI: the examples may use them
-// before run.go has them. Remove a name here once run.go has the flag.
-var pendingFlags = map[string]bool{}
+// them, derived from the one list of settings (internal/settings); each also
+// reads OPTLAKE_<NAME> (upper case, "-" as "_") and the key <name> of the
+// --config file. The examples may use these and no others.
+var runFlags = func() map[string]flagKind {
+	kinds := map[settings.Kind]flagKind{
+		settings.String: kindString, settings.List: kindList, settings.Bool: kindBool,
+		settings.Duration: kindDuration, settings.Int: kindInt, settings.Int64: kindInt,
+	}
+	out := map[string]flagKind{}
+	for _, s := range settings.For(settings.Run) {
+		out[s.Name] = kinds[s.Kind]
+	}
+	return out
+}()
 
 // envName is the variable a flag reads.
 func envName(flag string) string {
@@ -154,80 +126,19 @@ func shellRunArgs(text string) [][]string {
 	return out
 }
 
-// The list of flags above is the CLI's: every listed flag but a pending one
-// is declared in cmd/optlake/run.go, of the same kind. (A declared flag that
-// is not listed is only logged: no example can use it until it is.)
+// The flags the examples rely on are in the list, and each reads the
+// variable the examples set.
 func TestRunFlagsMatchCLI(t *testing.T) {
-	const src = "../cmd/optlake/run.go"
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, src, nil, 0)
-	if err != nil {
-		t.Fatalf("parse %s: %v", src, err)
-	}
-	kinds := map[string]flagKind{
-		"StringFlag": kindString, "PathFlag": kindString, "GenericFlag": kindString,
-		"StringSliceFlag": kindList, "BoolFlag": kindBool, "DurationFlag": kindDuration,
-		"IntFlag": kindInt, "Int64Flag": kindInt, "UintFlag": kindInt, "Uint64Flag": kindInt,
-	}
-	declared := map[string]flagKind{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		lit, ok := n.(*ast.CompositeLit)
-		if !ok {
-			return true
-		}
-		sel, ok := lit.Type.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "cli" || !strings.HasSuffix(sel.Sel.Name, "Flag") {
-			return true
-		}
-		for _, el := range lit.Elts {
-			kv, ok := el.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Name" {
-				if v, ok := kv.Value.(*ast.BasicLit); ok && v.Kind == token.STRING {
-					name, _ := strconv.Unquote(v.Value)
-					kind, known := kinds[sel.Sel.Name]
-					if !known {
-						t.Errorf("%s: flag --%s is a cli.%s: teach this test its kind", src, name, sel.Sel.Name)
-					}
-					declared[name] = kind
-				}
-			}
-		}
-		return true
-	})
-	if len(declared) < 10 {
-		t.Fatalf("%s: found only %d flags (%v): has jobFlags moved?", src, len(declared), declared)
-	}
-	for name, kind := range declared {
-		want, ok := runFlags[name]
-		switch {
-		case !ok:
-			// Not an error: the examples just cannot use it until it is listed.
-			t.Logf("--%s (%s) is a flag of optlake run but not in runFlags: add it to use it in an example", name, kind)
-		case want != kind:
-			t.Errorf("--%s: runFlags says %s, run.go declares %s", name, want, kind)
-		case pendingFlags[name]:
-			t.Logf("--%s now exists in run.go: remove it from pendingFlags", name)
+	for _, name := range []string{"config", "api-url", "header", "endpoints", "sink", "data-dir", "clickhouse-dsn",
+		"every", "metrics-file", "listen", "summary-json", "log-format"} {
+		if _, ok := runFlags[name]; !ok {
+			t.Errorf("--%s is no longer a flag of optlake run (internal/settings)", name)
 		}
 	}
-	var missing []string
-	for name := range runFlags {
-		if _, ok := declared[name]; !ok {
-			if pendingFlags[name] {
-				t.Logf("--%s: pending, not yet declared in %s", name, src)
-				continue
-			}
-			missing = append(missing, name)
+	for _, s := range settings.For(settings.Run) {
+		if s.Env() != envName(s.Name) {
+			t.Errorf("--%s reads %s, want %s", s.Name, s.Env(), envName(s.Name))
 		}
-	}
-	sort.Strings(missing)
-	for _, name := range missing {
-		t.Errorf("--%s is in runFlags (used by the examples?) but no longer a flag of optlake run", name)
 	}
 }
 

@@ -123,3 +123,8 @@ var InferredColumns = &Table{
 func Tables() []*Table {
 	return []*Table{Instruments, Rejects, Runs, InstrumentEvents, InferredColumns}
 }
+
+// DefaultBatchRows is the rows of one Arrow record batch unless --batch-rows
+// says otherwise (the transform, events and inferred account tables all
+// default to it).
+const DefaultBatchRows = 32768

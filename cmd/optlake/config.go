@@ -7,11 +7,13 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/infer"
 )
 
@@ -62,8 +64,9 @@ func (e *configError) Error() string {
 	return fmt.Sprintf("config %s: %s", e.path, e.msg)
 }
 
-// loadConfig parses and checks a config file against the command's flags.
-func loadConfig(path string, flags []cli.Flag) (*fileConfig, error) {
+// loadConfig parses and checks a config file against the settings of
+// `optlake run`.
+func loadConfig(path string) (*fileConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("config: %w", err)}
@@ -80,10 +83,10 @@ func loadConfig(path string, flags []cli.Flag) (*fileConfig, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, usageError{&configError{path: path, line: root.Line, msg: "want a mapping of settings"}}
 	}
-	known := map[string]cli.Flag{}
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			known[n] = f
+	known := map[string]settings.Setting{}
+	for _, s := range settings.For(settings.Run) {
+		if !s.NotInFile {
+			known[s.Name] = s
 		}
 	}
 	fail := func(n *yaml.Node, format string, args ...any) error {
@@ -143,7 +146,7 @@ func loadConfig(path string, flags []cli.Flag) (*fileConfig, error) {
 				vals[j] = strings.TrimRight(string(b), "\r\n")
 			}
 		}
-		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(vals) != 1 {
+		if f.Kind != settings.List && len(vals) != 1 {
 			return nil, fail(v, "%s takes one value", key)
 		}
 		fc.flags[name] = vals
@@ -365,21 +368,24 @@ func (fc *fileConfig) apply(c *cli.Context) error {
 	return nil
 }
 
-// configure applies the file (if any) to c and to the job's structured
+// configure reads the command's settings: flags and environment, then the
+// config file (if any) for what they left unset, then the file's structured
 // settings. Call after the flags were parsed.
-func configure(c *cli.Context, j *job, flags []cli.Flag) error {
-	path := c.String("config")
-	if path == "" {
-		return nil
+func configure(c *cli.Context) (*job, error) {
+	j, err := readJob(c)
+	if err != nil || j.Config == "" {
+		return j, err
 	}
-	fc, err := loadConfig(path, flags)
+	fc, err := loadConfig(j.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := fc.apply(c); err != nil {
-		return err
+		return nil, err
 	}
-	*j = *jobFromFlags(c)
+	if j, err = readJob(c); err != nil {
+		return nil, err
+	}
 	if !c.IsSet("header") {
 		j.Headers = append(j.Headers, fc.headers...)
 	}
@@ -394,12 +400,34 @@ func configure(c *cli.Context, j *job, flags []cli.Flag) error {
 	}
 	j.Paths = fc.paths
 	j.Maps = fc.maps
-	return nil
+	return j, nil
 }
 
 // printEffective writes the effective configuration as YAML, secrets
-// redacted.
+// redacted: every setting of the list under its name (or Shown key), plus
+// the structured keys of the config file.
 func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
+	out := map[string]any{}
+	for _, s := range settings.For(settings.Run) {
+		if s.NotInFile || s.Shown == "-" {
+			continue
+		}
+		key := s.Name
+		if s.Shown != "" {
+			key = s.Shown
+		}
+		v, ok := settings.Get(j, s.Name)
+		if !ok {
+			return fmt.Errorf("config check: setting %s has no field", s.Name)
+		}
+		switch x := v.(type) {
+		case string:
+			v = red.String(x)
+		case time.Duration:
+			v = x.String()
+		}
+		out[key] = v
+	}
 	hdrs := make([]map[string]string, 0, len(j.Headers))
 	for _, h := range j.Headers {
 		name, _, _ := strings.Cut(h, ":")
@@ -414,17 +442,7 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 		name, _, _ := strings.Cut(rest, ":")
 		accts[label] = append(accts[label], strings.TrimSpace(name)+": "+redact.Mask)
 	}
-	out := map[string]any{
-		"api-url": red.String(j.APIURL), "headers": hdrs, "params": j.Params, "endpoints": j.Endpoints,
-		"endpoint-paths": j.Paths, "accounts": accts, "sink": j.Sinks, "data-dir": j.DataDir,
-		"clickhouse-dsn": red.String(j.ClickHouseDSN), "migrate": j.Migrate, "cluster": j.Cluster, "source": j.Source,
-		"timestamp-unit": j.TimestampUnit, "timeout": j.Timeout.String(), "deadline": j.Deadline.String(),
-		"max-attempts": j.MaxAttempts, "max-body-size": j.MaxBodyBytes, "batch-rows": j.BatchRows,
-		"summary-json": j.SummaryJSON, "every": j.Every.String(), "log-format": j.LogFormat, "log-level": j.LogLevel,
-		"schema-contract": j.SchemaContract, "rate-limit": j.RateLimit, "rate-burst": j.RateBurst,
-		"catch-up-budget": j.CatchUpBudget.String(), "catch-up-max": j.CatchUpMax,
-		"column-budget": j.ColumnBudget, "endpoint-maps": j.Maps,
-	}
+	out["headers"], out["accounts"], out["endpoint-paths"], out["endpoint-maps"] = hdrs, accts, j.Paths, j.Maps
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(out); err != nil {

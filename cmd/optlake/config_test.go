@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -60,6 +61,9 @@ clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
 		{name: "env over file", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env", "OPTLAKE_BATCH_ROWS": "2000"}, want: []string{"data-dir: /from/env", "batch-rows: 2000", "api-url: https://file.example"}},
 		{name: "flag over env", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env"}, args: []string{"--data-dir", "/from/flag"}, want: []string{"data-dir: /from/flag"}, bad: []string{"/from/env"}},
 		{name: "default when unset", want: []string{"max-attempts: 5", "log-level: info"}},
+		// Every setting of the list is shown, also those config check once left out.
+		{name: "every setting shown", args: []string{"--jitter", "3s", "--ca-file", "/ca.pem", "--insecure-skip-verify", "--metrics-file", "/m.prom", "--listen", ":9464"},
+			want: []string{"jitter: 3s", "ca-file: /ca.pem", "insecure-skip-verify: true", "metrics-file: /m.prom", `listen: :9464`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,5 +142,12 @@ func TestExampleConfigLoads(t *testing.T) {
 	res := optlake(t, "config", "check", "--config", root)
 	if res.code != 0 || !strings.Contains(res.stderr, "configuration ok") || strings.Contains(res.stdout, "example-secret-") {
 		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// The job takes every setting of `optlake run`, each field of the setting's type.
+func TestConfigJobTakesEverySetting(t *testing.T) {
+	if err := settings.Check(&job{}, settings.Run); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,17 +14,16 @@ import (
 )
 
 func configCommand() *cli.Command {
-	flags := jobFlags()
 	return &cli.Command{
 		Name:  "config",
 		Usage: "work with the configuration file",
 		Subcommands: []*cli.Command{{
 			Name:  "check",
 			Usage: "validate the configuration (file, environment and flags) and print the effective settings with secrets redacted",
-			Flags: flags,
+			Flags: jobFlags(),
 			Action: func(c *cli.Context) error {
-				j := jobFromFlags(c)
-				if err := configure(c, j, flags); err != nil {
+				j, err := configure(c)
+				if err != nil {
 					return err
 				}
 				red, err := j.validate()

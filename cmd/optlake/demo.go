@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -15,14 +16,12 @@ func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "start the simulated venue in-process and take a few snapshots into a Parquet lake (no server needed)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "where the lake goes", EnvVars: envs("data-dir")},
+		Flags: append(settings.Flags(settings.Demo),
 			&cli.IntFlag{Name: "snapshots", Value: 3, Usage: "how many snapshots", EnvVars: envs("demo-snapshots")},
 			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "pause between snapshots", EnvVars: envs("demo-interval")},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "simulator seed", EnvVars: envs("sim-seed")},
 			&cli.IntFlag{Name: "instruments", Usage: "listing size (0 = realistic default)", EnvVars: envs("sim-instruments")},
-			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: envs("log-level")},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
 			sim := venuesim.New(venuesim.Config{Seed: c.Int64("seed"), Instruments: c.Int("instruments"),
@@ -35,9 +34,12 @@ func demoCommand() *cli.Command {
 			go serve(c.Context, ln, sim.Handler())
 			apiURL := "http://" + ln.Addr().String()
 			fmt.Fprintf(out, "simulated venue at %s (%d instruments)\n", apiURL, sim.NumInstruments())
-			j := &job{APIURL: apiURL, Sinks: []string{"parquet"}, DataDir: c.String("data-dir"), Source: "venue-sim",
-				TimestampUnit: "auto", Timeout: 30 * time.Second, Deadline: 5 * time.Minute, MaxAttempts: 3, MaxBodyBytes: 4 << 30, SchemaContract: "evolve",
-				BatchRows: 32768, LogFormat: "text", LogLevel: c.String("log-level")}
+			j := defaultJob() // run's defaults, then the demo's own settings
+			if err := settings.Decode(c, j); err != nil {
+				return err
+			}
+			j.APIURL, j.Sinks, j.Source = apiURL, []string{"parquet"}, "venue-sim"
+			j.Timeout, j.Deadline, j.MaxAttempts = 30*time.Second, 5*time.Minute, 3
 			b, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err

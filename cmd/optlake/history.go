@@ -5,6 +5,7 @@ import (
 
 	"github.com/optlake/optlake/history"
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 )
 
 func historyCommand() *cli.Command {
@@ -12,11 +13,9 @@ func historyCommand() *cli.Command {
 		Name:      "history",
 		Usage:     "print the timeline of one instrument: its events in order, and its index price and parameters over time",
 		ArgsUsage: "INSTRUMENT",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "read the Parquet lake in this directory", EnvVars: envs("data-dir")},
-			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "read from ClickHouse instead of the lake", EnvVars: envs("clickhouse-dsn")},
+		Flags: append(settings.Flags(settings.History),
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("history: give one instrument name, e.g. optlake history BTC-27NOV26-100000-C")

@@ -24,6 +24,7 @@ import (
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/metrics"
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
@@ -35,49 +36,68 @@ import (
 	"github.com/optlake/optlake/sinks/parquet"
 )
 
-// job is the validated configuration of `optlake run` (and of each demo
-// snapshot): what to fetch, where to put it.
+// job is the configuration of `optlake run` (and of each demo snapshot,
+// and of replay): what to fetch, where to put it. Tagged fields are the
+// settings of internal/settings (settings.Decode fills them); the others
+// come from the config file's structured keys.
 type job struct {
-	APIURL             string
-	Headers            []string // "Name: value"
-	Params             []string // endpoint.key=value
-	Endpoints          []string
-	Paths              map[string]string // endpoint path overrides
-	Sinks              []string
-	DataDir            string
-	ClickHouseDSN      string
-	Migrate            bool   // apply pending ClickHouse migrations before loading
-	Cluster            string // ClickHouse cluster name (remote_servers); empty = one server
-	Source             string
-	TimestampUnit      string
-	Timeout            time.Duration
-	CAFile             string
-	InsecureSkipVerify bool
-	Deadline           time.Duration
-	MaxAttempts        int
-	MaxBodyBytes       int64
-	BatchRows          int
-	SummaryJSON        string
-	MetricsFile        string        // Prometheus textfile after each run
-	Jitter             time.Duration // --every: random extra delay before each snapshot
-	Listen             string        // /metrics and /healthz in --every mode
-	Every              time.Duration
-	LogFormat          string
-	LogLevel           string
-	Accounts           []string // account labels
-	AccountHeaders     []string // label:Name: value
-	SchemaContract     string   // evolve | freeze | discard-columns
-	RateLimit          string   // --rate-limit N/s ("" unlimited)
-	RateBurst          int
-	ColumnBudget       int                       // account tables: most columns per table
+	APIURL             string                    `setting:"api-url"`
+	Headers            []string                  `setting:"header"` // "Name: value"
+	Params             []string                  `setting:"param"`  // endpoint.key=value
+	Endpoints          []string                  `setting:"endpoints,split"`
+	Paths              map[string]string         // endpoint path overrides (config file)
+	Sinks              []string                  `setting:"sink,split"`
+	DataDir            string                    `setting:"data-dir"`
+	ClickHouseDSN      string                    `setting:"clickhouse-dsn"`
+	Migrate            bool                      `setting:"migrate"` // apply pending ClickHouse migrations before loading
+	Cluster            string                    `setting:"cluster"` // ClickHouse cluster name (remote_servers); empty = one server
+	Source             string                    `setting:"source"`
+	TimestampUnit      string                    `setting:"timestamp-unit"`
+	Timeout            time.Duration             `setting:"timeout"`
+	CAFile             string                    `setting:"ca-file"`
+	InsecureSkipVerify bool                      `setting:"insecure-skip-verify"`
+	Deadline           time.Duration             `setting:"deadline"`
+	MaxAttempts        int                       `setting:"max-attempts"`
+	MaxBodyBytes       int64                     `setting:"max-body-size"`
+	BatchRows          int                       `setting:"batch-rows"`
+	SummaryJSON        string                    `setting:"summary-json"`
+	MetricsFile        string                    `setting:"metrics-file"` // Prometheus textfile after each run
+	Jitter             time.Duration             `setting:"jitter"`       // --every: random extra delay before each snapshot
+	Listen             string                    `setting:"listen"`       // /metrics and /healthz in --every mode
+	Every              time.Duration             `setting:"every"`
+	LogFormat          string                    `setting:"log-format"`
+	LogLevel           string                    `setting:"log-level"`
+	Accounts           []string                  `setting:"account,split"`   // account labels
+	AccountHeaders     []string                  `setting:"account-header"`  // label:Name: value
+	SchemaContract     string                    `setting:"schema-contract"` // evolve | freeze | discard-columns
+	RateLimit          string                    `setting:"rate-limit"`      // --rate-limit N/s ("" unlimited)
+	RateBurst          int                       `setting:"rate-burst"`
+	ColumnBudget       int                       `setting:"column-budget"` // account tables: most columns per table
 	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
-	CatchUpBudget time.Duration
-	CatchUpMax    int
+	CatchUpBudget time.Duration `setting:"catch-up-budget"`
+	CatchUpMax    int           `setting:"catch-up-max"`
+	// Profiles of the process (run, replay).
+	CPUProfile string `setting:"cpuprofile"`
+	MemProfile string `setting:"memprofile"`
+	// Config is the --config file (run, config check).
+	Config string `setting:"config"`
 	// Replay builds a runner that reads the raw archive instead of the
 	// venue (no API URL, no client).
 	Replay bool
+}
+
+// defaultJob is a job with every setting at its default, for commands
+// (demo) that set a few and take the rest from the list.
+func defaultJob() *job {
+	j := &job{}
+	for _, s := range settings.For(settings.Run) {
+		if s.Default != nil {
+			settings.Set(j, s.Name, s.Default)
+		}
+	}
+	return j
 }
 
 // snapshotClock gives snapshot times (time.Now). It is the CLI's one clock

@@ -5,9 +5,6 @@ import (
 	"github.com/optlake/optlake/pipeline/infer"
 )
 
-// defaultColumnBudget is --column-budget's default.
-const defaultColumnBudget = infer.DefaultColumnBudget
-
 // validateLimits checks --rate-limit, --rate-burst, --column-budget and the
 // map rules without building anything.
 func (j *job) validateLimits() error {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/internal/settings"
 )
 
 // Exit codes (documented in README).
@@ -107,6 +109,4 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 }
 
 // envs names the OPTLAKE_* variable of a flag.
-func envs(flag string) []string {
-	return []string{"OPTLAKE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
-}
+func envs(flag string) []string { return []string{settings.EnvName(flag)} }

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
 )
@@ -20,14 +21,10 @@ func migrateCommand() *cli.Command {
 			"that record each migration (idempotent: the script also upgrades an older database).\n" +
 			"--clickhouse-dsn then only names the database, --cluster the cluster. Apply it with\n" +
 			"clickhouse-client --multiquery < schema.sql.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db (required unless --print)", EnvVars: envs("clickhouse-dsn")},
-			&cli.StringFlag{Name: "cluster", Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`", EnvVars: envs("cluster")},
+		Flags: append(settings.Flags(settings.Migrate),
 			&cli.BoolFlag{Name: "print", Usage: "print the DDL instead of running it (no connection)"},
 			&cli.StringFlag{Name: "server-version", Usage: "with --print: the ClickHouse `X.Y` to render for", Value: schema.NewestKnownVersion},
-			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
-			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: envs("log-level")},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.Bool("print") {
 				return printMigrations(c)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 )
 
@@ -15,24 +16,10 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "replay",
 		Usage: "rebuild tables from the raw archive (backfill, schema change, a sink that was down)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose raw/ archive is replayed", EnvVars: envs("data-dir")},
+		Flags: append(settings.Flags(settings.Replay),
 			&cli.StringFlag{Name: "from", Usage: "first snapshot time, inclusive (RFC 3339 or YYYY-MM-DD)", EnvVars: envs("replay-from")},
 			&cli.StringFlag{Name: "to", Usage: "end of the range, exclusive (RFC 3339 or YYYY-MM-DD)", EnvVars: envs("replay-to")},
-			&cli.StringSliceFlag{Name: "endpoints", Usage: "endpoints to replay (default: instruments)", EnvVars: envs("endpoints")},
-			&cli.StringSliceFlag{Name: "sink", Value: cli.NewStringSlice("parquet"), Usage: "parquet and/or clickhouse", EnvVars: envs("sink")},
-			&cli.StringFlag{Name: "clickhouse-dsn", Usage: "clickhouse://user:pass@host:9000/db", EnvVars: envs("clickhouse-dsn")},
-			&cli.BoolFlag{Name: "migrate", Usage: "apply pending ClickHouse migrations first", EnvVars: envs("migrate")},
-			&cli.StringFlag{Name: "cluster", Usage: "ClickHouse cluster `NAME`", EnvVars: envs("cluster")},
-			&cli.StringFlag{Name: "timestamp-unit", Value: "auto", EnvVars: envs("timestamp-unit")},
-			&cli.IntFlag{Name: "batch-rows", Value: 32768, EnvVars: envs("batch-rows")},
-			&cli.StringFlag{Name: "summary-json", Usage: "write the replay summary as JSON", EnvVars: envs("summary-json")},
-			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the replay to this file (go tool pprof)", EnvVars: envs("cpuprofile")},
-			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile at the end of the replay to this file", EnvVars: envs("memprofile")},
-			&cli.IntFlag{Name: "column-budget", Value: defaultColumnBudget, Usage: "account tables: most columns per table; further fields go to extra (as optlake run)", EnvVars: envs("column-budget")},
-			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envs("log-format")},
-			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: envs("log-level")},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			from, err := parseTimeFlag(c.String("from"))
 			if err != nil {
@@ -42,14 +29,15 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return usagef("--to: %v", err)
 			}
-			j := &job{Replay: true, DataDir: c.String("data-dir"), Endpoints: splitList(c.StringSlice("endpoints")),
-				Sinks: c.StringSlice("sink"), ClickHouseDSN: c.String("clickhouse-dsn"), Migrate: c.Bool("migrate"), Cluster: c.String("cluster"),
-				TimestampUnit: c.String("timestamp-unit"), BatchRows: c.Int("batch-rows"), ColumnBudget: c.Int("column-budget"),
-				LogFormat: c.String("log-format"), LogLevel: c.String("log-level")}
+			j, err := readJob(c)
+			if err != nil {
+				return err
+			}
+			j.Replay = true
 			if j.DataDir, err = openDataDir(j.DataDir, true); err != nil {
 				return err
 			}
-			stopProfile, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+			stopProfile, err := startProfiles(j.CPUProfile, j.MemProfile)
 			if err != nil {
 				return err
 			}
@@ -70,7 +58,7 @@ func replayCommand() *cli.Command {
 			for _, p := range res.Problems {
 				fmt.Fprintln(out, "  skipped "+b.redactor.String(p))
 			}
-			if sj := c.String("summary-json"); sj != "" {
+			if sj := j.SummaryJSON; sj != "" {
 				if err := writeJSON(sj, res, b.redactor); err != nil {
 					return fmt.Errorf("write summary: %w", err)
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
 )
@@ -11,9 +12,7 @@ func schemaCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schema",
 		Usage: "print the tables: the fixed ones and those inferred from account payloads, with columns, types and when each column first appeared",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory (inferred schemas live in DIR/_schema)", EnvVars: envs("data-dir")},
-		},
+		Flags: settings.Flags(settings.Schema),
 		Action: func(c *cli.Context) error {
 			w := c.App.Writer
 			for _, t := range schema.Tables() {

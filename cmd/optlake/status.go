@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/ledger"
 )
 
@@ -19,7 +20,7 @@ func statusCommand() *cli.Command {
 		Name:  "status",
 		Usage: "per sink, the snapshots still pending in the load ledger (count, oldest, last error) and those that failed",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose ledger is read", EnvVars: envs("data-dir")},
+			settings.Flag(settings.Status, "data-dir"),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
 		},
 		Action: func(c *cli.Context) error {

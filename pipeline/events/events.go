@@ -103,6 +103,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/optlake/optlake/schema"
 )
 
 // Kind is the kind of an event. The order of the constants is the order of
@@ -151,7 +152,7 @@ type Meta struct {
 
 // Options tune a Differ.
 type Options struct {
-	// BatchRows bounds the rows of one emitted record (default 32768).
+	// BatchRows bounds the rows of one emitted record (default schema.DefaultBatchRows).
 	BatchRows int
 	// Mem allocates the emitted records (default memory.DefaultAllocator).
 	Mem memory.Allocator
@@ -169,7 +170,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.BatchRows <= 0 {
-		o.BatchRows = 32768
+		o.BatchRows = schema.DefaultBatchRows
 	}
 	if o.Mem == nil {
 		o.Mem = memory.DefaultAllocator

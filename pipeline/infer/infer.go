@@ -253,7 +253,7 @@ type Options struct {
 	// exist yet is always created from its first body, whatever the mode:
 	// the contract applies to tables that existed before the Decode.
 	Mode Mode
-	// BatchRows bounds the rows of one emitted record (default 32768).
+	// BatchRows bounds the rows of one emitted record (default schema.DefaultBatchRows).
 	BatchRows int
 	// Mem allocates Arrow buffers (default Go allocator).
 	Mem memory.Allocator
@@ -267,7 +267,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.BatchRows <= 0 {
-		o.BatchRows = 32768
+		o.BatchRows = schema.DefaultBatchRows
 	}
 	if o.Mem == nil {
 		o.Mem = memory.DefaultAllocator

@@ -31,7 +31,7 @@ type Meta struct {
 
 // Options tune a decode.
 type Options struct {
-	// BatchRows bounds the rows of one emitted record (default 32768).
+	// BatchRows bounds the rows of one emitted record (default schema.DefaultBatchRows).
 	BatchRows int
 	// TimestampUnit of creation_timestamp/expiration_timestamp (default auto).
 	TimestampUnit TimeUnit
@@ -43,7 +43,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.BatchRows <= 0 {
-		o.BatchRows = 32768
+		o.BatchRows = schema.DefaultBatchRows
 	}
 	if o.Mem == nil {
 		o.Mem = memory.DefaultAllocator

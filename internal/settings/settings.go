@@ -1,0 +1,257 @@
+// Package settings is the one list of optlake's settings. From it derive
+// the command-line flags (urfave/cli), the OPTLAKE_* environment variables,
+// the keys of the --config YAML file and the effective configuration that
+// `optlake config check` prints. Adding a setting is one entry in list (and,
+// to consume it, one tagged field in the command's configuration struct; see
+// Decode).
+package settings
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/schema"
+)
+
+// Kind is how a setting takes its value.
+type Kind int
+
+const (
+	String   Kind = iota
+	List          // repeatable flag; a YAML list in the config file
+	Bool          // no value on the command line
+	Int           // Go int
+	Int64         // Go int64
+	Duration      // time.Duration ("5m")
+)
+
+func (k Kind) String() string {
+	return [...]string{"string", "list", "bool", "int", "int64", "duration"}[k]
+}
+
+// Command names a command that takes settings of the list.
+const (
+	Run     = "run" // also `config check`, which validates what run would do
+	Replay  = "replay"
+	Demo    = "demo"
+	Migrate = "migrate"
+	Status  = "status"
+	Schema  = "schema"
+	History = "history"
+)
+
+// DefaultBatchRows is the rows per Arrow record batch (--batch-rows).
+const DefaultBatchRows = schema.DefaultBatchRows
+
+// Setting is one setting: a flag --Name, the variable Env(), and (unless
+// NotInFile) the key Name of the config file.
+type Setting struct {
+	Name    string
+	Kind    Kind
+	Default any // string, []string, bool, int, int64 or time.Duration by Kind; nil is the zero value
+	Usage   string
+	// Secret: the value holds credentials. config check shows it redacted;
+	// a flag value may be a reference (${VAR}, @file, see internal/secret).
+	Secret bool
+	// NotInFile: not a key of the config file (--config itself).
+	NotInFile bool
+	// Shown is the key under which config check prints the setting, when
+	// not Name; "-" when a structured key shows it (headers, accounts).
+	Shown string
+	// Commands that take the setting (Run includes `config check`).
+	Commands []string
+	// Per command: another usage text or default.
+	Overrides map[string]Override
+}
+
+// Override changes a setting for one command.
+type Override struct {
+	Usage   string
+	Default any
+}
+
+// Env is the environment variable that sets s: OPTLAKE_ and the name in
+// upper case with "_" for "-".
+func (s Setting) Env() string { return EnvName(s.Name) }
+
+// EnvName is the OPTLAKE_* variable of a setting name.
+func EnvName(name string) string {
+	return "OPTLAKE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Takes reports whether command takes s.
+func (s Setting) Takes(command string) bool {
+	for _, c := range s.Commands {
+		if c == command {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	runOnly   = []string{Run}
+	runReplay = []string{Run, Replay}
+	dataDirs  = []string{Run, Replay, Demo, Status, Schema, History}
+	logs      = []string{Run, Replay, Demo, Migrate}
+)
+
+// list is every setting, in the order `--help` and config check show them.
+var list = []Setting{
+	{Name: "config", Kind: String, NotInFile: true, Usage: "YAML file with any of these flags as keys", Commands: runOnly},
+	{Name: "api-url", Kind: String, Usage: "venue base URL, e.g. https://api.venue.example", Commands: runOnly},
+	{Name: "header", Kind: List, Secret: true, Shown: "-", Usage: "`'Name: value'` sent with every request (repeatable; values are secrets, never logged; a value may be ${ENV} or @file)", Commands: runOnly},
+	{Name: "param", Kind: List, Shown: "params", Usage: "`endpoint.key=value` query parameter (repeatable; a comma list fans out into one request per value)", Commands: runOnly},
+	{Name: "endpoints", Kind: List, Usage: "endpoints to snapshot (default: every endpoint that needs no parameter)", Commands: runReplay,
+		Overrides: map[string]Override{Replay: {Usage: "endpoints to replay (default: instruments)"}}},
+	{Name: "account", Kind: List, Shown: "-", Usage: "account `LABEL` snapshotted by the account endpoints (repeatable; default one account, \"default\")", Commands: runOnly},
+	{Name: "account-header", Kind: List, Secret: true, Shown: "-", Usage: "`'label:Name: value'` header of one account (repeatable; value may be ${ENV} or @file)", Commands: runOnly},
+	{Name: "schema-contract", Kind: String, Default: "evolve", Usage: "account tables: evolve (new fields become columns), freeze (new fields fail the endpoint) or discard-columns", Commands: runOnly},
+	{Name: "sink", Kind: List, Default: []string{"parquet"}, Usage: "parquet and/or clickhouse (repeatable)", Commands: runReplay},
+	{Name: "data-dir", Kind: String, Default: "./data", Usage: "Parquet lake and raw archive", Commands: dataDirs,
+		Overrides: map[string]Override{
+			Replay:  {Usage: "the data directory whose raw/ archive is replayed"},
+			Demo:    {Usage: "where the lake goes"},
+			Status:  {Usage: "the data directory whose ledger is read"},
+			Schema:  {Usage: "the data directory (inferred schemas live in DIR/_schema)"},
+			History: {Usage: "read the Parquet lake in this directory"},
+		}},
+	{Name: "clickhouse-dsn", Kind: String, Secret: true, Usage: "clickhouse://user:pass@host:9000/db (may be ${ENV} or @file)", Commands: []string{Run, Replay, Migrate, History},
+		Overrides: map[string]Override{
+			Migrate: {Usage: "clickhouse://user:pass@host:9000/db (required unless --print)"},
+			History: {Usage: "read from ClickHouse instead of the lake"},
+		}},
+	{Name: "cluster", Kind: String, Usage: "ClickHouse cluster `NAME`: Replicated tables per shard behind Distributed ones (see README, Running on a cluster)", Commands: []string{Run, Replay, Migrate},
+		Overrides: map[string]Override{Migrate: {Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`"}}},
+	{Name: "migrate", Kind: Bool, Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", Commands: runReplay},
+	{Name: "source", Kind: String, Usage: "venue name stored in every row (default: the API URL's host)", Commands: runOnly},
+	{Name: "timestamp-unit", Kind: String, Default: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", Commands: runReplay},
+	{Name: "timeout", Kind: Duration, Default: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", Commands: runOnly},
+	{Name: "deadline", Kind: Duration, Default: 30 * time.Minute, Usage: "overall limit of one snapshot (0 = none)", Commands: runOnly},
+	{Name: "ca-file", Kind: String, Usage: "PEM certificates to trust besides the system roots (a venue behind a private CA)", Commands: runOnly},
+	{Name: "insecure-skip-verify", Kind: Bool, Usage: "turn TLS certificate verification off (tests only; logged loudly)", Commands: runOnly},
+	{Name: "max-attempts", Kind: Int, Default: 5, Usage: "attempts per request (network errors, 429, 5xx)", Commands: runOnly},
+	{Name: "max-body-size", Kind: Int64, Default: int64(4 << 30), Usage: "largest response body accepted, bytes", Commands: runOnly},
+	{Name: "rate-limit", Kind: String, Usage: "at most `N/s` requests (or N/m, N/h) for the whole run: every endpoint, account, parameter and retry (default unlimited)", Commands: runOnly},
+	{Name: "rate-burst", Kind: Int, Default: 1, Usage: "with --rate-limit: requests allowed at once before the rate applies", Commands: runOnly},
+	{Name: "column-budget", Kind: Int, Default: infer.DefaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", Commands: runReplay},
+	{Name: "batch-rows", Kind: Int, Default: DefaultBatchRows, Usage: "rows per Arrow record batch", Commands: runReplay},
+	{Name: "summary-json", Kind: String, Usage: "write the run summary as JSON to this file", Commands: runReplay,
+		Overrides: map[string]Override{Replay: {Usage: "write the replay summary as JSON"}}},
+	{Name: "every", Kind: Duration, Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", Commands: runOnly},
+	{Name: "jitter", Kind: Duration, Usage: "with --every: wait a random extra delay up to this long before each snapshot (spreads many jobs)", Commands: runOnly},
+	{Name: "cpuprofile", Kind: String, Usage: "write a CPU profile to this file (go tool pprof)", Commands: runReplay},
+	{Name: "memprofile", Kind: String, Usage: "write a heap profile at the end to this file", Commands: runReplay},
+	{Name: "metrics-file", Kind: String, Usage: "after each run, write Prometheus metrics to this file (node_exporter textfile collector); counters carry on across runs", Commands: runOnly},
+	{Name: "listen", Kind: String, Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", Commands: runOnly},
+	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
+	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
+	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: logs},
+	{Name: "log-level", Kind: String, Default: "info", Usage: "debug, info, warn, error", Commands: logs,
+		Overrides: map[string]Override{Demo: {Default: "warn"}, Migrate: {Default: "warn"}}},
+}
+
+// All returns every setting, in order.
+func All() []Setting { return append([]Setting(nil), list...) }
+
+// For returns the settings command takes, in order, with the command's
+// overrides applied.
+func For(command string) []Setting {
+	var out []Setting
+	for _, s := range list {
+		if !s.Takes(command) {
+			continue
+		}
+		if o, ok := s.Overrides[command]; ok {
+			if o.Usage != "" {
+				s.Usage = o.Usage
+			}
+			if o.Default != nil {
+				s.Default = o.Default
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Lookup returns the setting called name.
+func Lookup(name string) (Setting, bool) {
+	for _, s := range list {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// Flags returns the urfave/cli flags of command.
+func Flags(command string) []cli.Flag {
+	ss := For(command)
+	out := make([]cli.Flag, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, s.Flag())
+	}
+	return out
+}
+
+// Flag is s as a urfave/cli flag reading s.Env().
+func (s Setting) Flag() cli.Flag {
+	env := []string{s.Env()}
+	switch s.Kind {
+	case String:
+		d, _ := s.Default.(string)
+		return &cli.StringFlag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	case List:
+		f := &cli.StringSliceFlag{Name: s.Name, Usage: s.Usage, EnvVars: env}
+		if d, _ := s.Default.([]string); len(d) > 0 {
+			f.Value = cli.NewStringSlice(d...) // a fresh slice per flag: cli appends to it
+		}
+		return f
+	case Bool:
+		d, _ := s.Default.(bool)
+		return &cli.BoolFlag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	case Int:
+		d, _ := s.Default.(int)
+		return &cli.IntFlag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	case Int64:
+		d, _ := s.Default.(int64)
+		return &cli.Int64Flag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	case Duration:
+		d, _ := s.Default.(time.Duration)
+		return &cli.DurationFlag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	}
+	panic(fmt.Sprintf("settings: %s has unknown kind %d", s.Name, s.Kind))
+}
+
+// Value reads s's value from a parsed command line (flag, environment, or
+// what the config file set through c.Set), typed by Kind.
+func (s Setting) Value(c *cli.Context) any {
+	switch s.Kind {
+	case List:
+		return c.StringSlice(s.Name)
+	case Bool:
+		return c.Bool(s.Name)
+	case Int:
+		return c.Int(s.Name)
+	case Int64:
+		return c.Int64(s.Name)
+	case Duration:
+		return c.Duration(s.Name)
+	}
+	return c.String(s.Name)
+}
+
+// Flag is the flag of the setting name as command takes it.
+func Flag(command, name string) cli.Flag {
+	for _, s := range For(command) {
+		if s.Name == name {
+			return s.Flag()
+		}
+	}
+	panic(fmt.Sprintf("settings: %s takes no setting %q", command, name))
+}
