@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+
+	"golang.org/x/time/rate"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,11 +30,11 @@ func configCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				red, err := j.validate()
+				v, err := j.validate()
 				if err != nil {
 					return err
 				}
-				if err := printEffective(c.App.Writer, j, red); err != nil {
+				if err := printEffective(c.App.Writer, j, v.red); err != nil {
 					return err
 				}
 				fmt.Fprintln(c.App.ErrWriter, "configuration ok")
@@ -40,52 +44,83 @@ func configCommand() *cli.Command {
 	}
 }
 
+// validJob is a job that validate checked, with what it parsed: build
+// consumes it and parses nothing again.
+type validJob struct {
+	*job
+	red       *redact.Redactor
+	headers   http.Header
+	accounts  []pipeline.Account
+	source    string // --source, or the API URL's host
+	unit      transform.TimeUnit
+	endpoints []pipeline.Endpoint
+	params    map[string]url.Values
+	mode      infer.Mode
+	rate      rate.Limit
+	sinks     []string // names, split and without repeats
+}
+
 // validate checks everything that can be checked without touching the
-// network or the disk, and returns the redactor of the job's secrets.
-func (j *job) validate() (*redact.Redactor, error) {
-	_, secrets, err := parseHeaders(j.Headers)
+// network or the disk, and returns the job with its parsed settings and the
+// redactor of its secrets.
+func (j *job) validate() (*validJob, error) {
+	v := &validJob{job: j, source: j.Source}
+	headers, secrets, err := parseHeaders(j.Headers)
 	if err != nil {
 		return nil, err
 	}
-	_, accSecrets, err := parseAccounts(j.Accounts, j.AccountHeaders)
+	accounts, accSecrets, err := parseAccounts(j.Accounts, j.AccountHeaders)
 	if err != nil {
 		return nil, err
 	}
+	v.headers, v.accounts = headers, accounts
 	red := redact.New(append(secrets, accSecrets...)...)
 	red.Add(dsnPassword(j.ClickHouseDSN))
+	v.red = red
+	if _, err := newLogger(io.Discard, j.LogFormat, j.LogLevel, red); err != nil {
+		return nil, err
+	}
 	if !j.Replay {
 		if j.APIURL == "" {
 			return nil, usagef("--api-url is required (or OPTLAKE_API_URL)")
 		}
-		if u, err := url.Parse(j.APIURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		u, err := url.Parse(j.APIURL)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, usagef("--api-url %q: want http(s)://host[:port]", red.String(j.APIURL))
 		}
+		if v.source == "" {
+			v.source = u.Hostname()
+		}
 	}
-	if _, err := transform.ParseTimeUnit(j.TimestampUnit); err != nil {
+	if v.unit, err = transform.ParseTimeUnit(j.TimestampUnit); err != nil {
 		return nil, usagef("--timestamp-unit: %v", err)
 	}
-	if _, err := pipeline.SelectEndpoints(j.Endpoints, j.Paths); err != nil {
+	if v.endpoints, err = pipeline.SelectEndpoints(j.Endpoints, j.Paths); err != nil {
 		return nil, usageError{err}
 	}
-	params, err := pipeline.ParseParams(j.Params)
-	if err != nil {
+	if v.params, err = pipeline.ParseParams(j.Params); err != nil {
 		return nil, usageError{err}
 	}
-	for ep := range params {
+	for ep := range v.params {
 		if _, err := pipeline.SelectEndpoints([]string{ep}, nil); err != nil {
 			return nil, usagef("--param: %v", err)
 		}
 	}
-	if _, err := infer.ParseMode(j.SchemaContract); err != nil {
+	if v.mode, err = infer.ParseMode(j.SchemaContract); err != nil {
 		return nil, usagef("--schema-contract: %v", err)
 	}
-	if err := j.validateLimits(); err != nil {
+	if v.rate, err = j.validateLimits(); err != nil {
 		return nil, err
 	}
 	if _, err := openDataDir(j.DataDir, false); err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{}
 	for _, s := range splitList(j.Sinks) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
 		switch s {
 		case "parquet":
 		case "clickhouse":
@@ -95,6 +130,7 @@ func (j *job) validate() (*redact.Redactor, error) {
 		default:
 			return nil, usagef("--sink %q: want parquet or clickhouse", s)
 		}
+		v.sinks = append(v.sinks, s)
 	}
 	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
 		return nil, usagef("durations must not be negative")
@@ -102,5 +138,5 @@ func (j *job) validate() (*redact.Redactor, error) {
 	if j.BatchRows <= 0 || (!j.Replay && (j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0)) {
 		return nil, usagef("--batch-rows, --max-attempts and --max-body-size must be positive")
 	}
-	return red, nil
+	return v, nil
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/ledger"
-	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/sinks/parquet"
@@ -223,64 +222,25 @@ func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Log
 	return slog.New(r.Handler(h)), nil
 }
 
-// build validates the job and wires extract, archive, sinks and runner.
+// build validates the job and wires extract, archive, sinks and runner
+// from the validated settings.
 func (j *job) build(stderr io.Writer) (*built, error) {
-	if _, err := j.validate(); err != nil {
-		return nil, err
-	}
-	headers, secrets, err := parseHeaders(j.Headers)
+	v, err := j.validate()
 	if err != nil {
 		return nil, err
 	}
-	accounts, accSecrets, err := parseAccounts(j.Accounts, j.AccountHeaders)
-	if err != nil {
-		return nil, err
-	}
-	red := redact.New(append(secrets, accSecrets...)...)
-	red.Add(dsnPassword(j.ClickHouseDSN))
+	red := v.red
 	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
 	if err != nil {
 		return nil, err
 	}
-	source := j.Source
-	if !j.Replay {
-		if j.APIURL == "" {
-			return nil, usagef("--api-url is required (or OPTLAKE_API_URL)")
-		}
-		u, err := url.Parse(j.APIURL)
-		if err != nil || u.Host == "" {
-			return nil, usagef("--api-url %q: want scheme://host[:port]", red.String(j.APIURL))
-		}
-		if source == "" {
-			source = u.Hostname()
-		}
-	}
-	unit, err := transform.ParseTimeUnit(j.TimestampUnit)
-	if err != nil {
-		return nil, usagef("--timestamp-unit: %v", err)
-	}
-	eps, err := pipeline.SelectEndpoints(j.Endpoints, j.Paths)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	params, err := pipeline.ParseParams(j.Params)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	for ep := range params {
-		if _, err := pipeline.SelectEndpoints([]string{ep}, nil); err != nil {
-			return nil, usagef("--param: %v", err)
-		}
-	}
 	var client pipeline.Fetcher
 	if !j.Replay {
 		opt := extract.Options{
-			BaseURL: j.APIURL, Headers: headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
+			BaseURL: j.APIURL, Headers: v.headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
 			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
 			CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
-		}
-		if err := j.rateLimit(&opt); err != nil {
-			return nil, err
+			RateLimit: v.rate, RateBurst: j.RateBurst, // burst 0: the client's default, 1
 		}
 		c, err := extract.New(opt)
 		if err != nil {
@@ -289,55 +249,46 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 		client = c
 	}
 	var ss []sinks.Sink
-	seen := map[string]bool{}
-	for _, name := range j.Sinks {
-		for _, name := range strings.Split(name, ",") {
-			name = strings.TrimSpace(name)
-			if name == "" || seen[name] {
-				continue
+	for _, name := range v.sinks {
+		switch name {
+		case "parquet":
+			s, err := parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
+			if err != nil {
+				closeSinks(ss)
+				return nil, err
 			}
-			seen[name] = true
-			switch name {
-			case "parquet":
-				s, err := parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
-				if err != nil {
-					return nil, err
-				}
-				ss = append(ss, s)
-			case "clickhouse":
-				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
-				if err != nil {
-					return nil, usageError{err}
-				}
-				ss = append(ss, s)
-			default:
-				return nil, usagef("--sink %q: want parquet or clickhouse", name)
+			ss = append(ss, s)
+		case "clickhouse":
+			s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
+			if err != nil {
+				closeSinks(ss)
+				return nil, usageError{err}
 			}
+			ss = append(ss, s)
 		}
 	}
-	mode, err := infer.ParseMode(j.SchemaContract)
-	if err != nil {
-		return nil, usagef("--schema-contract: %v", err)
-	}
 	var schemas *infer.Registry
-	for _, ep := range eps {
+	for _, ep := range v.endpoints {
 		if ep.Kind == pipeline.KindAccount {
 			if schemas, err = infer.LoadRegistry(j.DataDir); err != nil {
+				closeSinks(ss)
 				return nil, err
 			}
 			if err := j.setInferPolicy(schemas); err != nil {
+				closeSinks(ss)
 				return nil, err
 			}
 			break
 		}
 	}
 	runner, err := pipeline.New(pipeline.Config{
-		Accounts: accounts, Schemas: schemas, SchemaMode: mode,
-		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: eps, Params: params,
-		Source: source, StateDir: j.DataDir, TimestampUnit: unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
+		Accounts: v.accounts, Schemas: schemas, SchemaMode: v.mode,
+		Client: client, Archive: archive.New(j.DataDir), Sinks: ss, Endpoints: v.endpoints, Params: v.params,
+		Source: v.source, StateDir: j.DataDir, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
 		Ledger: ledger.Open(j.DataDir), Now: func() time.Time { return snapshotClock() },
 	})
 	if err != nil {
+		closeSinks(ss)
 		return nil, usageError{err}
 	}
 	m := metrics.New()
@@ -459,6 +410,13 @@ func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
 func (b *built) close(ctx context.Context) {
 	for _, s := range b.sinks {
 		s.Close(ctx)
+	}
+}
+
+// closeSinks closes the sinks opened before a later one failed.
+func closeSinks(ss []sinks.Sink) {
+	for _, s := range ss {
+		s.Close(context.Background())
 	}
 }
 

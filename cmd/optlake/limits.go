@@ -1,20 +1,27 @@
 package main
 
 import (
+	"golang.org/x/time/rate"
+
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
 )
 
 // validateLimits checks --rate-limit, --rate-burst, --column-budget and the
 // map rules without building anything.
-func (j *job) validateLimits() error {
-	if err := j.rateLimit(&extract.Options{}); err != nil {
-		return err
+// It returns the parsed rate limit.
+func (j *job) validateLimits() (rate.Limit, error) {
+	l, err := extract.ParseRate(j.RateLimit)
+	if err != nil {
+		return 0, usagef("--rate-limit: %v", err)
+	}
+	if j.RateBurst < 0 {
+		return 0, usagef("--rate-burst %d: want at least 1", j.RateBurst)
 	}
 	if err := j.policy().Validate(); err != nil {
-		return usagef("--column-budget / endpoints.*.maps: %v", err)
+		return 0, usagef("--column-budget / endpoints.*.maps: %v", err)
 	}
-	return nil
+	return l, nil
 }
 
 func (j *job) policy() infer.Policy {
@@ -27,18 +34,5 @@ func (j *job) setInferPolicy(reg *infer.Registry) error {
 	if err := reg.SetPolicy(j.policy()); err != nil {
 		return usagef("--column-budget / endpoints.*.maps: %v", err)
 	}
-	return nil
-}
-
-// rateLimit parses --rate-limit and --rate-burst into the client's options.
-func (j *job) rateLimit(o *extract.Options) error {
-	l, err := extract.ParseRate(j.RateLimit)
-	if err != nil {
-		return usagef("--rate-limit: %v", err)
-	}
-	if j.RateBurst < 0 {
-		return usagef("--rate-burst %d: want at least 1", j.RateBurst)
-	}
-	o.RateLimit, o.RateBurst = l, j.RateBurst // 0: the client's default, 1
 	return nil
 }
