@@ -14,7 +14,6 @@ import (
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/transform"
-	"github.com/optlake/optlake/sinks/clickhouse"
 )
 
 func configCommand() *cli.Command {
@@ -115,22 +114,8 @@ func (j *job) validate() (*validJob, error) {
 	if _, err := openDataDir(j.DataDir, false); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, s := range splitList(j.Sinks) {
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		switch s {
-		case "parquet":
-		case "clickhouse":
-			if _, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Redactor: red}); err != nil {
-				return nil, usageError{err}
-			}
-		default:
-			return nil, usagef("--sink %q: want parquet or clickhouse", s)
-		}
-		v.sinks = append(v.sinks, s)
+	if v.sinks, err = checkSinks(j, red); err != nil {
+		return nil, err
 	}
 	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
 		return nil, usagef("durations must not be negative")

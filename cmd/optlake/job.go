@@ -31,8 +31,6 @@ import (
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/sinks"
-	"github.com/optlake/optlake/sinks/clickhouse"
-	"github.com/optlake/optlake/sinks/parquet"
 )
 
 // job is the configuration of `optlake run` (and of each demo snapshot,
@@ -248,24 +246,9 @@ func (j *job) build(stderr io.Writer) (*built, error) {
 		}
 		client = c
 	}
-	var ss []sinks.Sink
-	for _, name := range v.sinks {
-		switch name {
-		case "parquet":
-			s, err := parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
-			if err != nil {
-				closeSinks(ss)
-				return nil, err
-			}
-			ss = append(ss, s)
-		case "clickhouse":
-			s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
-			if err != nil {
-				closeSinks(ss)
-				return nil, usageError{err}
-			}
-			ss = append(ss, s)
-		}
+	ss, err := openSinks(v.sinks, j, log, red)
+	if err != nil {
+		return nil, err
 	}
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/clickhouse"
+	"github.com/optlake/optlake/sinks/parquet"
+)
+
+// sinkKind is how the CLI checks and opens one kind of sink.
+type sinkKind struct {
+	// check validates the job's settings for the sink without touching
+	// the disk or the network (validate, config check).
+	check func(j *job, red *redact.Redactor) error
+	// open builds the sink (build).
+	open func(j *job, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error)
+}
+
+// sinkKinds is the one sink factory: --sink NAME picks an entry. A new sink
+// is one entry here.
+func sinkKinds() map[string]sinkKind {
+	return map[string]sinkKind{
+		"parquet": {
+			check: func(*job, *redact.Redactor) error { return nil },
+			open: func(j *job, log *slog.Logger, _ *redact.Redactor) (sinks.Sink, error) {
+				return parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
+			},
+		},
+		"clickhouse": {
+			check: func(j *job, red *redact.Redactor) error {
+				_, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Redactor: red}) // does not connect
+				return usageErr(err)
+			},
+			open: func(j *job, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
+				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
+				if err != nil {
+					return nil, usageError{err}
+				}
+				return s, nil
+			},
+		},
+	}
+}
+
+// checkSinks validates --sink (comma lists split, repeats dropped) and each
+// sink's settings; it returns the sink names in order.
+func checkSinks(j *job, red *redact.Redactor) ([]string, error) {
+	kinds := sinkKinds()
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range splitList(j.Sinks) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		k, ok := kinds[s]
+		if !ok {
+			known := make([]string, 0, len(kinds))
+			for n := range kinds {
+				known = append(known, n)
+			}
+			sort.Strings(known)
+			return nil, usagef("--sink %q: want %s", s, strings.Join(known, " or "))
+		}
+		if err := k.check(j, red); err != nil {
+			return nil, err
+		}
+		names = append(names, s)
+	}
+	return names, nil
+}
+
+// openSinks opens the named (checked) sinks; on an error it closes those
+// already open.
+func openSinks(names []string, j *job, log *slog.Logger, red *redact.Redactor) ([]sinks.Sink, error) {
+	kinds := sinkKinds()
+	var ss []sinks.Sink
+	for _, n := range names {
+		s, err := kinds[n].open(j, log, red)
+		if err != nil {
+			closeSinks(ss)
+			return nil, err
+		}
+		ss = append(ss, s)
+	}
+	return ss, nil
+}
+
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
