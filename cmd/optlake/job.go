@@ -7,23 +7,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/metrics"
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/schedule"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
@@ -422,73 +419,19 @@ func writeJSON(path string, v any, r *redact.Redactor) error {
 	return os.Rename(tmp, path)
 }
 
-// loop runs snapshots every interval, aligned to the wall clock (a 5m
-// interval snapshots at :00, :05, ...), until ctx is cancelled. A snapshot
-// in flight when the signal arrives is finished first.
-//
-// The first SIGINT/SIGTERM (ctx cancelled) lets the snapshot in flight finish
-// and flush, then returns nil; a second one aborts it.
+// loop runs snapshots every --every, aligned to the wall clock, until ctx
+// is cancelled (internal/schedule): the first SIGINT/SIGTERM lets the
+// snapshot in flight finish and flush, then returns nil; a second one
+// aborts it.
 func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
-	// Count signals ourselves: the first one cancels ctx (main's
-	// NotifyContext) and lets the snapshot finish; the second aborts it.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var mu sync.Mutex
-	abort := context.CancelFunc(func() {})
-	aborted := false
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-				n++
-				if n >= 2 {
-					mu.Lock()
-					aborted = true
-					abort()
-					mu.Unlock()
-					b.log.Warn("second signal: aborting the snapshot in flight")
-				}
-			}
-		}
-	}()
-	for {
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		mu.Lock()
-		abort = cancel
-		stop := aborted
-		mu.Unlock()
-		if stop {
-			cancel()
-			return codedError{exitFailure, errors.New("aborted by a second signal")}
-		}
-		_, err := b.once(sctx, j, stdout)
-		cancel()
-		if err != nil {
-			b.log.Error("snapshot failed", "err", err)
-		}
-		mu.Lock()
-		stop = aborted
-		mu.Unlock()
-		if stop {
-			return codedError{exitFailure, errors.New("aborted by a second signal")}
-		}
-		next := time.Now().Truncate(j.Every).Add(j.Every)
-		if j.Jitter > 0 {
-			next = next.Add(time.Duration(rand.Int64N(int64(j.Jitter))))
-		}
-		select {
-		case <-ctx.Done():
-			b.log.Info("stopping: signal received, last snapshot finished")
-			return nil
-		case <-time.After(time.Until(next)):
-		}
+	err := schedule.Run(ctx, schedule.Options{Every: j.Every, Jitter: j.Jitter, Logger: b.log}, func(ctx context.Context) error {
+		_, err := b.once(ctx, j, stdout)
+		return err
+	})
+	if errors.Is(err, schedule.ErrAborted) {
+		return codedError{exitFailure, err}
 	}
+	return err
 }
 
 // dsnPassword returns the password of a DSN, to redact it.
