@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/infer"
 )
@@ -121,9 +122,9 @@ func loadConfig(path string) (*fileConfig, error) {
 		}
 		name := key
 		fromFile := false
-		if strings.HasSuffix(key, "-file") || strings.HasSuffix(key, "_file") {
-			if _, ok := known[key]; !ok {
-				name, fromFile = key[:len(key)-5], true
+		if _, ok := known[key]; !ok {
+			if base, ok := secret.FileKey(key); ok {
+				name, fromFile = base, true
 			}
 		}
 		f, ok := known[name]
@@ -135,15 +136,13 @@ func loadConfig(path string) (*fileConfig, error) {
 			return nil, fail(v, "%s: %v", key, err)
 		}
 		for j, s := range vals {
-			if vals[j], err = expand(s); err != nil {
+			if vals[j], err = secret.Expand(s); err != nil {
 				return nil, fail(v, "%s: %v", key, err)
 			}
 			if fromFile {
-				b, err := os.ReadFile(vals[j])
-				if err != nil {
+				if vals[j], err = secret.ReadFile(vals[j]); err != nil {
 					return nil, fail(v, "%s: %v", key, err)
 				}
-				vals[j] = strings.TrimRight(string(b), "\r\n")
 			}
 		}
 		if f.Kind != settings.List && len(vals) != 1 {
@@ -173,23 +172,6 @@ func scalars(v *yaml.Node) ([]string, error) {
 	return nil, errors.New("want a value or a list of values")
 }
 
-// expand replaces ${VAR} with the environment variable; an unset one is an
-// error (a missing secret should not become an empty header).
-func expand(s string) (string, error) {
-	var missing []string
-	out := os.Expand(s, func(name string) string {
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			missing = append(missing, name)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
-	}
-	return out, nil
-}
-
 type failFunc func(n *yaml.Node, format string, args ...any) error
 
 // headerList reads [{name, value | value_file}] into "Name: value" specs.
@@ -206,7 +188,7 @@ func (fc *fileConfig) headerList(v *yaml.Node, fail failFunc) ([]string, error) 
 		var have bool
 		for i := 0; i+1 < len(h.Content); i += 2 {
 			k, val := h.Content[i], h.Content[i+1]
-			s, err := expand(val.Value)
+			s, err := secret.Expand(val.Value)
 			if err != nil {
 				return nil, fail(val, "headers: %v", err)
 			}
@@ -216,11 +198,10 @@ func (fc *fileConfig) headerList(v *yaml.Node, fail failFunc) ([]string, error) 
 			case "value":
 				value, have = s, true
 			case "value_file", "value-file":
-				b, err := os.ReadFile(s)
-				if err != nil {
+				if value, err = secret.ReadFile(s); err != nil {
 					return nil, fail(val, "headers: %v", err)
 				}
-				value, have = strings.TrimRight(string(b), "\r\n"), true
+				have = true
 			default:
 				return nil, fail(k, "headers: unknown key %q (want name, value, value_file)", k.Value)
 			}
@@ -262,7 +243,7 @@ func (fc *fileConfig) endpoints(v *yaml.Node, fail failFunc) error {
 					if err != nil {
 						return fail(ev.Content[p+1], "endpoints.%s.params.%s: %v", k.Value, ev.Content[p].Value, err)
 					}
-					s, err := expand(strings.Join(vals, ","))
+					s, err := secret.Expand(strings.Join(vals, ","))
 					if err != nil {
 						return fail(ev.Content[p+1], "endpoints.%s.params: %v", k.Value, err)
 					}

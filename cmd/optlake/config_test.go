@@ -151,3 +151,35 @@ func TestConfigJobTakesEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A secret setting may be a reference (${VAR} or @file) on the command line
+// or in the environment; config check shows it redacted.
+func TestConfigSecretReferences(t *testing.T) {
+	dsnFile := filepath.Join(t.TempDir(), "dsn")
+	os.WriteFile(dsnFile, []byte("clickhouse://u:ref-secret-4711@chfile:9000/db\n"), 0o600)
+	t.Setenv("OPTLAKE_TEST_DSN", "clickhouse://u:env-secret-4712@chenv:9000/db")
+	t.Setenv("OPTLAKE_TEST_HDR", "hdr-secret-4713")
+	for _, tc := range []struct {
+		name, dsn, want, secret string
+	}{
+		{"file", "@" + dsnFile, "chfile:9000", "ref-secret-4711"},
+		{"env", "${OPTLAKE_TEST_DSN}", "chenv:9000", "env-secret-4712"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := optlake(t, "config", "check", "--api-url", "https://v.example", "--sink", "clickhouse",
+				"--clickhouse-dsn", tc.dsn, "--header", "X-Key: ${OPTLAKE_TEST_HDR}")
+			if res.code != 0 || !strings.Contains(res.stdout, tc.want) || !strings.Contains(res.stdout, "value: '[REDACTED]'") {
+				t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+			}
+			for _, s := range []string{tc.secret, "hdr-secret-4713"} {
+				if strings.Contains(res.stdout+res.stderr, s) {
+					t.Errorf("output shows %q:\n%s", s, res.stdout)
+				}
+			}
+		})
+	}
+	res := optlake(t, "config", "check", "--api-url", "https://v.example", "--clickhouse-dsn", "${OPTLAKE_TEST_UNSET_DSN}")
+	if res.code != exitUsage || !strings.Contains(res.stderr, "--clickhouse-dsn: environment variable OPTLAKE_TEST_UNSET_DSN is not set") {
+		t.Errorf("unset reference: exit %d, %s", res.code, res.stderr)
+	}
+}

@@ -74,7 +74,7 @@ func (j *job) validate() (*validJob, error) {
 	}
 	v.headers, v.accounts = headers, accounts
 	red := redact.New(append(secrets, accSecrets...)...)
-	red.Add(dsnPassword(j.ClickHouseDSN))
+	red.Add(redact.DSNPassword(j.ClickHouseDSN))
 	v.red = red
 	if _, err := newLogger(io.Discard, j.LogFormat, j.LogLevel, red); err != nil {
 		return nil, err

@@ -22,8 +22,11 @@ func historyCommand() *cli.Command {
 			}
 			name := c.Args().First()
 			var tl *history.Timeline
-			var err error
-			if dsn := c.String("clickhouse-dsn"); dsn != "" {
+			dsn, err := dsnSetting(c)
+			if err != nil {
+				return err
+			}
+			if dsn != "" {
 				tl, err = history.FromClickHouse(c.Context, dsn, name)
 				if err != nil {
 					return redact.New(redact.DSNPassword(dsn)).Err(err)

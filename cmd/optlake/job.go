@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +20,7 @@ import (
 	"github.com/optlake/optlake/internal/metrics"
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/schedule"
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/archive"
@@ -111,9 +111,8 @@ type built struct {
 // parseHeaders turns "Name: value" specs into a header set, and returns the
 // values as secrets.
 //
-// A value may come from elsewhere, so secrets stay out of command lines and
-// files: "${VAR}" reads the environment variable VAR, "@/path" reads a file
-// (trailing newline dropped).
+// A value may be a reference (internal/secret): "${VAR}" reads the
+// environment variable VAR, "@/path" reads a file.
 func parseHeaders(specs []string) (http.Header, []string, error) {
 	h := http.Header{}
 	var secrets []string
@@ -123,7 +122,7 @@ func parseHeaders(specs []string) (http.Header, []string, error) {
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
 			return nil, nil, usagef("--header: want 'Name: value', got a value without a name (the value is not shown)")
 		}
-		v, err := secretValue(value)
+		v, err := secret.Resolve(value)
 		if err != nil {
 			return nil, nil, usagef("--header %s: %v", name, err)
 		}
@@ -131,26 +130,6 @@ func parseHeaders(specs []string) (http.Header, []string, error) {
 		secrets = append(secrets, v)
 	}
 	return h, secrets, nil
-}
-
-// secretValue resolves "${VAR}" and "@file" references.
-func secretValue(v string) (string, error) {
-	switch {
-	case strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}"):
-		name := v[2 : len(v)-1]
-		val, ok := os.LookupEnv(name)
-		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", name)
-		}
-		return val, nil
-	case strings.HasPrefix(v, "@"):
-		b, err := os.ReadFile(v[1:])
-		if err != nil {
-			return "", fmt.Errorf("read secret file: %w", err)
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	}
-	return v, nil
 }
 
 // parseAccounts builds the accounts from --account labels and
@@ -432,16 +411,6 @@ func (b *built) loop(ctx context.Context, j *job, stdout io.Writer) error {
 		return codedError{exitFailure, err}
 	}
 	return err
-}
-
-// dsnPassword returns the password of a DSN, to redact it.
-func dsnPassword(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			return p
-		}
-	}
-	return ""
 }
 
 // serveMetrics serves /metrics and /healthz (unhealthy when no snapshot

@@ -32,13 +32,16 @@ func migrateCommand() *cli.Command {
 			if c.IsSet("server-version") {
 				return usagef("--server-version goes with --print (migrate reads the server's own version)")
 			}
-			red := redact.New()
-			red.Add(dsnPassword(c.String("clickhouse-dsn")))
+			dsn, err := dsnSetting(c)
+			if err != nil {
+				return err
+			}
+			red := redact.New(redact.DSNPassword(dsn))
 			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), red)
 			if err != nil {
 				return err
 			}
-			s, err := clickhouse.New(clickhouse.Options{DSN: c.String("clickhouse-dsn"), Cluster: c.String("cluster"), Logger: log, Redactor: red})
+			s, err := clickhouse.New(clickhouse.Options{DSN: dsn, Cluster: c.String("cluster"), Logger: log, Redactor: red})
 			if err != nil {
 				return usageError{err}
 			}
@@ -69,8 +72,12 @@ func printMigrations(c *cli.Context) error {
 		return usageError{err}
 	}
 	db := "default"
-	if dsn := c.String("clickhouse-dsn"); dsn != "" {
-		s, err := clickhouse.New(clickhouse.Options{DSN: dsn, Redactor: redact.New(dsnPassword(dsn))})
+	dsn, err := dsnSetting(c)
+	if err != nil {
+		return err
+	}
+	if dsn != "" {
+		s, err := clickhouse.New(clickhouse.Options{DSN: dsn, Redactor: redact.New(redact.DSNPassword(dsn))})
 		if err != nil {
 			return usageError{err}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
 )
 
@@ -12,13 +13,36 @@ import (
 // Precedence: flag > environment > config file > default.
 func jobFlags() []cli.Flag { return settings.Flags(settings.Run) }
 
-// readJob reads the settings of the parsed command line into a job.
+// readJob reads the settings of the parsed command line into a job; a
+// secret setting's value may be a reference (${VAR}, @file).
 func readJob(c *cli.Context) (*job, error) {
 	j := &job{}
 	if err := settings.Decode(c, j); err != nil {
 		return nil, err
 	}
+	for _, s := range settings.All() {
+		if !s.Secret || s.Kind != settings.String {
+			continue
+		}
+		if v, ok := settings.Get(j, s.Name); ok && v != "" {
+			r, err := secret.Resolve(v.(string))
+			if err != nil {
+				return nil, usagef("--%s: %v", s.Name, err)
+			}
+			settings.Set(j, s.Name, r)
+		}
+	}
 	return j, nil
+}
+
+// dsnSetting is --clickhouse-dsn of a command that reads no job (migrate,
+// history), its reference (${VAR}, @file) resolved.
+func dsnSetting(c *cli.Context) (string, error) {
+	dsn, err := secret.Resolve(c.String("clickhouse-dsn"))
+	if err != nil {
+		return "", usagef("--clickhouse-dsn: %v", err)
+	}
+	return dsn, nil
 }
 
 func runCommand() *cli.Command {
