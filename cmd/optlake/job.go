@@ -283,7 +283,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	sum.Pending = pending
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
-	b.metrics.Observe(sum)
+	b.metrics.Observe(metricsRun(sum))
 	if j.MetricsFile != "" {
 		if err := b.metrics.WriteTextfile(j.MetricsFile); err != nil {
 			b.log.Error("metrics file not written", "err", err)

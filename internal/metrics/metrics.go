@@ -67,7 +67,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/optlake/optlake/internal/datadir"
-	"github.com/optlake/optlake/pipeline"
 )
 
 // Namespace prefixes every metric name.
@@ -231,8 +230,8 @@ func (m *Metrics) histogram(name, help string, labels ...string) *histogramVec {
 	return h
 }
 
-// Observe records one finished run. A nil summary is ignored.
-func (m *Metrics) Observe(sum *pipeline.Summary) {
+// Observe records one finished run. A nil run is ignored.
+func (m *Metrics) Observe(sum *Run) {
 	if sum == nil {
 		return
 	}
@@ -265,12 +264,10 @@ func (m *Metrics) Observe(sum *pipeline.Summary) {
 		}
 		m.oldestPending.WithLabelValues(p.Sink).Set(age)
 	}
-	if cu := sum.CatchUp; cu != nil {
-		for _, s := range cu.Snapshots {
-			if s.OK {
-				for _, sink := range s.Sinks {
-					m.caughtUp.WithLabelValues(sink).Inc()
-				}
+	for _, s := range sum.CaughtUp {
+		if s.OK {
+			for _, sink := range s.Sinks {
+				m.caughtUp.WithLabelValues(sink).Inc()
 			}
 		}
 	}

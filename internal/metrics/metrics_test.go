@@ -19,9 +19,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/optlake/optlake/pipeline"
-	"github.com/optlake/optlake/pipeline/ledger"
 )
 
 var (
@@ -30,36 +27,36 @@ var (
 )
 
 // okRun: the listing loaded into both sinks, one account endpoint archived.
-func okRun() *pipeline.Summary {
-	return &pipeline.Summary{
-		RunID: "01936f0e-7c00-7000-8000-0000000000a1", SnapshotTime: t1, Source: "sim", DurationMS: 1200, OK: true,
-		Endpoints: []pipeline.EndpointResult{
+func okRun() *Run {
+	return &Run{
+		SnapshotTime: t1, DurationMS: 1200, OK: true,
+		Endpoints: []EndpointRun{
 			{Endpoint: "instruments", Status: "ok", Requests: 1, Rows: 3000, Rejects: 4, Events: 41, Bytes: 2_000_000, DurationMS: 1100,
-				Sinks: map[string]pipeline.SinkResult{
+				Sinks: map[string]SinkRun{
 					"parquet":    {Rows: 3000, Rejects: 4, Bytes: 500_000},
 					"clickhouse": {Rows: 3000, Rejects: 4},
 				}},
-			{Endpoint: "account_balance", Status: "archived", Requests: 2, Bytes: 300, DurationMS: 40, Sinks: map[string]pipeline.SinkResult{}},
+			{Endpoint: "account_balance", Status: "archived", Requests: 2, Bytes: 300, DurationMS: 40, Sinks: map[string]SinkRun{}},
 			{Endpoint: "account_summary", Status: "ok", Requests: 1, Rows: 1, Overflow: 4006, Bytes: 90_000, DurationMS: 60,
-				Sinks: map[string]pipeline.SinkResult{"parquet": {Rows: 1}}},
+				Sinks: map[string]SinkRun{"parquet": {Rows: 1}}},
 		},
 	}
 }
 
 // failedRun: ClickHouse down; Parquet still loaded; the account endpoint
 // archived again.
-func failedRun() *pipeline.Summary {
-	return &pipeline.Summary{
-		RunID: "01936f13-0000-7000-8000-0000000000a2", SnapshotTime: t2, Source: "sim", DurationMS: 45_000, OK: false,
+func failedRun() *Run {
+	return &Run{
+		SnapshotTime: t2, DurationMS: 45_000, OK: false,
 		Error: "instruments: clickhouse: connection refused",
-		Endpoints: []pipeline.EndpointResult{
+		Endpoints: []EndpointRun{
 			{Endpoint: "instruments", Status: "failed", Requests: 1, Rows: 3010, Rejects: 1, Events: 3, Bytes: 2_100_000, DurationMS: 44_000,
 				Error: "clickhouse: connection refused",
-				Sinks: map[string]pipeline.SinkResult{
+				Sinks: map[string]SinkRun{
 					"parquet":    {Rows: 3010, Rejects: 1},
 					"clickhouse": {Error: "connection refused"},
 				}},
-			{Endpoint: "account_balance", Status: "archived", Requests: 2, Bytes: 310, DurationMS: 35, Sinks: map[string]pipeline.SinkResult{}},
+			{Endpoint: "account_balance", Status: "archived", Requests: 2, Bytes: 310, DurationMS: 35, Sinks: map[string]SinkRun{}},
 		},
 	}
 }
@@ -330,7 +327,7 @@ func TestWriteTextfileError(t *testing.T) {
 // too, and the last success of an endpoint survives a failed run.
 func TestTextfileMonotonic(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "optlake.prom")
-	for i, sum := range []*pipeline.Summary{okRun(), failedRun()} {
+	for i, sum := range []*Run{okRun(), failedRun()} {
 		m := New()
 		if err := m.LoadTextfile(path); err != nil {
 			t.Fatalf("process %d: %v", i, err)
@@ -572,7 +569,7 @@ func Example() {
 	if err := m.LoadTextfile(path); err != nil {
 		fmt.Println("metrics: previous textfile ignored:", err)
 	}
-	m.Observe(&pipeline.Summary{OK: true, SnapshotTime: t1, DurationMS: 900})
+	m.Observe(&Run{OK: true, SnapshotTime: t1, DurationMS: 900})
 	if err := m.WriteTextfile(path); err != nil {
 		fmt.Println(err)
 	}
@@ -595,8 +592,8 @@ func TestPendingLoads(t *testing.T) {
 	m := New(WithClock(func() time.Time { return now }))
 	oldest := now.Add(-90 * time.Second)
 	sum := okRun()
-	sum.Pending = []ledger.SinkStatus{{Sink: "clickhouse", Pending: 3, Oldest: &oldest}, {Sink: "parquet"}}
-	sum.CatchUp = &pipeline.CatchUpResult{Snapshots: []pipeline.CaughtUp{{OK: true, Sinks: []string{"parquet"}}, {OK: false, Sinks: []string{"clickhouse"}}}}
+	sum.Pending = []Pending{{Sink: "clickhouse", Pending: 3, Oldest: &oldest}, {Sink: "parquet"}}
+	sum.CaughtUp = []CaughtUp{{OK: true, Sinks: []string{"parquet"}}, {OK: false, Sinks: []string{"clickhouse"}}}
 	m.Observe(sum)
 	path := filepath.Join(t.TempDir(), "optlake.prom")
 	if err := m.WriteTextfile(path); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
-	"github.com/optlake/optlake/pipeline"
 )
 
 // node_exporter itself (Debian's prometheus-node-exporter, when installed)
@@ -20,7 +19,7 @@ func TestNodeExporterReadsTextfile(t *testing.T) {
 	bin := testenv.Command(t, "apt-get install prometheus-node-exporter; the textfile was checked with the Prometheus parser and linter only", "prometheus-node-exporter", "node_exporter")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "optlake.prom")
-	for _, sum := range []*pipeline.Summary{okRun(), failedRun()} {
+	for _, sum := range []*Run{okRun(), failedRun()} {
 		m := New()
 		if err := m.LoadTextfile(path); err != nil {
 			t.Fatal(err)
