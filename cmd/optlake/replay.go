@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/settings"
@@ -90,29 +92,42 @@ func parseTimeFlag(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor YYYY-MM-DD", s)
 }
 
-// progressPrinter shows a one-line progress bar on a terminal and plain
-// log lines otherwise.
-func progressPrinter(w interface{ Write([]byte) (int, error) }, b *built) func(int, int, *pipeline.Summary) {
+// progressPrinter shows a progress bar (github.com/schollz/progressbar) on
+// a terminal and plain log lines otherwise.
+func progressPrinter(w io.Writer, b *built) func(int, int, *pipeline.Summary) {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
 	}
-	return func(done, total int, s *pipeline.Summary) {
-		var rows int64
-		for _, e := range s.Endpoints {
-			rows += e.Rows
-		}
-		if tty {
-			width := 30
-			fill := width * done / total
-			fmt.Fprintf(w, "\r[%s%s] %d/%d %s %d rows ", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, s.SnapshotTime.Format(time.RFC3339), rows)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		b.log.Info("replayed", "snapshot", s.SnapshotTime.Format(time.RFC3339Nano), "run_id", s.RunID, "ok", s.OK, "rows", rows, "progress", fmt.Sprintf("%d/%d", done, total))
+	if tty {
+		return progressBar(w)
 	}
+	return func(done, total int, s *pipeline.Summary) {
+		b.log.Info("replayed", "snapshot", s.SnapshotTime.Format(time.RFC3339Nano), "run_id", s.RunID, "ok", s.OK, "rows", summaryRows(s), "progress", fmt.Sprintf("%d/%d", done, total))
+	}
+}
+
+// progressBar draws the replay's progress on w (a terminal): done/total
+// snapshots, the snapshot just replayed and its rows.
+func progressBar(w io.Writer) func(int, int, *pipeline.Summary) {
+	var bar *progressbar.ProgressBar
+	return func(done, total int, s *pipeline.Summary) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		}
+		bar.Describe(fmt.Sprintf("%s %d rows", s.SnapshotTime.Format(time.RFC3339), summaryRows(s)))
+		bar.Set(done)
+	}
+}
+
+func summaryRows(s *pipeline.Summary) int64 {
+	var rows int64
+	for _, e := range s.Endpoints {
+		rows += e.Rows
+	}
+	return rows
 }
