@@ -150,7 +150,7 @@ var list = []Setting{
 	{Name: "listen", Kind: String, Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", Commands: runOnly},
 	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
 	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
-	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: logs},
+	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate}},
 	{Name: "log-level", Kind: String, Default: "info", Usage: "debug, info, warn, error", Commands: logs,
 		Overrides: map[string]Override{Demo: {Default: "warn"}, Migrate: {Default: "warn"}}},
 }
