@@ -379,23 +379,18 @@ func closeSinks(ss []sinks.Sink) {
 	}
 }
 
-// writeJSON writes v atomically, redacted.
+// writeJSON writes v atomically and durably (datadir.WriteFile), redacted.
 func writeJSON(path string, v any, r *redact.Redactor) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	data = []byte(r.String(string(data)) + "\n")
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return datadir.WriteFile(path, []byte(r.String(string(data))+"\n"))
 }
 
 // loop runs snapshots every --every, aligned to the wall clock, until ctx
