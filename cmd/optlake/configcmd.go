@@ -6,9 +6,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"golang.org/x/time/rate"
-
 	"github.com/urfave/cli/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline"
@@ -116,6 +115,9 @@ func (j *job) validate() (*validJob, error) {
 	}
 	if v.sinks, err = checkSinks(j, red); err != nil {
 		return nil, err
+	}
+	if j.Listen != "" && j.Every <= 0 {
+		return nil, usagef("--listen serves metrics in --every mode; a one-shot run writes --metrics-file")
 	}
 	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
 		return nil, usagef("durations must not be negative")
