@@ -62,7 +62,7 @@ clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
 		{name: "flag over env", env: map[string]string{"OPTLAKE_DATA_DIR": "/from/env"}, args: []string{"--data-dir", "/from/flag"}, want: []string{"data-dir: /from/flag"}, bad: []string{"/from/env"}},
 		{name: "default when unset", want: []string{"max-attempts: 5", "log-level: info"}},
 		// Every setting of the list is shown, also those config check once left out.
-		{name: "every setting shown", args: []string{"--every", "5m", "--jitter", "3s", "--ca-file", "/ca.pem", "--insecure-skip-verify", "--metrics-file", "/m.prom", "--listen", ":9464"},
+		{name: "every setting shown", args: []string{"--jitter", "3s", "--ca-file", "/ca.pem", "--insecure-skip-verify", "--metrics-file", "/m.prom", "--listen", ":9464"},
 			want: []string{"jitter: 3s", "ca-file: /ca.pem", "insecure-skip-verify: true", "metrics-file: /m.prom", `listen: :9464`}},
 	}
 	for _, tc := range cases {
@@ -98,7 +98,6 @@ clickhouse-dsn: clickhouse://u:dsn-secret-9876@ch:9000/db
 		{"endpoint key", "api-url: https://x\nendpoints:\n  instruments: {pth: /x}\n", ":3: endpoints.instruments: unknown key \"pth\""},
 		{"unknown endpoint", "api-url: https://x\nendpoints: [instruments, nope]\n", `unknown endpoint "nope"`},
 		{"bad sink", "api-url: https://x\nsink: s3\n", `--sink "s3"`},
-		{"listen without every", "api-url: https://x\nlisten: \":9464\"\n", "--listen serves metrics in --every mode"},
 		{"maps key", "api-url: https://x\nendpoints:\n  positions: {maps: {forse: [a]}}\n", `:3: endpoints.positions.maps: unknown key "forse"`},
 		{"maps twice", "api-url: https://x\nendpoints:\n  positions: {maps: {force: [a], forbid: [$.a]}}\n", `map path "$.a" is listed twice`},
 		{"bad rate", "api-url: https://x\nrate-limit: fast\n", `--rate-limit: rate "fast"`},

@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/urfave/cli/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline"
@@ -115,9 +116,6 @@ func (j *job) validate() (*validJob, error) {
 	}
 	if v.sinks, err = checkSinks(j, red); err != nil {
 		return nil, err
-	}
-	if j.Listen != "" && j.Every <= 0 {
-		return nil, usagef("--listen serves metrics in --every mode; a one-shot run writes --metrics-file")
 	}
 	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
 		return nil, usagef("durations must not be negative")

@@ -65,6 +65,9 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer release()
+			if j.Listen != "" && j.Every <= 0 {
+				return usagef("--listen serves metrics in --every mode; a one-shot run writes --metrics-file")
+			}
 			if j.Every > 0 {
 				if j.Listen != "" {
 					stop, err := b.serveMetrics(c.Context, j)
