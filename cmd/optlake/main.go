@@ -102,6 +102,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			historyCommand(),
 			configCommand(),
 			statusCommand(),
+			compactCommand(),
 		},
 	}
 }

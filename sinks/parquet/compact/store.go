@@ -113,7 +113,7 @@ func (s *LocalStore) now() time.Time {
 	return time.Now()
 }
 
-func (s *LocalStore) root() string         { return filepath.Join(s.Dir, pq.CompactDir) }
+func (s *LocalStore) root() string            { return filepath.Join(s.Dir, pq.CompactDir) }
 func (s *LocalStore) part(p Partition) string { return filepath.Join(s.Dir, p.Table, "date="+p.Date) }
 func (s *LocalStore) pending(p Partition) string {
 	return filepath.Join(s.root(), pq.PendingDir, p.Table, "date="+p.Date)
