@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/compress"
@@ -19,12 +20,16 @@ import (
 
 // parquetSource is one input Parquet file.
 type parquetSource struct {
+	st     Store
+	p      Partition
+	batch  int
 	f      File
 	in     Input
 	r      *file.Reader
 	fr     *pqarrow.FileReader
 	schema *arrow.Schema
 	man    *pq.Manifest // compacted files only
+	nrows  int64
 }
 
 func openSource(ctx context.Context, st Store, p Partition, f File, mem memory.Allocator, batch int) (*parquetSource, error) {
@@ -50,7 +55,7 @@ func openSource(ctx context.Context, st Store, p Partition, f File, mem memory.A
 		r.Close()
 		return nil, fmt.Errorf("read %s: schema: %w", f.Name, err)
 	}
-	s := &parquetSource{f: f, in: in, r: r, fr: fr, schema: sc}
+	s := &parquetSource{st: st, p: p, batch: batch, f: f, in: in, r: r, fr: fr, schema: sc, nrows: r.NumRows()}
 	if pq.IsCompacted(f.Name) && !f.Pending {
 		if s.man, err = pq.ManifestOf(r); err != nil {
 			r.Close()
@@ -60,7 +65,7 @@ func openSource(ctx context.Context, st Store, p Partition, f File, mem memory.A
 	return s, nil
 }
 
-func (s *parquetSource) rows() int64 { return s.fr.ParquetReader().NumRows() }
+func (s *parquetSource) rows() int64 { return s.nrows }
 
 // close closes the file; again is a no-op.
 func (s *parquetSource) close() error {
@@ -68,12 +73,19 @@ func (s *parquetSource) close() error {
 		return nil
 	}
 	err := s.r.Close()
-	s.r = nil
+	s.r, s.fr, s.in = nil, nil, nil // the footer is large: let it go
 	return err
 }
 
 // batches calls fn with each batch of the file, conformed to u.
 func (s *parquetSource) batches(ctx context.Context, mem memory.Allocator, u *arrow.Schema, fn func(arrow.Record) error) error {
+	if s.r == nil { // closed after its schema was read: open again
+		again, err := openSource(ctx, s.st, s.p, s.f, mem, s.batch)
+		if err != nil {
+			return err
+		}
+		s.r, s.fr, s.in = again.r, again.fr, again.in
+	}
 	rr, err := s.fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", s.f.Name, err)
@@ -384,18 +396,47 @@ var trials = []struct {
 	}},
 }
 
-// chooseEncodings writes the sample once per trial into memory and keeps,
-// for each leaf column, the trial whose column chunk is the smallest.
+// chooseEncodings writes the sample's columns, one column at a time (the
+// memory of one column), once per trial into memory and keeps, for each
+// leaf column, the trial whose column chunk is the smallest.
 func chooseEncodings(u *arrow.Schema, sample []arrow.Record, opt *Options) ([]parquet.WriterProperty, map[string]string, error) {
-	mem := memory.DefaultAllocator
-	type leaf struct {
-		path     string
-		pt       parquet.Type
-		required bool
+	out := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
+	names := map[string]string{}
+	for j, f := range u.Fields() {
+		sc := arrow.NewSchema([]arrow.Field{f}, nil)
+		recs := make([]arrow.Record, len(sample))
+		for k, r := range sample {
+			recs[k] = array.NewRecord(sc, []arrow.Array{r.Column(j)}, r.NumRows())
+		}
+		props, chosen, err := chooseColumn(sc, recs, opt)
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		out = append(out, props...)
+		for k, v := range chosen {
+			names[k] = v
+		}
 	}
+	return out, names, nil
+}
+
+type leaf struct {
+	path     string
+	pt       parquet.Type
+	required bool
+}
+
+// chooseColumn runs the trials on the records of one column: the
+// cheapest wins (bytes stored plus decompressed bytes / DecodeWeight).
+func chooseColumn(sc *arrow.Schema, recs []arrow.Record, opt *Options) ([]parquet.WriterProperty, map[string]string, error) {
+	mem := memory.DefaultAllocator
 	var leaves []leaf
 	best := map[string]int64{}
 	chosen := map[string]int{}
+	var buf bytes.Buffer
 	for ti, tr := range trials {
 		var props []parquet.WriterProperty
 		for _, l := range leaves {
@@ -404,13 +445,13 @@ func chooseEncodings(u *arrow.Schema, sample []arrow.Record, opt *Options) ([]pa
 		if ti > 0 && len(props) == 0 {
 			continue
 		}
-		var buf bytes.Buffer
+		buf.Reset()
 		all := append(baseProps(opt, mem), parquet.WithDictionaryDefault(false))
-		fw, err := pqarrow.NewFileWriter(u, &buf, parquet.NewWriterProperties(append(all, props...)...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		fw, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(append(all, props...)...), pqarrow.NewArrowWriterProperties())
 		if err != nil {
 			return nil, nil, fmt.Errorf("encoding trial %s: %w", tr.name, err)
 		}
-		for _, r := range sample {
+		for _, r := range recs {
 			if err := fw.WriteBuffered(r); err != nil {
 				return nil, nil, fmt.Errorf("encoding trial %s: %w", tr.name, err)
 			}
@@ -435,9 +476,13 @@ func chooseEncodings(u *arrow.Schema, sample []arrow.Record, opt *Options) ([]pa
 			for i := range rg.NumColumns() {
 				cc, err := rg.ColumnChunk(i)
 				if err != nil {
+					r.Close()
 					return nil, nil, err
 				}
-				sizes[md.Schema.Column(i).Path()] += cc.TotalCompressedSize()
+				// The cost of a column chunk: its bytes, plus the work of
+				// reading it, which grows with its decompressed pages
+				// (zstd output the reader then decodes value by value).
+				sizes[md.Schema.Column(i).Path()] += cc.TotalCompressedSize() + cc.TotalUncompressedSize()/opt.DecodeWeight
 			}
 		}
 		r.Close()
@@ -450,7 +495,7 @@ func chooseEncodings(u *arrow.Schema, sample []arrow.Record, opt *Options) ([]pa
 			}
 		}
 	}
-	out := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
+	var out []parquet.WriterProperty
 	names := map[string]string{}
 	for _, l := range leaves {
 		out = append(out, trials[chosen[l.path]].enc(l.path, l.pt, l.required)...)
