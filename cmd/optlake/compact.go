@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,35 @@ func compactCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// compactBudget bounds run --compact: 10 minutes, with --every at most
+// half the interval. What is left waits for the next run.
+func compactBudget(j *job) time.Duration {
+	b := 10 * time.Minute
+	if j.Every > 0 {
+		b = min(b, j.Every/2)
+	}
+	return b
+}
+
+// compactClosedDays is run --compact: after the snapshot, in the same
+// process (which holds the data directory's lock), the Parquet lake's
+// closed days are compacted, for at most compactBudget. A failure is
+// logged; the snapshot's outcome stands.
+func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer) {
+	if !j.Compact || !slices.Contains(j.Sinks, "parquet") || strings.Contains(j.DataDir, "://") {
+		return
+	}
+	opt := compact.Options{DataDir: j.DataDir, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+		Logger: b.log.With("step", "compact"), Crash: crashHook()}
+	rep, err := compact.Compact(ctx, opt)
+	if len(rep.Partitions) > 0 {
+		printCompactReport(stdout, rep)
+	}
+	if err != nil {
+		b.log.Error("compaction failed; the next run tries again", "err", err)
 	}
 }
 

@@ -205,3 +205,46 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 		})
 	}
 }
+
+// run --compact (here from the config file): a snapshot after midnight
+// compacts the day that closed, in the same process; today stays as
+// written; rows unchanged.
+func TestRunCompact(t *testing.T) {
+	dir := t.TempDir()
+	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
+	cfg := filepath.Join(t.TempDir(), "optlake.yaml")
+	if err := os.WriteFile(cfg, []byte("compact: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := pinClock(t, compactDay) // 23:57
+	var before map[string][]string
+	for k := range 4 {
+		if k > 0 {
+			next()
+		}
+		if k == 3 {
+			before = lakeRows(t, dir) // day 1 complete
+		}
+		res := optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--endpoints", "instruments")
+		if res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
+		}
+		if k < 3 && strings.Contains(res.stdout, "compacted") {
+			t.Fatalf("run %d compacted an open day:\n%s", k, res.stdout)
+		}
+		if k == 3 && !strings.Contains(res.stdout, "instruments: 1 day(s), 3 files -> 1") {
+			t.Fatalf("run after midnight did not compact the closed day:\n%s", res.stdout)
+		}
+	}
+	checkCompacted(t, dir)
+	after := lakeRows(t, dir)
+	for p, rows := range before {
+		if !slices.Equal(after[p], rows) {
+			t.Fatalf("%s: rows changed by run --compact", p)
+		}
+	}
+	today := filepath.Join(dir, "instruments", "date="+compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	if ents, _ := os.ReadDir(today); len(ents) != 1 || pq.IsCompacted(ents[0].Name()) {
+		t.Fatalf("today's partition: %v", ents)
+	}
+}

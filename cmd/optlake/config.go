@@ -423,7 +423,7 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 		"summary-json": j.SummaryJSON, "every": j.Every.String(), "log-format": j.LogFormat, "log-level": j.LogLevel,
 		"schema-contract": j.SchemaContract, "rate-limit": j.RateLimit, "rate-burst": j.RateBurst,
 		"catch-up-budget": j.CatchUpBudget.String(), "catch-up-max": j.CatchUpMax,
-		"column-budget": j.ColumnBudget, "endpoint-maps": j.Maps,
+		"column-budget": j.ColumnBudget, "endpoint-maps": j.Maps, "compact": j.Compact,
 	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)

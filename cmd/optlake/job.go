@@ -62,6 +62,7 @@ type job struct {
 	Jitter             time.Duration // --every: random extra delay before each snapshot
 	Listen             string        // /metrics and /healthz in --every mode
 	Every              time.Duration
+	Compact            bool // --compact: compact closed days after each snapshot
 	LogFormat          string
 	LogLevel           string
 	Accounts           []string // account labels
@@ -367,6 +368,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 			return sum, fmt.Errorf("write summary: %w", err)
 		}
 	}
+	b.compactClosedDays(ctx, j, stdout)
 	if !sum.OK {
 		code := summaryCode(sum)
 		if sum.OnlySinksFailed() {

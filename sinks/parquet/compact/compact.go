@@ -52,8 +52,9 @@ type Options struct {
 	Tables []string
 	// Now is the clock (for the default To and the trash's grace).
 	Now func() time.Time
-	// Deadline, when set, stops starting new partitions after it (run
-	// --compact bounds its time); a partition under way finishes.
+	// Deadline, when set, stops starting new partitions after it (wall
+	// clock; run --compact bounds its time); a partition under way
+	// finishes.
 	Deadline time.Time
 	Logger   *slog.Logger
 	// Crash is the crash-injection hook of tests (see LocalStore.Crash).
@@ -168,7 +169,7 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if !opt.Deadline.IsZero() && opt.Now().After(opt.Deadline) {
+		if !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) {
 			opt.Logger.Info("compaction time is up; the rest waits for the next run", "next", p.String())
 			break
 		}
