@@ -64,6 +64,7 @@ var runFlags = map[string]flagKind{
 	"column-budget":   kindInt,
 	"catch-up-budget": kindDuration,
 	"catch-up-max":    kindInt,
+	"compact":         kindBool,
 }
 
 // pendingFlags are in runFlags ahead of the CLI: the examples may use them
