@@ -422,7 +422,7 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 		staged.Abort()
 		return pr, false, err
 	}
-	outBatch := 8 << 10
+	outBatch := min(8<<10, opt.RowGroupRows) // a file is split between batches
 	err = merge(ctx, cursors, key, func(rec arrow.Record, row int) error {
 		rb.add(rec, row)
 		if rb.n >= outBatch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -506,4 +507,97 @@ func readPartition(part string) (int64, string, error) {
 		tbl.Release()
 	}
 	return n, "", nil
+}
+
+// crashAt is a Crash hook that stops a compaction at step, as a crash
+// would: the goroutine unwinds without running the publish's later steps.
+type crashed struct{ step string }
+
+func crashAt(step string) func(string) {
+	return func(s string) {
+		if s == step {
+			panic(crashed{s})
+		}
+	}
+}
+
+// compactCrashing runs Compact and reports whether it stopped at the hook.
+func compactCrashing(t *testing.T, opt Options) (stopped bool) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crashed); !ok {
+				panic(r)
+			}
+			stopped = true
+		}
+	}()
+	if _, err := Compact(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// The fallback swap (two renames, for filesystems without
+// RENAME_EXCHANGE), stopped at every step including between its renames:
+// the next compaction finishes or undoes it, rows exact. Also a small
+// chunk budget and fan-in (multi-level merge), small row groups and a
+// tiny file size (split files), and the trash emptied after its grace.
+func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
+	base := t.TempDir()
+	for k := range 12 {
+		writeSnap(t, base, schema.Instruments, snapAt(day1, k), 400, 1)
+	}
+	want := rows(t, filepath.Join(base, "instruments", "date=2026-11-20", "*.parquet"))
+	now := day1.AddDate(0, 0, 1)
+	clock := func() time.Time { return now }
+	for _, step := range append([]string{"moved"}, Steps...) {
+		t.Run(step, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			part := filepath.Join(dir, "instruments", "date=2026-11-20")
+			opt := Options{Now: clock, ChunkBytes: 64 << 10, FanIn: 3, MergeBatchBytes: 64 << 10, RowGroupRows: 1000, MaxFileBytes: 8 << 10, SampleRows: 500}
+			opt.Store = &LocalStore{Dir: dir, Now: clock, Crash: crashAt(step), noExchange: true}
+			if !compactCrashing(t, opt) {
+				t.Fatalf("never reached %s", step)
+			}
+			if step != "moved" { // between the renames the day is missing: the fallback's window
+				sameRows(t, "right after the crash", rows(t, filepath.Join(part, "*.parquet")), want)
+			}
+			opt.Store = &LocalStore{Dir: dir, Now: clock, noExchange: true}
+			if _, err := Compact(context.Background(), opt); err != nil {
+				t.Fatal(err)
+			}
+			sameRows(t, "after the next compaction", rows(t, filepath.Join(part, "*.parquet")), want)
+			checkSorted(t, part, "instruments")
+			got := names(t, part)
+			if len(got) < 3 {
+				t.Fatalf("want the day split into several files, got %v", got)
+			}
+			for i, n := range got {
+				if !pq.IsCompacted(n) || !strings.HasSuffix(n, fmt.Sprintf("-%03d.parquet", i)) {
+					t.Fatalf("unexpected files %v", got)
+				}
+			}
+			res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT max(row_group_num_rows) FROM parquet_metadata('%s/*.parquet')`, part))
+			if fmt.Sprint(res.Rows[0][0]) != "1000" {
+				t.Fatalf("row groups: %v", res.Rows)
+			}
+			// The trash keeps the replaced files for the grace period only.
+			trash := filepath.Join(dir, ".compact", "trash")
+			if ents, _ := os.ReadDir(trash); len(ents) == 0 {
+				t.Fatal("nothing in the trash")
+			}
+			now = now.Add(2 * DefaultGrace)
+			defer func() { now = day1.AddDate(0, 0, 1) }()
+			if err := (&LocalStore{Dir: dir, Now: clock}).Recover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if ents, _ := os.ReadDir(trash); len(ents) != 0 {
+				t.Fatalf("trash not emptied after the grace period: %d", len(ents))
+			}
+		})
+	}
 }

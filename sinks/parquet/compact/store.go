@@ -92,12 +92,15 @@ type LocalStore struct {
 	// name (tests kill the process there).
 	Crash func(step string)
 	Now   func() time.Time
+
+	noExchange bool // tests: take the fallback as if the filesystem refused the exchange
 }
 
 // DefaultGrace is how long replaced files are kept.
 const DefaultGrace = time.Hour
 
-// Steps of a local publish, in order; Crash is called after each.
+// Steps of a local publish, in order; Crash is called after each (and
+// after "moved", between the two renames of the fallback swap).
 var Steps = []string{"staged", "journal", "swap", "retire", "pending", "done"}
 
 func (s *LocalStore) crash(step string) {
@@ -332,7 +335,10 @@ func (s *LocalStore) swap(p Partition, j journal) error {
 	if err := os.MkdirAll(part, 0o755); err != nil { // only parked files: no folder yet
 		return err
 	}
-	err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, part, unix.RENAME_EXCHANGE)
+	var err error = unix.EINVAL
+	if !s.noExchange {
+		err = unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, part, unix.RENAME_EXCHANGE)
+	}
 	if err == nil {
 		s.crash("swap")
 		return nil
@@ -346,6 +352,7 @@ func (s *LocalStore) swap(p Partition, j journal) error {
 	if err := os.Rename(part, j.Trash); err != nil {
 		return fmt.Errorf("retire %s: %w", p, err)
 	}
+	s.crash("moved") // fallback only: the day is missing until the next rename
 	if err := os.Rename(stage, part); err != nil {
 		return fmt.Errorf("place %s: %w", p, err)
 	}
