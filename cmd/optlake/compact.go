@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 )
 
@@ -105,6 +108,19 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	}
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
+	}
+}
+
+// recoverCompaction finishes or undoes a compaction a crash cut short
+// (every command that takes the lock calls it: the next run, replay or
+// compact). A failure is logged: the partition stays as the crash left
+// it, readable, and the next start tries again.
+func recoverCompaction(dir string, log *slog.Logger) {
+	if _, err := os.Stat(filepath.Join(dir, pq.CompactDir)); err != nil {
+		return // never compacted
+	}
+	if err := (&compact.LocalStore{Dir: dir}).Recover(context.Background()); err != nil {
+		log.Warn("recovering an interrupted compaction", "err", err)
 	}
 }
 

@@ -423,7 +423,8 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, release func
 }
 
 // lockDataDir takes the data directory's lock (runs never overlap) and
-// removes what a crashed run left behind.
+// removes what a crashed run left behind (temp files; a compaction cut
+// short is finished or undone).
 func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
 	l, err := datadir.Acquire(dir)
 	if err != nil {
@@ -438,6 +439,7 @@ func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
 	} else if n > 0 {
 		log.Info("removed temp files of an interrupted run", "files", n)
 	}
+	recoverCompaction(dir, log)
 	return l, nil
 }
 
