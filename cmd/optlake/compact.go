@@ -82,8 +82,9 @@ func compactCommand() *cli.Command {
 	}
 }
 
-// compactBudget bounds run --compact: 10 minutes, with --every at most
-// half the interval. What is left waits for the next run.
+// compactBudget bounds run --compact: no day is started after 10 minutes
+// (with --every, half the interval); a day under way finishes (stopping
+// it would waste it). What is left waits for the next run.
 func compactBudget(j *job) time.Duration {
 	b := 10 * time.Minute
 	if j.Every > 0 {
@@ -94,8 +95,8 @@ func compactBudget(j *job) time.Duration {
 
 // compactClosedDays is run --compact: after the snapshot, in the same
 // process (which holds the data directory's lock), the Parquet lake's
-// closed days are compacted, for at most compactBudget. A failure is
-// logged; the snapshot's outcome stands.
+// closed days are compacted, starting none after compactBudget. A
+// failure is logged; the snapshot's outcome stands.
 func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer) {
 	if !j.Compact || !slices.Contains(j.Sinks, "parquet") || strings.Contains(j.DataDir, "://") {
 		return

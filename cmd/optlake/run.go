@@ -46,7 +46,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "metrics-file", Usage: "after each run, write Prometheus metrics to this file (node_exporter textfile collector); counters carry on across runs", EnvVars: envs("metrics-file")},
 		&cli.StringFlag{Name: "listen", Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", EnvVars: envs("listen")},
 		&cli.DurationFlag{Name: "catch-up-budget", Value: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", EnvVars: envs("catch-up-budget")},
-		&cli.BoolFlag{Name: "compact", Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact; bounded: 10 minutes, with --every at most half the interval)", EnvVars: envs("compact")},
+		&cli.BoolFlag{Name: "compact", Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", EnvVars: envs("compact")},
 		&cli.IntFlag{Name: "catch-up-max", Value: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", EnvVars: envs("catch-up-max")},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: envs("log-format")},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
