@@ -48,6 +48,7 @@ unit:
 ## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
+	$(GO) run ./bench/cmd/optlake-compact-bench -optlake $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
 	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 

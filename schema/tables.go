@@ -128,3 +128,21 @@ func Tables() []*Table {
 // says otherwise (the transform, events and inferred account tables all
 // default to it).
 const DefaultBatchRows = 32768
+
+// SortKey returns the columns a compacted Parquet file of the named table
+// is sorted by: the table's Key (what identifies a row, the ClickHouse
+// ORDER BY), so that one instrument's or one account's rows of a day sit
+// together and row-group statistics skip the rest. Tables inferred from
+// account payloads (any name that is not a fixed table) use AccountKey. It
+// returns nil for a table without a partition time (not compacted).
+func SortKey(table string) []string {
+	for _, t := range Tables() {
+		if t.Name == table {
+			if t.PartitionTime == "" {
+				return nil
+			}
+			return t.Key
+		}
+	}
+	return AccountKey
+}

@@ -67,6 +67,7 @@ type job struct {
 	RateLimit          string                    `setting:"rate-limit"`      // --rate-limit N/s ("" unlimited)
 	RateBurst          int                       `setting:"rate-burst"`
 	ColumnBudget       int                       `setting:"column-budget"` // account tables: most columns per table
+	Compact            bool                      `setting:"compact"`       // compact closed days after each snapshot
 	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
@@ -294,6 +295,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 			return sum, fmt.Errorf("write summary: %w", err)
 		}
 	}
+	b.compactClosedDays(ctx, j, stdout)
 	if !sum.OK {
 		code := summaryCode(sum)
 		if sum.OnlySinksFailed() {
@@ -348,7 +350,8 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, release func
 }
 
 // lockDataDir takes the data directory's lock (runs never overlap) and
-// removes what a crashed run left behind.
+// removes what a crashed run left behind (temp files; a compaction cut
+// short is finished or undone).
 func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
 	l, err := datadir.Acquire(dir)
 	if err != nil {
@@ -363,6 +366,7 @@ func lockDataDir(dir string, log *slog.Logger) (*datadir.Lock, error) {
 	} else if n > 0 {
 		log.Info("removed temp files of an interrupted run", "files", n)
 	}
+	recoverCompaction(dir, log)
 	return l, nil
 }
 

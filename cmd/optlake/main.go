@@ -104,6 +104,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			historyCommand(),
 			configCommand(),
 			statusCommand(),
+			compactCommand(),
 		},
 	}
 }

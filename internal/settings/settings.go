@@ -42,6 +42,7 @@ const (
 	Status  = "status"
 	Schema  = "schema"
 	History = "history"
+	Compact = "compact"
 )
 
 // DefaultBatchRows is the rows per Arrow record batch (--batch-rows).
@@ -96,8 +97,8 @@ func (s Setting) Takes(command string) bool {
 var (
 	runOnly   = []string{Run}
 	runReplay = []string{Run, Replay}
-	dataDirs  = []string{Run, Replay, Demo, Status, Schema, History}
-	logs      = []string{Run, Replay, Demo, Migrate}
+	dataDirs  = []string{Run, Replay, Demo, Status, Schema, History, Compact}
+	logs      = []string{Run, Replay, Demo, Migrate, Compact}
 )
 
 // list is every setting, in the order `--help` and config check show them.
@@ -118,6 +119,7 @@ var list = []Setting{
 			Demo:    {Usage: "where the lake goes"},
 			Status:  {Usage: "the data directory whose ledger is read"},
 			Schema:  {Usage: "the data directory (inferred schemas live in DIR/_schema)"},
+			Compact: {Usage: "the data directory whose lake is compacted"},
 			History: {Usage: "read the Parquet lake in this directory"},
 		}},
 	{Name: "clickhouse-dsn", Kind: String, Secret: true, Usage: "clickhouse://user:pass@host:9000/db (may be ${ENV} or @file)", Commands: []string{Run, Replay, Migrate, History},
@@ -150,7 +152,8 @@ var list = []Setting{
 	{Name: "listen", Kind: String, Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", Commands: runOnly},
 	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
 	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
-	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate}},
+	{Name: "compact", Kind: Bool, Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", Commands: runOnly},
+	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate, Compact}},
 	{Name: "log-level", Kind: String, Default: "info", Usage: "debug, info, warn, error", Commands: logs,
 		Overrides: map[string]Override{Demo: {Default: "warn"}, Migrate: {Default: "warn"}}},
 }

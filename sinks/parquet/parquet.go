@@ -108,6 +108,11 @@ func SafeName(s string) string {
 func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
 	rel := Path(t, snap)
 	final := filepath.Join(s.opt.Dir, rel)
+	if park, err := parkPath(s.opt.Dir, rel); err != nil {
+		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
+	} else if park != "" {
+		final = park // a snapshot a compacted file holds: see parkPath
+	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/compact"
+)
+
+// crashEnv names the test-only crash hook: the process kills itself
+// (SIGKILL, as kill -9) right after the named step of a compaction's
+// publish (compact.Steps). Not documented for users.
+const crashEnv = "OPTLAKE_TEST_COMPACT_CRASH_AT"
+
+// compactMemoryLimit is the Go heap's soft limit while compacting (unless
+// GOMEMLIMIT is set): the merge's working set is bounded (see package
+// compact), this keeps garbage from growing the process past it.
+const compactMemoryLimit = 160 << 20
+
+func compactCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "compact",
+		Usage: "rewrite each closed day's per-snapshot Parquet files of a table into one file sorted by the table's key",
+		Flags: append(settings.Flags(settings.Compact),
+			&cli.StringFlag{Name: "from", Usage: "first day, inclusive (YYYY-MM-DD; default: the first)", EnvVars: envs("compact-from")},
+			&cli.StringFlag{Name: "to", Usage: "last day, exclusive (YYYY-MM-DD; default: today UTC, so every closed day; tomorrow includes today)", EnvVars: envs("compact-to")},
+			&cli.StringSliceFlag{Name: "tables", Usage: "tables to compact (default: all)", EnvVars: envs("compact-tables")},
+		),
+		Action: func(c *cli.Context) error {
+			from, to := c.String("from"), c.String("to")
+			for name, v := range map[string]string{"--from": from, "--to": to} {
+				if v == "" {
+					continue
+				}
+				if _, err := time.Parse(time.DateOnly, v); err != nil {
+					return usagef("%s %q: want YYYY-MM-DD", name, v)
+				}
+			}
+			dir := c.String("data-dir")
+			if strings.Contains(dir, "://") {
+				return usagef("--data-dir %s: compact works on a local data directory (object storage: not yet)", dir)
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return usagef("--data-dir %s: not a directory", dir)
+			}
+			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), redact.New())
+			if err != nil {
+				return err
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(compactMemoryLimit)
+			}
+			lock, err := lockDataDir(dir, log)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			opt := compact.Options{DataDir: dir, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
+			rep, err := compact.Compact(c.Context, opt)
+			printCompactReport(c.App.Writer, rep)
+			if err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+// compactBudget bounds run --compact: no day is started after 10 minutes
+// (with --every, half the interval); a day under way finishes (stopping
+// it would waste it). What is left waits for the next run.
+func compactBudget(j *job) time.Duration {
+	b := 10 * time.Minute
+	if j.Every > 0 {
+		b = min(b, j.Every/2)
+	}
+	return b
+}
+
+// compactClosedDays is run --compact: after the snapshot, in the same
+// process (which holds the data directory's lock), the Parquet lake's
+// closed days are compacted, starting none after compactBudget. A
+// failure is logged; the snapshot's outcome stands.
+func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer) {
+	if !j.Compact || !slices.Contains(j.Sinks, "parquet") || strings.Contains(j.DataDir, "://") {
+		return
+	}
+	opt := compact.Options{DataDir: j.DataDir, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+		Logger: b.log.With("step", "compact"), Crash: crashHook()}
+	rep, err := compact.Compact(ctx, opt)
+	if len(rep.Partitions) > 0 {
+		printCompactReport(stdout, rep)
+	}
+	if err != nil {
+		b.log.Error("compaction failed; the next run tries again", "err", err)
+	}
+}
+
+// recoverCompaction finishes or undoes a compaction a crash cut short
+// (every command that takes the lock calls it: the next run, replay or
+// compact). A failure is logged: the partition stays as the crash left
+// it, readable, and the next start tries again.
+func recoverCompaction(dir string, log *slog.Logger) {
+	if _, err := os.Stat(filepath.Join(dir, pq.CompactDir)); err != nil {
+		return // never compacted
+	}
+	if err := (&compact.LocalStore{Dir: dir}).Recover(context.Background()); err != nil {
+		log.Warn("recovering an interrupted compaction", "err", err)
+	}
+}
+
+// crashHook returns the test-only crash hook (nil unless crashEnv is set).
+func crashHook() func(step string) {
+	at := os.Getenv(crashEnv)
+	if at == "" {
+		return nil
+	}
+	return func(step string) {
+		if step == at {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
+}
+
+// printCompactReport prints one line per table: partitions, files, bytes
+// and bytes per row before and after.
+func printCompactReport(w io.Writer, rep compact.Report) {
+	type sum struct {
+		parts, filesIn, filesOut int
+		bytesIn, bytesOut, rows  int64
+		took                     time.Duration
+	}
+	by := map[string]*sum{}
+	for _, p := range rep.Partitions {
+		s := by[p.Table]
+		if s == nil {
+			s = &sum{}
+			by[p.Table] = s
+		}
+		s.parts++
+		s.filesIn += p.InputFiles
+		s.filesOut += p.OutputFiles
+		s.bytesIn += p.InputBytes
+		s.bytesOut += p.OutputBytes
+		s.rows += p.Rows
+		s.took += p.Took
+	}
+	tables := make([]string, 0, len(by))
+	for t := range by {
+		tables = append(tables, t)
+	}
+	slices.Sort(tables)
+	perRow := func(b, rows int64) string {
+		if rows == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", float64(b)/float64(rows))
+	}
+	for _, t := range tables {
+		s := by[t]
+		fmt.Fprintf(w, "%s: %d day(s), %d files -> %d, %d rows, %d -> %d bytes (%s -> %s bytes/row) in %s\n",
+			t, s.parts, s.filesIn, s.filesOut, s.rows, s.bytesIn, s.bytesOut, perRow(s.bytesIn, s.rows), perRow(s.bytesOut, s.rows), s.took.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new\n", len(rep.Partitions), rep.Skipped)
+}

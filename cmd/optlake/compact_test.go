@@ -1,0 +1,274 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/schema"
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/compact"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// compactDay is the (closed) day the compaction tests' snapshots are in.
+var compactDay = time.Date(2026, 1, 10, 23, 57, 0, 0, time.UTC)
+
+// buildLake takes n snapshots of every endpoint of a small simulated
+// venue whose account schemas drift, into dir, on compactDay (the last one
+// past midnight, on the next day).
+func buildLake(t *testing.T, dir string, n int) (url string) {
+	t.Helper()
+	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 300, Faults: venuesim.Faults{SchemaDrift: true}})
+	next := pinClock(t, compactDay)
+	for k := range n {
+		if k > 0 {
+			next()
+			sim.Advance(2)
+		}
+		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir); res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
+		}
+	}
+	return url
+}
+
+// lakeRows returns, per table and day partition, the rows DuckDB reads
+// there (every column, union by name), as sorted JSON texts.
+func lakeRows(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join(dir, "*", "date=*"))
+	out := map[string][]string{}
+	for _, p := range parts {
+		rel, _ := filepath.Rel(dir, p)
+		if strings.HasPrefix(rel, "raw") {
+			continue
+		}
+		if f, _ := filepath.Glob(filepath.Join(p, "*.parquet")); len(f) == 0 {
+			continue
+		}
+		res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT * FROM read_parquet('%s/*.parquet', union_by_name=true, hive_partitioning=false)`, p))
+		var rows []string
+		for _, r := range res.Rows {
+			m := map[string]any{}
+			for i, c := range res.Columns {
+				m[c.Name] = r[i]
+			}
+			b, _ := json.Marshal(m)
+			rows = append(rows, string(b))
+		}
+		slices.Sort(rows)
+		out[rel] = rows
+	}
+	return out
+}
+
+func sameLake(t *testing.T, what string, got, want map[string][]string) {
+	t.Helper()
+	for p, rows := range want {
+		g := got[p]
+		if len(g) != len(rows) {
+			t.Fatalf("%s: %s has %d rows, want %d", what, p, len(g), len(rows))
+		}
+		for i := range g {
+			if g[i] != rows[i] {
+				t.Fatalf("%s: %s: row differs\n got %s\nwant %s", what, p, g[i], rows[i])
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d partitions, want %d", what, len(got), len(want))
+	}
+}
+
+// checkCompacted checks every partition of compactDay holds compacted
+// files only, and nothing of a compaction is left under way.
+func checkCompacted(t *testing.T, dir string) {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join(dir, "*", "date="+compactDay.Format(time.DateOnly)))
+	n := 0
+	for _, p := range parts {
+		if schema.SortKey(filepath.Base(filepath.Dir(p))) == nil || filepath.Base(filepath.Dir(p)) == "raw" {
+			continue // not a compacted table
+		}
+		ents, _ := os.ReadDir(p)
+		for _, e := range ents {
+			if !pq.IsCompacted(e.Name()) {
+				t.Errorf("%s: %s is not compacted", p, e.Name())
+			}
+		}
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("only %d partitions on %s", n, compactDay.Format(time.DateOnly))
+	}
+	for _, sub := range []string{"stage", "journal", "tmp", "pending"} {
+		var left []string
+		filepath.WalkDir(filepath.Join(dir, ".compact", sub), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("left in .compact/%s: %v", sub, left)
+		}
+	}
+}
+
+// A lake from `optlake run` (instruments, events, runs, account tables
+// whose columns drift), compacted by `optlake compact`: every partition's
+// rows unchanged; a replay of the day afterwards is parked (readers see
+// the rows once) and the next compact gives the rows the same replay gives
+// an uncompacted lake; a second compact does nothing.
+func TestCompactCommand(t *testing.T) {
+	dir := t.TempDir()
+	buildLake(t, dir, 4)
+	before := lakeRows(t, dir)
+	ref := filepath.Join(t.TempDir(), "ref") // the same lake, never compacted
+	if out, err := exec.Command("cp", "-a", dir, ref).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+
+	res := optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	if res.code != 0 {
+		t.Fatalf("compact: exit %d\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stdout, "instruments: 1 day(s), 3 files -> 1") {
+		t.Fatalf("compact output:\n%s", res.stdout)
+	}
+	checkCompacted(t, dir)
+	sameLake(t, "after compact", lakeRows(t, dir), before)
+
+	// Replay the compacted day from the raw archive: parked, not doubled.
+	replay := []string{"replay", "--from", compactDay.Format(time.DateOnly), "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly),
+		"--endpoints", "instruments,account_summary,positions_with_mints,account_balance"}
+	for _, d := range []string{dir, ref} {
+		if res := optlake(t, append(replay, "--data-dir", d)...); res.code != 0 {
+			t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
+		}
+	}
+	sameLake(t, "after replay", lakeRows(t, dir), before)
+	res = optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	if res.code != 0 {
+		t.Fatalf("compact after replay: exit %d\n%s", res.code, res.stderr)
+	}
+	checkCompacted(t, dir)
+	sameLake(t, "after replay and compact", lakeRows(t, dir), lakeRows(t, ref))
+
+	res = optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	if res.code != 0 || !strings.Contains(res.stdout, "compacted 0 partition(s)") {
+		t.Fatalf("second compact: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+
+	// Usage errors.
+	if res := optlake(t, "compact", "--data-dir", dir, "--from", "yesterday"); res.code != exitUsage {
+		t.Fatalf("--from yesterday: exit %d", res.code)
+	}
+}
+
+// kill -9 at each step of a compaction's publish: readers see every row
+// exactly once right after the crash, and the next compact finishes or
+// undoes it by itself.
+func TestCompactCrashAtEachStep(t *testing.T) {
+	base := t.TempDir()
+	url := buildLake(t, base, 3)
+	want := lakeRows(t, base)
+	to := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
+	for _, step := range compact.Steps {
+		t.Run(step, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			cmd := exec.Command(os.Args[0], "compact", "--data-dir", dir, "--to", to, "--tables", "instruments")
+			cmd.Env = append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1", crashEnv+"="+step)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ProcessState.Sys() == nil || !strings.Contains(ee.Error(), "killed") {
+				t.Fatalf("compact did not die at %s: %v\n%s", step, err, out)
+			}
+			sameLake(t, "right after the crash", lakeRows(t, dir), want)
+			if step == "journal" || step == "swap" {
+				// A plain run (no --compact) on the next day recovers it too.
+				pinClock(t, compactDay.AddDate(0, 0, 1))
+				if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+					t.Fatalf("run after the crash: exit %d\n%s", res.code, res.stderr)
+				}
+				for _, sub := range []string{"journal", "stage"} {
+					if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", sub)); len(ents) != 0 {
+						t.Fatalf("run left .compact/%s: %d entries", sub, len(ents))
+					}
+				}
+				got := lakeRows(t, dir)
+				for p, rows := range want {
+					if !slices.Equal(got[p], rows) {
+						t.Fatalf("after the run: %s differs", p)
+					}
+				}
+			}
+			res := optlake(t, "compact", "--data-dir", dir, "--to", to)
+			if res.code != 0 {
+				t.Fatalf("compact after the crash: exit %d\n%s", res.code, res.stderr)
+			}
+			checkCompacted(t, dir)
+			got := lakeRows(t, dir)
+			for p, rows := range want {
+				if !slices.Equal(got[p], rows) {
+					t.Fatalf("after the next compact: %s differs", p)
+				}
+			}
+		})
+	}
+}
+
+// run --compact (here from the config file): a snapshot after midnight
+// compacts the day that closed, in the same process; today stays as
+// written; rows unchanged.
+func TestRunCompact(t *testing.T) {
+	dir := t.TempDir()
+	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
+	cfg := filepath.Join(t.TempDir(), "optlake.yaml")
+	if err := os.WriteFile(cfg, []byte("compact: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := pinClock(t, compactDay) // 23:57
+	var before map[string][]string
+	for k := range 4 {
+		if k > 0 {
+			next()
+		}
+		if k == 3 {
+			before = lakeRows(t, dir) // day 1 complete
+		}
+		res := optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--endpoints", "instruments")
+		if res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
+		}
+		if k < 3 && strings.Contains(res.stdout, "compacted") {
+			t.Fatalf("run %d compacted an open day:\n%s", k, res.stdout)
+		}
+		if k == 3 && !strings.Contains(res.stdout, "instruments: 1 day(s), 3 files -> 1") {
+			t.Fatalf("run after midnight did not compact the closed day:\n%s", res.stdout)
+		}
+	}
+	checkCompacted(t, dir)
+	after := lakeRows(t, dir)
+	for p, rows := range before {
+		if !slices.Equal(after[p], rows) {
+			t.Fatalf("%s: rows changed by run --compact", p)
+		}
+	}
+	today := filepath.Join(dir, "instruments", "date="+compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	if ents, _ := os.ReadDir(today); len(ents) != 1 || pq.IsCompacted(ents[0].Name()) {
+		t.Fatalf("today's partition: %v", ents)
+	}
+}

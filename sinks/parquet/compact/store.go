@@ -1,0 +1,489 @@
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	pq "github.com/optlake/optlake/sinks/parquet"
+
+	"github.com/optlake/optlake/internal/datadir"
+)
+
+// Partition is one table's day: DATA/<Table>/date=<Date>/.
+type Partition struct {
+	Table string
+	Date  string // YYYY-MM-DD
+}
+
+func (p Partition) String() string { return p.Table + "/date=" + p.Date }
+
+// File is one Parquet file of a partition (or parked for it).
+type File struct {
+	Name    string // base name
+	Size    int64
+	Pending bool // parked by the sink (a replay of a compacted snapshot)
+}
+
+// Input is an open input file.
+type Input interface {
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+}
+
+// Store is where the lake lives. Compact reads partitions through it and
+// publishes the compacted files with it; the local filesystem is one
+// (LocalStore), object storage can be another. Every method is called
+// with the data directory's lock held: no other writer is at work.
+type Store interface {
+	// Partitions lists every table's date partitions that hold Parquet
+	// files or have parked files.
+	Partitions(ctx context.Context) ([]Partition, error)
+	// List returns the partition's Parquet files (compacted ones and
+	// per-snapshot ones) and the files parked for it (Pending set).
+	List(ctx context.Context, p Partition) ([]File, error)
+	// Open opens a file List returned.
+	Open(ctx context.Context, p Partition, f File) (Input, error)
+	// Stage starts the replacement of the partition: files created with
+	// it are invisible to readers until Publish.
+	Stage(ctx context.Context, p Partition) (Staged, error)
+	// TempDir is a local folder for spilled sorted runs (emptied by
+	// Recover).
+	TempDir() string
+	// Recover finishes or undoes a Publish interrupted by a crash, and
+	// deletes retired files past their grace period.
+	Recover(ctx context.Context) error
+}
+
+// Staged is a partition's replacement under construction.
+type Staged interface {
+	// Create creates a file of the new partition.
+	Create(name string) (io.WriteCloser, error)
+	// Publish makes the staged files the partition's only files, in one
+	// step a reader cannot observe halfway where the store allows it,
+	// and retires the replaced files and the parked ones in consumed.
+	// id identifies the compaction (the manifest's ID).
+	Publish(ctx context.Context, id string, consumed []File) error
+	// Abort drops the staged files.
+	Abort() error
+}
+
+// LocalStore is a lake on the local filesystem under Dir. Its staging,
+// journal, trash and spills live in Dir/.compact, outside every table
+// folder, on the same filesystem (renames, not copies).
+type LocalStore struct {
+	Dir string
+	// Grace is how long replaced files stay in .compact/trash before
+	// Recover deletes them (for readers that still have them open or
+	// want them back); 0 means DefaultGrace.
+	Grace time.Duration
+	// Crash, when set, is called at each step of a publish with the step's
+	// name (tests kill the process there).
+	Crash func(step string)
+	Now   func() time.Time
+
+	noExchange bool // tests: take the fallback as if the filesystem refused the exchange
+}
+
+// DefaultGrace is how long replaced files are kept.
+const DefaultGrace = time.Hour
+
+// Steps of a local publish, in order; Crash is called after each (and
+// after "moved", between the two renames of the fallback swap).
+var Steps = []string{"staged", "journal", "swap", "retire", "pending", "done"}
+
+func (s *LocalStore) crash(step string) {
+	if s.Crash != nil {
+		s.Crash(step)
+	}
+}
+
+func (s *LocalStore) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *LocalStore) root() string            { return filepath.Join(s.Dir, pq.CompactDir) }
+func (s *LocalStore) part(p Partition) string { return filepath.Join(s.Dir, p.Table, "date="+p.Date) }
+func (s *LocalStore) pending(p Partition) string {
+	return filepath.Join(s.root(), pq.PendingDir, p.Table, "date="+p.Date)
+}
+func (s *LocalStore) stage(p Partition) string {
+	return filepath.Join(s.root(), "stage", p.Table, "date="+p.Date)
+}
+func (s *LocalStore) journal(p Partition) string {
+	return filepath.Join(s.root(), "journal", p.Table+"@"+p.Date+".json")
+}
+
+// TempDir implements Store.
+func (s *LocalStore) TempDir() string { return filepath.Join(s.root(), "tmp") }
+
+// Partitions implements Store.
+func (s *LocalStore) Partitions(ctx context.Context) ([]Partition, error) {
+	seen := map[Partition]bool{}
+	var out []Partition
+	add := func(base string, requireParquet bool) error {
+		tables, err := os.ReadDir(base)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		for _, t := range tables {
+			name := t.Name()
+			if !t.IsDir() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "raw" {
+				continue
+			}
+			days, err := os.ReadDir(filepath.Join(base, name))
+			if err != nil {
+				return err
+			}
+			for _, d := range days {
+				date, ok := strings.CutPrefix(d.Name(), "date=")
+				if !d.IsDir() || !ok {
+					continue
+				}
+				if _, err := time.Parse(time.DateOnly, date); err != nil {
+					continue
+				}
+				p := Partition{Table: name, Date: date}
+				if seen[p] {
+					continue
+				}
+				if requireParquet {
+					files, err := parquetFiles(filepath.Join(base, name, d.Name()))
+					if err != nil {
+						return err
+					}
+					if len(files) == 0 {
+						continue
+					}
+				}
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+		return nil
+	}
+	if err := add(s.Dir, true); err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	if err := add(filepath.Join(s.root(), pq.PendingDir), false); err != nil {
+		return nil, fmt.Errorf("list parked files: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Table != out[j].Table {
+			return out[i].Table < out[j].Table
+		}
+		return out[i].Date < out[j].Date
+	})
+	return out, ctx.Err()
+}
+
+// parquetFiles lists the visible .parquet files of a folder.
+func parquetFiles(dir string) ([]File, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []File
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(n, ".parquet") && !strings.HasPrefix(n, ".") {
+			fi, err := e.Info()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, File{Name: n, Size: fi.Size()})
+		}
+	}
+	return out, nil
+}
+
+// List implements Store.
+func (s *LocalStore) List(_ context.Context, p Partition) ([]File, error) {
+	files, err := parquetFiles(s.part(p))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", p, err)
+	}
+	parked, err := parquetFiles(s.pending(p))
+	if err != nil {
+		return nil, fmt.Errorf("list parked %s: %w", p, err)
+	}
+	for _, f := range parked {
+		f.Pending = true
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// Open implements Store.
+func (s *LocalStore) Open(_ context.Context, p Partition, f File) (Input, error) {
+	dir := s.part(p)
+	if f.Pending {
+		dir = s.pending(p)
+	}
+	return os.Open(filepath.Join(dir, f.Name))
+}
+
+// Stage implements Store.
+func (s *LocalStore) Stage(_ context.Context, p Partition) (Staged, error) {
+	dir := s.stage(p)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	return &localStaged{s: s, p: p, dir: dir}, nil
+}
+
+type localStaged struct {
+	s     *LocalStore
+	p     Partition
+	dir   string
+	files []string
+}
+
+// journal is what a publish records before it touches the partition, so
+// that Recover can finish it or undo it after a crash.
+type journal struct {
+	ID      string   `json:"id"`
+	Pending []string `json:"pending"` // parked files consumed (names)
+	Trash   string   `json:"trash"`   // where the replaced files go
+}
+
+func (st *localStaged) Create(name string) (io.WriteCloser, error) {
+	f, err := os.OpenFile(filepath.Join(st.dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st.files = append(st.files, name)
+	return &syncCloser{f}, nil
+}
+
+// syncCloser fsyncs a file before closing it.
+type syncCloser struct{ *os.File }
+
+func (f *syncCloser) Close() error {
+	err := f.File.Sync()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (st *localStaged) Abort() error { return os.RemoveAll(st.dir) }
+
+func (st *localStaged) Publish(ctx context.Context, id string, consumed []File) error {
+	s, p := st.s, st.p
+	if err := datadir.SyncDir(st.dir); err != nil {
+		return fmt.Errorf("publish %s: %w", p, err)
+	}
+	s.crash("staged")
+	j := journal{ID: id, Trash: filepath.Join(s.root(), "trash", s.now().UTC().Format("20060102T150405Z")+"-"+id, p.Table, "date="+p.Date)}
+	for _, f := range consumed {
+		if f.Pending {
+			j.Pending = append(j.Pending, f.Name)
+		}
+	}
+	b, _ := json.Marshal(j)
+	if err := os.MkdirAll(filepath.Dir(s.journal(p)), 0o755); err != nil {
+		return fmt.Errorf("publish %s: %w", p, err)
+	}
+	if err := datadir.WriteFile(s.journal(p), b); err != nil {
+		return fmt.Errorf("publish %s: journal: %w", p, err)
+	}
+	s.crash("journal")
+	if err := ctx.Err(); err != nil {
+		// Nothing visible changed yet: undo.
+		s.rollBack(p)
+		return err
+	}
+	if err := s.swap(p, j); err != nil {
+		return fmt.Errorf("publish %s: %w", p, err)
+	}
+	return s.rollForward(p, j)
+}
+
+// swap puts the staged folder in the partition's place. With
+// renameat2(RENAME_EXCHANGE) the two folders trade places in one step: a
+// reader lists either the old files or the new ones, never neither or
+// both. Where the filesystem refuses the exchange, the partition is first
+// moved to the trash, then the stage renamed into place (a reader listing
+// in between finds the partition missing; Recover finishes it after a
+// crash).
+func (s *LocalStore) swap(p Partition, j journal) error {
+	part, stage := s.part(p), s.stage(p)
+	if err := os.MkdirAll(part, 0o755); err != nil { // only parked files: no folder yet
+		return err
+	}
+	var err error = unix.EINVAL
+	if !s.noExchange {
+		err = unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, part, unix.RENAME_EXCHANGE)
+	}
+	if err == nil {
+		s.crash("swap")
+		return nil
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("exchange %s: %w", p, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(j.Trash), 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(part, j.Trash); err != nil {
+		return fmt.Errorf("retire %s: %w", p, err)
+	}
+	s.crash("moved") // fallback only: the day is missing until the next rename
+	if err := os.Rename(stage, part); err != nil {
+		return fmt.Errorf("place %s: %w", p, err)
+	}
+	s.crash("swap")
+	return datadir.SyncDir(filepath.Dir(part))
+}
+
+// rollForward finishes a publish whose new files are in place: the
+// replaced files (now in the stage folder) go to the trash, the parked
+// files consumed are deleted, then the journal.
+func (s *LocalStore) rollForward(p Partition, j journal) error {
+	if err := datadir.SyncDir(filepath.Dir(s.part(p))); err != nil {
+		return err
+	}
+	stage := s.stage(p)
+	if _, err := os.Stat(stage); err == nil {
+		if err := os.MkdirAll(filepath.Dir(j.Trash), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(stage, j.Trash); err != nil {
+			return fmt.Errorf("retire %s: %w", p, err)
+		}
+	}
+	s.crash("retire")
+	for _, name := range j.Pending {
+		if err := os.Remove(filepath.Join(s.pending(p), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove parked %s: %w", name, err)
+		}
+	}
+	os.Remove(s.pending(p)) // when empty
+	s.crash("pending")
+	if err := os.Remove(s.journal(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove journal: %w", err)
+	}
+	s.crash("done")
+	return nil
+}
+
+// rollBack undoes a publish that had not swapped: the stage is dropped.
+func (s *LocalStore) rollBack(p Partition) error {
+	if err := os.RemoveAll(s.stage(p)); err != nil {
+		return err
+	}
+	if err := os.Remove(s.journal(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Recover implements Store: for each journal left by a crash, the publish
+// is finished when the partition already holds the new files (the first
+// compacted file of the journal's id, or the partition is missing after a
+// fallback swap's first rename) and undone otherwise. Stages without a
+// journal, spills, and trash past its grace period are deleted.
+func (s *LocalStore) Recover(ctx context.Context) error {
+	jdir := filepath.Join(s.root(), "journal")
+	ents, err := os.ReadDir(jdir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		table, date, ok2 := strings.Cut(name, "@")
+		if !ok || !ok2 {
+			continue
+		}
+		p := Partition{Table: table, Date: date}
+		b, err := os.ReadFile(filepath.Join(jdir, e.Name()))
+		var j journal
+		if err == nil {
+			err = json.Unmarshal(b, &j)
+		}
+		if err != nil {
+			return fmt.Errorf("recover %s: journal: %w", p, err)
+		}
+		if err := s.recoverOne(p, j); err != nil {
+			return fmt.Errorf("recover %s: %w", p, err)
+		}
+	}
+	// Stages without a journal never became visible.
+	if err := os.RemoveAll(filepath.Join(s.root(), "stage")); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	if err := os.RemoveAll(s.TempDir()); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	return s.emptyTrash(ctx)
+}
+
+func (s *LocalStore) recoverOne(p Partition, j journal) error {
+	part := s.part(p)
+	if _, err := os.Stat(part); errors.Is(err, fs.ErrNotExist) {
+		// A fallback swap stopped between its two renames.
+		if err := os.Rename(s.stage(p), part); err != nil {
+			return err
+		}
+		return s.rollForward(p, j)
+	}
+	if _, err := os.Stat(filepath.Join(part, pq.CompactedName(j.ID, 0))); err == nil {
+		return s.rollForward(p, j)
+	}
+	return s.rollBack(p)
+}
+
+// emptyTrash deletes retired partitions older than the grace period (the
+// trash folder names start with the time they were retired).
+func (s *LocalStore) emptyTrash(ctx context.Context) error {
+	grace := s.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	dir := filepath.Join(s.root(), "trash")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("trash: %w", err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		stamp, _, _ := strings.Cut(e.Name(), "-")
+		t, err := time.Parse("20060102T150405Z", stamp)
+		if err != nil || s.now().Sub(t) < grace {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("trash: %w", err)
+		}
+	}
+	return nil
+}

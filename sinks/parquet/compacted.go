@@ -1,0 +1,143 @@
+package parquet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/parquet/file"
+)
+
+// A compacted partition (optlake compact, package sinks/parquet/compact)
+// holds files named CompactedPrefix+"<id>-NNN.parquet" instead of one file
+// per snapshot: names new with every compaction (id), so that a reader
+// that listed the partition before a compaction swapped it can only open
+// files of the listing it made (or fail to find them), never a file of the
+// new one. Each carries, in its Parquet key-value metadata under
+// ManifestKey, the Manifest: which per-snapshot files' rows it holds.
+const (
+	CompactedPrefix = "compacted-"
+	ManifestKey     = "optlake.compact"
+	// CompactDir is the data directory's folder for compaction's own
+	// state (staging, journal, parked replays, trash, spills): outside
+	// every table folder, so lake readers never see it.
+	CompactDir = ".compact"
+	// PendingDir (under CompactDir) parks files that a replay or a late
+	// load wrote for a snapshot a compacted file already holds; the next
+	// compaction of the day merges them in, replacing that snapshot's rows.
+	PendingDir = "pending"
+)
+
+// Manifest is the record of a compacted file.
+type Manifest struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"` // one compaction of one partition; every file of it has the same
+	Table   string `json:"table"`
+	Date    string `json:"date"`
+	Part    int    `json:"part"`  // this file's number, 0-based
+	Parts   int    `json:"parts"` // files in the partition
+	Rows    int64  `json:"rows"`  // rows of every part together
+	// Files are the per-snapshot files whose rows the partition holds.
+	Files []ManifestFile `json:"files"`
+}
+
+// ManifestFile is one per-snapshot file inside a compacted partition, with
+// the snapshots its rows belong to: what a later replacement of the file
+// replaces.
+type ManifestFile struct {
+	Name string `json:"name"`
+	Rows int64  `json:"rows"`
+	// Groups are the distinct snapshot groups of the file's rows:
+	// snapshot_time (ms since the epoch), run_id, and endpoint for
+	// tables that have that column ("" otherwise).
+	Groups []Group `json:"groups"`
+}
+
+// Group identifies the rows of one snapshot (of one endpoint) in a table.
+type Group struct {
+	SnapshotMs int64  `json:"t"`
+	RunID      string `json:"run"`
+	Endpoint   string `json:"ep,omitempty"`
+}
+
+// Has reports whether the manifest lists the per-snapshot file name.
+func (m *Manifest) Has(name string) bool {
+	for _, f := range m.Files {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// CompactedName is the name of part n of compaction id's partition.
+func CompactedName(id string, n int) string {
+	return fmt.Sprintf("%s%s-%03d.parquet", CompactedPrefix, id, n)
+}
+
+// IsCompacted reports whether a file name is a compacted file's.
+func IsCompacted(name string) bool {
+	return strings.HasPrefix(name, CompactedPrefix) && strings.HasSuffix(name, ".parquet")
+}
+
+// ReadManifest reads the manifest of the compacted file at path.
+func ReadManifest(path string) (*Manifest, error) {
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer r.Close()
+	return ManifestOf(r)
+}
+
+// ManifestOf reads the manifest from an open Parquet file.
+func ManifestOf(r *file.Reader) (*Manifest, error) {
+	v := r.MetaData().KeyValueMetadata().FindValue(ManifestKey)
+	if v == nil {
+		return nil, fmt.Errorf("no %s metadata", ManifestKey)
+	}
+	var m Manifest
+	if err := json.Unmarshal([]byte(*v), &m); err != nil {
+		return nil, fmt.Errorf("%s metadata: %w", ManifestKey, err)
+	}
+	return &m, nil
+}
+
+// parkPath is where the sink writes the file rel (relative to the data
+// directory dir) instead of its place in the lake: "" when the file goes to
+// its place, or DIR/.compact/pending/<rel> when rel's partition is
+// compacted and its compacted file already holds rel's rows — writing it
+// in place would show those rows twice. The next compaction of the day
+// replaces the snapshot's rows with the parked file's.
+func parkPath(dir, rel string) (string, error) {
+	part := filepath.Join(dir, filepath.Dir(rel))
+	ents, err := os.ReadDir(part)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("compacted partition: %w", err)
+	}
+	first := ""
+	for _, e := range ents {
+		if IsCompacted(e.Name()) {
+			first = filepath.Join(part, e.Name())
+			break
+		}
+	}
+	if first == "" {
+		return "", nil
+	}
+	m, err := ReadManifest(first)
+	if err != nil {
+		return "", fmt.Errorf("compacted partition: %w", err)
+	}
+	if !m.Has(filepath.Base(rel)) {
+		return "", nil
+	}
+	return filepath.Join(dir, CompactDir, PendingDir, rel), nil
+}
