@@ -81,17 +81,23 @@ func (p projection[T]) csvValues(v *T) []string {
 // one instrument (parameter ?), deduplicated, in order. Every column is read
 // as a nullable: times as epoch milliseconds (exact where time columns are
 // DateTime64, 20.1+; whole seconds on older servers, whose DateTime has no
-// more), booleans as UInt8.
+// more, except snapshot_time, whose milliseconds are in the table's
+// schema.SnapshotMs there), booleans as UInt8. Rows of snapshots within one
+// second are ordered by their milliseconds on every server.
 func (p projection[T]) query(db string, f schema.Features, order ...string) string {
+	ms := p.table.HasSnapshotMs(f)
 	exprs := make([]string, len(p.cols))
 	for i, c := range p.cols {
 		col := p.table.Columns[p.table.MustIndex(c.name)]
 		q := schema.Quote(c.name)
 		switch col.Type {
 		case schema.TimestampMs:
-			if f.DateTime64 {
+			switch {
+			case f.DateTime64:
 				q = "toUnixTimestamp64Milli(" + q + ")"
-			} else {
+			case ms && c.name == "snapshot_time":
+				q = "toInt64(toUnixTimestamp(" + q + ")) * 1000 + " + schema.Quote(schema.SnapshotMs)
+			default:
 				q = "toInt64(toUnixTimestamp(" + q + ")) * 1000"
 			}
 		case schema.Bool:
@@ -99,8 +105,15 @@ func (p projection[T]) query(db string, f schema.Features, order ...string) stri
 		}
 		exprs[i] = "toNullable(" + q + ")"
 	}
+	var by []string
+	for _, o := range order {
+		by = append(by, o)
+		if ms && o == "snapshot_time" {
+			by = append(by, schema.SnapshotMs)
+		}
+	}
 	return fmt.Sprintf("SELECT %s\n\t\tFROM %s.%s FINAL WHERE instrument_name = ? ORDER BY %s",
-		strings.Join(exprs, ", "), schema.Quote(db), schema.Quote(p.table.Name), strings.Join(order, ", "))
+		strings.Join(exprs, ", "), schema.Quote(db), schema.Quote(p.table.Name), strings.Join(by, ", "))
 }
 
 // scanTargets are pointers to scan one ClickHouse row of the query into,

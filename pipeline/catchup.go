@@ -2,13 +2,20 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 )
 
@@ -119,14 +126,21 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 	defer states.Close()
 	n := 0
 	for _, rec := range recs {
-		// endpoint -> the sinks still to load it into
+		// endpoint -> the sinks still to load it into; the runs rows apart
+		// (from the record, after the endpoints)
 		todo := map[string][]string{}
+		var runs []string
 		for _, ld := range rec.Pending("") {
-			if _, ok := byName[ld.Sink]; ok && res.Down[ld.Sink] == "" {
+			if _, ok := byName[ld.Sink]; !ok || res.Down[ld.Sink] != "" {
+				continue
+			}
+			if ld.Endpoint == ledger.Runs {
+				runs = append(runs, ld.Sink)
+			} else {
 				todo[ld.Endpoint] = append(todo[ld.Endpoint], ld.Sink)
 			}
 		}
-		if len(todo) == 0 {
+		if len(todo) == 0 && len(runs) == 0 {
 			continue
 		}
 		switch {
@@ -139,7 +153,11 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 			break
 		}
 		n++
-		cu := r.catchUpSnapshot(bctx, opt.DataDir, rec, todo, byName, states, res)
+		cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
+		if len(todo) > 0 {
+			cu = r.catchUpSnapshot(bctx, opt.DataDir, rec, todo, byName, states, res)
+		}
+		r.catchUpRunsOf(bctx, rec, runs, byName, res, &cu)
 		res.Snapshots = append(res.Snapshots, cu)
 		if bctx.Err() != nil && ctx.Err() == nil {
 			res.Stopped = "budget"
@@ -381,4 +399,168 @@ func (r *Runner) Pending() ([]ledger.SinkStatus, error) {
 		}
 	}
 	return out, nil
+}
+
+// runRows are the runs table's rows of a snapshot: one per endpoint.
+func runRows(sum *Summary) []ledger.RunRow {
+	rows := make([]ledger.RunRow, 0, len(sum.Endpoints))
+	for _, e := range sum.Endpoints {
+		rows = append(rows, ledger.RunRow{Endpoint: e.Endpoint, Status: e.Status, Rows: e.Rows, Rejects: e.Rejects,
+			Bytes: e.Bytes, DurationMS: e.DurationMS, Error: e.Error})
+	}
+	return rows
+}
+
+// writeRunRows writes rows as the runs table of the snapshot (time, run id,
+// source) into each of ss, and returns the sinks that failed. The live run
+// and the catch-up of its rows write them through here: the same rows.
+func (r *Runner) writeRunRows(ctx context.Context, ss []sinks.Sink, at time.Time, runID, source string, rows []ledger.RunRow) map[string]error {
+	t := schema.Runs
+	b := array.NewRecordBuilder(r.cfg.Mem, t.ArrowSchema())
+	defer b.Release()
+	for _, e := range rows {
+		b.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMilli()))
+		b.Field(t.MustIndex("run_id")).(*array.StringBuilder).Append(runID)
+		b.Field(t.MustIndex("source")).(*array.StringBuilder).Append(source)
+		b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(e.Endpoint)
+		b.Field(t.MustIndex("status")).(*array.StringBuilder).Append(e.Status)
+		b.Field(t.MustIndex("rows")).(*array.Int64Builder).Append(e.Rows)
+		b.Field(t.MustIndex("rejects")).(*array.Int64Builder).Append(e.Rejects)
+		b.Field(t.MustIndex("bytes")).(*array.Int64Builder).Append(e.Bytes)
+		b.Field(t.MustIndex("duration_ms")).(*array.Int64Builder).Append(e.DurationMS)
+		eb := b.Field(t.MustIndex("error")).(*array.StringBuilder)
+		if e.Error == "" {
+			eb.AppendNull()
+		} else {
+			eb.Append(e.Error)
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	snap := sinks.Snapshot{Time: at, RunID: runID, Source: source, Endpoint: ledger.Runs}
+	return writeAll(ctx, ss, t, snap, rec)
+}
+
+// runsOutcome is the ledger outcome of writing the runs rows into a sink.
+func (r *Runner) runsOutcome(err error) ledger.Outcome {
+	var rej *sinks.RejectedError
+	switch {
+	case err == nil:
+		return ledger.Outcome{State: ledger.Committed}
+	case errors.As(err, &rej):
+		return ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(oneLine(err))}
+	default:
+		return ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(oneLine(err))}
+	}
+}
+
+// settleRuns records in the ledger which sinks got the live run's runs
+// rows; the ledger keeps the rows for those that did not.
+func (r *Runner) settleRuns(log *slog.Logger, sum *Summary, rows []ledger.RunRow, failed map[string]error) {
+	if r.cfg.Ledger == nil {
+		return
+	}
+	outs := map[string]ledger.Outcome{}
+	for _, s := range r.cfg.Sinks {
+		outs[s.Name()] = r.runsOutcome(failed[s.Name()])
+	}
+	if err := r.cfg.Ledger.SettleRuns(ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}, rows, outs); err != nil {
+		log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
+	}
+}
+
+// catchUpRuns writes the runs rows the ledger kept for rec into the sinks
+// named (those that missed them), and settles their loads. A record with
+// no rows kept is a live run that died before writing its runs rows
+// anywhere: there is nothing to load, and the loads leave the ledger. It
+// returns the sinks that failed.
+func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.Record, names []string, byName map[string]sinks.Sink) (committed int, failed map[string]error) {
+	k := rec.Key()
+	if len(rec.Runs) == 0 {
+		if err := r.cfg.Ledger.Drop(k, ledger.Runs); err != nil {
+			log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
+		}
+		return 0, nil
+	}
+	var ss []sinks.Sink
+	for _, n := range names {
+		ss = append(ss, byName[n])
+	}
+	failed = r.writeRunRows(ctx, ss, rec.SnapshotTime, rec.RunID, rec.Source, rec.Runs)
+	outs := map[string]ledger.Outcome{}
+	for _, s := range ss {
+		outs[s.Name()] = r.runsOutcome(failed[s.Name()])
+		if failed[s.Name()] == nil {
+			committed++
+		}
+	}
+	if err := r.cfg.Ledger.Settle(k, ledger.Runs, outs); err != nil {
+		log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
+	}
+	return committed, failed
+}
+
+// replayRuns, after a replay of snapshot k into the configured sinks,
+// writes the runs rows the ledger kept for k into those of them that
+// missed them: a replay by hand settles the snapshot like a catch-up.
+func (r *Runner) replayRuns(ctx context.Context, k ledger.Key) {
+	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+		return
+	}
+	rec, err := r.cfg.Ledger.Get(k)
+	if err != nil {
+		r.log.Warn("load ledger not read", "err", err)
+		return
+	}
+	if rec == nil {
+		return
+	}
+	byName := map[string]sinks.Sink{}
+	for _, s := range r.cfg.Sinks {
+		byName[s.Name()] = s
+	}
+	var names []string
+	for _, ld := range rec.Pending("") {
+		if _, ok := byName[ld.Sink]; ok && ld.Endpoint == ledger.Runs {
+			names = append(names, ld.Sink)
+		}
+	}
+	if len(names) > 0 {
+		r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID), *rec, names, byName)
+	}
+}
+
+// catchUpRunsOf loads the runs rows of rec into the sinks named that are
+// still up after its endpoints' catch-up, and adds the outcome to res and
+// cu.
+func (r *Runner) catchUpRunsOf(ctx context.Context, rec ledger.Record, names []string, byName map[string]sinks.Sink, res *CatchUpResult, cu *CaughtUp) {
+	var up []string
+	for _, n := range names {
+		if res.Down[n] == "" {
+			up = append(up, n)
+		}
+	}
+	if len(up) == 0 || ctx.Err() != nil {
+		return
+	}
+	committed, failed := r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID, "catch_up", true), rec, up, byName)
+	res.Loaded += committed
+	for _, n := range up {
+		err := failed[n]
+		if err == nil {
+			if len(rec.Runs) > 0 && !slices.Contains(cu.Sinks, n) {
+				cu.Sinks = append(cu.Sinks, n)
+			}
+			continue
+		}
+		if r.runsOutcome(err).State == ledger.Failed {
+			res.Failed++
+		} else if ctx.Err() == nil {
+			res.Down[n] = r.cfg.Redactor.String(oneLine(err))
+		}
+		if cu.OK {
+			cu.OK, cu.Error = false, r.cfg.Redactor.String(n+": runs table: "+oneLine(err))
+		}
+	}
+	sort.Strings(cu.Sinks)
 }

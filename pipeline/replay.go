@@ -10,6 +10,7 @@ import (
 
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/events"
+	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/extract"
 )
 
@@ -81,6 +82,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 			requests:        fetch.requests,
 			eventsOnlyState: i == 0 && !seeded,
 		})
+		r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID})
 		for _, p := range fetch.problems {
 			res.Problems = append(res.Problems, p)
 		}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/google/uuid"
 
@@ -188,6 +187,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 		for _, ep := range r.cfg.Endpoints {
 			eps = append(eps, ep.Name)
 		}
+		eps = append(eps, ledger.Runs) // the runs table's rows, written last
 		ledgerErr = r.cfg.Ledger.Begin(sr.time, sr.runID, sr.source, eps, r.sinkNames())
 		if ledgerErr != nil {
 			r.log.Error("load ledger not written: a sink that fails now will not be caught up automatically", "err", ledgerErr)
@@ -286,12 +286,15 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 		}
 	}
 	if len(r.cfg.Sinks) > 0 && sr.writeRuns {
-		for name, err := range r.writeRuns(ctx, sum) {
+		rows := runRows(sum)
+		failed := r.writeRuns(ctx, sum, rows)
+		for name, err := range failed {
 			if sum.OK {
 				sum.OK = false
 				sum.Error = name + ": runs table: " + err.Error()
 			}
 		}
+		r.settleRuns(log, sum, rows, failed)
 	}
 	sum.DurationMS = time.Since(start).Milliseconds()
 	sum.Error = r.cfg.Redactor.String(sum.Error)
@@ -531,33 +534,11 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 	return fan.Commit(ctx), nil
 }
 
-// writeRuns records the snapshot's per-endpoint results in the runs table of
-// every sink, and returns the sinks that failed.
-func (r *Runner) writeRuns(ctx context.Context, sum *Summary) map[string]error {
-	b := array.NewRecordBuilder(r.cfg.Mem, schema.Runs.ArrowSchema())
-	defer b.Release()
-	t := schema.Runs
-	for _, e := range sum.Endpoints {
-		b.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder).Append(arrow.Timestamp(sum.SnapshotTime.UnixMilli()))
-		b.Field(t.MustIndex("run_id")).(*array.StringBuilder).Append(sum.RunID)
-		b.Field(t.MustIndex("source")).(*array.StringBuilder).Append(sum.Source)
-		b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(e.Endpoint)
-		b.Field(t.MustIndex("status")).(*array.StringBuilder).Append(e.Status)
-		b.Field(t.MustIndex("rows")).(*array.Int64Builder).Append(e.Rows)
-		b.Field(t.MustIndex("rejects")).(*array.Int64Builder).Append(e.Rejects)
-		b.Field(t.MustIndex("bytes")).(*array.Int64Builder).Append(e.Bytes)
-		b.Field(t.MustIndex("duration_ms")).(*array.Int64Builder).Append(e.DurationMS)
-		eb := b.Field(t.MustIndex("error")).(*array.StringBuilder)
-		if e.Error == "" {
-			eb.AppendNull()
-		} else {
-			eb.Append(e.Error)
-		}
-	}
-	rec := b.NewRecord()
-	defer rec.Release()
-	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: "runs"}
-	return writeAll(ctx, r.cfg.Sinks, schema.Runs, snap, rec)
+// writeRuns records the snapshot's per-endpoint results (rows, from
+// runRows) in the runs table of every sink, and returns the sinks that
+// failed.
+func (r *Runner) writeRuns(ctx context.Context, sum *Summary, rows []ledger.RunRow) map[string]error {
+	return r.writeRunRows(ctx, r.cfg.Sinks, sum.SnapshotTime, sum.RunID, sum.Source, rows)
 }
 
 // writeAll writes one small record as table t to every sink and returns

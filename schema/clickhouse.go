@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -96,9 +97,82 @@ func (f Features) TimeRange() (minMs, maxMs int64) {
 	return 0, 4294967295999
 }
 
+// SnapshotMs is the column that gives a table's key millisecond precision
+// on servers whose time columns are DateTime (seconds: 18.16, 19.x): the
+// millisecond of snapshot_time, 0-999, a UInt16 right after snapshot_time
+// in the columns and in ORDER BY. Without it two snapshots less than a
+// second apart share a key there, and the ReplacingMergeTree keeps one.
+// Where time columns are DateTime64(3) (20.1+) snapshot_time itself holds
+// the milliseconds: no such column, the key is the table's Key as is.
+//
+// It is a ClickHouse-only column (not in Table.Columns: Arrow and Parquet
+// keep the full instant in snapshot_time); the ClickHouse sink fills it
+// from snapshot_time. Rows that predate migration 5 have 0 (the server
+// never had their milliseconds).
+const SnapshotMs = "snapshot_ms"
+
+// SnapshotMsType is SnapshotMs's ClickHouse type.
+const SnapshotMsType = "UInt16"
+
+// HasSnapshotMs reports whether t has the SnapshotMs column on a server
+// with f: time columns without milliseconds and snapshot_time in t's key.
+func (t *Table) HasSnapshotMs(f Features) bool {
+	if f.DateTime64 {
+		return false
+	}
+	for _, k := range t.Key {
+		if k == "snapshot_time" {
+			return true
+		}
+	}
+	return false
+}
+
+// CHColumn is a column as ClickHouse declares it: name, ClickHouse type and
+// comment.
+type CHColumn struct {
+	Name, Type, Doc string
+}
+
+// snapshotMsColumn is SnapshotMs as declared.
+var snapshotMsColumn = CHColumn{Name: SnapshotMs, Type: SnapshotMsType, Doc: "millisecond of snapshot_time (0-999): part of the key where time columns have second precision"}
+
+// ClickHouseColumns are t's columns as ClickHouse declares them on a server
+// with f: t.Columns, plus SnapshotMs right after snapshot_time where
+// HasSnapshotMs.
+func (t *Table) ClickHouseColumns(f Features) []CHColumn {
+	out := make([]CHColumn, 0, len(t.Columns)+1)
+	ms := t.HasSnapshotMs(f)
+	for _, c := range t.Columns {
+		out = append(out, CHColumn{Name: c.Name, Type: c.ClickHouseType(f), Doc: c.Doc})
+		if ms && c.Name == "snapshot_time" {
+			out = append(out, snapshotMsColumn)
+		}
+	}
+	return out
+}
+
+// ClickHouseKey is t's ORDER BY on a server with f: t.Key, with SnapshotMs
+// right after snapshot_time where HasSnapshotMs.
+func (t *Table) ClickHouseKey(f Features) []string {
+	return withSnapshotMs(t.Key, t.HasSnapshotMs(f))
+}
+
+func withSnapshotMs(key []string, ms bool) []string {
+	out := make([]string, 0, len(key)+1)
+	for _, k := range key {
+		out = append(out, k)
+		if ms && k == "snapshot_time" {
+			out = append(out, SnapshotMs)
+		}
+	}
+	return out
+}
+
 // ClickHouseDDL renders CREATE TABLE for a single server: a
-// ReplacingMergeTree ordered by the table's key (one row per key after
-// merges; read with FINAL), partitioned by month of PartitionTime.
+// ReplacingMergeTree ordered by the table's key (ClickHouseKey: one row
+// per key after merges; read with FINAL), partitioned by month of
+// PartitionTime.
 func (t *Table) ClickHouseDDL(db string, f Features) string {
 	return t.createTable(db, t.Name, "", f, "ReplacingMergeTree", true, true)
 }
@@ -107,29 +181,51 @@ func (t *Table) ClickHouseDDL(db string, f Features) string {
 // t's columns (with their docs as comments if comments) and the given
 // engine; keyed adds t's PARTITION BY and ORDER BY.
 func (t *Table) createTable(db, name, cluster string, f Features, engine string, keyed, comments bool) string {
+	return t.createTableAt(db, name, cluster, f, engine, keyed, comments, t.HasSnapshotMs(f))
+}
+
+// createTableAt is createTable with or without the SnapshotMs column
+// (migrations 1 to 3 create their tables as released, without it;
+// migration 5 adds it).
+func (t *Table) createTableAt(db, name, cluster string, f Features, engine string, keyed, comments, ms bool) string {
+	var key []string
+	if keyed {
+		key = withSnapshotMs(t.Key, ms)
+	}
+	cols := t.ClickHouseColumns(f)
+	if !ms {
+		cols = slices.DeleteFunc(cols, func(c CHColumn) bool { return c.Name == SnapshotMs })
+	}
+	return createTable(db, name, cluster, cols, engine, t.PartitionTime, key, comments)
+}
+
+// createTable renders CREATE TABLE IF NOT EXISTS db.name [ON CLUSTER] with
+// cols and engine; a non-empty key adds PARTITION BY toYYYYMM(partition)
+// (when partition is set) and ORDER BY key.
+func createTable(db, name, cluster string, cols []CHColumn, engine, partition string, key []string, comments bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s%s\n(\n", Quote(db), Quote(name), onCluster(cluster))
-	for i, c := range t.Columns {
-		fmt.Fprintf(&b, "    %s %s", Quote(c.Name), c.ClickHouseType(f))
+	for i, c := range cols {
+		fmt.Fprintf(&b, "    %s %s", Quote(c.Name), c.Type)
 		if c.Doc != "" && comments {
 			fmt.Fprintf(&b, " COMMENT '%s'", escapeString(c.Doc))
 		}
-		if i < len(t.Columns)-1 {
+		if i < len(cols)-1 {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString(")\n")
 	b.WriteString("ENGINE = " + engine)
-	if !keyed {
+	if len(key) == 0 {
 		return b.String()
 	}
 	b.WriteString("\n")
-	if t.PartitionTime != "" {
-		fmt.Fprintf(&b, "PARTITION BY toYYYYMM(%s)\n", Quote(t.PartitionTime))
+	if partition != "" {
+		fmt.Fprintf(&b, "PARTITION BY toYYYYMM(%s)\n", Quote(partition))
 	}
-	keys := make([]string, len(t.Key))
-	for i, k := range t.Key {
+	keys := make([]string, len(key))
+	for i, k := range key {
 		keys[i] = Quote(k)
 	}
 	fmt.Fprintf(&b, "ORDER BY (%s)", strings.Join(keys, ", "))
@@ -241,22 +337,32 @@ func (t *Table) ShardingColumns() []string {
 //  2. <name>, a Distributed(cluster, db, <name>_local, ShardingKey) table
 //     with the same columns: what loads insert into and queries read.
 func (t *Table) CreateDDL(tg Target) []string {
-	if !tg.OnCluster() {
-		return []string{t.ClickHouseDDL(tg.DB, tg.Features)}
-	}
-	return []string{t.localDDL(tg), t.DistributedDDL(tg)}
+	return t.createDDL(tg, t.Name, t.HasSnapshotMs(tg.Features))
 }
 
-func (t *Table) localDDL(tg Target) string {
-	engine := fmt.Sprintf("ReplicatedReplacingMergeTree('%s', '{replica}')", escapeString(ReplicationPath(tg.DB, t.LocalName())))
-	return t.createTable(tg.DB, t.LocalName(), tg.Cluster, tg.Features, engine, true, tg.Features.ReplicatedComments)
+// createDDL is CreateDDL under the public name name (its local table
+// name+LocalSuffix), with or without the SnapshotMs column.
+func (t *Table) createDDL(tg Target, name string, ms bool) []string {
+	if !tg.OnCluster() {
+		return []string{t.createTableAt(tg.DB, name, "", tg.Features, "ReplacingMergeTree", true, true, ms)}
+	}
+	local := name + LocalSuffix
+	engine := fmt.Sprintf("ReplicatedReplacingMergeTree('%s', '{replica}')", escapeString(ReplicationPath(tg.DB, local)))
+	return []string{
+		t.createTableAt(tg.DB, local, tg.Cluster, tg.Features, engine, true, tg.Features.ReplicatedComments, ms),
+		t.distributedDDL(tg, name, local, ms),
+	}
 }
 
 // DistributedDDL renders CREATE TABLE IF NOT EXISTS for t's Distributed
 // table on a cluster (see CreateDDL).
 func (t *Table) DistributedDDL(tg Target) string {
-	engine := fmt.Sprintf("Distributed('%s', '%s', '%s', %s)", escapeString(tg.Cluster), escapeString(tg.DB), escapeString(t.LocalName()), t.ShardingKey())
-	return t.createTable(tg.DB, t.Name, tg.Cluster, tg.Features, engine, false, true)
+	return t.distributedDDL(tg, t.Name, t.LocalName(), t.HasSnapshotMs(tg.Features))
+}
+
+func (t *Table) distributedDDL(tg Target, name, local string, ms bool) string {
+	engine := fmt.Sprintf("Distributed('%s', '%s', '%s', %s)", escapeString(tg.Cluster), escapeString(tg.DB), escapeString(local), t.ShardingKey())
+	return t.createTableAt(tg.DB, name, tg.Cluster, tg.Features, engine, false, true, ms)
 }
 
 // AddColumnStatements renders the statements that add column c (already in

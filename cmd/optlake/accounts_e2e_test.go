@@ -25,8 +25,7 @@ func TestAccountsEvolveEndToEnd(t *testing.T) {
 	const ticks = 7
 	for i := 0; i < ticks; i++ {
 		if i > 0 {
-			sim.Advance(1)
-			time.Sleep(1100 * time.Millisecond) // distinct seconds for 18.16's DateTime
+			sim.Advance(1) // no pause: snapshot_ms keeps the snapshots apart on 18.16
 		}
 		res := optlake(t, args...)
 		if res.code != 0 {
@@ -35,7 +34,7 @@ func TestAccountsEvolveEndToEnd(t *testing.T) {
 	}
 
 	// The field that appeared at tick 4 is a column; earlier rows are null.
-	got := chQuery(t, c, db, "SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(account), uniqExact(snapshot_time) FROM account_summary FINAL")
+	got := chQuery(t, c, db, "SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(account), uniqExact(snapshot_time, snapshot_ms) FROM account_summary FINAL")
 	if got != fmt.Sprintf("%d\t%d\t2\t%d", 2*ticks, 2*4, ticks) {
 		t.Errorf("account_summary (rows, null portfolio_margin, accounts, snapshots) = %q", got)
 	}
@@ -72,7 +71,7 @@ func TestAccountsEvolveEndToEnd(t *testing.T) {
 	// The schema's history is in ClickHouse too: the column, with the
 	// snapshot it first appeared in (tick 4, the fifth snapshot).
 	first := chQuery(t, c, db, "SELECT toString(first_seen) FROM inferred_columns FINAL WHERE table_name = 'account_summary' AND column_name = 'portfolio_margin'")
-	fifth := chQuery(t, c, db, "SELECT toString(snapshot_time) FROM (SELECT DISTINCT snapshot_time FROM account_summary FINAL ORDER BY snapshot_time LIMIT 1 OFFSET 4)")
+	fifth := chQuery(t, c, db, "SELECT toString(snapshot_time) FROM (SELECT DISTINCT snapshot_time, snapshot_ms FROM account_summary FINAL ORDER BY snapshot_time, snapshot_ms LIMIT 1 OFFSET 4)")
 	if first == "" || first != fifth {
 		t.Errorf("inferred_columns first_seen of portfolio_margin = %q, want the fifth snapshot %q", first, fifth)
 	}

@@ -185,10 +185,16 @@ func TestReadmeQueries(t *testing.T) {
 	db := testenv.FreshDatabase(t, c)
 	sim, url := startSim(t, venuesim.Config{Seed: 9})
 	dir := t.TempDir()
+	// Snapshots a minute apart on a pinned clock, not in real time: the
+	// README's queries group by snapshot_time, which is whole seconds on
+	// 18.16 (its key tells snapshots apart by snapshot_ms, its README
+	// answers would not match the newest ClickHouse's for snapshots within
+	// one second).
+	next := pinClock(t, time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
 	for i := 0; i < 6; i++ {
 		if i > 0 {
 			sim.Advance(1)
-			time.Sleep(1100 * time.Millisecond) // distinct seconds for 18.16's DateTime
+			next()
 		}
 		res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--sink", "clickhouse", "--sink", "parquet", "--clickhouse-dsn", c.DSN(db), "--migrate")
 		if res.code != 0 {
@@ -204,9 +210,9 @@ func TestReadmeQueries(t *testing.T) {
 		"newest ClickHouse (chDB)": func(t *testing.T) sqlEngine { return chdbEngine(t, dir) },
 	})
 	// The events in ClickHouse are exactly the events in Parquet.
-	chRows := strings.Split(chQuery(t, c, db, `SELECT instrument_name, event, field, ifNull(old_value, 'NULL'), ifNull(new_value, 'NULL'), toUnixTimestamp(snapshot_time), initial
-		FROM instrument_events FINAL ORDER BY instrument_name, snapshot_time, event, field`), "\n")
-	pq := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT instrument_name, event, field, coalesce(old_value, 'NULL'), coalesce(new_value, 'NULL'), epoch_ms(snapshot_time) // 1000, initial::INT
+	chRows := strings.Split(chQuery(t, c, db, `SELECT instrument_name, event, field, ifNull(old_value, 'NULL'), ifNull(new_value, 'NULL'), toUnixTimestamp(snapshot_time) * 1000 + snapshot_ms, initial
+		FROM instrument_events FINAL ORDER BY instrument_name, snapshot_time, snapshot_ms, event, field`), "\n")
+	pq := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT instrument_name, event, field, coalesce(old_value, 'NULL'), coalesce(new_value, 'NULL'), epoch_ms(snapshot_time), initial::INT
 		FROM read_parquet('%s') ORDER BY instrument_name, snapshot_time, event, field`, filepath.Join(dir, "instrument_events", "*", "*.parquet")))
 	var pqRows []string
 	for _, r := range pq.Rows {

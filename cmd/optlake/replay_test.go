@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/venuesim"
@@ -42,8 +41,7 @@ func TestReplayRebuildsExactly(t *testing.T) {
 	dir := t.TempDir()
 	for i := 0; i < 3; i++ {
 		if i > 0 {
-			sim.Advance(1)
-			time.Sleep(1100 * time.Millisecond) // distinct seconds for 18.16's DateTime below
+			sim.Advance(1) // no pause: snapshot_ms keeps them apart in 18.16 below
 		}
 		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir); res.code != 0 {
 			t.Fatalf("run %d: %s", i, res.stderr)
@@ -88,6 +86,12 @@ func TestReplayRebuildsExactly(t *testing.T) {
 	good := duckScalar(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(dir, "instruments", "*", "*.parquet")))
 	if got := chQuery(t, c, db, "SELECT count() FROM instruments FINAL"); got != good {
 		t.Errorf("clickhouse rows after two replays = %s, want %s", got, good)
+	}
+	// Three snapshots, at the lake's exact milliseconds.
+	chSnaps := chQuery(t, c, db, "SELECT arrayStringConcat(groupArray(toString(ms)), ',') FROM (SELECT DISTINCT toInt64(toUnixTimestamp(snapshot_time)) * 1000 + snapshot_ms AS ms FROM instruments FINAL ORDER BY ms)")
+	pqSnaps := duckScalar(t, fmt.Sprintf("SELECT string_agg(ms::VARCHAR, ',' ORDER BY ms) FROM (SELECT DISTINCT epoch_ms(snapshot_time) AS ms FROM read_parquet('%s'))", filepath.Join(dir, "instruments", "*", "*.parquet")))
+	if strings.Count(pqSnaps, ",") != 3 || chSnaps != pqSnaps {
+		t.Errorf("snapshots in clickhouse %s, in the lake %s (want the 4 of them in both)", chSnaps, pqSnaps)
 	}
 }
 

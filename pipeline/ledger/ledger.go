@@ -11,8 +11,8 @@
 //	_ledger/done/date=YYYY-MM-DD/<snapshot>-<run_id>.json  a snapshot committed everywhere
 //
 // A run writes its snapshot's record in open/ before loading anything (every
-// load pending), rewrites it after each endpoint with the sinks' outcomes,
-// and moves it to done/ (write the new object, then delete the old) once
+// load pending, including the runs table's rows, endpoint Runs), rewrites it
+// after each endpoint with the sinks' outcomes, and moves it to done/ (write the new object, then delete the old) once
 // every load is committed. A process killed at any point leaves a whole
 // record whose in-flight loads are still pending; a crash between the write
 // to done/ and the delete leaves both, and the open one is taken as current
@@ -69,6 +69,27 @@ type Record struct {
 	RunID        string    `json:"run_id"`
 	Source       string    `json:"source"`
 	Loads        []Load    `json:"loads"`
+	// Runs are the rows of the runs table the live run wrote, kept once a
+	// sink missed them (SettleRuns), so that catch-up loads exactly them.
+	Runs []RunRow `json:"runs,omitempty"`
+}
+
+// Runs is the endpoint name of a snapshot's rows of the runs table in the
+// ledger: the live run writes them after its endpoints, and a sink that
+// missed them gets them from the record (Record.Runs), not from the raw
+// archive (they describe the live run: its statuses, durations, errors).
+const Runs = "runs"
+
+// RunRow is one row of the runs table (schema.Runs) without the
+// snapshot's identity: one endpoint of the live run.
+type RunRow struct {
+	Endpoint   string `json:"endpoint"`
+	Status     string `json:"status"`
+	Rows       int64  `json:"rows"`
+	Rejects    int64  `json:"rejects"`
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Key identifies a snapshot.
@@ -191,6 +212,11 @@ func (l *Ledger) Settle(k Key, endpoint string, outcomes map[string]Outcome) err
 	if err != nil || rec == nil {
 		return err
 	}
+	return l.settle(rec, endpoint, outcomes)
+}
+
+// settle is Settle on the open record rec. Call with mu held.
+func (l *Ledger) settle(rec *Record, endpoint string, outcomes map[string]Outcome) error {
 	now := l.now().UTC()
 	changed := false
 	for i := range rec.Loads {
@@ -207,6 +233,24 @@ func (l *Ledger) Settle(k Key, endpoint string, outcomes map[string]Outcome) err
 		return nil
 	}
 	return l.write(rec)
+}
+
+// SettleRuns is Settle for the snapshot's runs rows (endpoint Runs): when
+// an outcome is not Committed the rows are kept in the record for the
+// catch-up that loads them into the sinks that missed them.
+func (l *Ledger) SettleRuns(k Key, rows []RunRow, outcomes map[string]Outcome) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := l.get(k)
+	if err != nil || rec == nil {
+		return err
+	}
+	for _, o := range outcomes {
+		if o.State != Committed {
+			rec.Runs = rows
+		}
+	}
+	return l.settle(rec, Runs, outcomes)
 }
 
 // Drop removes endpoint's loads from the snapshot's record: there is nothing
@@ -229,6 +273,21 @@ func (l *Ledger) Drop(k Key, endpoint string) error {
 	}
 	rec.Loads = kept
 	return l.write(rec)
+}
+
+// Get returns a copy of the open record of snapshot k (nil when the
+// ledger holds none open: settled, or never recorded).
+func (l *Ledger) Get(k Key) (*Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := l.get(k)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	cp := *rec
+	cp.Loads = append([]Load(nil), rec.Loads...)
+	cp.Runs = append([]RunRow(nil), rec.Runs...)
+	return &cp, nil
 }
 
 // get returns the open record of k (nil when there is none). Call with mu

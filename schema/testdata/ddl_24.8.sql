@@ -138,3 +138,5 @@ ALL INNER JOIN
     GROUP BY source, instrument_name
 ) AS s USING (source, instrument_name)
 WHERE i.snapshot_time = s.last_seen;
+
+-- migration 5: snapshots distinct to the millisecond where time columns have seconds (snapshot_ms in the key)

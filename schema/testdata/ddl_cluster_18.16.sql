@@ -235,3 +235,296 @@ ALL INNER JOIN
     GROUP BY source, instrument_name
 ) AS s USING (source, instrument_name)
 WHERE i.snapshot_time = s.last_seen;
+
+-- migration 5: snapshots distinct to the millisecond where time columns have seconds (snapshot_ms in the key)
+DROP TABLE IF EXISTS `optlake`.`instruments__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instruments__v5_local` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`instruments__v5_local` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC'),
+    `snapshot_ms` UInt16,
+    `run_id` String,
+    `source` String,
+    `base_currency` Nullable(String),
+    `block_trade_commission` Nullable(Float64),
+    `block_trade_min_trade_amount` Nullable(Float64),
+    `block_trade_tick_size` Nullable(Float64),
+    `contract_size` Nullable(Float64),
+    `counter_currency` Nullable(String),
+    `creation_timestamp` Nullable(Int64),
+    `deployed` Nullable(UInt8),
+    `expiration_timestamp` Nullable(Int64),
+    `index_price` Nullable(Float64),
+    `instrument_id` Nullable(String),
+    `instrument_name` String,
+    `instrument_type` Nullable(String),
+    `is_active` Nullable(UInt8),
+    `kind` Nullable(String),
+    `maker_commission` Nullable(Float64),
+    `min_trade_amount` Nullable(Float64),
+    `option_type` Nullable(String),
+    `quote_currency` Nullable(String),
+    `rfq` Nullable(UInt8),
+    `settlement_currency` Nullable(String),
+    `settlement_period` Nullable(String),
+    `strike` Nullable(Float64),
+    `taker_commission` Nullable(Float64),
+    `tick_size` Nullable(Float64),
+    `index_price_raw` Nullable(String),
+    `creation_time` Nullable(DateTime('UTC')),
+    `expiration_time` Nullable(DateTime('UTC')),
+    `extra` Nullable(String)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/optlake/instruments__v5_local', '{replica}')
+PARTITION BY toYYYYMM(`snapshot_time`)
+ORDER BY (`source`, `instrument_name`, `snapshot_time`, `snapshot_ms`);
+CREATE TABLE IF NOT EXISTS `optlake`.`instruments__v5` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `base_currency` Nullable(String),
+    `block_trade_commission` Nullable(Float64),
+    `block_trade_min_trade_amount` Nullable(Float64),
+    `block_trade_tick_size` Nullable(Float64),
+    `contract_size` Nullable(Float64),
+    `counter_currency` Nullable(String),
+    `creation_timestamp` Nullable(Int64) COMMENT 'raw epoch value as sent',
+    `deployed` Nullable(UInt8),
+    `expiration_timestamp` Nullable(Int64) COMMENT 'raw epoch value as sent',
+    `index_price` Nullable(Float64) COMMENT 'index_price_raw parsed; null when not a finite decimal number',
+    `instrument_id` Nullable(String),
+    `instrument_name` String,
+    `instrument_type` Nullable(String),
+    `is_active` Nullable(UInt8),
+    `kind` Nullable(String),
+    `maker_commission` Nullable(Float64),
+    `min_trade_amount` Nullable(Float64),
+    `option_type` Nullable(String),
+    `quote_currency` Nullable(String),
+    `rfq` Nullable(UInt8),
+    `settlement_currency` Nullable(String),
+    `settlement_period` Nullable(String),
+    `strike` Nullable(Float64),
+    `taker_commission` Nullable(Float64),
+    `tick_size` Nullable(Float64),
+    `index_price_raw` Nullable(String) COMMENT 'index_price exactly as received',
+    `creation_time` Nullable(DateTime('UTC')) COMMENT 'creation_timestamp as UTC time (unit detected or --timestamp-unit)',
+    `expiration_time` Nullable(DateTime('UTC')) COMMENT 'expiration_timestamp as UTC time',
+    `extra` Nullable(String) COMMENT 'unknown fields as a JSON object, values as received'
+)
+ENGINE = Distributed('analytics', 'optlake', 'instruments__v5_local', cityHash64(`source`, `instrument_name`));
+INSERT INTO `optlake`.`instruments__v5` (`snapshot_time`, `run_id`, `source`, `base_currency`, `block_trade_commission`, `block_trade_min_trade_amount`, `block_trade_tick_size`, `contract_size`, `counter_currency`, `creation_timestamp`, `deployed`, `expiration_timestamp`, `index_price`, `instrument_id`, `instrument_name`, `instrument_type`, `is_active`, `kind`, `maker_commission`, `min_trade_amount`, `option_type`, `quote_currency`, `rfq`, `settlement_currency`, `settlement_period`, `strike`, `taker_commission`, `tick_size`, `index_price_raw`, `creation_time`, `expiration_time`, `extra`) SELECT `snapshot_time`, `run_id`, `source`, `base_currency`, `block_trade_commission`, `block_trade_min_trade_amount`, `block_trade_tick_size`, `contract_size`, `counter_currency`, `creation_timestamp`, `deployed`, `expiration_timestamp`, `index_price`, `instrument_id`, `instrument_name`, `instrument_type`, `is_active`, `kind`, `maker_commission`, `min_trade_amount`, `option_type`, `quote_currency`, `rfq`, `settlement_currency`, `settlement_period`, `strike`, `taker_commission`, `tick_size`, `index_price_raw`, `creation_time`, `expiration_time`, `extra` FROM `optlake`.`instruments`;
+RENAME TABLE `optlake`.`instruments_local` TO `optlake`.`instruments__v4_local`, `optlake`.`instruments__v5_local` TO `optlake`.`instruments_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instruments` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`instruments` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `base_currency` Nullable(String),
+    `block_trade_commission` Nullable(Float64),
+    `block_trade_min_trade_amount` Nullable(Float64),
+    `block_trade_tick_size` Nullable(Float64),
+    `contract_size` Nullable(Float64),
+    `counter_currency` Nullable(String),
+    `creation_timestamp` Nullable(Int64) COMMENT 'raw epoch value as sent',
+    `deployed` Nullable(UInt8),
+    `expiration_timestamp` Nullable(Int64) COMMENT 'raw epoch value as sent',
+    `index_price` Nullable(Float64) COMMENT 'index_price_raw parsed; null when not a finite decimal number',
+    `instrument_id` Nullable(String),
+    `instrument_name` String,
+    `instrument_type` Nullable(String),
+    `is_active` Nullable(UInt8),
+    `kind` Nullable(String),
+    `maker_commission` Nullable(Float64),
+    `min_trade_amount` Nullable(Float64),
+    `option_type` Nullable(String),
+    `quote_currency` Nullable(String),
+    `rfq` Nullable(UInt8),
+    `settlement_currency` Nullable(String),
+    `settlement_period` Nullable(String),
+    `strike` Nullable(Float64),
+    `taker_commission` Nullable(Float64),
+    `tick_size` Nullable(Float64),
+    `index_price_raw` Nullable(String) COMMENT 'index_price exactly as received',
+    `creation_time` Nullable(DateTime('UTC')) COMMENT 'creation_timestamp as UTC time (unit detected or --timestamp-unit)',
+    `expiration_time` Nullable(DateTime('UTC')) COMMENT 'expiration_timestamp as UTC time',
+    `extra` Nullable(String) COMMENT 'unknown fields as a JSON object, values as received'
+)
+ENGINE = Distributed('analytics', 'optlake', 'instruments_local', cityHash64(`source`, `instrument_name`));
+DROP TABLE IF EXISTS `optlake`.`instruments__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instruments__v4_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`rejects__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`rejects__v5_local` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`rejects__v5_local` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC'),
+    `snapshot_ms` UInt16,
+    `run_id` String,
+    `source` String,
+    `endpoint` String,
+    `row_index` Int64,
+    `reason` String,
+    `raw` String
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/optlake/rejects__v5_local', '{replica}')
+PARTITION BY toYYYYMM(`snapshot_time`)
+ORDER BY (`source`, `endpoint`, `snapshot_time`, `snapshot_ms`, `row_index`);
+CREATE TABLE IF NOT EXISTS `optlake`.`rejects__v5` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `endpoint` String,
+    `row_index` Int64 COMMENT 'position of the row in the response (0-based, across groups)',
+    `reason` String,
+    `raw` String COMMENT 'the row\'s JSON as received (invalid UTF-8 replaced; the raw archive has the exact bytes)'
+)
+ENGINE = Distributed('analytics', 'optlake', 'rejects__v5_local', cityHash64(`source`, `endpoint`));
+INSERT INTO `optlake`.`rejects__v5` (`snapshot_time`, `run_id`, `source`, `endpoint`, `row_index`, `reason`, `raw`) SELECT `snapshot_time`, `run_id`, `source`, `endpoint`, `row_index`, `reason`, `raw` FROM `optlake`.`rejects`;
+RENAME TABLE `optlake`.`rejects_local` TO `optlake`.`rejects__v4_local`, `optlake`.`rejects__v5_local` TO `optlake`.`rejects_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`rejects` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`rejects` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `endpoint` String,
+    `row_index` Int64 COMMENT 'position of the row in the response (0-based, across groups)',
+    `reason` String,
+    `raw` String COMMENT 'the row\'s JSON as received (invalid UTF-8 replaced; the raw archive has the exact bytes)'
+)
+ENGINE = Distributed('analytics', 'optlake', 'rejects_local', cityHash64(`source`, `endpoint`));
+DROP TABLE IF EXISTS `optlake`.`rejects__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`rejects__v4_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`runs__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`runs__v5_local` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`runs__v5_local` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC'),
+    `snapshot_ms` UInt16,
+    `run_id` String,
+    `source` String,
+    `endpoint` String,
+    `status` String,
+    `rows` Int64,
+    `rejects` Int64,
+    `bytes` Int64,
+    `duration_ms` Int64,
+    `error` Nullable(String)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/optlake/runs__v5_local', '{replica}')
+PARTITION BY toYYYYMM(`snapshot_time`)
+ORDER BY (`source`, `endpoint`, `snapshot_time`, `snapshot_ms`, `run_id`);
+CREATE TABLE IF NOT EXISTS `optlake`.`runs__v5` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `endpoint` String,
+    `status` String COMMENT 'ok | failed',
+    `rows` Int64,
+    `rejects` Int64,
+    `bytes` Int64 COMMENT 'response bytes received (decompressed)',
+    `duration_ms` Int64,
+    `error` Nullable(String)
+)
+ENGINE = Distributed('analytics', 'optlake', 'runs__v5_local', cityHash64(`source`, `endpoint`));
+INSERT INTO `optlake`.`runs__v5` (`snapshot_time`, `run_id`, `source`, `endpoint`, `status`, `rows`, `rejects`, `bytes`, `duration_ms`, `error`) SELECT `snapshot_time`, `run_id`, `source`, `endpoint`, `status`, `rows`, `rejects`, `bytes`, `duration_ms`, `error` FROM `optlake`.`runs`;
+RENAME TABLE `optlake`.`runs_local` TO `optlake`.`runs__v4_local`, `optlake`.`runs__v5_local` TO `optlake`.`runs_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`runs` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`runs` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `endpoint` String,
+    `status` String COMMENT 'ok | failed',
+    `rows` Int64,
+    `rejects` Int64,
+    `bytes` Int64 COMMENT 'response bytes received (decompressed)',
+    `duration_ms` Int64,
+    `error` Nullable(String)
+)
+ENGINE = Distributed('analytics', 'optlake', 'runs_local', cityHash64(`source`, `endpoint`));
+DROP TABLE IF EXISTS `optlake`.`runs__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`runs__v4_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instrument_events__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instrument_events__v5_local` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`instrument_events__v5_local` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC'),
+    `snapshot_ms` UInt16,
+    `run_id` String,
+    `source` String,
+    `instrument_name` String,
+    `event` String,
+    `field` String,
+    `old_value` Nullable(String),
+    `new_value` Nullable(String),
+    `previous_snapshot_time` Nullable(DateTime('UTC')),
+    `initial` UInt8
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/optlake/instrument_events__v5_local', '{replica}')
+PARTITION BY toYYYYMM(`snapshot_time`)
+ORDER BY (`source`, `instrument_name`, `snapshot_time`, `snapshot_ms`, `event`, `field`);
+CREATE TABLE IF NOT EXISTS `optlake`.`instrument_events__v5` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `instrument_name` String,
+    `event` String COMMENT 'listed | delisted | expired | activated | deactivated | deployed | undeployed | changed',
+    `field` String COMMENT 'the venue field for changed (and the flag for flips); empty otherwise',
+    `old_value` Nullable(String) COMMENT 'value before, as text (null when it was null or absent)',
+    `new_value` Nullable(String) COMMENT 'value after, as text',
+    `previous_snapshot_time` Nullable(DateTime('UTC')) COMMENT 'the last snapshot before this one (the event happened between the two)',
+    `initial` UInt8 COMMENT 'true for the listed events of the first snapshot of a data directory (not a real listing)'
+)
+ENGINE = Distributed('analytics', 'optlake', 'instrument_events__v5_local', cityHash64(`source`, `instrument_name`));
+INSERT INTO `optlake`.`instrument_events__v5` (`snapshot_time`, `run_id`, `source`, `instrument_name`, `event`, `field`, `old_value`, `new_value`, `previous_snapshot_time`, `initial`) SELECT `snapshot_time`, `run_id`, `source`, `instrument_name`, `event`, `field`, `old_value`, `new_value`, `previous_snapshot_time`, `initial` FROM `optlake`.`instrument_events`;
+RENAME TABLE `optlake`.`instrument_events_local` TO `optlake`.`instrument_events__v4_local`, `optlake`.`instrument_events__v5_local` TO `optlake`.`instrument_events_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instrument_events` ON CLUSTER `analytics`;
+CREATE TABLE IF NOT EXISTS `optlake`.`instrument_events` ON CLUSTER `analytics`
+(
+    `snapshot_time` DateTime('UTC') COMMENT 'when the snapshot was taken (UTC, ms)',
+    `snapshot_ms` UInt16 COMMENT 'millisecond of snapshot_time (0-999): part of the key where time columns have second precision',
+    `run_id` String COMMENT 'time-sortable id of the run (UUIDv7)',
+    `source` String COMMENT 'the venue\'s name (--source, default the API URL\'s host)',
+    `instrument_name` String,
+    `event` String COMMENT 'listed | delisted | expired | activated | deactivated | deployed | undeployed | changed',
+    `field` String COMMENT 'the venue field for changed (and the flag for flips); empty otherwise',
+    `old_value` Nullable(String) COMMENT 'value before, as text (null when it was null or absent)',
+    `new_value` Nullable(String) COMMENT 'value after, as text',
+    `previous_snapshot_time` Nullable(DateTime('UTC')) COMMENT 'the last snapshot before this one (the event happened between the two)',
+    `initial` UInt8 COMMENT 'true for the listed events of the first snapshot of a data directory (not a real listing)'
+)
+ENGINE = Distributed('analytics', 'optlake', 'instrument_events_local', cityHash64(`source`, `instrument_name`));
+DROP TABLE IF EXISTS `optlake`.`instrument_events__v5` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instrument_events__v4_local` ON CLUSTER `analytics`;
+DROP TABLE IF EXISTS `optlake`.`instruments_latest` ON CLUSTER `analytics`;
+CREATE VIEW IF NOT EXISTS `optlake`.instruments_latest ON CLUSTER `analytics` AS
+SELECT i.*, s.first_seen, s.last_seen
+FROM `optlake`.instruments AS i FINAL
+ALL INNER JOIN
+(
+    SELECT source, instrument_name, min(snapshot_time) AS first_seen, max(snapshot_time) AS last_seen,
+        max(toUInt64(snapshot_time) * 1000 + snapshot_ms) AS last_seen_ms
+    FROM `optlake`.instruments_local
+    GROUP BY source, instrument_name
+) AS s USING (source, instrument_name)
+WHERE toUInt64(i.snapshot_time) * 1000 + i.snapshot_ms = s.last_seen_ms;
+DROP TABLE IF EXISTS `optlake`.`index_price_history` ON CLUSTER `analytics`;
+CREATE VIEW IF NOT EXISTS `optlake`.index_price_history ON CLUSTER `analytics` AS
+SELECT source, base_currency AS currency, snapshot_time AS time, snapshot_ms, topK(1)(index_price)[1] AS price, count() AS instruments
+FROM `optlake`.instruments FINAL
+WHERE index_price IS NOT NULL AND base_currency IS NOT NULL
+GROUP BY source, currency, time, snapshot_ms;

@@ -14,7 +14,9 @@ import (
 // appendRecord appends every column of rec to batch as one typed slice per
 // column: no per-row boxing into any. The loader decides nulls itself from
 // Arrow's validity bitmaps (18.16 would turn some empty values into 0).
-func appendRecord(batch driver.Batch, t *schema.Table, f schema.Features, rec arrow.Record) error {
+// With ms the batch has one more column, schema.SnapshotMs, filled with
+// the millisecond of each row's snapshot_time.
+func appendRecord(batch driver.Batch, t *schema.Table, f schema.Features, rec arrow.Record, ms bool) error {
 	if int(rec.NumCols()) != len(t.Columns) {
 		return fmt.Errorf("record has %d columns, table %s has %d", rec.NumCols(), t.Name, len(t.Columns))
 	}
@@ -27,7 +29,31 @@ func appendRecord(batch driver.Batch, t *schema.Table, f schema.Features, rec ar
 			return fmt.Errorf("column %s: %w", c.Name, err)
 		}
 	}
+	if ms {
+		v, err := snapshotMillis(rec.Column(t.MustIndex("snapshot_time")))
+		if err != nil {
+			return fmt.Errorf("column %s: %w", schema.SnapshotMs, err)
+		}
+		if err := batch.Column(len(t.Columns)).Append(v); err != nil {
+			return fmt.Errorf("column %s: %w", schema.SnapshotMs, err)
+		}
+	}
 	return nil
+}
+
+// snapshotMillis is the millisecond (0-999) of every instant of a
+// snapshot_time column, for schema.SnapshotMs.
+func snapshotMillis(a arrow.Array) ([]uint16, error) {
+	ta, ok := a.(*array.Timestamp)
+	if !ok {
+		return nil, fmt.Errorf("want timestamp array, got %s", a.DataType())
+	}
+	out := make([]uint16, ta.Len())
+	for i := range out {
+		v := int64(ta.Value(i))
+		out[i] = uint16(v - floorDiv(v, 1000)*1000)
+	}
+	return out, nil
 }
 
 // columnValues converts one Arrow column to the slice type clickhouse-go

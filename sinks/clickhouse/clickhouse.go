@@ -294,8 +294,14 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	for i, c := range t.Columns {
 		cols[i] = schema.Quote(c.Name)
 	}
+	// The key's millisecond column, where there is one, goes last: the
+	// loader fills it from snapshot_time (appendRecord).
+	ms := t.HasSnapshotMs(feat)
+	if ms {
+		cols = append(cols, schema.Quote(schema.SnapshotMs))
+	}
 	insert := fmt.Sprintf("INSERT INTO %s.%s (%s)", schema.Quote(s.db), schema.Quote(t.Name), strings.Join(cols, ", "))
-	return &writer{s: s, conn: conn, feat: feat, t: t, insert: insert}, nil
+	return &writer{s: s, conn: conn, feat: feat, t: t, insert: insert, ms: ms}, nil
 }
 
 func isFixed(t *schema.Table) bool {
@@ -328,7 +334,7 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 		if err != nil {
 			return s.wrap("list columns of "+t.Name, err)
 		}
-		if hasAll(local, t) && hasAll(dist, t) && len(dist) == len(t.Columns) {
+		if hasAll(local, t, feat) && hasAll(dist, t, feat) && len(dist) == len(t.ClickHouseColumns(feat)) {
 			s.mu.Lock()
 			s.tables[t.Name] = len(t.Columns)
 			s.mu.Unlock()
@@ -351,6 +357,10 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 	if err != nil {
 		return s.wrap("list columns of "+stored, err)
 	}
+	if t.HasSnapshotMs(feat) && !existing[schema.SnapshotMs] {
+		// A key column cannot be added: migration 5 rebuilds the table.
+		return s.wrap("open table "+t.Name, fmt.Errorf("table %s.%s has no %s in its key (made by an older optlake after the database was migrated?): run `optlake migrate` again", s.db, stored, schema.SnapshotMs))
+	}
 	for _, c := range t.Columns {
 		if existing[c.Name] {
 			continue
@@ -367,7 +377,7 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 		if err != nil {
 			return s.wrap("list columns of "+t.Name, err)
 		}
-		if len(dist) != len(t.Columns) || !hasAll(dist, t) {
+		if len(dist) != len(t.ClickHouseColumns(feat)) || !hasAll(dist, t, feat) {
 			for _, stmt := range t.RecreateDistributedDDL(tg) {
 				if err := conn.Exec(ctx, stmt); err != nil {
 					return s.wrap("recreate distributed table "+t.Name, err)
@@ -400,8 +410,8 @@ func columnsOf(ctx context.Context, conn driver.Conn, db, table string) (map[str
 	return cols, rows.Err()
 }
 
-func hasAll(cols map[string]bool, t *schema.Table) bool {
-	for _, c := range t.Columns {
+func hasAll(cols map[string]bool, t *schema.Table, f schema.Features) bool {
+	for _, c := range t.ClickHouseColumns(f) {
 		if !cols[c.Name] {
 			return false
 		}
@@ -415,6 +425,7 @@ type writer struct {
 	feat   schema.Features
 	t      *schema.Table
 	insert string
+	ms     bool // the INSERT ends with schema.SnapshotMs
 
 	// The open INSERT and the records it has received, retained until it
 	// is sent so that a transient failure can re-send all of them on a
@@ -509,7 +520,7 @@ func (w *writer) reopen(ctx context.Context) error {
 }
 
 func (w *writer) appendFlush(rec arrow.Record) error {
-	if err := appendRecord(w.batch, w.t, w.feat, rec); err != nil {
+	if err := appendRecord(w.batch, w.t, w.feat, rec, w.ms); err != nil {
 		return permanent{err}
 	}
 	return w.batch.Flush()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,9 +103,20 @@ func migrate(ctx context.Context, conn driver.Conn, tg schema.Target, log *slog.
 		if m.Version <= have {
 			continue
 		}
-		for _, stmt := range m.Render(tg) {
-			if err := conn.Exec(ctx, stmt); err != nil {
-				return done, fmt.Errorf("migration %d (%s): %w\n%s", m.Version, m.Name, err, firstLine(stmt))
+		for _, a := range m.Actions(tg) {
+			var err error
+			if a.Rebuild != nil {
+				err = rebuild(ctx, conn, tg, *a.Rebuild, log)
+			} else if err = conn.Exec(ctx, a.SQL); err != nil {
+				err = fmt.Errorf("%w\n%s", err, firstLine(a.SQL))
+			}
+			if err != nil {
+				return done, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+		}
+		if schema.RekeysAccountTables(m.Version) {
+			if err := rekeyAccountTables(ctx, conn, tg, log); err != nil {
+				return done, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 			}
 		}
 		// An INSERT ... VALUES sent as a query waits forever on 18.16's
@@ -157,4 +169,160 @@ func (s *Sink) Migrate(ctx context.Context) ([]Applied, int, error) {
 		return applied, 0, s.wrap("migrate", err)
 	}
 	return applied, schema.LatestVersion(), nil
+}
+
+// rebuild runs r (schema.Rebuild) from wherever an earlier, interrupted
+// attempt left the table, judged by the stored (local, on a cluster)
+// tables' columns on the connected server:
+//
+//   - the table has schema.SnapshotMs: rebuilt; on a cluster the
+//     Distributed table is made anew if it lacks the column; leftovers are
+//     dropped;
+//   - the table is missing and the copy is there: the crash came between
+//     the swap's two renames (or after a Rename of its own failed): the
+//     copy takes the name, then as above;
+//   - the table is missing and there is no copy: nothing to rebuild;
+//   - otherwise (the old layout): the whole rebuild; a copy half-filled by
+//     an interrupted attempt is dropped and made again.
+func rebuild(ctx context.Context, conn driver.Conn, tg schema.Target, r schema.Rebuild, log *slog.Logger) error {
+	stored, copyStored := r.Table, r.New
+	if tg.OnCluster() {
+		stored, copyStored = r.Table+schema.LocalSuffix, r.New+schema.LocalSuffix
+	}
+	cols, err := columnsOf(ctx, conn, tg.DB, stored)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: list columns: %w", r.Table, err)
+	}
+	var stmts []string
+	switch {
+	case cols[schema.SnapshotMs]:
+		if tg.OnCluster() {
+			dist, err := columnsOf(ctx, conn, tg.DB, r.Table)
+			if err != nil {
+				return fmt.Errorf("rebuild %s: list columns: %w", r.Table, err)
+			}
+			if !dist[schema.SnapshotMs] {
+				stmts = append(stmts, r.Redistribute...)
+			}
+		}
+		stmts = append(stmts, r.Cleanup...)
+	case len(cols) == 0:
+		cp, err := columnsOf(ctx, conn, tg.DB, copyStored)
+		if err != nil {
+			return fmt.Errorf("rebuild %s: list columns: %w", r.Table, err)
+		}
+		if !cp[schema.SnapshotMs] {
+			return nil
+		}
+		log.Warn("finishing the rebuild of a table an interrupted migrate left renamed away", "table", r.Table, "database", tg.DB)
+		stmts = slices.Concat(r.Rename, r.Redistribute, r.Cleanup)
+	default:
+		log.Info("rebuilding table with the millisecond key", "table", r.Table, "database", tg.DB)
+		stmts = r.All()
+	}
+	for _, st := range stmts {
+		if err := conn.Exec(ctx, st); err != nil {
+			return fmt.Errorf("rebuild %s: %w\n%s", r.Table, err, firstLine(st))
+		}
+	}
+	return nil
+}
+
+// rekeyAccountTables rebuilds every inferred (account) table of the
+// database (those with the columns of schema.AccountKey, under any name
+// but the fixed tables') with the millisecond key, where the server's time
+// columns have second precision. Their columns are the server's: whatever
+// the payloads made them.
+func rekeyAccountTables(ctx context.Context, conn driver.Conn, tg schema.Target, log *slog.Logger) error {
+	if !schema.AccountTable("x").HasSnapshotMs(tg.Features) {
+		return nil
+	}
+	names, err := accountTables(ctx, conn, tg)
+	if err != nil {
+		return fmt.Errorf("list account tables: %w", err)
+	}
+	for _, name := range names {
+		t := schema.AccountTable(name)
+		// The public table's columns: on a cluster the Distributed table,
+		// which keeps the comments 18.16's Replicated tables lack.
+		cols, err := serverColumns(ctx, conn, tg.DB, name)
+		if err != nil {
+			return fmt.Errorf("rebuild %s: list columns: %w", name, err)
+		}
+		if len(cols) == 0 {
+			// Renamed away by an interrupted attempt: the copy has the
+			// columns (rebuild only finishes the swap then).
+			cols, err = serverColumns(ctx, conn, tg.DB, name+"__v5")
+			if err != nil {
+				return fmt.Errorf("rebuild %s: list columns: %w", name, err)
+			}
+		}
+		cols = slices.DeleteFunc(cols, func(c schema.CHColumn) bool { return c.Name == schema.SnapshotMs })
+		if err := rebuild(ctx, conn, tg, schema.Rekey(tg, t, cols), log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accountTables lists the public names of the database's inferred tables,
+// including one an interrupted rebuild left only as its copy.
+func accountTables(ctx context.Context, conn driver.Conn, tg schema.Target) ([]string, error) {
+	fixed := map[string]bool{}
+	for _, t := range schema.Tables() {
+		fixed[t.Name] = true
+	}
+	key := schema.AccountKey
+	rows, err := conn.Query(ctx, fmt.Sprintf(
+		"SELECT table FROM system.columns WHERE database = ? AND name IN (%s) GROUP BY table HAVING count() = %d ORDER BY table",
+		strings.TrimSuffix(strings.Repeat("?, ", len(key)), ", "), len(key)), append([]any{tg.DB}, anys(key)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		if tg.OnCluster() {
+			n = strings.TrimSuffix(n, schema.LocalSuffix)
+		}
+		n = strings.TrimSuffix(strings.TrimSuffix(n, "__v5"), "__v4")
+		if fixed[n] || seen[n] {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+func anys(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// serverColumns are db.table's columns as the server declares them, in
+// order.
+func serverColumns(ctx context.Context, conn driver.Conn, db, table string) ([]schema.CHColumn, error) {
+	rows, err := conn.Query(ctx, "SELECT name, type, comment FROM system.columns WHERE database = ? AND table = ?", db, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []schema.CHColumn
+	for rows.Next() {
+		var c schema.CHColumn
+		if err := rows.Scan(&c.Name, &c.Type, &c.Doc); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
