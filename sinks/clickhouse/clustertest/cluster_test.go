@@ -209,6 +209,11 @@ func TestReplicaDownDuringLoad(t *testing.T) {
 		}
 	})
 	load(t, s, l, func() {
+		// The first block reached both replicas first: a part only the
+		// stopped replica held could not be fetched by its peer until it
+		// is back, and the "running replicas agree" check below would
+		// wait for it (a race that depends on how fast replication is).
+		waitReplicated(t, c, db, "instruments")
 		if err := down.Stop(); err != nil {
 			t.Fatalf("stopping %s: %v", down.Addr(), err)
 		}
