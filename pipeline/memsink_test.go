@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -71,6 +72,8 @@ type memRig struct {
 	sim *venuesim.Sim
 	cfg pipeline.Config
 	r   *pipeline.Runner
+	// requests counts the HTTP requests the venue got (attempts).
+	requests atomic.Int64
 }
 
 // t0 + n minutes is the snapshot time of the rig's run n.
@@ -79,9 +82,14 @@ var memT0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 	t.Helper()
 	sim := venuesim.New(cfg)
-	srv := httptest.NewServer(sim.Handler())
+	rig := &memRig{dir: t.TempDir(), sim: sim}
+	h := sim.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, rq *http.Request) {
+		rig.requests.Add(1)
+		h.ServeHTTP(w, rq)
+	}))
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
+	dir := rig.dir
 	client, err := extract.New(extract.Options{BaseURL: srv.URL, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +111,8 @@ func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &memRig{dir: dir, sim: sim, cfg: pc, r: r}
+	rig.cfg, rig.r = pc, r
+	return rig
 }
 
 // runsRows renders the committed runs rows of s, one string per row.
@@ -354,6 +363,9 @@ func TestRetryThenRowsOnce(t *testing.T) {
 			sum := rig.r.Run(context.Background())
 			if !sum.OK {
 				t.Fatalf("run: %s", sum.Error)
+			}
+			if n := rig.requests.Load(); n != 3 {
+				t.Errorf("venue requests: %d, want 3 (two refused, one served)", n)
 			}
 			if n := mem.Rows(schema.Instruments.Name); n != 25 {
 				t.Errorf("instruments: %d, want 25", n)
