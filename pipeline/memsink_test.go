@@ -186,6 +186,16 @@ func TestRunsRowsCaughtUp(t *testing.T) {
 				t.Fatalf("mem pending after the live run: %d", p)
 			}
 
+			if how == "catch-up" {
+				// Still down: tried once, left pending, the rows still kept.
+				res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+				if err != nil || res.Loaded != 0 || res.Down["flaky"] == "" || len(res.Snapshots) != 1 || res.Snapshots[0].OK {
+					t.Fatalf("catch-up with the runs table still down: %+v %v", res, err)
+				}
+				if p := pendingOf(t, rig.r, "flaky"); p != 1 || len(runsRows(t, fl.Sink)) != 0 {
+					t.Fatalf("after a failed catch-up: pending %d, runs rows %q", p, runsRows(t, fl.Sink))
+				}
+			}
 			fl.runsDown.Store(false)
 			switch how {
 			case "catch-up":
