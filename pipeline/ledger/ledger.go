@@ -247,7 +247,7 @@ func (l *Ledger) SettleRuns(k Key, rows []RunRow, outcomes map[string]Outcome) e
 	}
 	for _, o := range outcomes {
 		if o.State != Committed {
-			rec.Runs = rows
+			rec.Runs = append([]RunRow(nil), rows...) // not the caller's slice
 		}
 	}
 	return l.settle(rec, Runs, outcomes)
