@@ -284,13 +284,16 @@ func ReadMeta(path string) (Meta, error) {
 }
 
 // Open returns a reader of an archived body (decompressed), given the data
-// directory and the body's relative path.
+// directory and the body's relative path. The decoder runs in the caller's
+// goroutine (concurrency 1): for replay's many small bodies the default
+// concurrent decoder's goroutines and buffers cost more than they save
+// (about 10% of replay's CPU on 3,000-instrument snapshots).
 func Open(dataDir, file string) (io.ReadCloser, error) {
 	f, err := os.Open(filepath.Join(dataDir, file))
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zstd.NewReader(f)
+	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		f.Close()
 		return nil, err
