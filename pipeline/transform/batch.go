@@ -23,7 +23,9 @@ import (
 // per batch and are filled in at record time.
 type batch struct {
 	t     *schema.Table
-	cap   int // rows per batch
+	cap   int // rows per batch (at most)
+	alloc int // rows the column slices hold now; grows by doubling up to cap
+	next  int // rows to allocate for the next batch: the last batch's size
 	rows  int
 	cols  []batchCol
 	limit int // flush when a string column holds this many bytes (offsets are int32)
@@ -45,7 +47,7 @@ type batchCol struct {
 }
 
 func newBatch(t *schema.Table, rows int) *batch {
-	b := &batch{t: t, cap: rows, cols: make([]batchCol, len(t.Columns)), limit: math.MaxInt32 / 2}
+	b := &batch{t: t, cap: rows, next: min(rows, initialBatchAlloc), cols: make([]batchCol, len(t.Columns)), limit: math.MaxInt32 / 2}
 	for i, c := range t.Columns {
 		b.cols[i].typ = c.Type
 	}
@@ -53,10 +55,18 @@ func newBatch(t *schema.Table, rows int) *batch {
 	return b
 }
 
+// initialBatchAlloc is the rows a decoder's first batch allocates: a small
+// snapshot (a few thousand instruments) then costs what it holds, not a
+// whole cleared batch of BatchRows rows.
+const initialBatchAlloc = 1024
+
 // reset allocates fresh (zeroed) column memory for the next batch: the
-// previous batch's memory belongs to the record handed to the sinks.
+// previous batch's memory belongs to the record handed to the sinks. It
+// allocates as many rows as the last batch had (b.next); commit grows the
+// slices when more come.
 func (b *batch) reset() {
-	n := b.cap
+	n := max(min(b.next, b.cap), 1)
+	b.alloc = n
 	for i := range b.cols {
 		c := &b.cols[i]
 		c.nulls = c.nulls[:0]
@@ -109,7 +119,36 @@ func (b *batch) commit() {
 	b.rows++
 	if b.rows >= b.cap {
 		b.full = true
+	} else if b.rows >= b.alloc {
+		b.grow(min(2*b.alloc, b.cap))
 	}
+}
+
+// grow makes every column hold n rows, keeping the rows written so far.
+// The new slices are fresh and zeroed past the copied rows, as reset's are.
+func (b *batch) grow(n int) {
+	for i := range b.cols {
+		c := &b.cols[i]
+		switch c.typ {
+		case schema.Float64:
+			s := make([]float64, n)
+			copy(s, c.f64)
+			c.f64 = s
+		case schema.Int64, schema.TimestampMs:
+			s := make([]int64, n)
+			copy(s, c.i64)
+			c.i64 = s
+		case schema.Bool:
+			s := make([]byte, (n+7)/8)
+			copy(s, c.bits)
+			c.bits = s
+		case schema.String:
+			s := make([]int32, n+1)
+			copy(s, c.offs)
+			c.offs = s
+		}
+	}
+	b.alloc = n
 }
 
 // record returns the rows so far as a record (nil when there are none) and
@@ -169,6 +208,7 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 	for _, a := range arrs {
 		a.Release()
 	}
+	b.next = n
 	b.reset()
 	return rec
 }

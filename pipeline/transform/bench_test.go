@@ -42,3 +42,29 @@ func BenchmarkDecodeInstruments(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeSmallSnapshot decodes the realistic ~3,000-instrument
+// listing with a new decoder per snapshot, as run and replay do: the fixed
+// cost per snapshot (batch memory sized to the data, not to BatchRows) shows
+// in B/op.
+func BenchmarkDecodeSmallSnapshot(b *testing.B) {
+	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: 3_000, GroupSize: 200})
+	var body bytes.Buffer
+	if err := sim.WriteInstruments(&body); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(body.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var rows int64
+	for i := 0; i < b.N; i++ {
+		d := NewInstrumentDecoder(Options{})
+		st, err := d.Decode(context.Background(), bytes.NewReader(body.Bytes()), testMeta, func(*schema.Table, arrow.Record) error { return nil })
+		d.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += st.Rows
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
