@@ -1,0 +1,114 @@
+package storage_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/storage"
+	"github.com/optlake/optlake/storage/storagetest"
+)
+
+func TestLocalConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return storage.NewLocal(t.TempDir()) })
+}
+
+func TestS3Conformance(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	n := 0
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		n++
+		s, err := storage.Open(context.Background(), g.URL("lake", "hist"+strings.Repeat("x", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestLocalTempHiddenAndCleaned(t *testing.T) {
+	dir := t.TempDir()
+	s := storage.NewLocal(dir)
+	ctx := context.Background()
+	w, err := s.Create(ctx, "t/date=2026-11-24/p.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("x"))
+	ents, _ := os.ReadDir(filepath.Join(dir, "t/date=2026-11-24"))
+	if len(ents) != 1 || strings.HasSuffix(ents[0].Name(), ".parquet") || !strings.HasPrefix(ents[0].Name(), ".") {
+		t.Fatalf("in-flight temp file: %v", ents)
+	}
+	// A crash leaves the temp file: start-up cleanup removes it.
+	if n, err := datadir.CleanTemp(dir); n != 1 || err != nil {
+		t.Fatalf("CleanTemp = %d, %v", n, err)
+	}
+	mustCommit := func(name string) {
+		w, _ := s.Create(ctx, name)
+		w.Write([]byte("y"))
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit("t/a")
+	st, err := os.Stat(filepath.Join(dir, "t/a"))
+	if err != nil || st.Mode().Perm() != 0o644&^umask() {
+		t.Fatalf("mode %v, %v", st.Mode(), err)
+	}
+	st, _ = os.Stat(filepath.Join(dir, "t"))
+	if st.Mode().Perm() != 0o755&^umask() {
+		t.Fatalf("folder mode %v", st.Mode())
+	}
+}
+
+func umask() os.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return os.FileMode(m)
+}
+
+func TestOpenURLs(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ in, want string }{
+		{"/tmp/lake", "/tmp/lake"},
+		{"rel/lake", "rel/lake"},
+		{"file:///tmp/lake", "/tmp/lake"},
+		{"s3://bucket/pre/fix?endpoint=http://127.0.0.1:9000&region=us-east-1", "s3://bucket/pre/fix"},
+		{"s3://bucket", "s3://bucket"},
+	} {
+		s, err := storage.Open(ctx, tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if s.String() != tc.want {
+			t.Errorf("%s: String() = %q, want %q", tc.in, s, tc.want)
+		}
+		s.Close()
+	}
+	const secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYzzz"
+	for _, in := range []string{
+		"s3://AKIA:" + secret + "@bucket/p",
+		"s3://bucket/p?secret_access_key=" + secret,
+		"s3://bucket/p?X-Amz-Signature=" + secret,
+		"s3://bucket/p?token=" + secret,
+		"azblob://c/p?sas_token=" + secret,
+		"s3://bucket/p?endpoint=http://u:" + secret + "@127.0.0.1:9000",
+		"ftp://host/p",
+		"s3://bucket/p?bogus=1",
+	} {
+		_, err := storage.Open(ctx, in)
+		if err == nil {
+			t.Fatalf("%s: accepted", in)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error shows the secret: %v", err)
+		}
+	}
+}
