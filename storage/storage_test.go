@@ -2,11 +2,13 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/testenv"
@@ -111,4 +113,69 @@ func TestOpenURLs(t *testing.T) {
 			t.Fatalf("error shows the secret: %v", err)
 		}
 	}
+}
+
+// The secret key appears in no error and no object.
+func TestS3SecretNeverShown(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var errs []error
+	_, err = s.Open(ctx, "missing")
+	errs = append(errs, err)
+	if err := s.Put(ctx, "ok/date=2026-11-24/x", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.AcquireLease(ctx, s, storage.LeaseName, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = storage.AcquireLease(ctx, s, storage.LeaseName, time.Minute)
+	errs = append(errs, err)
+	// Wrong secret: the server refuses; the error names the store only.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-"+testenv.S3SecretKey)
+	bad, err := storage.Open(ctx, g.URL("lake", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Put(ctx, "x", []byte("x"))
+	if err == nil {
+		t.Fatal("a wrong secret key was accepted")
+	}
+	errs = append(errs, err)
+	bad.Close()
+	filepath.WalkDir(g.Dir(), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			if strings.Contains(string(b), testenv.S3SecretKey) {
+				t.Errorf("object %s holds the secret key", p)
+			}
+		}
+		return nil
+	})
+	l.Release(ctx)
+	// Server gone: the error names the store.
+	g.Stop()
+	err = s.Put(ctx, "y", []byte("y"))
+	if err == nil {
+		t.Fatal("put to a stopped server succeeded")
+	}
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err == nil {
+			t.Fatal("expected an error")
+		}
+		if strings.Contains(err.Error(), testenv.S3SecretKey) || strings.Contains(fmt.Sprintf("%+v", err), testenv.S3SecretKey) {
+			t.Fatalf("error shows the secret: %v", err)
+		}
+		if !strings.Contains(err.Error(), "s3://lake/p") {
+			t.Fatalf("error does not name the store: %v", err)
+		}
+	}
+	t.Logf("errors checked: %q", errs)
 }

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -202,6 +205,81 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 			}
 			if got := mustRead(t, s, "lease"); string(got) != "one" {
 				t.Fatalf("read %q", got)
+			}
+		}},
+		{"lease refused while held, free after release", func(t *testing.T, s storage.Store) {
+			a, err := storage.AcquireLease(ctx, s, "lake.lease", 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = storage.AcquireLease(ctx, s, "lake.lease", 30*time.Second)
+			var le *datadir.LockedError
+			if !errors.As(err, &le) || !errors.Is(err, datadir.ErrLocked) {
+				t.Fatalf("second acquire: %v, want a LockedError", err)
+			}
+			if !strings.Contains(err.Error(), a.Holder()) || !strings.Contains(err.Error(), s.String()) {
+				t.Fatalf("refusal %q does not name the holder %q and the store", err, a.Holder())
+			}
+			if err := a.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Stat(ctx, "lake.lease"); !errors.Is(err, storage.ErrNotExist) {
+				t.Fatalf("lease object after release: %v", err)
+			}
+			b, err := storage.AcquireLease(ctx, s, "lake.lease", 30*time.Second)
+			if err != nil {
+				t.Fatalf("acquire after release: %v", err)
+			}
+			b.Release(ctx)
+		}},
+		{"lease of a dead holder is taken over after its TTL", func(t *testing.T, s storage.Store) {
+			dead := `{"holder":"pid 1 on deadhost","token":"t0","expires":"` + time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano) + `"}`
+			mustPut(t, s, "lake.lease", []byte(dead))
+			l, err := storage.AcquireLease(ctx, s, "lake.lease", 30*time.Second)
+			if err != nil {
+				t.Fatalf("take over a stale lease: %v", err)
+			}
+			defer l.Release(ctx)
+			if got := mustRead(t, s, "lake.lease"); !strings.Contains(string(got), l.Holder()) {
+				t.Fatalf("lease object after takeover: %s", got)
+			}
+			// Not stale yet: refused.
+			live := `{"holder":"pid 2 on livehost","token":"t1","expires":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano) + `"}`
+			mustPut(t, s, "other.lease", []byte(live))
+			if _, err := storage.AcquireLease(ctx, s, "other.lease", 30*time.Second); !errors.Is(err, datadir.ErrLocked) || !strings.Contains(err.Error(), "livehost") {
+				t.Fatalf("acquire of a live lease: %v", err)
+			}
+		}},
+		{"lease is renewed", func(t *testing.T, s storage.Store) {
+			l, err := storage.AcquireLease(ctx, s, "lake.lease", 900*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := string(mustRead(t, s, "lake.lease"))
+			for i := 0; string(mustRead(t, s, "lake.lease")) == first; i++ {
+				if i > 600 {
+					t.Fatal("lease object never renewed in 60s")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			select {
+			case <-l.Lost():
+				t.Fatalf("lease lost: %v", l.Err())
+			default:
+			}
+			// Another writer takes it (as after a stale takeover): the
+			// holder's next renewal notices and closes Lost.
+			mustPut(t, s, "lake.lease", []byte(`{"holder":"pid 3 on thief","token":"t3","expires":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)+`"}`))
+			select {
+			case <-l.Lost():
+			case <-time.After(60 * time.Second):
+				t.Fatal("a taken-over lease was never reported lost")
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustRead(t, s, "lake.lease"); !strings.Contains(string(got), "thief") {
+				t.Fatalf("release deleted or replaced another holder's lease: %s", got)
 			}
 		}},
 		{"missing object", func(t *testing.T, s storage.Store) {
