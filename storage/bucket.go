@@ -25,8 +25,10 @@ const PartSize = 8 << 20
 // is visible whole or not at all: a single PUT or a completed multipart
 // upload; Abort cancels the upload.
 type Bucket struct {
-	b    *blob.Bucket
-	name string // scheme://bucket/prefix, never a secret
+	b      *blob.Bucket
+	name   string // scheme://bucket/prefix, never a secret
+	bucket string // the bucket (container) alone
+	prefix string // "" or "p/q/"
 }
 
 func (s *Bucket) String() string { return s.name }
@@ -307,8 +309,11 @@ func Open(ctx context.Context, urlOrPath string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", name, err)
 	}
+	bs := &Bucket{name: name, bucket: u.Host}
 	if prefix != "" {
-		b = blob.PrefixedBucket(b, prefix+"/")
+		bs.prefix = prefix + "/"
+		b = blob.PrefixedBucket(b, bs.prefix)
 	}
-	return &Bucket{b: b, name: name}, nil
+	bs.b = b
+	return bs, nil
 }

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/testenv"
@@ -178,4 +182,56 @@ func TestS3SecretNeverShown(t *testing.T) {
 		}
 	}
 	t.Logf("errors checked: %q", errs)
+}
+
+// A writer killed with -9 in the middle of a multipart upload leaves an
+// incomplete upload: invisible, and aborted by CleanIncomplete at the next
+// start.
+func TestS3CleanIncomplete(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, bucket, prefix := storage.S3Client(s)
+	// As a dead writer left it: an upload created, one part sent, never
+	// completed nor aborted. Plus one outside the prefix, not ours.
+	for _, key := range []string{prefix + "raw/date=2026-11-24/listing.json", "other/x"} {
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(bytes.Repeat([]byte("x"), 5<<20))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := s.List(ctx, ""); err != nil || len(l) != 0 {
+		t.Fatalf("an incomplete upload is visible: %v, %v", l, err)
+	}
+	n, err := storage.CleanIncomplete(ctx, s)
+	if err != nil || n != 1 {
+		t.Fatalf("CleanIncomplete = %d, %v; want 1", n, err)
+	}
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 1 || aws.ToString(out.Uploads[0].Key) != "other/x" {
+		t.Fatalf("uploads left: %+v", out.Uploads)
+	}
+	// And an aborted storage Writer leaves no upload behind.
+	w, err := s.Create(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, storage.PartSize+1))
+	w.Abort()
+	if n, err := storage.CleanIncomplete(ctx, s); err != nil || n != 0 {
+		t.Fatalf("after Abort, CleanIncomplete found %d uploads (%v)", n, err)
+	}
 }
