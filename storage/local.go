@@ -237,7 +237,14 @@ func (l *Local) Delete(_ context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+	err = os.Remove(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err == nil {
+		err = datadir.SyncDir(filepath.Dir(p)) // the removal survives a crash
+	}
+	if err != nil {
 		return fmt.Errorf("delete %s: %w", p, err)
 	}
 	return nil
