@@ -129,15 +129,22 @@ func (s *Bucket) Put(ctx context.Context, name string, data []byte) error {
 }
 
 type bucketReader struct {
-	ctx  context.Context
-	s    *Bucket
-	name string
-	size int64
-	off  int64 // for Read
+	ctx    context.Context
+	s      *Bucket
+	name   string
+	size   int64
+	off    int64        // for Read
+	stream *blob.Reader // for Read, opened on the first call
 }
 
-func (r *bucketReader) Size() int64  { return r.size }
-func (r *bucketReader) Close() error { return nil }
+func (r *bucketReader) Size() int64 { return r.size }
+
+func (r *bucketReader) Close() error {
+	if r.stream != nil {
+		return r.stream.Close()
+	}
+	return nil
+}
 
 // ReadAt is one ranged GET.
 func (r *bucketReader) ReadAt(p []byte, off int64) (int, error) {
@@ -163,14 +170,26 @@ func (r *bucketReader) ReadAt(p []byte, off int64) (int, error) {
 	return got, nil
 }
 
+// Read streams the object from the start with one GET (opened on the
+// first Read), not one ranged GET per call.
 func (r *bucketReader) Read(p []byte) (int, error) {
 	if r.off >= r.size {
 		return 0, io.EOF
 	}
-	n, err := r.ReadAt(p, r.off)
+	if r.stream == nil {
+		rr, err := r.s.b.NewRangeReader(r.ctx, r.name, r.off, -1, nil)
+		if err != nil {
+			return 0, r.s.wrap("read", r.name, err)
+		}
+		r.stream = rr
+	}
+	n, err := r.stream.Read(p)
 	r.off += int64(n)
-	if errors.Is(err, io.EOF) && n > 0 {
-		err = nil
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, r.s.wrap("read", r.name, err)
+	}
+	if errors.Is(err, io.EOF) && r.off < r.size {
+		return n, r.s.wrap("read", r.name, io.ErrUnexpectedEOF)
 	}
 	return n, err
 }

@@ -186,6 +186,14 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 			if got := mustRead(t, s, "big/date=2026-11-24/listing.json"); !bytes.Equal(got, data) {
 				t.Fatalf("read back %d bytes, want %d equal", len(got), len(data))
 			}
+			r, err := s.Open(ctx, "big/date=2026-11-24/listing.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("streamed read back %d bytes (%v), want %d equal", len(got), err, len(data))
+			}
 		}},
 		{"create exclusive", func(t *testing.T, s storage.Store) {
 			w, err := s.CreateExclusive(ctx, "lease")
