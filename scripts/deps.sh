@@ -129,3 +129,20 @@ if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -f "$CHDB_DIR/node_modules/@c
   say "npm install in tools/chdb (chdb $want)"
   npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
+
+# ---- versitygw (the S3 server the storage tests run against) -------------------
+# Built once from source with the Go toolchain into a cache folder
+# (~80 s on 2 cores); internal/testenv.StartVersityGW looks there, then in PATH.
+VGW_VERSION=v1.8.0
+VGW_BIN_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/optlake/bin"
+# go install stamps no version into the binary: a file next to it records it.
+vgw_have=""
+if [ -x "$VGW_BIN_DIR/versitygw" ] && [ -f "$VGW_BIN_DIR/versitygw.version" ]; then
+  vgw_have=$(cat "$VGW_BIN_DIR/versitygw.version")
+fi
+if [ "$vgw_have" != "$VGW_VERSION" ]; then
+  mkdir -p "$VGW_BIN_DIR"
+  say "go install versitygw@$VGW_VERSION into $VGW_BIN_DIR"
+  (cd /tmp && GOFLAGS= GOBIN="$VGW_BIN_DIR" go install "github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION")
+  echo "$VGW_VERSION" > "$VGW_BIN_DIR/versitygw.version"
+fi

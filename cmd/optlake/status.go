@@ -24,15 +24,16 @@ func statusCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
 		},
 		Action: func(c *cli.Context) error {
-			dir, err := openDataDir(c.String("data-dir"), true)
+			led, closeStore, err := openLedger(c.Context, c.String("data-dir"), true)
 			if err != nil {
 				return err
 			}
+			defer closeStore()
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			recs, err := ledger.Open(dir).Open()
+			recs, err := led.Open()
 			if err != nil {
 				return err
 			}

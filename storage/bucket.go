@@ -1,0 +1,338 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	_ "gocloud.dev/blob/gcsblob"   // gs://
+	_ "gocloud.dev/blob/s3blob"    // s3://
+	"gocloud.dev/gcerrors"
+)
+
+// PartSize is the chunk a bucket Writer buffers and uploads as one part of
+// a multipart upload: memory per open writer stays about this size, and an
+// object of unknown length is streamed in parts of it.
+const PartSize = 8 << 20
+
+// Bucket is a data directory on a bucket prefix (gocloud.dev/blob). An object
+// is visible whole or not at all: a single PUT or a completed multipart
+// upload; Abort cancels the upload.
+type Bucket struct {
+	b      *blob.Bucket
+	name   string // scheme://bucket/prefix, never a secret
+	bucket string // the bucket (container) alone
+	prefix string // "" or "p/q/"
+}
+
+func (s *Bucket) String() string { return s.name }
+
+func (s *Bucket) Close() error { return s.b.Close() }
+
+// As exposes the driver's client (e.g. **s3.Client), see blob.Bucket.As.
+func (s *Bucket) As(i any) bool { return s.b.As(i) }
+
+func (s *Bucket) wrap(op, name string, err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		err = fmt.Errorf("%w (%v)", ErrNotExist, scrub(err))
+	case gcerrors.FailedPrecondition:
+		err = fmt.Errorf("%w (%v)", ErrExist, scrub(err))
+	default:
+		err = scrub(err)
+	}
+	return fmt.Errorf("%s %s/%s: %w", op, s.name, name, err)
+}
+
+// scrub keeps an error's chain but drops nothing a driver could have put in
+// it: the S3 driver errors carry request ids and status, not credentials.
+func scrub(err error) error { return err }
+
+type bucketWriter struct {
+	s      *Bucket
+	name   string
+	w      *blob.Writer
+	cancel context.CancelFunc
+	done   bool
+}
+
+func (s *Bucket) create(ctx context.Context, name string, exclusive bool) (Writer, error) {
+	if err := checkName(name); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := s.b.NewWriter(ctx, name, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: 1, IfNotExist: exclusive})
+	if err != nil {
+		cancel()
+		return nil, s.wrap("create", name, err)
+	}
+	return &bucketWriter{s: s, name: name, w: w, cancel: cancel}, nil
+}
+
+func (s *Bucket) Create(ctx context.Context, name string) (Writer, error) {
+	return s.create(ctx, name, false)
+}
+
+func (s *Bucket) CreateExclusive(ctx context.Context, name string) (Writer, error) {
+	return s.create(ctx, name, true)
+}
+
+func (w *bucketWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("write %s/%s: writer closed", w.s.name, w.name)
+	}
+	n, err := w.w.Write(p)
+	if err != nil {
+		return n, w.s.wrap("write", w.name, err)
+	}
+	return n, nil
+}
+
+func (w *bucketWriter) Commit() error {
+	if w.done {
+		return fmt.Errorf("commit %s/%s: writer closed", w.s.name, w.name)
+	}
+	w.done = true
+	defer w.cancel()
+	if err := w.w.Close(); err != nil {
+		return w.s.wrap("write", w.name, err)
+	}
+	return nil
+}
+
+// Abort cancels the writer's context: gocloud then aborts the multipart
+// upload (or never sends the single PUT), so no object appears.
+func (w *bucketWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.cancel()
+	w.w.Close() // returns the cancellation; nothing was written
+	return nil
+}
+
+func (s *Bucket) Put(ctx context.Context, name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if err := s.b.WriteAll(ctx, name, data, nil); err != nil {
+		return s.wrap("write", name, err)
+	}
+	return nil
+}
+
+type bucketReader struct {
+	ctx    context.Context
+	s      *Bucket
+	name   string
+	size   int64
+	off    int64        // for Read
+	stream *blob.Reader // for Read, opened on the first call
+}
+
+func (r *bucketReader) Size() int64 { return r.size }
+
+func (r *bucketReader) Close() error {
+	if r.stream != nil {
+		return r.stream.Close()
+	}
+	return nil
+}
+
+// ReadAt is one ranged GET.
+func (r *bucketReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := int64(len(p))
+	if off+n > r.size {
+		n = r.size - off
+	}
+	rr, err := r.s.b.NewRangeReader(r.ctx, r.name, off, n, nil)
+	if err != nil {
+		return 0, r.s.wrap("read", r.name, err)
+	}
+	defer rr.Close()
+	got, err := io.ReadFull(rr, p[:n])
+	if err != nil {
+		return got, r.s.wrap("read", r.name, err)
+	}
+	if got < len(p) {
+		return got, io.EOF
+	}
+	return got, nil
+}
+
+// Read streams the object from the start with one GET (opened on the
+// first Read), not one ranged GET per call.
+func (r *bucketReader) Read(p []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	if r.stream == nil {
+		rr, err := r.s.b.NewRangeReader(r.ctx, r.name, r.off, -1, nil)
+		if err != nil {
+			return 0, r.s.wrap("read", r.name, err)
+		}
+		r.stream = rr
+	}
+	n, err := r.stream.Read(p)
+	r.off += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, r.s.wrap("read", r.name, err)
+	}
+	if errors.Is(err, io.EOF) && r.off < r.size {
+		return n, r.s.wrap("read", r.name, io.ErrUnexpectedEOF)
+	}
+	return n, err
+}
+
+func (s *Bucket) Open(ctx context.Context, name string) (Reader, error) {
+	info, err := s.Stat(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &bucketReader{ctx: ctx, s: s, name: name, size: info.Size}, nil
+}
+
+func (s *Bucket) Stat(ctx context.Context, name string) (Info, error) {
+	if err := checkName(name); err != nil {
+		return Info{}, fmt.Errorf("%s: %w", s.name, err)
+	}
+	a, err := s.b.Attributes(ctx, name)
+	if err != nil {
+		return Info{}, s.wrap("stat", name, err)
+	}
+	return Info{Name: name, Size: a.Size, ModTime: a.ModTime}, nil
+}
+
+func (s *Bucket) List(ctx context.Context, prefix string) ([]Info, error) {
+	var out []Info
+	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, s.wrap("list", prefix, err)
+		}
+		if o.IsDir {
+			continue
+		}
+		base := o.Key[strings.LastIndexByte(o.Key, '/')+1:]
+		if IsTemp(base) {
+			continue
+		}
+		out = append(out, Info{Name: o.Key, Size: o.Size, ModTime: o.ModTime})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (s *Bucket) Delete(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if err := s.b.Delete(ctx, name); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return s.wrap("delete", name, err)
+	}
+	return nil
+}
+
+// secretParams are query parameters that would carry a credential: refused,
+// credentials come only from each cloud's standard chain.
+var secretParams = []string{"secret", "key", "token", "password", "credential", "sig", "signature", "sas", "access"}
+
+// Open opens the data directory at urlOrPath: a plain path or file:///path
+// (Local), or s3://BUCKET/PREFIX?endpoint=URL&region=R, gs://BUCKET/PREFIX,
+// azblob://CONTAINER/PREFIX (Bucket). With an endpoint, S3 uses path-style
+// addressing (and plain HTTP when the endpoint says http://).
+func Open(ctx context.Context, urlOrPath string) (Store, error) {
+	if !strings.Contains(urlOrPath, "://") {
+		if urlOrPath == "" {
+			return nil, errors.New("data directory: empty path")
+		}
+		return NewLocal(urlOrPath), nil
+	}
+	u, err := url.Parse(urlOrPath)
+	if err != nil {
+		// url.Error quotes the input, which may hold a secret: drop it.
+		return nil, errors.New("data directory: not a valid URL")
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("data directory %s://%s: credentials in the URL are refused; use the cloud's standard credential chain (environment, profile, workload identity)", u.Scheme, u.Host)
+	}
+	for k := range u.Query() {
+		lk := strings.ToLower(k)
+		for _, s := range secretParams {
+			if strings.Contains(lk, s) {
+				return nil, fmt.Errorf("data directory %s://%s: query parameter %q looks like a credential and is refused; use the cloud's standard credential chain", u.Scheme, u.Host, k)
+			}
+		}
+	}
+	if u.Scheme == "file" {
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("data directory file://%s: only local file URLs (file:///path)", u.Host)
+		}
+		if u.Path == "" {
+			return nil, errors.New("data directory file://: empty path")
+		}
+		return NewLocal(u.Path), nil
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("data directory %s://: no bucket", u.Scheme)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	name := u.Scheme + "://" + u.Host
+	if prefix != "" {
+		name += "/" + prefix
+	}
+	q := url.Values{}
+	switch u.Scheme {
+	case "s3":
+		for k, v := range u.Query() {
+			switch k {
+			case "endpoint", "region", "use_path_style", "disable_https", "fips", "dualstack":
+				q[k] = v
+			default:
+				return nil, fmt.Errorf("data directory %s: unknown query parameter %q (known: endpoint, region)", name, k)
+			}
+		}
+		if ep := q.Get("endpoint"); ep != "" {
+			epu, err := url.Parse(ep)
+			if err != nil || epu.Host == "" || epu.User != nil {
+				return nil, fmt.Errorf("data directory %s: endpoint must be http(s)://host:port", name)
+			}
+			q.Set("use_path_style", "true")
+			if epu.Scheme == "http" {
+				q.Set("disable_https", "true")
+			}
+		}
+	case "gs", "azblob":
+		if len(u.Query()) > 0 {
+			return nil, fmt.Errorf("data directory %s: query parameters are not supported for %s", name, u.Scheme)
+		}
+	default:
+		return nil, fmt.Errorf("data directory %s: unknown scheme %q (s3, gs, azblob, file or a path)", name, u.Scheme)
+	}
+	bu := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: q.Encode()}
+	b, err := blob.OpenBucket(ctx, bu.String())
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", name, err)
+	}
+	bs := &Bucket{name: name, bucket: u.Host}
+	if prefix != "" {
+		bs.prefix = prefix + "/"
+		b = blob.PrefixedBucket(b, bs.prefix)
+	}
+	bs.b = b
+	return bs, nil
+}

@@ -1,0 +1,237 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/storage"
+	"github.com/optlake/optlake/storage/storagetest"
+)
+
+func TestLocalConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return storage.NewLocal(t.TempDir()) })
+}
+
+func TestS3Conformance(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	n := 0
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		n++
+		s, err := storage.Open(context.Background(), g.URL("lake", "hist"+strings.Repeat("x", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestLocalTempHiddenAndCleaned(t *testing.T) {
+	dir := t.TempDir()
+	s := storage.NewLocal(dir)
+	ctx := context.Background()
+	w, err := s.Create(ctx, "t/date=2026-11-24/p.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("x"))
+	ents, _ := os.ReadDir(filepath.Join(dir, "t/date=2026-11-24"))
+	if len(ents) != 1 || strings.HasSuffix(ents[0].Name(), ".parquet") || !strings.HasPrefix(ents[0].Name(), ".") {
+		t.Fatalf("in-flight temp file: %v", ents)
+	}
+	// A crash leaves the temp file: start-up cleanup removes it.
+	if n, err := datadir.CleanTemp(dir); n != 1 || err != nil {
+		t.Fatalf("CleanTemp = %d, %v", n, err)
+	}
+	mustCommit := func(name string) {
+		w, _ := s.Create(ctx, name)
+		w.Write([]byte("y"))
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit("t/a")
+	st, err := os.Stat(filepath.Join(dir, "t/a"))
+	if err != nil || st.Mode().Perm() != 0o644&^umask() {
+		t.Fatalf("mode %v, %v", st.Mode(), err)
+	}
+	st, _ = os.Stat(filepath.Join(dir, "t"))
+	if st.Mode().Perm() != 0o755&^umask() {
+		t.Fatalf("folder mode %v", st.Mode())
+	}
+}
+
+func umask() os.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return os.FileMode(m)
+}
+
+func TestOpenURLs(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ in, want string }{
+		{"/tmp/lake", "/tmp/lake"},
+		{"rel/lake", "rel/lake"},
+		{"file:///tmp/lake", "/tmp/lake"},
+		{"s3://bucket/pre/fix?endpoint=http://127.0.0.1:9000&region=us-east-1", "s3://bucket/pre/fix"},
+		{"s3://bucket", "s3://bucket"},
+	} {
+		s, err := storage.Open(ctx, tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if s.String() != tc.want {
+			t.Errorf("%s: String() = %q, want %q", tc.in, s, tc.want)
+		}
+		s.Close()
+	}
+	const secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYzzz"
+	for _, in := range []string{
+		"s3://AKIA:" + secret + "@bucket/p",
+		"s3://bucket/p?secret_access_key=" + secret,
+		"s3://bucket/p?X-Amz-Signature=" + secret,
+		"s3://bucket/p?token=" + secret,
+		"azblob://c/p?sas_token=" + secret,
+		"s3://bucket/p?endpoint=http://u:" + secret + "@127.0.0.1:9000",
+		"ftp://host/p",
+		"s3://bucket/p?bogus=1",
+	} {
+		_, err := storage.Open(ctx, in)
+		if err == nil {
+			t.Fatalf("%s: accepted", in)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("error shows the secret: %v", err)
+		}
+	}
+}
+
+// The secret key appears in no error and no object.
+func TestS3SecretNeverShown(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var errs []error
+	_, err = s.Open(ctx, "missing")
+	errs = append(errs, err)
+	if err := s.Put(ctx, "ok/date=2026-11-24/x", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.AcquireLease(ctx, s, storage.LeaseName, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = storage.AcquireLease(ctx, s, storage.LeaseName, time.Minute)
+	errs = append(errs, err)
+	// Wrong secret: the server refuses; the error names the store only.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-"+testenv.S3SecretKey)
+	bad, err := storage.Open(ctx, g.URL("lake", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Put(ctx, "x", []byte("x"))
+	if err == nil {
+		t.Fatal("a wrong secret key was accepted")
+	}
+	errs = append(errs, err)
+	bad.Close()
+	filepath.WalkDir(g.Dir(), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			if strings.Contains(string(b), testenv.S3SecretKey) {
+				t.Errorf("object %s holds the secret key", p)
+			}
+		}
+		return nil
+	})
+	l.Release(ctx)
+	// Server gone: the error names the store.
+	g.Stop()
+	err = s.Put(ctx, "y", []byte("y"))
+	if err == nil {
+		t.Fatal("put to a stopped server succeeded")
+	}
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err == nil {
+			t.Fatal("expected an error")
+		}
+		if strings.Contains(err.Error(), testenv.S3SecretKey) || strings.Contains(fmt.Sprintf("%+v", err), testenv.S3SecretKey) {
+			t.Fatalf("error shows the secret: %v", err)
+		}
+		if !strings.Contains(err.Error(), "s3://lake/p") {
+			t.Fatalf("error does not name the store: %v", err)
+		}
+	}
+	t.Logf("errors checked: %q", errs)
+}
+
+// A writer killed with -9 in the middle of a multipart upload leaves an
+// incomplete upload: invisible, and aborted by CleanIncomplete at the next
+// start.
+func TestS3CleanIncomplete(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, bucket, prefix := storage.S3Client(s)
+	// As a dead writer left it: an upload created, one part sent, never
+	// completed nor aborted. Plus one outside the prefix, not ours.
+	for _, key := range []string{prefix + "raw/date=2026-11-24/listing.json", "other/x"} {
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(bytes.Repeat([]byte("x"), 5<<20))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := s.List(ctx, ""); err != nil || len(l) != 0 {
+		t.Fatalf("an incomplete upload is visible: %v, %v", l, err)
+	}
+	n, err := storage.CleanIncomplete(ctx, s)
+	if err != nil || n != 1 {
+		t.Fatalf("CleanIncomplete = %d, %v; want 1", n, err)
+	}
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 1 || aws.ToString(out.Uploads[0].Key) != "other/x" {
+		t.Fatalf("uploads left: %+v", out.Uploads)
+	}
+	// And an aborted storage Writer leaves no upload behind.
+	w, err := s.Create(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, storage.PartSize+1))
+	w.Abort()
+	if n, err := storage.CleanIncomplete(ctx, s); err != nil || n != 0 {
+		t.Fatalf("after Abort, CleanIncomplete found %d uploads (%v)", n, err)
+	}
+}
