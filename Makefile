@@ -28,7 +28,7 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
-	$(GO) test -count=1 -run '^TestMillionInstruments$$' ./cmd/optlake/
+	$(GO) test -count=1 -run '^(TestMillionInstruments|TestMillionInstrumentsOnBucket|TestKill9MidUploadOnBucket)$$' ./cmd/optlake/
 	$(MAKE) fuzz
 
 ## fuzz: the parsers' fuzz targets, $(FUZZTIME) each. Minimizing is off: on these

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/optlake/optlake/storage"
 )
 
 // The subset of the Kubernetes API that the manifest uses. Documents are
@@ -161,8 +164,22 @@ var (
 	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
 )
 
+// The CronJob with the lake on a PersistentVolumeClaim.
 func TestKubernetesCronJob(t *testing.T) {
-	const path = "kubernetes/cronjob.yaml"
+	checkCronJob(t, "kubernetes/cronjob.yaml", false)
+}
+
+// The variant with the whole data directory on an S3 bucket: no claim, no
+// data volume, the bucket's credentials from the Secret.
+func TestKubernetesCronJobOnS3(t *testing.T) {
+	checkCronJob(t, "kubernetes/cronjob-s3.yaml", true)
+}
+
+// awsEnv are the AWS SDK's standard credential variables, allowed besides
+// optlake's own in the bucket variant.
+var awsEnv = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_REGION": true, "AWS_PROFILE": true}
+
+func checkCronJob(t *testing.T, path string, bucket bool) {
 	dec := yaml.NewDecoder(strings.NewReader(readFile(t, path)))
 	var (
 		secrets  = map[string]k8sSecret{}
@@ -268,7 +285,7 @@ func TestKubernetesCronJob(t *testing.T) {
 			if !ok1 || !ok2 || soft >= limit {
 				t.Errorf("env GOMEMLIMIT=%q: want a size under limits.memory %q", e.Value, c.Resources.Limits["memory"])
 			}
-		} else if _, ok := vars[e.Name]; !ok {
+		} else if _, ok := vars[e.Name]; !ok && !(bucket && awsEnv[e.Name]) {
 			t.Errorf("env %s: not a variable of optlake run", e.Name)
 		}
 		if _, dup := env[e.Name]; dup {
@@ -276,7 +293,11 @@ func TestKubernetesCronJob(t *testing.T) {
 		}
 		env[e.Name] = e
 	}
-	for _, name := range []string{"OPTLAKE_HEADER", "OPTLAKE_CLICKHOUSE_DSN"} {
+	secretVars := []string{"OPTLAKE_HEADER", "OPTLAKE_CLICKHOUSE_DSN"}
+	if bucket {
+		secretVars = []string{"OPTLAKE_HEADER", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+	}
+	for _, name := range secretVars {
 		e, ok := env[name]
 		if !ok {
 			t.Errorf("env %s missing", name)
@@ -314,8 +335,46 @@ func TestKubernetesCronJob(t *testing.T) {
 	if dataDir == "" {
 		t.Fatal("no --data-dir (the default ./data is on the read-only root file system)")
 	}
+	if bucket {
+		checkBucketDataDir(t, dataDir, pvcs, pod.Volumes)
+	} else {
+		checkClaimDataDir(t, dataDir, pvcs, pod.Volumes, c)
+	}
+	checkPodSecurity(t, pod, c)
+}
+
+// checkBucketDataDir: the data directory is a bucket URL the CLI accepts
+// (storage.Open refuses credentials in it) and nothing is mounted for data.
+func checkBucketDataDir(t *testing.T, dataDir string, pvcs map[string]k8sPVC, vols []volume) {
+	t.Helper()
+	if !strings.HasPrefix(dataDir, "s3://") {
+		t.Errorf("--data-dir %s: want an s3:// bucket URL", dataDir)
+	}
+	st, err := storage.Open(context.Background(), dataDir)
+	if err != nil {
+		t.Errorf("--data-dir %s: %v", dataDir, err)
+	} else {
+		if _, local := st.(*storage.Local); local {
+			t.Errorf("--data-dir %s: a local folder", dataDir)
+		}
+		st.Close()
+	}
+	if len(pvcs) > 0 {
+		t.Errorf("%d PersistentVolumeClaims: the bucket variant needs none", len(pvcs))
+	}
+	for _, v := range vols {
+		if v.EmptyDir == nil {
+			t.Errorf("volume %s: only emptyDir scratch space, no data volume", v.Name)
+		}
+	}
+}
+
+// checkClaimDataDir: --data-dir is a writable mount of the manifest's
+// PersistentVolumeClaim.
+func checkClaimDataDir(t *testing.T, dataDir string, pvcs map[string]k8sPVC, podVols []volume, c container) {
+	t.Helper()
 	vols := map[string]volume{}
-	for _, v := range pod.Volumes {
+	for _, v := range podVols {
 		vols[v.Name] = v
 	}
 	var dataClaim string
@@ -338,6 +397,11 @@ func TestKubernetesCronJob(t *testing.T) {
 	} else if _, ok := pvcs[dataClaim]; !ok {
 		t.Errorf("claim %s: the PersistentVolumeClaim is not in the manifest", dataClaim)
 	}
+}
+
+// checkPodSecurity checks resources and the security context.
+func checkPodSecurity(t *testing.T, pod podSpec, c container) {
+	t.Helper()
 
 	// Resources and security.
 	for _, r := range []string{"cpu", "memory"} {

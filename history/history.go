@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
+	"github.com/optlake/optlake/storage"
 )
 
 // Event is one lifecycle event.
@@ -69,11 +68,17 @@ var ErrNotFound = errors.New("instrument not found")
 // instruments and instrument_events files, reading only the columns it
 // shows.
 func FromParquet(ctx context.Context, dataDir, name string) (*Timeline, error) {
+	return FromLake(ctx, storage.NewLocal(dataDir), name)
+}
+
+// FromLake is FromParquet on a data directory's store (a local folder or a
+// bucket prefix).
+func FromLake(ctx context.Context, st storage.Store, name string) (*Timeline, error) {
 	tl := &Timeline{Instrument: name}
-	if err := scan(ctx, dataDir, points, name, &tl.Points); err != nil {
+	if err := scan(ctx, st, points, name, &tl.Points); err != nil {
 		return nil, err
 	}
-	if err := scan(ctx, dataDir, events, name, &tl.Events); err != nil {
+	if err := scan(ctx, st, events, name, &tl.Events); err != nil {
 		return nil, err
 	}
 	return tl.finish()
@@ -133,35 +138,37 @@ func (r parquetRow) time(n string) *time.Time {
 	return &t
 }
 
-// scan reads every Parquet file of p's table in dataDir and appends the
-// rows whose instrument_name is name to out.
-func scan[T any](ctx context.Context, dataDir string, proj projection[T], name string, out *[]T) error {
-	dir := filepath.Join(dataDir, proj.table.Name)
+// scan reads every Parquet file of p's table (TABLE/date=*/*.parquet) in
+// the store and appends the rows whose instrument_name is name to out.
+func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T) error {
+	prefix := proj.table.Name + "/date="
 	row := func(c cols, i int) { *out = append(*out, proj.build(parquetRow{c, i})) }
 	want := proj.names()
-	paths, err := filepath.Glob(filepath.Join(dir, "date=*", "*.parquet"))
+	files, err := st.List(ctx, prefix)
 	if err != nil {
 		return err
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, f := range files { // sorted by name
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := scanFile(ctx, p, append([]string{"instrument_name"}, want...), name, row); err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
+		if rest := strings.TrimPrefix(f.Name, proj.table.Name+"/"); strings.Count(rest, "/") != 1 || !strings.HasSuffix(rest, ".parquet") {
+			continue // not TABLE/date=.../NAME.parquet
+		}
+		if err := scanFile(ctx, st, f.Name, append([]string{"instrument_name"}, want...), name, row); err != nil {
+			return fmt.Errorf("read %s/%s: %w", st, f.Name, err)
 		}
 	}
 	return nil
 }
 
-func scanFile(ctx context.Context, path string, want []string, name string, row func(cols, int)) error {
-	f, err := os.Open(path)
+func scanFile(ctx context.Context, st storage.Store, path string, want []string, name string, row func(cols, int)) error {
+	f, err := st.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
+	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, f.Size()))
 	if err != nil {
 		return err
 	}

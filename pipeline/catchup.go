@@ -21,6 +21,9 @@ import (
 
 // CatchUpOptions bound a catch-up.
 type CatchUpOptions struct {
+	// DataDir is the local data directory whose archive is read; "" reads
+	// Config.Archive's store (a bucket) and spills to the system's temp
+	// folder.
 	DataDir string
 	// Budget bounds the time a catch-up takes (0: no bound). No snapshot
 	// starts after it ran out, and one in flight is abandoned (its loads
@@ -155,7 +158,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 		n++
 		cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
 		if len(todo) > 0 {
-			cu = r.catchUpSnapshot(bctx, opt.DataDir, rec, todo, byName, states, res)
+			cu = r.catchUpSnapshot(bctx, r.archiveOf(opt.DataDir), rec, todo, byName, states, res)
 		}
 		r.catchUpRunsOf(bctx, rec, runs, byName, res, &cu)
 		res.Snapshots = append(res.Snapshots, cu)
@@ -171,7 +174,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 }
 
 // catchUpSnapshot loads one snapshot's pending endpoints into their sinks.
-func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger.Record, todo map[string][]string, byName map[string]sinks.Sink, states *memStates, res *CatchUpResult) CaughtUp {
+func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec ledger.Record, todo map[string][]string, byName map[string]sinks.Sink, states *memStates, res *CatchUpResult) CaughtUp {
 	cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
 	log := r.log.With("run_id", rec.RunID, "catch_up", true)
 	k := rec.Key()
@@ -185,7 +188,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger
 		names = append(names, ep)
 	}
 	sort.Strings(names)
-	snaps, err := archive.List(dataDir, names, rec.SnapshotTime, rec.SnapshotTime.Add(time.Millisecond))
+	snaps, err := arc.List(ctx, names, rec.SnapshotTime, rec.SnapshotTime.Add(time.Millisecond))
 	if err != nil {
 		fail(err.Error())
 		return cu
@@ -252,12 +255,12 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger
 		}
 		var st stateStore
 		for _, ep := range groups[key] {
-			if ep.Kind == KindInstruments && r.cfg.StateDir != "" && r.prepareEvents(ctx, dataDir, states, rec, snap) {
+			if ep.Kind == KindInstruments && r.cfg.StateDir != "" && r.prepareEvents(ctx, arc, states, rec, snap) {
 				st = states
 			}
 		}
 		log.Info("catching up", "snapshot_time", rec.SnapshotTime.Format(time.RFC3339Nano), "sinks", key, "endpoints", len(groups[key]))
-		fetch := &archiveFetcher{dataDir: dataDir, bodies: snap.Bodies}
+		fetch := &archiveFetcher{arc: arc, bodies: snap.Bodies}
 		sum := sub.snapshot(ctx, snapshotRun{time: rec.SnapshotTime, runID: rec.RunID, source: rec.Source, fetch: fetch, states: st, requests: fetch.requests})
 		for _, e := range sum.Endpoints {
 			cu.Rows += e.Rows
@@ -290,7 +293,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, dataDir string, rec ledger
 // states holds it already; none before: the empty state, as live). It
 // returns false when that state cannot be rebuilt: the snapshot is then
 // loaded without events rather than with wrong ones.
-func (r *Runner) prepareEvents(ctx context.Context, dataDir string, states *memStates, rec ledger.Record, snap archive.Snapshot) bool {
+func (r *Runner) prepareEvents(ctx context.Context, arc *archive.Archive, states *memStates, rec ledger.Record, snap archive.Snapshot) bool {
 	for _, b := range snap.Bodies {
 		if b.Endpoint == "instruments" && len(b.Params) > 0 {
 			return false // a filtered listing has no events (as live)
@@ -299,7 +302,7 @@ func (r *Runner) prepareEvents(ctx context.Context, dataDir string, states *memS
 	const tries = 5
 	n := 0
 	found := false
-	err := r.predecessors(dataDir, rec.Source, rec.SnapshotTime, func(p archive.Snapshot) bool {
+	err := r.predecessors(ctx, arc, rec.Source, rec.SnapshotTime, func(p archive.Snapshot) bool {
 		found = true
 		if cur, ok := states.m[rec.Source]; ok {
 			if t, ok := cur.LastSnapshot(); ok && t.Equal(p.Time) {
@@ -314,7 +317,7 @@ func (r *Runner) prepareEvents(ctx context.Context, dataDir string, states *memS
 		sub.cfg.Sinks = nil
 		sub.cfg.Ledger = nil
 		sub.cfg.Endpoints, _ = SelectEndpoints([]string{"instruments"}, nil)
-		fetch := &archiveFetcher{dataDir: dataDir, bodies: p.Bodies}
+		fetch := &archiveFetcher{arc: arc, bodies: p.Bodies}
 		sub.snapshot(ctx, snapshotRun{time: p.Time, runID: p.RunID, source: rec.Source, fetch: fetch, states: states, requests: fetch.requests, eventsOnlyState: true})
 		if cur, ok := states.m[rec.Source]; ok {
 			if t, ok := cur.LastSnapshot(); ok && t.Equal(p.Time) {
@@ -348,8 +351,8 @@ func (r *Runner) prepareEvents(ctx context.Context, dataDir string, states *memS
 // predecessors calls yield with the archived snapshots of source's whole
 // listing (no parameters) before t, newest first, until yield returns
 // false. It reads one day folder of the archive at a time.
-func (r *Runner) predecessors(dataDir, source string, t time.Time, yield func(archive.Snapshot) bool) error {
-	days, err := archive.Days(dataDir, "instruments")
+func (r *Runner) predecessors(ctx context.Context, arc *archive.Archive, source string, t time.Time, yield func(archive.Snapshot) bool) error {
+	days, err := arc.Days(ctx, "instruments")
 	if err != nil {
 		return err
 	}
@@ -362,7 +365,7 @@ func (r *Runner) predecessors(dataDir, source string, t time.Time, yield func(ar
 		if to.After(t) {
 			to = t
 		}
-		snaps, err := archive.List(dataDir, []string{"instruments"}, day, to)
+		snaps, err := arc.List(ctx, []string{"instruments"}, day, to)
 		if err != nil {
 			return err
 		}

@@ -3,13 +3,18 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/storage"
 )
 
 // eventsRun derives instrument_events for one snapshot of the listing. A nil
@@ -186,6 +191,79 @@ func (f fileStates) Release(s *events.State) { s.Close() }
 
 func (f fileStates) TempDir() string { return events.StateDir(f.dir) }
 
+// storeStates keeps states in a data directory that is not a local folder
+// (a bucket prefix): Load downloads the state object into a local scratch
+// folder (the comparison reads it at random and writes the next state
+// beside it); Save writes the next state there and uploads it as one object
+// (visible whole or not at all), the moment a local run renames its file.
+type storeStates struct {
+	ctx     context.Context
+	st      storage.Store
+	scratch string
+}
+
+// object is the state's name in the store (as in a local data directory).
+func (s storeStates) object(source string) string {
+	return filepath.ToSlash(events.StatePath("", source))
+}
+
+func (s storeStates) Load(source string) (*events.State, error) {
+	r, err := s.st.Open(s.ctx, s.object(source))
+	if errors.Is(err, storage.ErrNotExist) {
+		return events.NewState(source), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("instrument events: load state: %w", err)
+	}
+	defer r.Close()
+	local := events.StatePath(s.scratch, source)
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		return nil, fmt.Errorf("instrument events: load state: %w", err)
+	}
+	f, err := os.Create(local)
+	if err == nil {
+		_, err = io.Copy(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		os.Remove(local)
+		return nil, fmt.Errorf("instrument events: load state %s/%s: %w", s.st, s.object(source), err)
+	}
+	return events.Load(s.scratch, source)
+}
+
+func (s storeStates) Save(st *events.State) error {
+	err := st.Save(s.scratch)
+	st.Close()
+	if err != nil {
+		return err
+	}
+	name := s.object(st.Source())
+	f, err := os.Open(events.StatePath(s.scratch, st.Source()))
+	if err != nil {
+		return fmt.Errorf("instrument events: save state: %w", err)
+	}
+	defer f.Close()
+	w, err := s.st.Create(s.ctx, name)
+	if err != nil {
+		return fmt.Errorf("instrument events: save state: %w", err)
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		w.Abort()
+		return fmt.Errorf("instrument events: save state %s/%s: %w", s.st, name, err)
+	}
+	if err := w.Commit(); err != nil {
+		return fmt.Errorf("instrument events: save state: %w", err)
+	}
+	return nil
+}
+
+func (s storeStates) Release(st *events.State) { st.Close() }
+
+func (s storeStates) TempDir() string { return events.StateDir(s.scratch) }
+
 // memStates keeps states between the snapshots of a replay, starting from an
 // empty state per source. A large state is a temporary file in dir (the
 // data directory's state folder, where datadir.CleanTemp finds it after a
@@ -196,7 +274,11 @@ type memStates struct {
 }
 
 func newMemStates(dataDir string) *memStates {
-	return &memStates{dir: events.StateDir(dataDir), m: map[string]*events.State{}}
+	dir := os.TempDir() // a bucket data directory: spill locally
+	if dataDir != "" {
+		dir = events.StateDir(dataDir)
+	}
+	return &memStates{dir: dir, m: map[string]*events.State{}}
 }
 
 func (m *memStates) Load(source string) (*events.State, error) {

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/pipeline/archive"
-	"github.com/optlake/optlake/pipeline/events"
-	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/ledger"
 )
 
 // ReplayOptions select what to rebuild from the raw archive.
 type ReplayOptions struct {
+	// DataDir is the local data directory whose archive is replayed; ""
+	// replays Config.Archive's store (a bucket).
 	DataDir  string
 	From, To time.Time // [From, To); zero bounds are open
 	// Progress is called after each snapshot (for a progress bar).
@@ -51,7 +52,8 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	for _, ep := range r.cfg.Endpoints {
 		names = append(names, ep.Name)
 	}
-	snaps, err := archive.List(opt.DataDir, names, opt.From, opt.To)
+	arc := r.archiveOf(opt.DataDir)
+	snaps, err := arc.List(ctx, names, opt.From, opt.To)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +62,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	defer states.Close()
 	seeded := false
 	if len(snaps) > 0 {
-		all, err := archive.List(opt.DataDir, []string{"instruments"}, time.Time{}, opt.To)
+		all, err := arc.List(ctx, []string{"instruments"}, time.Time{}, opt.To)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +78,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		if len(s.Bodies) == 0 {
 			continue
 		}
-		fetch := &archiveFetcher{dataDir: opt.DataDir, bodies: s.Bodies}
+		fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
 		sum := r.snapshot(ctx, snapshotRun{
 			time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
 			requests:        fetch.requests,
@@ -101,21 +103,21 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	}
 	// Carry the comparison on from where the replay ended when the live
 	// state is older (or gone): the next run's events continue from there.
-	if r.cfg.StateDir != "" {
+	if live := r.liveStates(ctx); live != nil {
 		for src, st := range states.m {
 			last, ok := st.LastSnapshot()
 			if !ok {
 				continue
 			}
-			cur, err := events.Load(r.cfg.StateDir, src)
+			cur, err := live.Load(src)
 			if err == nil {
 				t, ok := cur.LastSnapshot()
-				cur.Close()
+				live.Release(cur)
 				if ok && !t.Before(last) {
 					continue
 				}
 			}
-			if err := st.Save(r.cfg.StateDir); err != nil {
+			if err := live.Save(st); err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("events state of %s not saved: %v", src, err))
 			}
 		}
@@ -125,7 +127,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 
 // archiveFetcher serves archived bodies as responses.
 type archiveFetcher struct {
-	dataDir  string
+	arc      *archive.Archive
 	bodies   []archive.Meta
 	problems []string
 }
@@ -155,7 +157,7 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		if m.Endpoint != r.Endpoint || m.Account != r.Account || !sameParams(m.Params, r.Params) {
 			continue
 		}
-		rc, err := archive.Open(f.dataDir, m.File)
+		rc, err := f.arc.Open(ctx, m.File)
 		if err != nil {
 			f.problems = append(f.problems, m.File+": "+err.Error())
 			return fmt.Errorf("%w: open %s: %v", errArchive, m.File, err)
@@ -196,4 +198,14 @@ func sameParams(m map[string]string, p url.Values) bool {
 		}
 	}
 	return true
+}
+
+// archiveOf is the archive replay and catch-up read: the local dataDir's,
+// or with "" the one the runner archives into (Config.Archive, on the data
+// directory's store).
+func (r *Runner) archiveOf(dataDir string) *archive.Archive {
+	if dataDir == "" && r.cfg.Archive != nil {
+		return r.cfg.Archive
+	}
+	return archive.New(dataDir)
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/storage"
 )
 
 // Fetcher gets response bodies: the venue's HTTP API (*extract.Client), or
@@ -46,8 +48,14 @@ type Config struct {
 	Params    map[string]url.Values // per endpoint name
 	Source    string
 	// StateDir holds the state that instrument events are derived from
-	// (normally the data directory); empty disables instrument_events.
-	StateDir      string
+	// (normally the data directory); empty disables instrument_events
+	// unless StateStore is set.
+	StateDir string
+	// StateStore keeps that state in a data directory that is not a local
+	// folder (a bucket prefix): read from there, compared in a local
+	// scratch folder, written back as one object when saved. Close the
+	// runner to remove the scratch folder.
+	StateStore    storage.Store
 	TimestampUnit transform.TimeUnit
 	// Accounts are snapshotted by every account endpoint, each with its
 	// label and headers (default: one account, "default", with the
@@ -81,8 +89,9 @@ type Account struct {
 
 // Runner takes snapshots.
 type Runner struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	scratch string // local folder of StateStore's states
 }
 
 // New returns a Runner after checking the config.
@@ -105,7 +114,36 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+	r := &Runner{cfg: cfg, log: cfg.Logger}
+	if cfg.StateStore != nil {
+		dir, err := os.MkdirTemp("", "optlake-events-*")
+		if err != nil {
+			return nil, fmt.Errorf("instrument events: scratch folder: %w", err)
+		}
+		r.scratch, r.cfg.StateDir = dir, dir
+	}
+	return r, nil
+}
+
+// Close removes what the runner keeps on local disk for a bucket data
+// directory (StateStore's scratch folder).
+func (r *Runner) Close() error {
+	if r.scratch == "" {
+		return nil
+	}
+	return os.RemoveAll(r.scratch)
+}
+
+// liveStates is where live runs keep the events state: the data
+// directory's store, or the local StateDir; nil when events are off.
+func (r *Runner) liveStates(ctx context.Context) stateStore {
+	if r.cfg.StateStore != nil {
+		return storeStates{ctx: ctx, st: r.cfg.StateStore, scratch: r.scratch}
+	}
+	if r.cfg.StateDir != "" {
+		return fileStates{r.cfg.StateDir}
+	}
+	return nil
 }
 
 // Summary reports one snapshot.
@@ -176,10 +214,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 		panic("pipeline: Run needs Config.Client, Archive and Source")
 	}
 	snapTime := r.cfg.Now().UTC().Truncate(time.Millisecond)
-	var states stateStore
-	if r.cfg.StateDir != "" {
-		states = fileStates{r.cfg.StateDir}
-	}
+	states := r.liveStates(ctx)
 	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.cfg.Archive, writeRuns: true, states: states}
 	var ledgerErr error
 	if r.cfg.Ledger != nil && len(r.cfg.Sinks) > 0 {
@@ -407,7 +442,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 		}
 		m := base
 		m.Attempt, m.URL, m.FetchTime = f.Attempt, f.URL, time.Now().UTC()
-		e, err := sr.archive.Create(m)
+		e, err := sr.archive.Create(ctx, m)
 		if err != nil {
 			log.Error("archive failed", "endpoint", ep.Name, "err", err)
 			return
@@ -424,7 +459,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
 		var entry archiveEntry = &countingEntry{}
 		if sr.archive != nil {
-			e, err := sr.archive.Create(m)
+			e, err := sr.archive.Create(ctx, m)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
@@ -17,9 +18,11 @@ import (
 )
 
 // PartSize is the chunk a bucket Writer buffers and uploads as one part of
-// a multipart upload: memory per open writer stays about this size, and an
-// object of unknown length is streamed in parts of it.
-const PartSize = 8 << 20
+// a multipart upload (S3's minimum): an object of unknown length is
+// streamed in parts of it, the SDK's transfer manager holding two or three
+// parts per open writer (it buffers two before it starts the upload), and
+// an object may grow to 10,000 parts, 48 GiB.
+const PartSize = 5 << 20
 
 // Bucket is a data directory on a bucket prefix (gocloud.dev/blob). An object
 // is visible whole or not at all: a single PUT or a completed multipart
@@ -155,7 +158,7 @@ func (r *bucketReader) ReadAt(p []byte, off int64) (int, error) {
 	if off+n > r.size {
 		n = r.size - off
 	}
-	rr, err := r.s.b.NewRangeReader(r.ctx, r.name, off, n, nil)
+	rr, err := r.s.b.NewRangeReader(r.ctx, r.name, off, n, quietReads())
 	if err != nil {
 		return 0, r.s.wrap("read", r.name, err)
 	}
@@ -177,7 +180,7 @@ func (r *bucketReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if r.stream == nil {
-		rr, err := r.s.b.NewRangeReader(r.ctx, r.name, r.off, -1, nil)
+		rr, err := r.s.b.NewRangeReader(r.ctx, r.name, r.off, -1, quietReads())
 		if err != nil {
 			return 0, r.s.wrap("read", r.name, err)
 		}
@@ -335,4 +338,18 @@ func Open(ctx context.Context, urlOrPath string) (Store, error) {
 	}
 	bs.b = b
 	return bs, nil
+}
+
+// quietReads keeps the AWS SDK from logging to stderr on every read of an
+// object uploaded in parts ("Skipped validation of multipart checksum": S3
+// has no whole-object checksum for those; the archive checks its own
+// SHA-256).
+func quietReads() *blob.ReaderOptions {
+	return &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+		var opts *[]func(*s3.Options)
+		if as(&opts) {
+			*opts = append(*opts, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true })
+		}
+		return nil
+	}}
 }

@@ -157,6 +157,11 @@ func (l *Lease) renew(ctx context.Context) {
 		case <-t.C:
 		}
 		cur, err := readLease(ctx, l.s, l.name)
+		if err != nil && !errors.Is(err, ErrNotExist) && ctx.Err() == nil && time.Now().After(l.rec.Expires) {
+			l.setErr(fmt.Errorf("lease %s/%s expired: the store did not answer since it was last renewed: %w", l.s, l.name, err))
+			close(l.lost)
+			return
+		}
 		if err == nil && cur.Token != l.rec.Token || errors.Is(err, ErrNotExist) {
 			l.setErr(fmt.Errorf("lease %s/%s lost (now held by %s)", l.s, l.name, cur.Holder))
 			close(l.lost)
@@ -167,6 +172,13 @@ func (l *Lease) renew(ctx context.Context) {
 		b, _ := json.Marshal(rec)
 		if err := l.s.Put(ctx, l.name, b); err != nil {
 			l.setErr(err) // retried at the next tick, before the TTL runs out
+			if ctx.Err() == nil && time.Now().After(l.rec.Expires) {
+				// Renewals failed for a whole TTL: another process may
+				// take the prefix over now, so this one must stop.
+				l.setErr(fmt.Errorf("lease %s/%s expired: renewals failed since it was last renewed: %w", l.s, l.name, err))
+				close(l.lost)
+				return
+			}
 			continue
 		}
 		l.mu.Lock()
@@ -185,7 +197,8 @@ func (l *Lease) setErr(err error) {
 // Holder is what the lease object says of this holder.
 func (l *Lease) Holder() string { return l.rec.Holder }
 
-// Lost is closed when a renewal finds the lease taken by another process.
+// Lost is closed when a renewal finds the lease taken by another process,
+// or when renewals failed for a whole TTL (another process may take it).
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Err is the last renewal error (nil when the last renewal succeeded).

@@ -235,3 +235,39 @@ func TestS3CleanIncomplete(t *testing.T) {
 		t.Fatalf("after Abort, CleanIncomplete found %d uploads (%v)", n, err)
 	}
 }
+
+// A holder whose store stops answering for a whole TTL gives the lease up
+// (Lost closes, Err says why): past that point another process may take
+// the prefix over, so this one must stop writing.
+func TestLeaseLostWhenStoreGone(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const ttl = 1500 * time.Millisecond
+	l, err := storage.AcquireLease(ctx, s, storage.LeaseName, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	// Renewed while the store answers.
+	select {
+	case <-l.Lost():
+		t.Fatalf("lost while the store answers: %v", l.Err())
+	case <-time.After(2 * ttl):
+	}
+	g.Stop()
+	stopped := time.Now()
+	select {
+	case <-l.Lost():
+		if time.Since(stopped) < ttl/3 || !strings.Contains(fmt.Sprint(l.Err()), "expired") {
+			t.Errorf("lost %s after the store stopped: %v", time.Since(stopped), l.Err())
+		}
+	case <-time.After(4 * ttl):
+		t.Fatalf("still held %s after the store stopped (err %v)", 4*ttl, l.Err())
+	}
+}

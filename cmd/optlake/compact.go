@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/optlake/optlake/internal/settings"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
+	"github.com/optlake/optlake/storage"
 )
 
 // crashEnv names the test-only crash hook: the process kills itself
@@ -50,12 +50,15 @@ func compactCommand() *cli.Command {
 					return usagef("%s %q: want YYYY-MM-DD", name, v)
 				}
 			}
-			dir := c.String("data-dir")
-			if strings.Contains(dir, "://") {
-				return usagef("--data-dir %s: compact works on a local data directory (object storage: not yet)", dir)
+			st, err := openStore(c.Context, c.String("data-dir"), true)
+			if err != nil {
+				return err
 			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return usagef("--data-dir %s: not a directory", dir)
+			defer st.Close()
+			if dir := localDir(st); dir != "" {
+				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+					return usagef("--data-dir %s: not a directory", dir)
+				}
 			}
 			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), redact.New())
 			if err != nil {
@@ -64,12 +67,14 @@ func compactCommand() *cli.Command {
 			if os.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(compactMemoryLimit)
 			}
-			lock, err := lockDataDir(dir, log)
+			lease, err := lockStore(c.Context, st, 0, log)
 			if err != nil {
 				return err
 			}
-			defer lock.Release()
-			opt := compact.Options{DataDir: dir, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
+			defer lease.Release(context.WithoutCancel(c.Context))
+			cst := compactStore(st)
+			defer closeCompactStore(cst)
+			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep)
 			if err != nil {
@@ -96,11 +101,13 @@ func compactBudget(j *job) time.Duration {
 // closed days are compacted, starting none after compactBudget. A
 // failure is logged; the snapshot's outcome stands.
 func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer) {
-	if !j.Compact || !slices.Contains(j.Sinks, "parquet") || strings.Contains(j.DataDir, "://") {
+	if !j.Compact || !slices.Contains(j.Sinks, "parquet") {
 		return
 	}
-	opt := compact.Options{DataDir: j.DataDir, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
-		Logger: b.log.With("step", "compact"), Crash: crashHook()}
+	cst := compactStore(b.store)
+	defer closeCompactStore(cst)
+	opt := compact.Options{Store: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+		Logger: b.log.With("step", "compact")}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
 		printCompactReport(stdout, rep)
@@ -110,15 +117,36 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	}
 }
 
+// compactStore is the lake of a data directory as compaction sees it: a
+// local folder (partitions swapped in one step) or a bucket prefix
+// (compacted objects first, then the inputs deleted).
+func compactStore(st storage.Store) compact.Store {
+	if dir := localDir(st); dir != "" {
+		return &compact.LocalStore{Dir: dir, Crash: crashHook(), Now: snapshotClock}
+	}
+	return &compact.BucketStore{St: st, Crash: crashHook()}
+}
+
+// closeCompactStore removes a bucket compaction's local spill folder.
+func closeCompactStore(cst compact.Store) {
+	if b, ok := cst.(*compact.BucketStore); ok {
+		b.Close()
+	}
+}
+
 // recoverCompaction finishes or undoes a compaction a crash cut short
 // (every command that takes the lock calls it: the next run, replay or
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
-func recoverCompaction(dir string, log *slog.Logger) {
-	if _, err := os.Stat(filepath.Join(dir, pq.CompactDir)); err != nil {
-		return // never compacted
+func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) {
+	if dir := localDir(st); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, pq.CompactDir)); err != nil {
+			return // never compacted
+		}
 	}
-	if err := (&compact.LocalStore{Dir: dir}).Recover(context.Background()); err != nil {
+	cst := compactStore(st)
+	defer closeCompactStore(cst)
+	if err := cst.Recover(ctx); err != nil {
 		log.Warn("recovering an interrupted compaction", "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,9 +112,11 @@ func (j *job) validate() (*validJob, error) {
 	if v.rate, err = j.validateLimits(); err != nil {
 		return nil, err
 	}
-	if _, err := openDataDir(j.DataDir, false); err != nil {
+	st, err := openStore(context.Background(), j.DataDir, false)
+	if err != nil {
 		return nil, err
 	}
+	st.Close()
 	if v.sinks, err = checkSinks(j, red); err != nil {
 		return nil, err
 	}

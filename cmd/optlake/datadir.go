@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/storage"
 )
@@ -13,58 +18,103 @@ import (
 // azblob://, file://) rather than a plain path.
 func isDataDirURL(s string) bool { return strings.Contains(s, "://") }
 
-// openDataDir is the one place where a command opens its --data-dir (run,
-// demo, replay, status, schema, history all call it): it returns the
-// directory the command works in. mustExist is for commands that only read
-// what a run wrote. A storage layer (local or object store) replaces the
-// body of this function, not its callers.
-//
-// A file:// URL is its local path. A bucket URL (s3://, gs://, azblob://)
-// is refused here until the command works on the storage layer (issue 14;
-// `status` does, through openLedger); the message names the store, never a
-// credential the URL may carry.
+// openStore is the one place where a command opens its --data-dir: a plain
+// path or file:// URL is a local folder, s3://, gs:// and azblob:// a
+// bucket prefix (storage.Open; credentials come from each cloud's chain,
+// never from the URL). Every reader and writer of the data directory goes
+// through the returned store. mustExist is for commands that only read
+// what a run wrote (a bucket prefix has no existence of its own: it is
+// checked by what the command finds there). The caller closes the store.
+func openStore(ctx context.Context, dataDir string, mustExist bool) (storage.Store, error) {
+	if dataDir == "" {
+		return nil, usagef("--data-dir must not be empty")
+	}
+	st, err := storage.Open(ctx, dataDir)
+	if err != nil {
+		return nil, usagef("--data-dir: %v", err)
+	}
+	if l, ok := st.(*storage.Local); ok && mustExist {
+		if _, err := os.Stat(l.Root()); err != nil {
+			st.Close()
+			return nil, usagef("--data-dir: %v", err)
+		}
+	}
+	return st, nil
+}
+
+// localDir is the folder of a local store, "" for a bucket.
+func localDir(st storage.Store) string {
+	if l, ok := st.(*storage.Local); ok {
+		return l.Root()
+	}
+	return ""
+}
+
+// bucketOnly is st when it is a bucket, nil for a local folder.
+func bucketOnly(st storage.Store) storage.Store {
+	if localDir(st) != "" {
+		return nil
+	}
+	return st
+}
+
+// openDataDir opens a --data-dir that must be a local folder (compact works
+// on local files only so far) and returns its path; a bucket URL is refused
+// with a message naming the store, never a credential.
 func openDataDir(path string, mustExist bool) (string, error) {
-	if path == "" {
-		return "", usagef("--data-dir must not be empty")
+	st, err := openStore(context.Background(), path, mustExist)
+	if err != nil {
+		return "", err
 	}
-	if isDataDirURL(path) {
-		st, err := storage.Open(context.Background(), path)
-		if err != nil {
-			return "", usagef("--data-dir: %v", err)
-		}
-		defer st.Close()
-		l, ok := st.(*storage.Local)
-		if !ok {
-			return "", usagef("--data-dir %s: a bucket data directory is only supported by `optlake status` so far", st)
-		}
-		path = l.Root()
+	defer st.Close()
+	dir := localDir(st)
+	if dir == "" {
+		return "", usagef("--data-dir %s: this command works on a local data directory only (object storage: not yet)", st)
 	}
-	if mustExist {
-		if _, err := os.Stat(path); err != nil {
-			return "", usagef("--data-dir: %v", err)
-		}
-	}
-	return path, nil
+	return dir, nil
 }
 
 // openLedger opens the load ledger of a --data-dir, a path or a URL (a
 // bucket prefix's ledger lives under PREFIX/_ledger/). close releases the
 // store.
 func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.Ledger, close func() error, err error) {
-	if !isDataDirURL(dataDir) {
-		dir, err := openDataDir(dataDir, mustExist)
-		if err != nil {
-			return nil, nil, err
-		}
-		return ledger.Open(dir), func() error { return nil }, nil
-	}
-	st, err := storage.Open(ctx, dataDir)
+	st, err := openStore(ctx, dataDir, mustExist)
 	if err != nil {
-		return nil, nil, usagef("--data-dir: %v", err)
+		return nil, nil, err
 	}
-	if loc, ok := st.(*storage.Local); ok {
-		st.Close()
-		return openLedger(ctx, loc.Root(), mustExist)
+	return ledgerOn(ctx, st), st.Close, nil
+}
+
+// ledgerOn is the load ledger of a store: DATA/_ledger/.
+func ledgerOn(ctx context.Context, st storage.Store) *ledger.Ledger {
+	if dir := localDir(st); dir != "" {
+		return ledger.Open(dir)
 	}
-	return ledger.New(storage.KV(ctx, st, ledger.Dir), nil), st.Close, nil
+	return ledger.New(storage.KV(ctx, st, ledger.Dir+"/"), nil)
+}
+
+// lockStore takes the data directory for this process (runs never
+// overlap): the flock of a local folder, the lease object of a bucket
+// prefix (renewed until released). It then removes what a crashed run left
+// behind — temp files, incomplete multipart uploads, a compaction cut
+// short. A refusal names the holder and exits 4.
+func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, log *slog.Logger) (*storage.Lease, error) {
+	l, err := storage.AcquireDataDir(ctx, st, ttl)
+	if err != nil {
+		if errors.Is(err, datadir.ErrLocked) {
+			return nil, codedError{exitLocked, err}
+		}
+		return nil, fmt.Errorf("data directory %s: %w", st, err)
+	}
+	if n, err := storage.CleanIncomplete(ctx, st); err != nil {
+		log.Warn("cleaning what an interrupted run left", "err", err)
+	} else if n > 0 {
+		if localDir(st) != "" {
+			log.Info("removed temp files of an interrupted run", "files", n)
+		} else {
+			log.Info("aborted the incomplete uploads of an interrupted run", "uploads", n)
+		}
+	}
+	recoverCompaction(ctx, st, log)
+	return l, nil
 }

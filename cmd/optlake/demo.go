@@ -40,7 +40,7 @@ func demoCommand() *cli.Command {
 			}
 			j.APIURL, j.Sinks, j.Source = apiURL, []string{"parquet"}, "venue-sim"
 			j.Timeout, j.Deadline, j.MaxAttempts = 30*time.Second, 5*time.Minute, 3
-			b, release, err := j.start(c.Context, c.App.ErrWriter)
+			b, ctx, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -50,13 +50,13 @@ func demoCommand() *cli.Command {
 			for i := 0; i < n; i++ {
 				if i > 0 {
 					select {
-					case <-c.Context.Done():
-						return c.Context.Err()
+					case <-ctx.Done():
+						return ctx.Err()
 					case <-time.After(c.Duration("interval")):
 					}
 					sim.Advance(1) // an hour of venue life: index moves, listings, expiries, flips
 				}
-				sum, err := b.once(c.Context, j, out)
+				sum, err := b.once(ctx, j, out)
 				if err != nil {
 					return err
 				}
@@ -65,6 +65,14 @@ func demoCommand() *cli.Command {
 						files = append(files, sr.Files...)
 					}
 				}
+			}
+			if localDir(b.store) == "" {
+				fmt.Fprintf(out, "\nwrote %d files under %s:\n", len(files), b.store)
+				for _, f := range files {
+					fmt.Fprintln(out, "  "+f)
+				}
+				fmt.Fprintln(out, "\nQuery them with DuckDB (httpfs), pandas or polars: see \"The lake on S3\" in the README.")
+				return nil
 			}
 			dir, _ := filepath.Abs(j.DataDir)
 			fmt.Fprintf(out, "\nwrote %d files under %s:\n", len(files), dir)

@@ -32,11 +32,12 @@ func historyCommand() *cli.Command {
 					return redact.New(redact.DSNPassword(dsn)).Err(err)
 				}
 			} else {
-				dir, err := openDataDir(c.String("data-dir"), false)
+				st, err := openStore(c.Context, c.String("data-dir"), false)
 				if err != nil {
 					return err
 				}
-				if tl, err = history.FromParquet(c.Context, dir, name); err != nil {
+				defer st.Close()
+				if tl, err = history.FromLake(c.Context, st, name); err != nil {
 					return err
 				}
 			}

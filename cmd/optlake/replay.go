@@ -36,21 +36,18 @@ func replayCommand() *cli.Command {
 				return err
 			}
 			j.Replay = true
-			if j.DataDir, err = openDataDir(j.DataDir, true); err != nil {
-				return err
-			}
 			stopProfile, err := startProfiles(j.CPUProfile, j.MemProfile)
 			if err != nil {
 				return err
 			}
 			defer stopProfile()
-			b, release, err := j.start(c.Context, c.App.ErrWriter)
+			b, ctx, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
 			defer release()
 			progress := progressPrinter(c.App.ErrWriter, b)
-			res, err := b.runner.Replay(c.Context, pipeline.ReplayOptions{DataDir: j.DataDir, From: from, To: to, Progress: progress})
+			res, err := b.runner.Replay(ctx, pipeline.ReplayOptions{DataDir: localDir(b.store), From: from, To: to, Progress: progress})
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ func runCommand() *cli.Command {
 				return err
 			}
 			defer stopProfile()
-			b, release, err := j.start(c.Context, c.App.ErrWriter)
+			b, ctx, release, err := j.start(c.Context, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -70,15 +70,22 @@ func runCommand() *cli.Command {
 			}
 			if j.Every > 0 {
 				if j.Listen != "" {
-					stop, err := b.serveMetrics(c.Context, j)
+					stop, err := b.serveMetrics(ctx, j)
 					if err != nil {
 						return err
 					}
 					defer stop()
 				}
-				return b.loop(c.Context, j, c.App.Writer)
+				err := b.loop(ctx, j, c.App.Writer)
+				if lerr := b.leaseErr(); lerr != nil {
+					return lerr
+				}
+				return err
 			}
-			_, err = b.once(c.Context, j, c.App.Writer)
+			_, err = b.once(ctx, j, c.App.Writer)
+			if lerr := b.leaseErr(); lerr != nil {
+				return lerr
+			}
 			return err
 		},
 	}

@@ -18,11 +18,12 @@ func schemaCommand() *cli.Command {
 			for _, t := range schema.Tables() {
 				printTable(w, t)
 			}
-			dir, err := openDataDir(c.String("data-dir"), false)
+			st, err := openStore(c.Context, c.String("data-dir"), false)
 			if err != nil {
 				return err
 			}
-			reg, err := infer.LoadRegistry(dir)
+			defer st.Close()
+			reg, err := infer.LoadRegistryFrom(c.Context, st)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 )
 
 // sinkKind is how the CLI checks and opens one kind of sink.
@@ -16,8 +17,8 @@ type sinkKind struct {
 	// check validates the job's settings for the sink without touching
 	// the disk or the network (validate, config check).
 	check func(j *job, red *redact.Redactor) error
-	// open builds the sink (build).
-	open func(j *job, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error)
+	// open builds the sink (build) on the data directory st.
+	open func(j *job, st storage.Store, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error)
 }
 
 // sinkKinds is the one sink factory: --sink NAME picks an entry. A new sink
@@ -26,8 +27,8 @@ func sinkKinds() map[string]sinkKind {
 	return map[string]sinkKind{
 		"parquet": {
 			check: func(*job, *redact.Redactor) error { return nil },
-			open: func(j *job, log *slog.Logger, _ *redact.Redactor) (sinks.Sink, error) {
-				return parquet.New(parquet.Options{Dir: j.DataDir, Logger: log})
+			open: func(_ *job, st storage.Store, log *slog.Logger, _ *redact.Redactor) (sinks.Sink, error) {
+				return parquet.New(parquet.Options{Store: st, Logger: log})
 			},
 		},
 		"clickhouse": {
@@ -35,7 +36,7 @@ func sinkKinds() map[string]sinkKind {
 				_, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Redactor: red}) // does not connect
 				return usageErr(err)
 			},
-			open: func(j *job, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
+			open: func(j *job, _ storage.Store, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
 				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
 				if err != nil {
 					return nil, usageError{err}
@@ -76,11 +77,11 @@ func checkSinks(j *job, red *redact.Redactor) ([]string, error) {
 
 // openSinks opens the named (checked) sinks; on an error it closes those
 // already open.
-func openSinks(names []string, j *job, log *slog.Logger, red *redact.Redactor) ([]sinks.Sink, error) {
+func openSinks(names []string, j *job, st storage.Store, log *slog.Logger, red *redact.Redactor) ([]sinks.Sink, error) {
 	kinds := sinkKinds()
 	var ss []sinks.Sink
 	for _, n := range names {
-		s, err := kinds[n].open(j, log, red)
+		s, err := kinds[n].open(j, st, log, red)
 		if err != nil {
 			closeSinks(ss)
 			return nil, err

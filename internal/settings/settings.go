@@ -150,6 +150,7 @@ var list = []Setting{
 	{Name: "memprofile", Kind: String, Usage: "write a heap profile at the end to this file", Commands: runReplay},
 	{Name: "metrics-file", Kind: String, Usage: "after each run, write Prometheus metrics to this file (node_exporter textfile collector); counters carry on across runs", Commands: runOnly},
 	{Name: "listen", Kind: String, Usage: "with --every: serve /metrics and /healthz on this `ADDR` (e.g. :9464)", Commands: runOnly},
+	{Name: "lease-ttl", Kind: Duration, Default: 60 * time.Second, Usage: "a data directory on a bucket: one process writes it, holding a lease renewed every third of this; a holder killed with -9 keeps others out this long", Commands: []string{Run, Replay, Demo}},
 	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
 	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
 	{Name: "compact", Kind: Bool, Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", Commands: runOnly},

@@ -31,10 +31,10 @@ const EnvVersityGW = "OPTLAKE_TEST_VERSITYGW"
 // VersityGW is a versitygw S3 gateway (posix backend) running on a temp
 // directory: each bucket is a folder of Dir(), each object a plain file.
 type VersityGW struct {
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	bin, base, dir, iam string
+	port                int
+	cmd                 *exec.Cmd
+	done                chan struct{}
 }
 
 // VersityGWBin finds the versitygw binary: $OPTLAKE_TEST_VERSITYGW, then
@@ -86,20 +86,10 @@ func StartVersityGW(t testing.TB, buckets ...string) *VersityGW {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &VersityGW{dir: dir, port: ports[0], done: make(chan struct{})}
-		logf, err := os.Create(filepath.Join(base, "versitygw.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.cmd = exec.Command(bin, "--port", g.Addr(), "--iam-dir", iam, "posix", dir)
-		g.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+S3AccessKey, "ROOT_SECRET_KEY="+S3SecretKey)
-		g.cmd.Stdout, g.cmd.Stderr = logf, logf
-		g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := g.cmd.Start(); err != nil {
-			logf.Close()
+		g := &VersityGW{bin: bin, base: base, dir: dir, iam: iam, port: ports[0]}
+		if err := g.launch(); err != nil {
 			unavailable(t, "versitygw: %v", err)
 		}
-		go func() { g.cmd.Wait(); logf.Close(); close(g.done) }()
 		if lastErr = g.wait(); lastErr == nil {
 			t.Cleanup(g.Stop)
 			return g
@@ -109,6 +99,41 @@ func StartVersityGW(t testing.TB, buckets ...string) *VersityGW {
 	log, _ := os.ReadFile(filepath.Join(base, "versitygw.log"))
 	t.Fatalf("versitygw did not start: %v\n%s", lastErr, log)
 	return nil
+}
+
+// launch starts the server process on g's port and folders.
+func (g *VersityGW) launch() error {
+	logf, err := os.OpenFile(filepath.Join(g.base, "versitygw.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	g.done = make(chan struct{})
+	g.cmd = exec.Command(g.bin, "--port", g.Addr(), "--iam-dir", g.iam, "posix", g.dir)
+	g.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+S3AccessKey, "ROOT_SECRET_KEY="+S3SecretKey)
+	g.cmd.Stdout, g.cmd.Stderr = logf, logf
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := g.cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := g.done
+	cmd := g.cmd
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	return nil
+}
+
+// Restart starts a stopped server again on the same port and folder (what
+// it stored is still there).
+func (g *VersityGW) Restart(t testing.TB) {
+	t.Helper()
+	g.Stop()
+	if err := g.launch(); err != nil {
+		t.Fatalf("versitygw restart: %v", err)
+	}
+	if err := g.wait(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(g.base, "versitygw.log"))
+		t.Fatalf("versitygw did not restart: %v\n%s", err, log)
+	}
 }
 
 func (g *VersityGW) wait() error {

@@ -4,13 +4,17 @@
 // parsing, so nothing a venue sent is ever lost and replay can rebuild any
 // table from them.
 //
-// A body file is written under a hidden temporary name and renamed when the
-// response ends; the sidecar (<name>.meta.json) is written last, so a body
-// with a sidecar is complete as far as the response went, and a body without
-// one was cut off by a crash.
+// The archive lives on the data directory's store (package storage: a
+// local folder or a bucket prefix). A body is streamed into the store as it
+// arrives and becomes visible whole when the response ends (a hidden temp
+// file renamed, or a completed multipart upload); the sidecar
+// (<name>.meta.json) is written last, so a body with a sidecar is complete
+// as far as the response went, and a body without one was cut off by a
+// crash.
 package archive
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,7 +23,7 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -27,7 +31,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/storage"
 )
 
 // TimeLayout formats snapshot times in file names (sortable, UTC, ms).
@@ -57,19 +61,23 @@ type Meta struct {
 	File         string            `json:"file"` // body file, relative to the data directory
 }
 
-// Archive writes under a data directory.
+// Archive writes and reads the raw archive of a data directory.
 type Archive struct {
-	dir string
+	st storage.Store
 }
 
-// New returns an archive rooted at dataDir (bodies go to dataDir/raw).
-func New(dataDir string) *Archive { return &Archive{dir: dataDir} }
+// New returns the archive of a local data directory (bodies go to
+// dataDir/raw).
+func New(dataDir string) *Archive { return OnStore(storage.NewLocal(dataDir)) }
+
+// OnStore returns the archive of the data directory st (bodies go to raw/).
+func OnStore(st storage.Store) *Archive { return &Archive{st: st} }
 
 // BodyPath returns the body file for m, relative to the data directory.
 func BodyPath(m Meta) string {
 	ts := m.SnapshotTime.UTC()
 	name := fmt.Sprintf("%s-%s-r%03d-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, m.Attempt)
-	return filepath.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
+	return path.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
 }
 
 func safe(s string) string {
@@ -88,14 +96,15 @@ func safe(s string) string {
 // Entry is one body being archived. It is an io.Writer: tee the response
 // body into it.
 type Entry struct {
-	meta  Meta
-	final string
-	f     *os.File
-	zw    *zstd.Encoder
-	h     hash.Hash
-	n     int64
-	done  bool
-	werr  error
+	meta Meta
+	ctx  context.Context
+	st   storage.Store
+	w    storage.Writer
+	zw   *zstd.Encoder
+	h    hash.Hash
+	n    int64
+	done bool
+	werr error
 
 	// The hash and the compression run on their own goroutine (started
 	// by the first Write), fed copies of the body's chunks through a
@@ -112,25 +121,21 @@ type Entry struct {
 const entryQueue = 4
 
 // Create starts archiving a body described by m (Status, Bytes, SHA256,
-// Complete and Error are filled in by Finish).
-func (a *Archive) Create(m Meta) (*Entry, error) {
+// Complete and Error are filled in by Finish). Cancelling ctx abandons the
+// body (nothing becomes visible).
+func (a *Archive) Create(ctx context.Context, m Meta) (*Entry, error) {
 	m.File = BodyPath(m)
 	m.Compression = "zstd"
-	final := filepath.Join(a.dir, m.File)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return nil, fmt.Errorf("archive: %w", err)
-	}
-	f, err := datadir.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	w, err := a.st.Create(ctx, m.File)
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	zw, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		w.Abort()
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &Entry{meta: m, final: final, f: f, zw: zw, h: sha256.New()}, nil
+	return &Entry{meta: m, ctx: ctx, st: a.st, w: w, zw: zw, h: sha256.New()}, nil
 }
 
 // Write compresses p into the archive. An archive write error is sticky and
@@ -220,25 +225,18 @@ func (e *Entry) Finish(status int, contentType string, complete bool, errMsg str
 	m.Status, m.ContentType, m.Complete, m.Error = status, contentType, complete, errMsg
 	m.Bytes = e.n
 	m.SHA256 = hex.EncodeToString(e.h.Sum(nil))
-	tmp := e.f.Name()
 	err := e.werr
 	if cerr := e.zw.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err == nil {
-		err = e.f.Sync()
-	}
-	if cerr := e.f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, e.final)
-	}
-	if err == nil {
-		err = writeFileAtomic(e.final[:len(e.final)-len(".json.zst")]+".meta.json", m)
-	}
 	if err != nil {
-		os.Remove(tmp)
+		e.w.Abort()
+		return m, fmt.Errorf("archive %s: %w", m.File, err)
+	}
+	if err := e.w.Commit(); err != nil {
+		return m, fmt.Errorf("archive %s: %w", m.File, err)
+	}
+	if err := putMeta(e.ctx, e.st, m); err != nil {
 		return m, fmt.Errorf("archive %s: %w", m.File, err)
 	}
 	return m, nil
@@ -253,16 +251,16 @@ func (e *Entry) Abort() {
 	e.done = true
 	e.wait()
 	e.zw.Close()
-	e.f.Close()
-	os.Remove(e.f.Name())
+	e.w.Abort()
 }
 
-func writeFileAtomic(path string, m Meta) error {
+// putMeta writes the sidecar of m (one whole object).
+func putMeta(ctx context.Context, st storage.Store, m Meta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return datadir.WriteFile(path, append(b, '\n'))
+	return st.Put(ctx, MetaPath(m.File), append(b, '\n'))
 }
 
 // MetaPath returns the sidecar path of a body path.
@@ -270,46 +268,65 @@ func MetaPath(body string) string {
 	return body[:len(body)-len(".json.zst")] + ".meta.json"
 }
 
-// ReadMeta reads a sidecar.
+// ReadMeta reads a sidecar file of a local data directory.
 func ReadMeta(path string) (Meta, error) {
-	var m Meta
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return m, err
+		return Meta{}, err
 	}
+	return parseMeta(path, b)
+}
+
+// ReadMeta reads the sidecar name (relative to the data directory).
+func (a *Archive) ReadMeta(ctx context.Context, name string) (Meta, error) {
+	b, err := storage.ReadAll(ctx, a.st, name)
+	if err != nil {
+		return Meta{}, err
+	}
+	return parseMeta(name, b)
+}
+
+func parseMeta(name string, b []byte) (Meta, error) {
+	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("archive: %s: %w", path, err)
+		return m, fmt.Errorf("archive: %s: %w", name, err)
 	}
 	return m, nil
 }
 
-// Open returns a reader of an archived body (decompressed), given the data
-// directory and the body's relative path. The decoder runs in the caller's
-// goroutine (concurrency 1): for replay's many small bodies the default
-// concurrent decoder's goroutines and buffers cost more than they save
-// (about 10% of replay's CPU on 3,000-instrument snapshots).
+// Open returns a reader of an archived body (decompressed), given a local
+// data directory and the body's relative path.
 func Open(dataDir, file string) (io.ReadCloser, error) {
-	f, err := os.Open(filepath.Join(dataDir, file))
+	return New(dataDir).Open(context.Background(), file)
+}
+
+// Open returns a reader of an archived body (decompressed), given the
+// body's path relative to the data directory. The decoder runs in the
+// caller's goroutine (concurrency 1): for replay's many small bodies the
+// default concurrent decoder's goroutines and buffers cost more than they
+// save (about 10% of replay's CPU on 3,000-instrument snapshots).
+func (a *Archive) Open(ctx context.Context, file string) (io.ReadCloser, error) {
+	r, err := a.st.Open(ctx, file)
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
 	if err != nil {
-		f.Close()
+		r.Close()
 		return nil, err
 	}
-	return &readCloser{zr: zr, f: f}, nil
+	return &readCloser{zr: zr, r: r}, nil
 }
 
 type readCloser struct {
 	zr *zstd.Decoder
-	f  *os.File
+	r  storage.Reader
 }
 
 func (r *readCloser) Read(p []byte) (int, error) { return r.zr.Read(p) }
 func (r *readCloser) Close() error {
 	r.zr.Close()
-	return r.f.Close()
+	return r.r.Close()
 }
 
 // Snapshot is the archived responses of one run, grouped for replay.
@@ -324,24 +341,54 @@ type Snapshot struct {
 	Problems []string
 }
 
-// List scans dataDir/raw for the bodies of the given endpoints (all when
-// empty) whose snapshot time is in [from, to) (zero bounds are open), and
-// returns them grouped by snapshot, oldest first.
+// List scans the raw archive of a local data directory; see Archive.List.
 func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, error) {
-	root := filepath.Join(dataDir, "raw")
-	eps := endpoints
-	if len(eps) == 0 {
-		ents, err := os.ReadDir(root)
+	return New(dataDir).List(context.Background(), endpoints, from, to)
+}
+
+// Days lists the days of a local data directory's archive; see Archive.Days.
+func Days(dataDir, endpoint string) ([]time.Time, error) {
+	return New(dataDir).Days(context.Background(), endpoint)
+}
+
+// dayFiles are the archive's files of one endpoint, by day folder
+// (date=YYYY-MM-DD), base names in order.
+func (a *Archive) dayFiles(ctx context.Context, endpoint string) (map[string][]string, error) {
+	prefix := path.Join("raw", endpoint) + "/"
+	if endpoint == "" {
+		prefix = "raw/"
+	}
+	infos, err := a.st.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	out := map[string][]string{}
+	for _, in := range infos {
+		dir, base := path.Split(in.Name)
+		out[strings.TrimSuffix(dir, "/")] = append(out[strings.TrimSuffix(dir, "/")], base)
+	}
+	return out, nil
+}
+
+// List scans raw/ for the bodies of the given endpoints (all when empty)
+// whose snapshot time is in [from, to) (zero bounds are open), and returns
+// them grouped by snapshot, oldest first.
+func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Time) ([]Snapshot, error) {
+	days := map[string][]string{} // raw/<endpoint>/date=... -> base names
+	if len(endpoints) == 0 {
+		all, err := a.dayFiles(ctx, "")
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("archive: %w", err)
+			return nil, err
 		}
-		for _, e := range ents {
-			if e.IsDir() {
-				eps = append(eps, e.Name())
-			}
+		days = all
+	}
+	for _, ep := range endpoints {
+		d, err := a.dayFiles(ctx, safe(ep))
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range d {
+			days[k] = v
 		}
 	}
 	type key struct {
@@ -350,62 +397,56 @@ func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, e
 	}
 	snaps := map[key]*Snapshot{}
 	best := map[string]Meta{} // snapshot|endpoint|request -> chosen attempt
-	for _, ep := range eps {
-		days, err := filepath.Glob(filepath.Join(root, safe(ep), "date=*"))
-		if err != nil {
-			return nil, err
+	for day, names := range days {
+		if d, ok := parseDay(path.Base(day)); !ok || path.Dir(path.Dir(day)) != "raw" {
+			continue // not raw/<endpoint>/date=...
+		} else if !from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to) {
+			continue // the whole day is outside [from, to)
 		}
-		for _, day := range days {
-			if d, ok := parseDay(filepath.Base(day)); ok && (!from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to)) {
-				continue // the whole day is outside [from, to)
+		metas := map[string]bool{}
+		for _, name := range names {
+			if strings.HasSuffix(name, ".meta.json") {
+				metas[strings.TrimSuffix(name, ".meta.json")] = true
 			}
-			ents, err := os.ReadDir(day)
+		}
+		for _, name := range names {
+			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json.zst") {
+				continue
+			}
+			base := strings.TrimSuffix(name, ".json.zst")
+			ts, run, ok := parseBodyName(base)
+			if !ok || (!from.IsZero() && ts.Before(from)) || (!to.IsZero() && !ts.Before(to)) {
+				continue
+			}
+			k := key{ts.UnixMilli(), run}
+			s := snaps[k]
+			if s == nil {
+				s = &Snapshot{Time: ts, RunID: run}
+				snaps[k] = s
+			}
+			rel := path.Join(day, name)
+			if !metas[base] {
+				s.Problems = append(s.Problems, rel+": no metadata (the run stopped while writing it)")
+				continue
+			}
+			m, err := a.ReadMeta(ctx, path.Join(day, base+".meta.json"))
 			if err != nil {
-				return nil, fmt.Errorf("archive: %w", err)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				s.Problems = append(s.Problems, rel+": "+err.Error())
+				continue
 			}
-			metas := map[string]bool{}
-			for _, e := range ents {
-				if strings.HasSuffix(e.Name(), ".meta.json") {
-					metas[strings.TrimSuffix(e.Name(), ".meta.json")] = true
-				}
+			if m.Status < 200 || m.Status > 299 {
+				continue // an answered error; the retry that followed is what counts
 			}
-			for _, e := range ents {
-				name := e.Name()
-				if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json.zst") {
-					continue
-				}
-				base := strings.TrimSuffix(name, ".json.zst")
-				ts, run, ok := parseBodyName(base)
-				if !ok || (!from.IsZero() && ts.Before(from)) || (!to.IsZero() && !ts.Before(to)) {
-					continue
-				}
-				k := key{ts.UnixMilli(), run}
-				s := snaps[k]
-				if s == nil {
-					s = &Snapshot{Time: ts, RunID: run}
-					snaps[k] = s
-				}
-				rel := filepath.Join("raw", safe(ep), filepath.Base(day), name)
-				if !metas[base] {
-					s.Problems = append(s.Problems, rel+": no metadata (the run stopped while writing it)")
-					continue
-				}
-				m, err := ReadMeta(filepath.Join(day, base+".meta.json"))
-				if err != nil {
-					s.Problems = append(s.Problems, rel+": "+err.Error())
-					continue
-				}
-				if m.Status < 200 || m.Status > 299 {
-					continue // an answered error; the retry that followed is what counts
-				}
-				if !m.Complete {
-					s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
-					continue
-				}
-				id := fmt.Sprintf("%d|%s|%s|%06d|%s", k.ms, k.run, m.Endpoint, m.Request, m.Account)
-				if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
-					best[id] = m
-				}
+			if !m.Complete {
+				s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
+				continue
+			}
+			id := fmt.Sprintf("%d|%s|%s|%06d|%s", k.ms, k.run, m.Endpoint, m.Request, m.Account)
+			if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
+				best[id] = m
 			}
 		}
 	}
@@ -435,16 +476,16 @@ func List(dataDir string, endpoints []string, from, to time.Time) ([]Snapshot, e
 	return out, nil
 }
 
-// Days lists the days (UTC midnights) that have a folder of archived bodies
-// of endpoint, oldest first.
-func Days(dataDir, endpoint string) ([]time.Time, error) {
-	dirs, err := filepath.Glob(filepath.Join(dataDir, "raw", safe(endpoint), "date=*"))
+// Days lists the days (UTC midnights) that have archived bodies of
+// endpoint, oldest first.
+func (a *Archive) Days(ctx context.Context, endpoint string) ([]time.Time, error) {
+	d, err := a.dayFiles(ctx, safe(endpoint))
 	if err != nil {
 		return nil, err
 	}
 	var out []time.Time
-	for _, d := range dirs {
-		if t, ok := parseDay(filepath.Base(d)); ok {
+	for day := range d {
+		if t, ok := parseDay(path.Base(day)); ok {
 			out = append(out, t)
 		}
 	}

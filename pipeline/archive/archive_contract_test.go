@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,7 +20,7 @@ var t0 = time.Date(2026, 11, 22, 10, 15, 0, 250_000_000, time.UTC)
 // put archives body as one response and returns its metadata.
 func put(t *testing.T, a *Archive, m Meta, body []byte, status int, complete bool) Meta {
 	t.Helper()
-	e, err := a.Create(m)
+	e, err := a.Create(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestRoundTrip(t *testing.T) {
 func TestInFlightAndAbort(t *testing.T) {
 	dir := t.TempDir()
 	a := New(dir)
-	e, err := a.Create(Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Attempt: 1})
+	e, err := a.Create(context.Background(), Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Attempt: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
 package infer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/storage"
 )
 
 // SchemaDir is the folder of a data directory that holds the registry: one
@@ -263,7 +262,7 @@ func (c *colState) doc() string {
 // Registry holds the inferred schema of every account table, persisted in a
 // data directory. It is safe for concurrent use.
 type Registry struct {
-	dir string // the SchemaDir folder; "" for an in-memory registry
+	st storage.Store // the data directory; nil for an in-memory registry
 
 	decodeMu sync.Mutex // serialises Decodes
 
@@ -283,36 +282,39 @@ func NewRegistry() *Registry {
 // LoadRegistry loads the registry persisted in dataDir/_schema (SchemaDir);
 // a missing folder is an empty registry. Save writes back to the same folder.
 func LoadRegistry(dataDir string) (*Registry, error) {
+	return LoadRegistryFrom(context.Background(), storage.NewLocal(dataDir))
+}
+
+// LoadRegistryFrom loads the registry persisted in the data directory st
+// (SchemaDir/<table>.json, a folder or a bucket prefix); none is an empty
+// registry. Save writes back to the same store.
+func LoadRegistryFrom(ctx context.Context, st storage.Store) (*Registry, error) {
 	r := NewRegistry()
-	r.dir = filepath.Join(dataDir, SchemaDir)
-	entries, err := os.ReadDir(r.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return r, nil
-	}
+	r.st = st
+	files, err := st.List(ctx, SchemaDir+"/")
 	if err != nil {
 		return nil, fmt.Errorf("infer: load registry: %w", err)
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+	for _, f := range files {
+		name := strings.TrimPrefix(f.Name, SchemaDir+"/")
+		if strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
-		path := filepath.Join(r.dir, name)
-		b, err := os.ReadFile(path)
+		b, err := storage.ReadAll(ctx, st, f.Name)
 		if err != nil {
 			return nil, fmt.Errorf("infer: load registry: %w", err)
 		}
 		t, err := unmarshalTable(b)
 		if err != nil {
-			return nil, fmt.Errorf("infer: load registry %s: %w", path, err)
+			return nil, fmt.Errorf("infer: load registry %s: %w", f.Name, err)
 		}
 		if t.Name+".json" != name {
-			return nil, fmt.Errorf("infer: load registry %s: holds table %q", path, t.Name)
+			return nil, fmt.Errorf("infer: load registry %s: holds table %q", f.Name, t.Name)
 		}
 		r.tables[t.Name] = t
 	}
 	if err := r.link(); err != nil {
-		return nil, fmt.Errorf("infer: load registry %s: %w", r.dir, err)
+		return nil, fmt.Errorf("infer: load registry %s/%s: %w", st, SchemaDir, err)
 	}
 	return r, nil
 }
@@ -346,16 +348,14 @@ func (r *Registry) link() error {
 }
 
 // Save persists every table changed since the registry was loaded or last
-// saved, each to SchemaDir/<table>.json, atomically (temp file, fsync,
-// rename, fsync of the folder). An in-memory registry saves nothing.
+// saved, each to SchemaDir/<table>.json, each whole or not at all (the
+// store's Put: temp file, fsync, rename and folder fsync locally; one PUT on
+// a bucket). An in-memory registry saves nothing.
 func (r *Registry) Save() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dir == "" || len(r.dirty) == 0 {
+	if r.st == nil || len(r.dirty) == 0 {
 		return nil
-	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return fmt.Errorf("infer: save registry: %w", err)
 	}
 	names := make([]string, 0, len(r.dirty))
 	for n := range r.dirty {
@@ -367,39 +367,12 @@ func (r *Registry) Save() error {
 		if err != nil {
 			return fmt.Errorf("infer: save registry table %s: %w", n, err)
 		}
-		if err := writeAtomic(filepath.Join(r.dir, n+".json"), b); err != nil {
+		if err := r.st.Put(context.Background(), SchemaDir+"/"+n+".json", b); err != nil {
 			return fmt.Errorf("infer: save registry table %s: %w", n, err)
 		}
 		delete(r.dirty, n)
 	}
-	if err := datadir.SyncDir(r.dir); err != nil {
-		return fmt.Errorf("infer: save registry: sync %s: %w", r.dir, err)
-	}
 	return nil
-}
-
-func writeAtomic(path string, b []byte) (err error) {
-	f, err := datadir.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // Table returns the named table as it is now, or nil. The *schema.Table is

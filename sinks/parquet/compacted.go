@@ -1,15 +1,16 @@
 package parquet
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"io"
+	"path"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/parquet/file"
+
+	"github.com/optlake/optlake/storage"
 )
 
 // A compacted partition (optlake compact, package sinks/parquet/compact)
@@ -107,37 +108,44 @@ func ManifestOf(r *file.Reader) (*Manifest, error) {
 	return &m, nil
 }
 
-// parkPath is where the sink writes the file rel (relative to the data
-// directory dir) instead of its place in the lake: "" when the file goes to
-// its place, or DIR/.compact/pending/<rel> when rel's partition is
-// compacted and its compacted file already holds rel's rows — writing it
-// in place would show those rows twice. The next compaction of the day
-// replaces the snapshot's rows with the parked file's.
-func parkPath(dir, rel string) (string, error) {
-	part := filepath.Join(dir, filepath.Dir(rel))
-	ents, err := os.ReadDir(part)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
+// parkName is where the sink writes the file rel (relative to the data
+// directory st) instead of its place in the lake: "" when the file goes to
+// its place, or .compact/pending/<rel> when rel's partition is compacted
+// and its compacted file already holds rel's rows — writing it in place
+// would show those rows twice. The next compaction of the day replaces the
+// snapshot's rows with the parked file's.
+func parkName(ctx context.Context, st storage.Store, rel string) (string, error) {
+	part := path.Dir(rel) + "/"
+	files, err := st.List(ctx, part)
 	if err != nil {
 		return "", fmt.Errorf("compacted partition: %w", err)
 	}
 	first := ""
-	for _, e := range ents {
-		if IsCompacted(e.Name()) {
-			first = filepath.Join(part, e.Name())
+	for _, f := range files {
+		if rest := strings.TrimPrefix(f.Name, part); !strings.Contains(rest, "/") && IsCompacted(rest) {
+			first = f.Name
 			break
 		}
 	}
 	if first == "" {
 		return "", nil
 	}
-	m, err := ReadManifest(first)
+	r, err := st.Open(ctx, first)
 	if err != nil {
 		return "", fmt.Errorf("compacted partition: %w", err)
 	}
-	if !m.Has(filepath.Base(rel)) {
+	defer r.Close()
+	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, r.Size()))
+	if err != nil {
+		return "", fmt.Errorf("compacted partition: open %s: %w", first, err)
+	}
+	defer pf.Close()
+	m, err := ManifestOf(pf)
+	if err != nil {
+		return "", fmt.Errorf("compacted partition: %s: %w", first, err)
+	}
+	if !m.Has(path.Base(rel)) {
 		return "", nil
 	}
-	return filepath.Join(dir, CompactDir, PendingDir, rel), nil
+	return path.Join(CompactDir, PendingDir, rel), nil
 }

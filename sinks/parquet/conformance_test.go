@@ -1,6 +1,7 @@
 package parquet
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/sinktest"
+	"github.com/optlake/optlake/storage"
 )
 
 // duckReader reads a table's files back with DuckDB.
@@ -69,5 +71,27 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s, duckReader{dir}
+	}})
+}
+
+// The same suite with the data directory on a bucket prefix of a real
+// S3-compatible server; DuckDB reads the objects from the server's folder.
+func TestConformanceOnBucket(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	n := 0
+	sinktest.Run(t, sinktest.Harness{New: func(t testing.TB) (sinks.Sink, sinktest.Reader) {
+		n++
+		prefix := fmt.Sprintf("case%d", n)
+		st, err := storage.Open(context.Background(), g.URL("lake", prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		s, err := New(Options{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, duckReader{filepath.Join(g.Dir(), "lake", prefix)}
 	}})
 }

@@ -1,13 +1,15 @@
 // Package parquet is the Parquet lake sink: one hive-partitioned folder per
-// table, one zstd-compressed file per table and snapshot, written to a
-// hidden temporary file, fsynced and renamed so readers never see a partial
-// file.
+// table, one zstd-compressed file per table and snapshot, streamed into the
+// data directory's store (package storage: a hidden temporary file fsynced
+// and renamed, or a multipart upload completed at commit) so readers never
+// see a partial file.
 package parquet
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,21 +22,23 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
-	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/storage"
 )
 
 // Options configure the sink.
 type Options struct {
-	Dir              string // the data directory (--data-dir)
-	CompressionLevel int    // zstd level; 0 = library default
+	Dir              string        // the data directory (--data-dir), when Store is nil
+	Store            storage.Store // the data directory's store (a bucket prefix or a folder)
+	CompressionLevel int           // zstd level; 0 = library default
 	Logger           *slog.Logger
 }
 
-// Sink writes Parquet files under Options.Dir.
+// Sink writes Parquet files into the data directory's store.
 type Sink struct {
 	opt Options
+	st  storage.Store
 	log *slog.Logger
 }
 
@@ -43,17 +47,23 @@ var _ sinks.Sink = (*Sink)(nil)
 // New returns a Parquet sink writing under opt.Dir, which is created if
 // missing. Temporary files left by a crashed run are removed.
 func New(opt Options) (*Sink, error) {
-	if opt.Dir == "" {
-		return nil, errors.New("parquet sink: no data directory")
+	st := opt.Store
+	if st == nil {
+		if opt.Dir == "" {
+			return nil, errors.New("parquet sink: no data directory")
+		}
+		st = storage.NewLocal(opt.Dir)
 	}
-	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("parquet sink: %w", err)
+	if dir := localRoot(st); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("parquet sink: %w", err)
+		}
 	}
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sink{opt: opt, log: log.With("sink", "parquet")}
+	s := &Sink{opt: opt, st: st, log: log.With("sink", "parquet")}
 	return s, nil
 }
 
@@ -104,22 +114,38 @@ func SafeName(s string) string {
 	return out
 }
 
-// Open implements sinks.Sink.
-func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
-	rel := Path(t, snap)
-	final := filepath.Join(s.opt.Dir, rel)
-	if park, err := parkPath(s.opt.Dir, rel); err != nil {
+// localRoot is the folder of a local store, "" for a bucket.
+func localRoot(st storage.Store) string {
+	if l, ok := st.(*storage.Local); ok {
+		return l.Root()
+	}
+	return ""
+}
+
+// where names an object of the store for summaries: its path in a local
+// folder, its URL-like name on a bucket (never a credential).
+func (s *Sink) where(name string) string {
+	if dir := localRoot(s.st); dir != "" {
+		return filepath.Join(dir, filepath.FromSlash(name))
+	}
+	return s.st.String() + "/" + name
+}
+
+// Open implements sinks.Sink. The file streams into the store as rows
+// arrive; ctx bounds the upload.
+func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	rel := filepath.ToSlash(Path(t, snap))
+	name := rel
+	if park, err := parkName(ctx, s.st, rel); err != nil {
 		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
 	} else if park != "" {
-		final = park // a snapshot a compacted file holds: see parkPath
+		name = park // a snapshot a compacted file holds: see parkName
 	}
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return nil, fmt.Errorf("parquet: %w", err)
-	}
-	f, err := datadir.CreateTemp(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*")
+	sw, err := s.st.Create(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
+	f := &countingWriter{w: sw}
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
 	var fw recordWriter
 	if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
@@ -128,11 +154,22 @@ func (s *Sink) Open(_ context.Context, t *schema.Table, snap sinks.Snapshot) (si
 		fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	}
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		sw.Abort()
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	return &writer{s: s, t: t, f: f, fw: fw, final: final, rel: rel, start: time.Now()}, nil
+	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now()}, nil
+}
+
+// countingWriter counts the bytes of the file (its size at commit).
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
@@ -172,9 +209,10 @@ func levelOr(l int) int {
 type writer struct {
 	s     *Sink
 	t     *schema.Table
-	f     *os.File
+	sw    storage.Writer
+	f     *countingWriter
 	fw    recordWriter
-	final string
+	name  string // in the store (rel, or parked)
 	rel   string
 	rows  int64
 	done  bool
@@ -192,34 +230,23 @@ func (w *writer) Write(_ context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// Commit closes the file, fsyncs it, renames it into place (replacing the
-// same snapshot's earlier file) and fsyncs the folder.
+// Commit finishes the file and makes it visible whole in the store
+// (replacing the same snapshot's earlier file): locally fsynced, renamed
+// into place and the folder fsynced; on a bucket the upload completed.
 func (w *writer) Commit(context.Context) (sinks.Committed, error) {
 	if w.done {
 		return sinks.Committed{}, errors.New("parquet: commit after commit or abort")
 	}
 	w.done = true
-	tmp := w.f.Name()
-	err := w.fw.Close() // also closes w.f
-	if err == nil {
-		err = syncFile(tmp)
-	}
-	if err == nil {
-		err = os.Rename(tmp, w.final)
-	}
-	if err == nil {
-		err = datadir.SyncDir(filepath.Dir(w.final))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := w.fw.Close(); err != nil { // the footer
+		w.sw.Abort()
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, err)
 	}
-	var size int64
-	if fi, err := os.Stat(w.final); err == nil {
-		size = fi.Size()
+	if err := w.sw.Commit(); err != nil {
+		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, err)
 	}
-	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", size, "took", time.Since(w.start))
-	return sinks.Committed{Rows: w.rows, Bytes: size, Where: w.final}, nil
+	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", w.f.n, "took", time.Since(w.start))
+	return sinks.Committed{Rows: w.rows, Bytes: w.f.n, Where: w.s.where(w.name)}, nil
 }
 
 func (w *writer) Abort() error {
@@ -228,18 +255,8 @@ func (w *writer) Abort() error {
 	}
 	w.done = true
 	w.fw.Close()
-	w.f.Close()
-	if err := os.Remove(w.f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.sw.Abort(); err != nil {
 		return fmt.Errorf("parquet: abort %s: %w", w.rel, err)
 	}
 	return nil
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
