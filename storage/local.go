@@ -88,23 +88,29 @@ func (w *localWriter) Commit() error {
 	}
 	w.done = true
 	tmp := w.f.Name()
+	if !w.exclusive {
+		err := datadir.Publish(w.f, w.dst)
+		if cerr := w.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", w.dst, err)
+		}
+		return nil
+	}
 	err := w.f.Sync()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		if w.exclusive {
-			// link(2) fails if dst exists: an atomic create-if-absent.
-			err = os.Link(tmp, w.dst)
-			if errors.Is(err, fs.ErrExist) {
-				os.Remove(tmp)
-				return fmt.Errorf("create %s: %w", w.dst, ErrExist)
-			}
-			if err == nil {
-				err = os.Remove(tmp)
-			}
-		} else {
-			err = os.Rename(tmp, w.dst)
+		// link(2) fails if dst exists: an atomic create-if-absent.
+		err = os.Link(tmp, w.dst)
+		if errors.Is(err, fs.ErrExist) {
+			os.Remove(tmp)
+			return fmt.Errorf("create %s: %w", w.dst, ErrExist)
+		}
+		if err == nil {
+			err = os.Remove(tmp)
 		}
 	}
 	if err == nil {

@@ -74,7 +74,7 @@ func compactCommand() *cli.Command {
 			defer lease.Release(context.WithoutCancel(c.Context))
 			cst := compactStore(st)
 			defer closeCompactStore(cst)
-			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log}
+			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep)
 			if err != nil {
@@ -107,7 +107,7 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	cst := compactStore(b.store)
 	defer closeCompactStore(cst)
 	opt := compact.Options{Store: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
-		Logger: b.log.With("step", "compact")}
+		Logger: b.log.With("step", "compact"), Crash: crashHook()}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
 		printCompactReport(stdout, rep)

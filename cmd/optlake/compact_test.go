@@ -175,15 +175,15 @@ func TestCompactCommand(t *testing.T) {
 	}
 }
 
-// kill -9 at each step of a compaction's publish: readers see every row
-// exactly once right after the crash, and the next compact finishes or
-// undoes it by itself.
+// kill -9 at each step of a compaction (runs spilled, new file written,
+// then each step of its publish): readers see every row exactly once right
+// after the crash, and the next compact finishes or undoes it by itself.
 func TestCompactCrashAtEachStep(t *testing.T) {
 	base := t.TempDir()
 	url := buildLake(t, base, 3)
 	want := lakeRows(t, base)
 	to := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
-	for _, step := range compact.Steps {
+	for _, step := range append(slices.Clone(compact.MergeSteps), compact.Steps...) {
 		t.Run(step, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
 			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
@@ -197,7 +197,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 				t.Fatalf("compact did not die at %s: %v\n%s", step, err, out)
 			}
 			sameLake(t, "right after the crash", lakeRows(t, dir), want)
-			if step == "journal" || step == "swap" {
+			if step == "sorted" || step == "journal" || step == "swap" {
 				// A plain run (no --compact) on the next day recovers it too.
 				pinClock(t, compactDay.AddDate(0, 0, 1))
 				if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {

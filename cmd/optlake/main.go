@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if isUsage(err) {
 		code = exitUsage
 	}
-	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(err.Error()), " "))
+	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(withFlagHints(err)), " "))
 	return code
 }
 

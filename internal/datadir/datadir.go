@@ -133,28 +133,46 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 	return nil, err
 }
 
-// WriteFile replaces path with data atomically and durably: the bytes go to
-// a hidden temporary file in the same folder (".<name>.tmp-*", which
-// CleanTemp removes after a crash), are synced, renamed over path, and the
-// folder is synced. A reader sees the old file or the new one, never part.
-func WriteFile(path string, data []byte) error {
-	f, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
+// TempFor creates the hidden temporary file that will replace path
+// (".<name>.tmp-*" in path's folder, which CleanTemp removes after a
+// crash), creating the folder if needed. Write it, then Publish it.
+func TempFor(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
-	_, err = f.Write(data)
+	return CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+}
+
+// Publish is the one atomic, durable replace of the lake: it makes the
+// temporary file f (created in final's folder, by TempFor or CreateTemp)
+// the file final — fsync of the file, rename over final, fsync of the
+// folder. A reader sees the old file or the new one, never part, and the
+// new one survives a crash once Publish returned. f stays open (it is the
+// file final now); on error the temporary file is removed.
+func Publish(f *os.File, final string) error {
+	err := f.Sync()
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = os.Rename(f.Name(), final)
 	}
 	if err != nil {
 		os.Remove(f.Name())
 		return err
 	}
-	return SyncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(final))
+}
+
+// WriteFile replaces path with data atomically and durably (TempFor,
+// Publish).
+func WriteFile(path string, data []byte) error {
+	f, err := TempFor(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return Publish(f, path)
 }

@@ -118,3 +118,40 @@ func TestCreateTempIsReadableByOthers(t *testing.T) {
 		t.Fatalf("CleanTemp removed %d (%v), want every temp file CreateTemp made", n, err)
 	}
 }
+
+// WriteFile and Publish replace a file whole: the new bytes at the name,
+// mode 0644 (less the umask), no temporary file left; a Publish that
+// cannot rename leaves the old file and removes its temporary one.
+func TestWriteFileAndPublish(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "state.json")
+	for _, data := range []string{"first", "second, longer"} {
+		if err := WriteFile(path, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != data {
+			t.Fatalf("read %q %v, want %q", got, err, data)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+		t.Fatalf("mode %v %v: not readable by others", fi.Mode(), err)
+	}
+	f, err := TempFor(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("third")
+	if err := Publish(f, filepath.Join(dir, "missing-folder", "x")); err == nil {
+		t.Fatal("Publish into a missing folder succeeded")
+	}
+	f.Close()
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	if len(ents) != 1 || ents[0].Name() != "state.json" {
+		t.Fatalf("left in the folder: %v", ents)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "second, longer" {
+		t.Fatalf("old file changed: %q", got)
+	}
+}

@@ -53,7 +53,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -371,47 +370,19 @@ func (m *Metrics) WriteTextfile(path string) error {
 	if err != nil {
 		return fmt.Errorf("metrics: gather: %w", err)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	tmp, err := datadir.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := datadir.TempFor(path)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.Close()
 	for _, mf := range mfs {
 		if _, err := expfmt.MetricFamilyToText(tmp, mf); err != nil {
+			os.Remove(tmp.Name())
 			return fmt.Errorf("metrics: write %s: %w", tmp.Name(), err)
 		}
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := datadir.Publish(tmp, path); err != nil {
 		return fmt.Errorf("metrics: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		done = true
-		return fmt.Errorf("metrics: %w", err)
-	}
-	done = true
-	if d, err := os.Open(dir); err == nil { // make the rename durable; best effort
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

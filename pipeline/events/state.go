@@ -262,17 +262,11 @@ func (s *State) Save(dataDir string) (err error) {
 		return wrap(errClosed)
 	}
 	if s.f != nil && s.temp && sameDir(filepath.Dir(s.path), dir) {
-		if err := s.f.Sync(); err != nil {
+		if err := datadir.Publish(s.f, final); err != nil {
 			return wrap(err)
 		}
-		if err := os.Rename(s.path, final); err == nil {
-			s.path, s.temp = final, false
-			if err := datadir.SyncDir(dir); err != nil {
-				return wrap(err)
-			}
-			return nil
-		}
-		// Fall back to a copy.
+		s.path, s.temp = final, false
+		return nil
 	}
 	var w *stateWriter
 	if s.f != nil {
@@ -295,19 +289,11 @@ func (s *State) Save(dataDir string) (err error) {
 		}
 		return wrap(err)
 	}
-	if err := w.f.Sync(); err != nil {
-		w.abort()
-		return wrap(err)
+	err = datadir.Publish(w.f, final)
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
 	}
-	if err := w.f.Close(); err != nil {
-		w.abort()
-		return wrap(err)
-	}
-	if err := os.Rename(w.path, final); err != nil {
-		os.Remove(w.path)
-		return wrap(err)
-	}
-	if err := datadir.SyncDir(dir); err != nil {
+	if err != nil {
 		return wrap(err)
 	}
 	return nil

@@ -115,20 +115,20 @@ func New(opt Options) (*Client, error) {
 		if opt.CAFile != "" {
 			pem, err := os.ReadFile(opt.CAFile)
 			if err != nil {
-				return nil, fmt.Errorf("--ca-file: %w", err)
+				return nil, &CAFileError{Path: opt.CAFile, Err: err}
 			}
 			pool, err := x509.SystemCertPool()
 			if err != nil {
 				pool = x509.NewCertPool()
 			}
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", opt.CAFile)
+				return nil, &CAFileError{Path: opt.CAFile, Err: errors.New("no PEM certificate in it")}
 			}
 			tlsCfg.RootCAs = pool
 		}
 		if opt.InsecureSkipVerify {
 			tlsCfg.InsecureSkipVerify = true
-			opt.Logger.Warn("TLS certificate verification is OFF (--insecure-skip-verify): anyone on the path can read the secrets")
+			opt.Logger.Warn("TLS certificate verification is OFF (insecure-skip-verify): anyone on the path can read the secrets")
 		}
 		t.TLSClientConfig = tlsCfg
 		tr = t
@@ -438,3 +438,13 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// CAFileError is the error of a CA file that cannot be read or holds no
+// certificate.
+type CAFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *CAFileError) Error() string { return fmt.Sprintf("CA file %s: %v", e.Path, e.Err) }
+func (e *CAFileError) Unwrap() error { return e.Err }

@@ -135,10 +135,21 @@ func New(opt Options) (*Sink, error) {
 	return &Sink{opt: opt, chOpts: o, db: db, log: log, tables: map[string]int{}}, nil
 }
 
+// ErrNoDSN is the error of a sink configured without a DSN.
+var ErrNoDSN = errors.New("clickhouse: no DSN")
+
+// Remedies that end the messages of OutOfDateError and
+// ClusterMismatchError (the CLI adds the flags that apply them).
+const (
+	MigrateRemedy   = "run `optlake migrate` first"
+	ClusterRemedy   = "give its cluster name"
+	NoClusterRemedy = "or give no cluster"
+)
+
 // parseDSN parses a clickhouse:// DSN; errors never include the password.
 func parseDSN(dsn string, red *redact.Redactor) (*ch.Options, string, error) {
 	if dsn == "" {
-		return nil, "", errors.New("clickhouse: no DSN (--clickhouse-dsn or OPTLAKE_CLICKHOUSE_DSN)")
+		return nil, "", ErrNoDSN
 	}
 	if !strings.HasPrefix(dsn, "clickhouse://") && !strings.HasPrefix(dsn, "tcp://") {
 		return nil, "", errors.New("clickhouse: DSN must start with clickhouse:// (the native protocol)")
@@ -259,7 +270,7 @@ func (s *Sink) connect(ctx context.Context) (driver.Conn, schema.Features, error
 func openConn(o *ch.Options) (driver.Conn, error) { return ch.Open(o) }
 
 // OutOfDateError is returned when the database's schema is older than this
-// build: run `optlake migrate` (or pass --migrate).
+// build: run `optlake migrate`.
 type OutOfDateError struct {
 	Database   string
 	Have, Want int
@@ -267,9 +278,9 @@ type OutOfDateError struct {
 
 func (e *OutOfDateError) Error() string {
 	if e.Have == 0 {
-		return fmt.Sprintf("clickhouse: database %s has no optlake schema: run `optlake migrate` first (or pass --migrate)", e.Database)
+		return fmt.Sprintf("clickhouse: database %s has no optlake schema: %s", e.Database, MigrateRemedy)
 	}
-	return fmt.Sprintf("clickhouse: schema of database %s is at version %d, this optlake needs %d: run `optlake migrate` (or pass --migrate)", e.Database, e.Have, e.Want)
+	return fmt.Sprintf("clickhouse: schema of database %s is at version %d, this optlake needs %d: %s", e.Database, e.Have, e.Want, MigrateRemedy)
 }
 
 // wrap adds op to err and masks secrets in its message; errors.Is and

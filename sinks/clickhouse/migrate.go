@@ -40,9 +40,9 @@ func currentVersion(ctx context.Context, conn driver.Conn, tg schema.Target) (in
 	}
 	switch distributed := engines[0] == "Distributed"; {
 	case distributed && !tg.OnCluster():
-		return 0, fmt.Errorf("database %s is set up on a cluster (Distributed tables): pass its cluster name (--cluster)", tg.DB)
+		return 0, &ClusterMismatchError{Database: tg.DB}
 	case !distributed && tg.OnCluster():
-		return 0, fmt.Errorf("database %s is set up for a single server, not for cluster %s: migrate into another database on the cluster and copy the history over (replay, or INSERT ... SELECT), or leave out --cluster", tg.DB, tg.Cluster)
+		return 0, &ClusterMismatchError{Database: tg.DB, Cluster: tg.Cluster}
 	}
 	var v uint32
 	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT max(version) FROM %s.%s", schema.Quote(tg.DB), schema.MigrationsTable)).Scan(&v); err != nil {
@@ -325,4 +325,19 @@ func serverColumns(ctx context.Context, conn driver.Conn, db, table string) ([]s
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// ClusterMismatchError is returned when a database was set up on a
+// cluster (Distributed tables) and the sink has none (Cluster ""), or the
+// other way round.
+type ClusterMismatchError struct {
+	Database string
+	Cluster  string // the sink's cluster; "" when the database is the cluster's
+}
+
+func (e *ClusterMismatchError) Error() string {
+	if e.Cluster == "" {
+		return fmt.Sprintf("database %s is set up on a cluster (Distributed tables): %s", e.Database, ClusterRemedy)
+	}
+	return fmt.Sprintf("database %s is set up for a single server, not for cluster %s: migrate into another database on the cluster and copy the history over (replay, or INSERT ... SELECT), %s", e.Database, e.Cluster, NoClusterRemedy)
 }

@@ -171,7 +171,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	now := func() time.Time { return day1.AddDate(0, 0, 1) }
-	for _, step := range BucketSteps {
+	for _, step := range append(slices.Clone(MergeSteps), BucketSteps...) {
 		t.Run(step, func(t *testing.T) {
 			l := newBucketLake(t, g, "crash-"+step)
 			for k := range 4 {
@@ -200,7 +200,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
 			crash := &BucketStore{St: l.st, Crash: crashAt(step)}
-			if !compactCrashing(t, Options{Store: crash, Now: now}) {
+			if !compactCrashing(t, Options{Store: crash, Now: now, Crash: crashAt(step)}) {
 				t.Fatalf("never reached step %s", step)
 			}
 			crash.Close()

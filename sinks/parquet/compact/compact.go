@@ -57,7 +57,9 @@ type Options struct {
 	// finishes.
 	Deadline time.Time
 	Logger   *slog.Logger
-	// Crash is the crash-injection hook of tests (see LocalStore.Crash).
+	// Crash is the crash-injection hook of tests, called after each of
+	// MergeSteps (the Store's own hook covers its publish; a LocalStore
+	// made from DataDir gets this one).
 	Crash func(step string)
 
 	ChunkBytes       int64 // Arrow bytes sorted in memory at once (default 32 MiB)
@@ -77,6 +79,17 @@ type Options struct {
 	// the day 40% slower than its own sorted file; 4 picks dictionaries
 	// and scans as fast, still 0.84× its bytes.
 	DecodeWeight int64
+}
+
+// MergeSteps are the steps of a compaction before its publish (Steps,
+// BucketSteps): the sorted runs spilled, the new files written but not
+// published. Options.Crash is called after each.
+var MergeSteps = []string{"sorted", "written"}
+
+func (o *Options) crash(step string) {
+	if o.Crash != nil {
+		o.Crash(step)
+	}
 }
 
 func (o *Options) defaults() {
@@ -369,6 +382,7 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 	if err != nil {
 		return pr, false, err
 	}
+	opt.crash("sorted")
 	nInputs += len(runs)
 
 	// 2. Merge the earlier compacted files (less the replaced groups) and
@@ -457,6 +471,7 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 		staged.Abort()
 		return pr, false, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)
 	}
+	opt.crash("written")
 	if err := staged.Publish(ctx, id, files); err != nil {
 		staged.Abort()
 		return pr, false, err
