@@ -101,10 +101,17 @@ func readSummary(path string) (bench.Result, error) {
 }
 
 // startVenueSim starts `optlake venue-sim` on a free port serving the
-// listing's shape and returns its address and a function that stops it.
+// listing's shape (frozen at tick 0) and returns its address and a function
+// that stops it.
 func startVenueSim(ctx context.Context, bin string, l Listing) (string, func(), error) {
-	cmd := exec.CommandContext(ctx, bin, "venue-sim", "--addr", "127.0.0.1:0", "--seed", strconv.Itoa(bench.Seed),
-		"--instruments", strconv.Itoa(l.Instruments), "--group-size", strconv.Itoa(l.GroupSize), "--tick", "0")
+	return startSim(ctx, bin, "--instruments", strconv.Itoa(l.Instruments), "--group-size", strconv.Itoa(l.GroupSize), "--tick", "0")
+}
+
+// startSim starts `optlake venue-sim` (seed bench.Seed) on a free port with
+// the extra flags and returns its address and a function that stops it.
+func startSim(ctx context.Context, bin string, extra ...string) (string, func(), error) {
+	args := append([]string{"venue-sim", "--addr", "127.0.0.1:0", "--seed", strconv.Itoa(bench.Seed)}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	errTail := &tail{max: 4 << 10}
 	cmd.Stderr = errTail

@@ -39,7 +39,7 @@ func main() {
 }
 
 // parts that -skip can name.
-var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e"}
+var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e", "replay"}
 
 type config struct {
 	sizes     []int
@@ -50,6 +50,7 @@ type config struct {
 	repo      string
 	batchRows int
 	profile   string
+	snapshots int
 }
 
 func parent() int {
@@ -61,6 +62,7 @@ func parent() int {
 	flag.IntVar(&cfg.runs, "runs", 2, "runs of each timed measurement (the fastest is reported; peak RSS is the highest seen)")
 	flag.StringVar(&cfg.repo, "repo", "", "optlake repository root (default: found from the working directory)")
 	flag.StringVar(&cfg.profile, "profile", "", "write a CPU profile of every optlake measurement into this directory (pprof)")
+	flag.IntVar(&cfg.snapshots, "snapshots", 150, "snapshots of the realistic listing taken (one `optlake run` each) and replayed")
 	flag.IntVar(&cfg.batchRows, "batch-rows", 0, "rows per Arrow record batch for the optlake measurements (0: optlake's default)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: optlake-bench [flags]\n\nMeasures optlake's instrument path against DuckDB and clickhouse-client on the same listings, in one run.\n\n")
@@ -275,7 +277,7 @@ func runBench(ctx context.Context, cfg config) (*Report, error) {
 
 func (b *benchRun) all(ctx context.Context) error {
 	var optlakeBin string
-	if !b.cfg.skip["e2e"] {
+	if !b.cfg.skip["e2e"] || !b.cfg.skip["replay"] {
 		optlakeBin = filepath.Join(b.work, "optlake")
 		b.progress("building %s", optlakeBin)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", optlakeBin, "./cmd/optlake")
@@ -302,8 +304,16 @@ func (b *benchRun) all(ctx context.Context) error {
 	}
 	if optlakeBin != "" {
 		for _, l := range b.rep.Listings {
+			if b.cfg.skip["e2e"] {
+				break
+			}
 			if err := b.e2e(ctx, optlakeBin, l); err != nil {
 				b.fail("e2e "+l.Label, err)
+			}
+		}
+		if !b.cfg.skip["replay"] {
+			if err := b.replayPart(ctx, optlakeBin); err != nil {
+				b.fail("replay", err)
 			}
 		}
 	}
@@ -455,36 +465,12 @@ func (b *benchRun) profilePath(key, listing string, run int) string {
 
 // duckdb runs tools/duckdb/bench.mjs on the listing.
 func (b *benchRun) duckdb(ctx context.Context, l Listing, threads int) (bench.Result, string, error) {
-	dir := filepath.Join(b.cfg.repo, "tools", "duckdb")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
-		return bench.Result{}, "", errors.New("@duckdb/node-api is not installed in tools/duckdb: run `make deps` (or skip with -skip duckdb)")
-	}
-	out := filepath.Join(b.work, "duckdb-out.parquet")
-	defer os.Remove(out)
-	args := []string{filepath.Join(dir, "bench.mjs"), "--json", l.Path, "--out", out, "--columns", bench.DuckDBColumns(), "--threads", strconv.Itoa(threads)}
+	maxObject := ""
 	if l.Huge {
 		// One outer element is a whole third of the listing.
-		args = append(args, "--max-object-size", strconv.FormatInt(max(l.Bytes, 16<<20), 10))
+		maxObject = strconv.FormatInt(max(l.Bytes, 16<<20), 10)
 	}
-	cmd := exec.CommandContext(ctx, "node", args...)
-	cmd.Dir = dir
-	pr, err := runProc(ctx, cmd, "")
-	if err != nil {
-		return bench.Result{}, "", err
-	}
-	var r struct {
-		Version  string  `json:"version"`
-		Rows     int64   `json:"rows"`
-		Seconds  float64 `json:"seconds"`
-		OutBytes int64   `json:"out_bytes"`
-	}
-	if err := json.Unmarshal(pr.Stdout, &r); err != nil {
-		return bench.Result{}, "", fmt.Errorf("bad output %q: %w", pr.Stdout, err)
-	}
-	if r.Rows != int64(l.Instruments) {
-		return bench.Result{}, "", fmt.Errorf("DuckDB wrote %d rows, the listing has %d", r.Rows, l.Instruments)
-	}
-	return bench.Result{Rows: r.Rows, InBytes: l.Bytes, OutBytes: r.OutBytes, Seconds: r.Seconds, PeakRSS: pr.PeakRSS, CPUSeconds: pr.CPU}, r.Version, nil
+	return b.duckdbJSON(ctx, l.Path, int64(l.Instruments), l.Bytes, threads, maxObject)
 }
 
 func rate(r bench.Result) string {

@@ -21,6 +21,7 @@ type Report struct {
 	Files        []File         `json:"files,omitempty"`
 	Measurements []*Measurement `json:"measurements"`
 	Table        []Row          `json:"table"`
+	Split        *runSplit      `json:"run_split,omitempty"`
 	Errors       []string       `json:"errors,omitempty"`
 }
 
@@ -36,7 +37,9 @@ type File struct {
 // Keys: decode, parquet, parquet1 (GOMAXPROCS=1), chload (optlake); simdjson
 // (simdjson-go tape parse); duckdb_t1,
 // duckdb_t2; ch_tsv, ch_native, ch_client_startup (clickhouse-client);
-// e2e_first, e2e_second (optlake run).
+// e2e_first, e2e_second (optlake run); replay (optlake replay of the
+// realistic archive), duckdb_replay_t1, duckdb_replay_t2 (DuckDB over the
+// same raw files).
 type Measurement struct {
 	Key     string         `json:"key"`
 	Listing string         `json:"listing"`
@@ -182,6 +185,38 @@ func (r *Report) rows() []Row {
 			out = append(out, row)
 		}
 	}
+	// What a user runs, against DuckDB converting the same input (issue 16).
+	for _, l := range r.Listings {
+		m := r.get("e2e_first", l.Label)
+		if m == nil {
+			continue
+		}
+		row := optlake("`optlake run` e2e (archive, events, Parquet) vs DuckDB", m)
+		ref, name := r.duckBest(l.Label)
+		vs(&row, name+", COPY only", ref, 1.5)
+		row.Target = "≥ 1.5× DuckDB, peak RSS ≤ 256 MiB"
+		if row.Met == "yes" && m.Best.PeakRSS > rssLimit {
+			row.Met = yesNo(false)
+		}
+		out = append(out, row)
+	}
+	for _, m := range r.Measurements {
+		if m.Key != "replay" || len(m.Runs) == 0 {
+			continue
+		}
+		row := optlake("`optlake replay --sink parquet` vs DuckDB read_json of the same raw files", m)
+		t1, t2 := r.get("duckdb_replay_t1", m.Listing), r.get("duckdb_replay_t2", m.Listing)
+		ref, name := t1, "DuckDB threads=1 (best), COPY only"
+		if t2 != nil && (t1 == nil || t2.Best.RowsPerSec() > t1.Best.RowsPerSec()) {
+			ref, name = t2, "DuckDB threads=2 (best), COPY only"
+		}
+		vs(&row, name, ref, 1.5)
+		row.Target = "≥ 1.5× DuckDB, peak RSS ≤ 256 MiB"
+		if row.Met == "yes" && m.Best.PeakRSS > rssLimit {
+			row.Met = yesNo(false)
+		}
+		out = append(out, row)
+	}
 	return out
 }
 
@@ -234,6 +269,8 @@ func (r *Report) Markdown() string {
 			name = "clickhouse-client INSERT … FORMAT TabSeparated < file"
 		case "ch_native":
 			name = "clickhouse-client INSERT … FORMAT Native < file"
+		case "duckdb_replay_t1", "duckdb_replay_t2":
+			name = "DuckDB threads=" + strings.TrimPrefix(m.Key, "duckdb_replay_t") + ": read_json of every raw .json.zst + unnest + TRY_CAST → one zstd Parquet"
 		case "ch_client_startup":
 			fmt.Fprintf(&b, "| clickhouse-client start-up + `SELECT 1` (included in the rows above) | – | %.2fs | | | | | |\n", m.Best.Seconds)
 			continue
@@ -265,6 +302,8 @@ func (r *Report) Markdown() string {
 	for _, f := range r.Files {
 		fmt.Fprintf(&b, "| %s (clickhouse-client input) | | | %s | | | |\n", f.Label, mib(f.Bytes))
 	}
+
+	b.WriteString(r.bytesAndSplit())
 
 	m := r.Machine
 	fmt.Fprintf(&b, "\nMachine: %d × %s, %s RAM, Linux %s; %s; ClickHouse %s; DuckDB %s (node %s); load average %.2f at start, %.2f at end.\n",
@@ -363,3 +402,43 @@ func thousands(v float64) string {
 	}
 	return b.String()
 }
+
+// bytesAndSplit renders the Parquet bytes against DuckDB's for the same
+// rows, and the every-5-minutes run's cost split (issue 16).
+func (r *Report) bytesAndSplit() string {
+	var b strings.Builder
+	type pair struct {
+		what      string
+		opt, duck int64
+	}
+	var pairs []pair
+	for _, l := range r.Listings {
+		if m, d := r.get("parquet", l.Label), r.get("duckdb_t1", l.Label); m != nil && d != nil {
+			pairs = append(pairs, pair{what: l.Label + " listing, one file", opt: m.Best.OutBytes, duck: d.Best.OutBytes})
+		}
+	}
+	if s := r.Split; s != nil && s.SnapshotFileB > 0 && s.DuckDBSnapshot > 0 {
+		pairs = append(pairs, pair{what: fmt.Sprintf("one snapshot of the realistic listing (%s rows)", thousands(float64(s.RowsPerRun))), opt: s.SnapshotFileB, duck: s.DuckDBSnapshot})
+	}
+	if len(pairs) > 0 {
+		b.WriteString("\nParquet bytes, the same rows (target: optlake ≤ DuckDB; DuckDB threads=1, zstd):\n\n")
+		b.WriteString("| file | optlake | DuckDB | ratio | met |\n|---|---:|---:|---:|---|\n")
+		for _, p := range pairs {
+			ratio := float64(p.opt) / float64(p.duck)
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f× | %s |\n", p.what, kib(p.opt), kib(p.duck), ratio, yesNo(ratio <= 1.0))
+		}
+	}
+	if s := r.Split; s != nil {
+		fmt.Fprintf(&b, "\nThe every-5-minutes run: `optlake run --endpoints instruments --sink parquet` of venue-sim's realistic listing, %d runs (one process each; medians):\n\n", s.Runs)
+		b.WriteString("| part | ms per run |\n|---|---:|\n")
+		fmt.Fprintf(&b, "| whole process, exec to exit (CPU %.1f ms; peak RSS %s; body %s, %s rows) | %.1f |\n", s.CPUMS, mib(s.PeakRSS), kib(s.BodyBytes), thousands(float64(s.RowsPerRun)), s.ProcessMS)
+		fmt.Fprintf(&b, "| process start and exit (`optlake --version`) | %.1f |\n", s.StartMS)
+		fmt.Fprintf(&b, "| set-up before the run's clock (settings, data directory, lock, ledger, sinks) and after it | %.1f |\n", max(0, s.ProcessMS-s.StartMS-s.RunMS))
+		fmt.Fprintf(&b, "| the run as its summary times it (catch-up check, snapshot, ledger) | %.1f |\n", s.RunMS)
+		fmt.Fprintf(&b, "| … of which the instruments endpoint (fetch, archive, decode, Parquet, events) | %.1f |\n", s.EndpointMS)
+		fmt.Fprintf(&b, "| … of which the fetch alone (a plain GET of the same listing by the bench) | %.1f |\n", s.FetchMS)
+	}
+	return b.String()
+}
+
+func kib(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) }

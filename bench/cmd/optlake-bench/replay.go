@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/optlake/optlake/bench"
+)
+
+// The every-5-minutes job and its replay (issue 16): an archive of
+// -snapshots runs of `optlake run` against `optlake venue-sim` serving its
+// realistic listing (a few thousand instruments, the state moving every
+// tick), each run one process as cron starts it. Measured in the same run:
+//
+//   - per run (item 3): the whole process, the process start alone
+//     (`optlake --version`), the run as its summary times it, the fetch of
+//     the same body by a plain HTTP GET;
+//   - `optlake replay --sink parquet` of the archive's raw bodies into an
+//     empty data directory, against DuckDB reading the same raw files
+//     (read_json of every .json.zst, unnest, TRY_CAST → one zstd Parquet);
+//   - bytes of one snapshot's instruments file against DuckDB's file of
+//     the same body.
+type runSplit struct {
+	Runs           int     `json:"runs"`
+	ProcessMS      float64 `json:"process_ms"`   // median, exec to exit
+	StartMS        float64 `json:"start_ms"`     // median of `optlake --version`
+	RunMS          float64 `json:"run_ms"`       // median of the summary's duration
+	EndpointMS     float64 `json:"endpoint_ms"`  // median of the instruments endpoint's duration
+	FetchMS        float64 `json:"fetch_ms"`     // median of a plain GET of the listing
+	PeakRSS        int64   `json:"peak_rss"`     // highest
+	CPUMS          float64 `json:"cpu_ms"`       // median user+sys
+	RowsPerRun     int64   `json:"rows_per_run"` // median
+	BodyBytes      int64   `json:"body_bytes"`   // median
+	SnapshotFileB  int64   `json:"snapshot_file_bytes"`
+	DuckDBSnapshot int64   `json:"duckdb_snapshot_file_bytes"`
+}
+
+// replayPart builds the archive, measures the runs, the replay and DuckDB.
+func (b *benchRun) replayPart(ctx context.Context, bin string) error {
+	n := b.cfg.snapshots
+	addr, stop, err := startSim(ctx, bin, "--tick", "50ms")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	archive := filepath.Join(b.work, "replay-archive")
+	os.RemoveAll(archive)
+	if b.cfg.keep == "" {
+		defer os.RemoveAll(archive)
+	}
+	var procMS, runMS, epMS, fetchMS, cpuMS, rows, body []float64
+	split := &runSplit{Runs: n}
+	var totalRows int64
+	b.progress("replay: taking %d snapshots of venue-sim's realistic listing, one `optlake run` process each", n)
+	client := &http.Client{Timeout: time.Minute}
+	for i := range n {
+		t0 := time.Now()
+		resp, err := client.Get("http://" + addr + "/v1/public/get_instruments")
+		if err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fetchMS = append(fetchMS, ms(time.Since(t0)))
+
+		sum := filepath.Join(b.work, "replay-summary.json")
+		cmd := exec.CommandContext(ctx, bin, "run", "--api-url", "http://"+addr, "--data-dir", archive, "--endpoints", "instruments",
+			"--sink", "parquet", "--source", "venue-sim", "--summary-json", sum, "--log-level", "warn")
+		pr, err := runProc(ctx, cmd, "")
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		s, err := readRunSummary(sum)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		procMS = append(procMS, ms(pr.Wall))
+		cpuMS = append(cpuMS, pr.CPU*1000)
+		runMS = append(runMS, float64(s.DurationMS))
+		epMS = append(epMS, float64(s.endpointMS))
+		rows = append(rows, float64(s.rows))
+		body = append(body, float64(s.bytes))
+		split.PeakRSS = max(split.PeakRSS, pr.PeakRSS)
+		totalRows += s.rows
+	}
+	var startMS []float64
+	for range 20 {
+		pr, err := runProc(ctx, exec.CommandContext(ctx, bin, "--version"), "")
+		if err != nil {
+			return err
+		}
+		startMS = append(startMS, ms(pr.Wall))
+	}
+	split.ProcessMS, split.StartMS, split.RunMS, split.EndpointMS = median(procMS), median(startMS), median(runMS), median(epMS)
+	split.FetchMS, split.CPUMS, split.RowsPerRun, split.BodyBytes = median(fetchMS), median(cpuMS), int64(median(rows)), int64(median(body))
+	b.rep.Split = split
+	b.progress("replay: a run takes %.0f ms (process start %.0f ms, run %.0f ms, fetch %.0f ms), %s peak", split.ProcessMS, split.StartMS, split.RunMS, split.FetchMS, mib(split.PeakRSS))
+
+	label := fmt.Sprintf("%d snapshots × ~%d", n, split.RowsPerRun)
+	raws, err := filepath.Glob(filepath.Join(archive, "raw", "instruments", "date=*", "*.json.zst"))
+	if err != nil || len(raws) != n {
+		return fmt.Errorf("archive holds %d raw listings, want %d (%v)", len(raws), n, err)
+	}
+	var rawBytes int64
+	for _, r := range raws {
+		if fi, err := os.Stat(r); err == nil {
+			rawBytes += fi.Size()
+		}
+	}
+
+	// optlake replay into a copy of the raw archive alone.
+	m := b.rep.add("replay", label, "optlake")
+	for i := range b.cfg.runs {
+		dir := filepath.Join(b.work, "replay-data")
+		os.RemoveAll(dir)
+		if err := copyDir(filepath.Join(archive, "raw"), filepath.Join(dir, "raw")); err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, bin, "replay", "--data-dir", dir, "--endpoints", "instruments", "--sink", "parquet", "--log-level", "warn")
+		if b.cfg.profile != "" {
+			cmd.Args = append(cmd.Args, "--cpuprofile", b.profilePath("replay", "archive", i))
+		}
+		pr, err := runProc(ctx, cmd, "")
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		if !strings.Contains(string(pr.Stdout), fmt.Sprintf("replayed %d snapshots", n)) {
+			return fmt.Errorf("replay: unexpected output %q", pr.Stdout)
+		}
+		m.Runs = append(m.Runs, bench.Result{Rows: totalRows, InBytes: rawBytes, Seconds: pr.Wall.Seconds(), CPUSeconds: pr.CPU, PeakRSS: pr.PeakRSS})
+		b.progress("replay run %d: %s, CPU %.2fs, peak RSS %s", i+1, rate(m.Runs[len(m.Runs)-1]), pr.CPU, mib(pr.PeakRSS))
+		if i == b.cfg.runs-1 && b.cfg.keep == "" {
+			os.RemoveAll(dir)
+		}
+	}
+	m.finish()
+
+	if b.cfg.skip["duckdb"] {
+		return nil
+	}
+	glob := filepath.Join(archive, "raw", "instruments", "date=*", "*.json.zst")
+	for _, threads := range []int{1, 2} {
+		dm := b.rep.add("duckdb_replay_t"+strconv.Itoa(threads), label, "duckdb")
+		for i := range b.cfg.runs {
+			r, version, err := b.duckdbJSON(ctx, glob, totalRows, rawBytes, threads, "")
+			if err != nil {
+				return fmt.Errorf("DuckDB over the raw archive: %w", err)
+			}
+			b.rep.Machine.DuckDB = version
+			dm.Runs = append(dm.Runs, r)
+			b.progress("DuckDB threads=%d over the raw archive run %d: %s", threads, i+1, rate(r))
+		}
+		dm.finish()
+	}
+
+	// One snapshot's file: optlake's against DuckDB's of the same body.
+	files, _ := filepath.Glob(filepath.Join(archive, "instruments", "date=*", "*.parquet"))
+	slices.Sort(files)
+	if len(files) > 0 {
+		last := files[len(files)-1]
+		if fi, err := os.Stat(last); err == nil {
+			split.SnapshotFileB = fi.Size()
+		}
+		slices.Sort(raws)
+		r, _, err := b.duckdbJSON(ctx, raws[len(raws)-1], split.RowsPerRun, 0, 1, "")
+		if err == nil {
+			split.DuckDBSnapshot = r.OutBytes
+		} else {
+			b.progress("DuckDB of one snapshot: %v", err)
+		}
+	}
+	return nil
+}
+
+// duckdbJSON runs tools/duckdb/bench.mjs on the JSON file(s) of glob and
+// checks the row count (want < 0: any).
+func (b *benchRun) duckdbJSON(ctx context.Context, glob string, want, inBytes int64, threads int, maxObject string) (bench.Result, string, error) {
+	dir := filepath.Join(b.cfg.repo, "tools", "duckdb")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api")); err != nil {
+		return bench.Result{}, "", errors.New("@duckdb/node-api is not installed in tools/duckdb: run `make deps` (or skip with -skip duckdb)")
+	}
+	out := filepath.Join(b.work, "duckdb-replay.parquet")
+	defer os.Remove(out)
+	args := []string{filepath.Join(dir, "bench.mjs"), "--json", glob, "--out", out, "--columns", bench.DuckDBColumns(), "--threads", strconv.Itoa(threads)}
+	if maxObject != "" {
+		args = append(args, "--max-object-size", maxObject)
+	}
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	pr, err := runProc(ctx, cmd, "")
+	if err != nil {
+		return bench.Result{}, "", err
+	}
+	var r struct {
+		Version  string  `json:"version"`
+		Rows     int64   `json:"rows"`
+		Seconds  float64 `json:"seconds"`
+		OutBytes int64   `json:"out_bytes"`
+	}
+	if err := json.Unmarshal(pr.Stdout, &r); err != nil {
+		return bench.Result{}, "", fmt.Errorf("bad output %q: %w", pr.Stdout, err)
+	}
+	if want >= 0 && r.Rows != want {
+		return bench.Result{}, "", fmt.Errorf("DuckDB read %d rows, optlake %d", r.Rows, want)
+	}
+	return bench.Result{Rows: r.Rows, InBytes: inBytes, OutBytes: r.OutBytes, Seconds: r.Seconds, PeakRSS: pr.PeakRSS, CPUSeconds: pr.CPU}, r.Version, nil
+}
+
+// runSummary is what the bench reads of a run's --summary-json.
+type runSummary struct {
+	DurationMS int64 `json:"duration_ms"`
+	OK         bool  `json:"ok"`
+	rows       int64
+	bytes      int64
+	endpointMS int64
+}
+
+func readRunSummary(path string) (runSummary, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return runSummary{}, err
+	}
+	var s struct {
+		runSummary
+		Error     string `json:"error"`
+		Endpoints []struct {
+			Endpoint   string `json:"endpoint"`
+			Rows       int64  `json:"rows"`
+			Bytes      int64  `json:"bytes"`
+			DurationMS int64  `json:"duration_ms"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return runSummary{}, fmt.Errorf("run summary: %w", err)
+	}
+	if !s.OK {
+		return runSummary{}, fmt.Errorf("run failed: %s", s.Error)
+	}
+	for _, e := range s.Endpoints {
+		if e.Endpoint == "instruments" {
+			s.rows, s.bytes, s.endpointMS = e.Rows, e.Bytes, e.DurationMS
+			return s.runSummary, nil
+		}
+	}
+	return runSummary{}, errors.New("run summary has no instruments endpoint")
+}
+
+// copyDir copies the regular files under src to dst.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
