@@ -195,6 +195,14 @@ func waitReplicated(t *testing.T, c *testenv.Cluster, db, table string) []string
 		same := true
 		for s := range c.Shards() {
 			first := ""
+			// With a replica of the shard stopped, the running one's
+			// replication queue may hold entries only the stopped one can
+			// serve (a merged part it produced): the rows are what counts
+			// then; the queue must drain once every replica runs.
+			degraded := false
+			for r := range c.Replicas() {
+				degraded = degraded || !c.Node(s, r).Running()
+			}
 			for r := range c.Replicas() {
 				if !c.Node(s, r).Running() {
 					continue
@@ -202,7 +210,7 @@ func waitReplicated(t *testing.T, c *testenv.Cluster, db, table string) []string
 				got := query(t, c.Node(s, r), fmt.Sprintf(
 					"SELECT count(), (SELECT queue_size FROM system.replicas WHERE database = '%s' AND table = '%s_local') FROM %s.%s_local", db, table, db, table))
 				f := strings.Split(got, "\t")
-				if f[1] != "0" {
+				if f[1] != "0" && !degraded {
 					same = false
 				}
 				if first == "" {
