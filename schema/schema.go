@@ -48,6 +48,10 @@ type Column struct {
 	// LowCardinality marks columns with few distinct values (currencies,
 	// kinds); stores may dictionary-encode them.
 	LowCardinality bool
+	// SharedPrefix marks string columns whose values share long prefixes
+	// with the rows next to them in listing order (instrument names and
+	// ids); stores may delta-encode them (Parquet DELTA_BYTE_ARRAY).
+	SharedPrefix bool
 	// JSON is how the venue sends the field this column holds, for the
 	// columns that are fields of a venue object (the 25 of Instruments);
 	// NotJSON for meta columns and columns derived from other fields.

@@ -2,16 +2,13 @@ package parquet
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/flight"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
@@ -30,8 +27,10 @@ type recordWriter interface {
 // waits for the sink. Only for tables of flat columns (no lists): each
 // column is one leaf whose definition level is its validity.
 //
-// The file is the same as pqarrow.FileWriter's (schema, ARROW:schema
-// metadata, one row group per record).
+// The file is the same as pqarrow.FileWriter's (schema, one row group per
+// record). Neither stores the ARROW:schema metadata: the Parquet logical
+// types give every reader the same Arrow types (timestamps in UTC, strings),
+// and the serialized schema was 4.9 KB of a 3,000-row snapshot's 47 KB.
 type columnWriter struct {
 	pw      *file.Writer
 	sc      *arrow.Schema
@@ -41,7 +40,7 @@ type columnWriter struct {
 }
 
 func newColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, workers int) (*columnWriter, error) {
-	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(props.Allocator()))
+	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(props.Allocator()))
 	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
 	if err != nil {
 		return nil, err
@@ -51,9 +50,7 @@ func newColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropert
 			return nil, fmt.Errorf("column %s is not a flat column", sc.Field(i).Name)
 		}
 	}
-	meta := make(metadata.KeyValueMetadata, 0)
-	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, props.Allocator())))
-	pw := file.NewParquetWriter(w, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	pw := file.NewParquetWriter(w, pqschema.Root(), file.WithWriterProps(props))
 	return &columnWriter{pw: pw, sc: sc, props: aprops, workers: workers, levels: make([][]int16, workers)}, nil
 }
 

@@ -151,7 +151,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
 		fw, err = newColumnWriter(t.ArrowSchema(), f, props, workers)
 	} else {
-		fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties())
 	}
 	if err != nil {
 		sw.Abort()
@@ -173,20 +173,31 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics, and plain encoding for every column. Dictionary pages
-// were measured off (1M instruments, same run): arrow-go v17's dictionary
-// encoder boxes every value in an interface (one allocation per value, 2.4M
-// per 100k rows), which cost 1.0–2.0 CPU-s per million rows, while zstd on
-// plain pages made the files smaller, not larger (9.8 MB against 11.0 MB):
-// the repeated short values of these tables are what zstd finds anyway.
+// level, statistics, plain encoding for most columns and DELTA_BYTE_ARRAY
+// for the columns whose values share prefixes (schema.Column.SharedPrefix).
+//
+// Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
+// dictionary pages off — arrow-go v17's dictionary encoder boxes every value
+// in an interface (one allocation per value), 1.0–2.0 CPU-s per million
+// rows, while zstd on plain pages finds the repeated short values anyway
+// (on the 1M listing 9.8 MB against 11.0 MB; on a 3,000-row snapshot a
+// dictionary strike saves 0.8 KB at level 1 and costs 0.2 KB at level 3);
+// delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
+// encoding of the timestamps, and of every string column, larger than plain.
 func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
-	return []parquet.WriterProperty{
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("optlake"),
 	}
+	for _, c := range t.Columns {
+		if c.SharedPrefix && c.Type == schema.String && !c.List {
+			opts = append(opts, parquet.WithEncodingFor(c.Name, parquet.Encodings.DeltaByteArray))
+		}
+	}
+	return opts
 }
 
 // flatTable reports a table without list columns (see columnWriter).
@@ -201,7 +212,11 @@ func flatTable(t *schema.Table) bool {
 
 func levelOr(l int) int {
 	if l == 0 {
-		return 1 // zstd level 1: the speed/size balance for a lake written every few minutes
+		// zstd level 3 (klauspost's SpeedDefault): against level 1, 7.7
+		// instead of 8.0 MiB for the 1M listing and 34.5 instead of 37.1 KB
+		// for a 3,000-row snapshot, at the same CPU (1.33–1.44 against
+		// 1.33–1.38 CPU-s for 1M rows, make bench, same run).
+		return 3
 	}
 	return l
 }

@@ -122,6 +122,23 @@ func TestWriteReadByDuckDB(t *testing.T) {
 	if len(meta.Rows) != 1 || meta.Rows[0][0] != "ZSTD" {
 		t.Errorf("compression = %v", meta.Rows)
 	}
+	// The columns the schema marks SharedPrefix are DELTA_BYTE_ARRAY (names
+	// read back above, and by DuckDB here); the others are plain.
+	enc := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT path_in_schema, any_value(encodings) FROM parquet_metadata('%s') GROUP BY ALL`, want))
+	if len(enc.Rows) != len(schema.Instruments.Columns) {
+		t.Fatalf("%d columns in the file, want %d", len(enc.Rows), len(schema.Instruments.Columns))
+	}
+	for _, r := range enc.Rows {
+		name, encs := fmt.Sprint(r[0]), fmt.Sprint(r[1])
+		c := schema.Instruments.Columns[schema.Instruments.MustIndex(name)]
+		if delta := strings.Contains(encs, "DELTA_BYTE_ARRAY"); delta != c.SharedPrefix || strings.Contains(encs, "DICTIONARY") {
+			t.Errorf("column %s: encodings %s (shared prefix %v)", name, encs, c.SharedPrefix)
+		}
+	}
+	names := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT count(DISTINCT instrument_name), min(instrument_name), max(instrument_name) FROM '%s'`, want))
+	if fmt.Sprint(names.Rows[0]) != "[100 BTC-27NOV26-0-C BTC-27NOV26-99000-C]" {
+		t.Errorf("instrument names read back by DuckDB: %v", names.Rows[0])
+	}
 }
 
 // A replayed snapshot replaces its file; an aborted one leaves nothing; a
