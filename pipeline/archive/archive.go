@@ -26,6 +26,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,10 @@ type Meta struct {
 // Archive writes and reads the raw archive of a data directory.
 type Archive struct {
 	st storage.Store
+	// decoders are idle zstd decoders (concurrency 1) for Open: a new
+	// decoder allocates and clears its history window for every body,
+	// 6% of a replay's CPU on 3,000-instrument snapshots.
+	decoders sync.Pool
 }
 
 // New returns the archive of a local data directory (bodies go to
@@ -310,22 +315,44 @@ func (a *Archive) Open(ctx context.Context, file string) (io.ReadCloser, error) 
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	zr, _ := a.decoders.Get().(*zstd.Decoder)
+	if zr == nil {
+		zr, err = zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	} else {
+		err = zr.Reset(r)
+	}
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
-	return &readCloser{zr: zr, r: r}, nil
+	return &readCloser{a: a, zr: zr, r: r}, nil
 }
 
 type readCloser struct {
-	zr *zstd.Decoder
+	a  *Archive
+	zr *zstd.Decoder // nil once closed
 	r  storage.Reader
 }
 
-func (r *readCloser) Read(p []byte) (int, error) { return r.zr.Read(p) }
+func (r *readCloser) Read(p []byte) (int, error) {
+	if r.zr == nil {
+		return 0, os.ErrClosed
+	}
+	return r.zr.Read(p)
+}
+
+// Close hands the decoder back for the next Open (a decoder of
+// concurrency 1 is idle once Reset to no stream).
 func (r *readCloser) Close() error {
-	r.zr.Close()
+	if r.zr == nil {
+		return os.ErrClosed
+	}
+	if r.zr.Reset(nil) == nil {
+		r.a.decoders.Put(r.zr)
+	} else {
+		r.zr.Close()
+	}
+	r.zr = nil
 	return r.r.Close()
 }
 

@@ -187,3 +187,81 @@ func TestNamesStayInside(t *testing.T) {
 		}
 	}
 }
+
+// One Archive reads many bodies with reused decoders: each comes back whole
+// and exact, also after a body that was left half read, after a corrupt
+// one, and from several goroutines at once; a closed body reads no more.
+func TestOpenReusesDecodersSafely(t *testing.T) {
+	dir := t.TempDir()
+	a := New(dir)
+	var files []string
+	var bodies [][]byte
+	for i := range 8 {
+		body := bytes.Repeat([]byte(fmt.Sprintf(`{"instrument_name":"BTC-%d","n":%d},`, i, i*i)), 2000+1000*i)
+		m := put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0.Add(time.Duration(i) * time.Second), RunID: fmt.Sprintf("run-%d", i), Source: "sim", Attempt: 1}, body, 200, true)
+		files, bodies = append(files, m.File), append(bodies, body)
+	}
+	corrupt := filepath.Join(dir, files[3])
+	raw, err := os.ReadFile(corrupt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(corrupt, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readAll := func(i int) ([]byte, error) {
+		rc, err := a.Open(context.Background(), files[i])
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+	for round := range 2 {
+		for i := range files {
+			if i == 5 { // half read, then closed
+				rc, err := a.Open(context.Background(), files[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(rc, make([]byte, 100)); err != nil {
+					t.Fatal(err)
+				}
+				if err := rc.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := rc.Read(make([]byte, 10)); err == nil {
+					t.Fatal("a closed body read on")
+				}
+			}
+			got, err := readAll(i)
+			if i == 3 {
+				if err == nil && bytes.Equal(got, bodies[i]) {
+					t.Fatalf("round %d: the corrupt body read back whole", round)
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, bodies[i]) {
+				t.Fatalf("round %d: body %d: %d bytes (%v), want %d", round, i, len(got), err, len(bodies[i]))
+			}
+		}
+	}
+	errs := make(chan error, len(files))
+	for i := range files {
+		go func() {
+			got, err := readAll(i)
+			if i != 3 && (err != nil || !bytes.Equal(got, bodies[i])) {
+				err = fmt.Errorf("body %d read concurrently: %d bytes (%v)", i, len(got), err)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	for range files {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
