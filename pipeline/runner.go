@@ -27,6 +27,7 @@ import (
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
@@ -385,7 +386,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		if err != nil {
 			ev.taint()
 			res.Status = "failed"
-			res.unloadable = res.unloadable || transform.IsInputError(err) || infer.IsInputError(err) || errors.Is(err, errArchive)
+			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
 			res.fetchFailed = res.fetchFailed || !res.unloadable
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
@@ -479,7 +480,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			}
 		}
 		complete := derr == nil
-		if derr != nil && (transform.IsInputError(derr) || infer.IsInputError(derr)) {
+		if derr != nil && errors.Is(derr, values.ErrBadInput) {
 			// Keep the whole body for replay even though it cannot be parsed.
 			_, cerr := io.Copy(io.Discard, body)
 			complete = cerr == nil

@@ -5,7 +5,6 @@ package transform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,12 +62,6 @@ type Stats struct {
 	Rows    int64 // rows emitted to the instruments table
 	Rejects int64 // rows emitted to rejects
 }
-
-// IsInputError reports whether err is the body's fault (malformed JSON or the
-// wrong shape) rather than a read or sink failure.
-//
-// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
-func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
 
 func shapeError(format string, args ...any) error {
 	return &values.ShapeError{Msg: fmt.Sprintf(format, args...)}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -312,8 +313,8 @@ func TestDecodeShapes(t *testing.T) {
 				if got.err == nil || !strings.Contains(got.err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", got.err, tc.err)
 				}
-				if IsInputError(got.err) != tc.inputErr {
-					t.Errorf("IsInputError = %v", !tc.inputErr)
+				if errors.Is(got.err, values.ErrBadInput) != tc.inputErr {
+					t.Errorf("errors.Is(err, values.ErrBadInput) = %v", !tc.inputErr)
 				}
 				return
 			}
@@ -365,7 +366,7 @@ func TestDecodeReadError(t *testing.T) {
 	body := listing(fullInstrument, fullInstrument)
 	r := io.MultiReader(strings.NewReader(body[:300]), iotest.ErrReader(boom))
 	got := decodeReader(t, r, Options{})
-	if !errors.Is(got.err, boom) || IsInputError(got.err) {
+	if !errors.Is(got.err, boom) || errors.Is(got.err, values.ErrBadInput) {
 		t.Fatalf("err = %v", got.err)
 	}
 }
