@@ -552,7 +552,6 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 	fan := NewFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	defer dec.Release()
-	meta := transform.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name}
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
@@ -560,7 +559,7 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 		}
 		return fan.Emit(t, rec)
 	}
-	stats, err := dec.Decode(ctx, body, meta, emit)
+	stats, err := dec.Decode(ctx, body, snap, emit)
 	if err != nil {
 		fan.Abort()
 		return nil, fmt.Errorf("decode listing: %w", err)

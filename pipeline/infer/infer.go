@@ -173,13 +173,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // Depth limits of flattening (see the package documentation).
@@ -192,13 +192,12 @@ const (
 	MaxTableDepth = 16
 )
 
-// Meta identifies the snapshot and account every row belongs to.
+// Meta identifies the snapshot and account every row belongs to. The
+// snapshot's Endpoint is the logical endpoint name, the root table's name
+// (see TableName); its Part is not used.
 type Meta struct {
-	SnapshotTime time.Time
-	RunID        string
-	Source       string
-	Account      string // the account's label
-	Endpoint     string // logical endpoint name; the root table's name (see TableName)
+	sinks.Snapshot
+	Account string // the account's label
 	// RowOffsets gives, per table name, the row_index of the first row this
 	// Decode emits into that table (default 0). When several bodies of one
 	// endpoint belong to the same snapshot and account (a fanned-out
