@@ -95,12 +95,12 @@ type Runner struct {
 	scratch string // local folder of StateStore's states
 }
 
-// New returns a Runner after checking the config.
+// New returns a Runner after checking the config. An endpoint without the
+// parameter it requires fails with a *MissingParamError.
 func New(cfg Config) (*Runner, error) {
-
 	for _, ep := range cfg.Endpoints {
 		if ep.Requires != "" && cfg.Params[ep.Name].Get(ep.Requires) == "" {
-			return nil, fmt.Errorf("endpoint %s needs --param %s.%s=VALUE", ep.Name, ep.Name, ep.Requires)
+			return nil, &MissingParamError{Endpoint: ep.Name, Key: ep.Requires}
 		}
 	}
 	if cfg.Now == nil {
