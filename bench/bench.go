@@ -88,19 +88,14 @@ func GenerateListing(path string, n, group int) (int64, error) {
 	return st.Size(), nil
 }
 
-// meta is the snapshot every measured row belongs to.
-func meta() transform.Meta {
-	return transform.Meta{
-		SnapshotTime: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC),
-		RunID:        "01936f0e-7c00-7000-8000-0000000000a1",
-		Source:       "bench",
-		Endpoint:     "instruments",
-	}
-}
-
+// snapshot is the snapshot every measured row belongs to.
 func snapshot() sinks.Snapshot {
-	m := meta()
-	return sinks.Snapshot{Time: m.SnapshotTime, RunID: m.RunID, Source: m.Source, Endpoint: m.Endpoint}
+	return sinks.Snapshot{
+		Time:     time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC),
+		RunID:    "01936f0e-7c00-7000-8000-0000000000a1",
+		Source:   "bench",
+		Endpoint: "instruments",
+	}
 }
 
 // countingReader counts the bytes read through it.
@@ -127,7 +122,7 @@ func Decode(ctx context.Context, path string, batchRows int) (Result, error) {
 	cr := &countingReader{r: f}
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batchRows})
 	defer dec.Release()
-	st, err := dec.Decode(ctx, cr, meta(), func(*schema.Table, arrow.Record) error { return nil })
+	st, err := dec.Decode(ctx, cr, snapshot(), func(*schema.Table, arrow.Record) error { return nil })
 	if err != nil {
 		return Result{}, fmt.Errorf("decode %s: %w", path, err)
 	}
@@ -154,7 +149,7 @@ func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result
 	fan := pipeline.NewFanout(ctx, []sinks.Sink{sink}, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batchRows})
 	defer dec.Release()
-	st, err := dec.Decode(ctx, cr, meta(), fan.Emit)
+	st, err := dec.Decode(ctx, cr, snap, fan.Emit)
 	if err != nil {
 		fan.Abort()
 		return Result{}, fmt.Errorf("decode %s: %w", path, err)
@@ -188,7 +183,7 @@ func DecodeRecords(ctx context.Context, path string, batchRows int) ([]arrow.Rec
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batchRows})
 	defer dec.Release()
 	var recs []arrow.Record
-	st, err := dec.Decode(ctx, cr, meta(), func(t *schema.Table, rec arrow.Record) error {
+	st, err := dec.Decode(ctx, cr, snapshot(), func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
 			rec.Retain()
 			recs = append(recs, rec)

@@ -31,7 +31,7 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 		offsets = map[string]int64{}
 		sr.rowOffsets[okey] = offsets
 	}
-	meta := infer.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Account: rq.account, Endpoint: ep.Name, RowOffsets: offsets}
+	meta := infer.Meta{Snapshot: snap, Account: rq.account, RowOffsets: offsets}
 	opt := infer.Options{Mode: r.cfg.SchemaMode, BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem}
 	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.Emit)
 	if err != nil {

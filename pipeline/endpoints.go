@@ -99,16 +99,37 @@ func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error
 	return out, nil
 }
 
-// ParseParams parses --param values of the form endpoint.key=value into
-// per-endpoint query parameters. A comma list (currency=BTC,ETH) is kept as
-// one value and fanned out by FanOut.
+// ParamError is a parameter spec that is not of the form endpoint.key=value.
+type ParamError struct {
+	Spec string // as given
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("parameter %q: want endpoint.key=value", e.Spec)
+}
+
+// MissingParamError is an endpoint selected without the query parameter it
+// requires (Endpoint.Requires).
+type MissingParamError struct {
+	Endpoint string // logical endpoint name
+	Key      string // the required query parameter
+}
+
+func (e *MissingParamError) Error() string {
+	return fmt.Sprintf("endpoint %s needs the parameter %s.%s=VALUE", e.Endpoint, e.Endpoint, e.Key)
+}
+
+// ParseParams parses parameter specs of the form endpoint.key=value into
+// per-endpoint query parameters; a malformed spec fails with a *ParamError.
+// A comma list (currency=BTC,ETH) is kept as one value and fanned out by
+// FanOut.
 func ParseParams(specs []string) (map[string]url.Values, error) {
 	out := map[string]url.Values{}
 	for _, s := range specs {
 		kv := strings.SplitN(s, "=", 2)
 		dot := strings.IndexByte(kv[0], '.')
 		if len(kv) != 2 || dot <= 0 || dot == len(kv[0])-1 {
-			return nil, fmt.Errorf("--param %q: want endpoint.key=value", s)
+			return nil, &ParamError{Spec: s}
 		}
 		ep, key := kv[0][:dot], kv[0][dot+1:]
 		if out[ep] == nil {

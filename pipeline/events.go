@@ -21,7 +21,7 @@ import (
 // *eventsRun does nothing, so callers need no checks.
 type eventsRun struct {
 	prev     *events.State
-	meta     events.Meta
+	meta     sinks.Snapshot
 	opt      events.Options
 	d        *events.Differ
 	observed bool // the current attempt fed rows to d
@@ -44,7 +44,7 @@ func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary) 
 	}
 	return &eventsRun{
 		prev: prev, log: log,
-		meta: events.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
+		meta: sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
 		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir()},
 	}
 }
@@ -114,7 +114,8 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		}
 		return
 	}
-	snap := sinks.Snapshot{Time: e.meta.SnapshotTime, RunID: e.meta.RunID, Source: e.meta.Source, Endpoint: "instrument_events"}
+	snap := e.meta
+	snap.Endpoint = "instrument_events"
 	targets := r.cfg.Sinks
 	if e.stateOnly {
 		targets = nil

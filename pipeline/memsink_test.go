@@ -141,16 +141,8 @@ func runsRows(t *testing.T, s *memsink.Sink) []string {
 
 func pendingOf(t *testing.T, r *pipeline.Runner, sink string) int {
 	t.Helper()
-	st, err := r.Pending()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range st {
-		if s.Sink == sink {
-			return s.Pending
-		}
-	}
-	return 0
+	p, _ := ledgerOf(t, r, sink)
+	return p
 }
 
 // A sink that fails only on the runs table during the live run gets

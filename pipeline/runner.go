@@ -27,6 +27,7 @@ import (
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
@@ -94,12 +95,12 @@ type Runner struct {
 	scratch string // local folder of StateStore's states
 }
 
-// New returns a Runner after checking the config.
+// New returns a Runner after checking the config. An endpoint without the
+// parameter it requires fails with a *MissingParamError.
 func New(cfg Config) (*Runner, error) {
-
 	for _, ep := range cfg.Endpoints {
 		if ep.Requires != "" && cfg.Params[ep.Name].Get(ep.Requires) == "" {
-			return nil, fmt.Errorf("endpoint %s needs --param %s.%s=VALUE", ep.Name, ep.Name, ep.Requires)
+			return nil, &MissingParamError{Endpoint: ep.Name, Key: ep.Requires}
 		}
 	}
 	if cfg.Now == nil {
@@ -385,7 +386,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		if err != nil {
 			ev.taint()
 			res.Status = "failed"
-			res.unloadable = res.unloadable || transform.IsInputError(err) || infer.IsInputError(err) || errors.Is(err, errArchive)
+			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
 			res.fetchFailed = res.fetchFailed || !res.unloadable
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
@@ -479,7 +480,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			}
 		}
 		complete := derr == nil
-		if derr != nil && (transform.IsInputError(derr) || infer.IsInputError(derr)) {
+		if derr != nil && errors.Is(derr, values.ErrBadInput) {
 			// Keep the whole body for replay even though it cannot be parsed.
 			_, cerr := io.Copy(io.Discard, body)
 			complete = cerr == nil
@@ -551,7 +552,6 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 	fan := NewFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	defer dec.Release()
-	meta := transform.Meta{SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name}
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
@@ -559,7 +559,7 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 		}
 		return fan.Emit(t, rec)
 	}
-	stats, err := dec.Decode(ctx, body, meta, emit)
+	stats, err := dec.Decode(ctx, body, snap, emit)
 	if err != nil {
 		fan.Abort()
 		return nil, fmt.Errorf("decode listing: %w", err)

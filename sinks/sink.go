@@ -14,7 +14,8 @@ import (
 )
 
 // Snapshot identifies the rows a Writer receives: one table's rows from one
-// endpoint of one run.
+// endpoint of one run. It is the one snapshot identity of the pipeline: the
+// decoders (packages transform, infer and events) take it too.
 type Snapshot struct {
 	Time     time.Time // snapshot time (UTC, ms)
 	RunID    string

@@ -2,8 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/sinks/clickhouse"
 )
@@ -23,11 +25,17 @@ var flagHints = []struct{ remedy, flag string }{
 func withFlagHints(err error) string {
 	msg := err.Error()
 	var ca *extract.CAFileError
+	var pe *pipeline.ParamError
+	var mp *pipeline.MissingParamError
 	switch {
 	case errors.Is(err, clickhouse.ErrNoDSN):
 		msg += " (--clickhouse-dsn or OPTLAKE_CLICKHOUSE_DSN)"
 	case errors.As(err, &ca):
 		msg = strings.Replace(msg, "CA file ", "--ca-file ", 1)
+	case errors.As(err, &pe):
+		msg = strings.Replace(msg, pe.Error(), fmt.Sprintf("--param %q: want endpoint.key=value", pe.Spec), 1)
+	case errors.As(err, &mp):
+		msg = strings.Replace(msg, mp.Error(), fmt.Sprintf("endpoint %s needs --param %s.%s=VALUE", mp.Endpoint, mp.Endpoint, mp.Key), 1)
 	}
 	for _, h := range flagHints {
 		msg = strings.ReplaceAll(msg, h.remedy, h.remedy+" "+h.flag)

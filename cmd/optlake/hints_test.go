@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/sinks/clickhouse"
 )
@@ -14,6 +15,8 @@ import (
 // fixes them, also when the error reached cmd as a run summary's text.
 func TestFlagHints(t *testing.T) {
 	_, caErr := extract.New(extract.Options{BaseURL: "https://venue.example", CAFile: "/nonexistent/ca.pem"})
+	_, paramErr := pipeline.ParseParams([]string{"bad"})
+	_, missingErr := pipeline.New(pipeline.Config{Endpoints: []pipeline.Endpoint{{Name: "position", Requires: "instrument_name"}}})
 	tests := []struct {
 		name string
 		err  error
@@ -25,6 +28,8 @@ func TestFlagHints(t *testing.T) {
 		{"cluster missing", &clickhouse.ClusterMismatchError{Database: "hist"}, "give its cluster name (--cluster)"},
 		{"cluster extra", &clickhouse.ClusterMismatchError{Database: "hist", Cluster: "c1"}, "or give no cluster (leave out --cluster)"},
 		{"CA file", caErr, "--ca-file /nonexistent/ca.pem: "},
+		{"bad param", paramErr, `--param "bad": want endpoint.key=value`},
+		{"missing param", missingErr, "endpoint position needs --param position.instrument_name=VALUE"},
 		{"other", errors.New("fetch instruments: 503"), "fetch instruments: 503"},
 	}
 	for _, tc := range tests {

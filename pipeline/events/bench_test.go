@@ -13,6 +13,7 @@ import (
 
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -49,7 +50,7 @@ func decodeSim(sim *venuesim.Sim) (time.Time, []arrow.Record, error) {
 	dec := transform.NewInstrumentDecoder(transform.Options{})
 	defer dec.Release()
 	var recs []arrow.Record
-	_, err := dec.Decode(context.Background(), &body, transform.Meta{SnapshotTime: snap, RunID: "bench", Source: "venue-sim", Endpoint: "instruments"},
+	_, err := dec.Decode(context.Background(), &body, sinks.Snapshot{Time: snap, RunID: "bench", Source: "venue-sim", Endpoint: "instruments"},
 		func(tb *schema.Table, rec arrow.Record) error {
 			if tb == schema.Instruments {
 				rec.Retain()
@@ -97,7 +98,7 @@ func BenchmarkDiff1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	meta := Meta{SnapshotTime: f.snap1, RunID: "bench-1", Source: "venue-sim"}
+	meta := sinks.Snapshot{Time: f.snap1, RunID: "bench-1", Source: "venue-sim"}
 	var stats Stats
 	var heap uint64
 	var observe, finish time.Duration
@@ -145,7 +146,7 @@ func BenchmarkInitial1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	meta := Meta{SnapshotTime: f.snap0, RunID: "bench-0", Source: "venue-sim"}
+	meta := sinks.Snapshot{Time: f.snap0, RunID: "bench-0", Source: "venue-sim"}
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := NewDiffer(NewState("venue-sim"), meta, Options{TempDir: b.TempDir()})

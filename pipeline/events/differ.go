@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // Builder accumulates the instruments rows of one snapshot of one source
@@ -255,15 +256,16 @@ func Rebuild(source string, snapshotTime time.Time, recs []arrow.Record) (*State
 type Differ struct {
 	b    *Builder
 	prev *State
-	meta Meta
+	meta sinks.Snapshot
 	opt  Options
 }
 
 // NewDiffer returns a Differ comparing the snapshot described by meta with
-// prev, the state of the same source. It fails with ErrOutOfOrder when prev
-// already reflects a snapshot at or after meta.SnapshotTime (compared at
-// millisecond precision), and when prev belongs to another source.
-func NewDiffer(prev *State, meta Meta, opt Options) (*Differ, error) {
+// prev, the state of the same source (only meta's Time, RunID and Source
+// are used). It fails with ErrOutOfOrder when prev already reflects a
+// snapshot at or after meta.Time (compared at millisecond precision), and
+// when prev belongs to another source.
+func NewDiffer(prev *State, meta sinks.Snapshot, opt Options) (*Differ, error) {
 	opt.defaults()
 	if prev == nil {
 		prev = NewState(meta.Source)
@@ -271,7 +273,7 @@ func NewDiffer(prev *State, meta Meta, opt Options) (*Differ, error) {
 	if prev.source != meta.Source {
 		return nil, fmt.Errorf("instrument events: state of source %q used for source %q", prev.source, meta.Source)
 	}
-	ms := meta.SnapshotTime.UnixMilli()
+	ms := meta.Time.UnixMilli()
 	if prev.hasSnap && ms <= prev.snapMs {
 		last := time.UnixMilli(prev.snapMs).UTC().Format(time.RFC3339Nano)
 		this := time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)

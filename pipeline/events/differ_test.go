@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // TestCompare runs sequences of snapshots of one source and checks the
@@ -252,7 +253,7 @@ func TestTwoSources(t *testing.T) {
 	if evA[0].Source != "a.example" || evB[0].Source != "b.example" || !evB[0].Prev.Equal(at(1)) {
 		t.Fatalf("meta: %+v %+v", evA[0], evB[0])
 	}
-	if _, err := NewDiffer(a2, Meta{Source: "b.example", SnapshotTime: at(9)}, Options{}); err == nil {
+	if _, err := NewDiffer(a2, sinks.Snapshot{Source: "b.example", Time: at(9)}, Options{}); err == nil {
 		t.Fatal("state of a used for b: no error")
 	}
 	if StatePath(dir, "a.example") == StatePath(dir, "b.example") {
@@ -272,7 +273,7 @@ func TestOutOfOrder(t *testing.T) {
 		{at(5).Add(time.Millisecond), true},
 		{at(6), true},
 	} {
-		_, err := NewDiffer(st, Meta{Source: "s", SnapshotTime: tc.snap}, Options{})
+		_, err := NewDiffer(st, sinks.Snapshot{Source: "s", Time: tc.snap}, Options{})
 		if tc.ok != (err == nil) || !tc.ok && !errors.Is(err, ErrOutOfOrder) {
 			t.Errorf("snapshot %v: err = %v", tc.snap, err)
 		}
@@ -281,7 +282,7 @@ func TestOutOfOrder(t *testing.T) {
 		}
 	}
 	// A nil state is the empty state.
-	if _, err := NewDiffer(nil, Meta{Source: "s", SnapshotTime: at(1)}, Options{}); err != nil {
+	if _, err := NewDiffer(nil, sinks.Snapshot{Source: "s", Time: at(1)}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -317,7 +318,7 @@ func TestBadRecords(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDiffer(nil, Meta{Source: "s", SnapshotTime: at(1)}, Options{Mem: mem})
+			d, err := NewDiffer(nil, sinks.Snapshot{Source: "s", Time: at(1)}, Options{Mem: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +360,7 @@ func arrowRecord(fields []arrow.Field, cols []arrow.Array, n int64) arrow.Record
 func TestEmitError(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := NewDiffer(NewState("s"), Meta{Source: "s", SnapshotTime: at(1)}, Options{Mem: mem, BatchRows: 1})
+	d, err := NewDiffer(NewState("s"), sinks.Snapshot{Source: "s", Time: at(1)}, Options{Mem: mem, BatchRows: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +503,7 @@ func TestConcurrentDiffers(t *testing.T) {
 	done := make(chan result)
 	for g := 0; g < 4; g++ {
 		go func() {
-			d, err := NewDiffer(st, Meta{Source: "s", SnapshotTime: at(2)}, Options{BatchRows: 7})
+			d, err := NewDiffer(st, sinks.Snapshot{Source: "s", Time: at(2)}, Options{BatchRows: 7})
 			if err == nil {
 				err = d.Observe(rec)
 			}

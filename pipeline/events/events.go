@@ -83,7 +83,7 @@
 //	prev, err := events.Load(dataDir, source)          // empty state when no file
 //	defer prev.Close()
 //	opt := events.Options{TempDir: events.StateDir(dataDir)}
-//	d, err := events.NewDiffer(prev, events.Meta{SnapshotTime: t, RunID: id, Source: source}, opt)
+//	d, err := events.NewDiffer(prev, sinks.Snapshot{Time: t, RunID: id, Source: source}, opt)
 //	// for each schema.Instruments record of the snapshot (e.g. from transform's Emit):
 //	err = d.Observe(rec)                               // (d.Close() to abandon it)
 //	stats, next, err := d.Finish(writeToSinks)         // schema.InstrumentEvents records
@@ -100,7 +100,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/optlake/optlake/schema"
@@ -142,13 +141,6 @@ var ErrOutOfOrder = errors.New("instrument events: snapshot out of order")
 // another set of compared fields. Rebuild the state (Rebuild) or delete the
 // file to start the history over.
 var ErrCorruptState = errors.New("instrument events: corrupt state file")
-
-// Meta identifies the snapshot being compared.
-type Meta struct {
-	SnapshotTime time.Time // when the snapshot was taken; compared at ms precision
-	RunID        string
-	Source       string
-}
 
 // Options tune a Differ.
 type Options struct {

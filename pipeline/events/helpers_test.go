@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // row is one instrument row: column name -> value (string, float64, int64,
@@ -165,7 +166,7 @@ func diff(t testing.TB, prev *State, source string, snap time.Time, rows []row, 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	opt.Mem = mem
-	d, err := NewDiffer(prev, Meta{SnapshotTime: snap, RunID: "run-" + snap.Format("150405"), Source: source}, opt)
+	d, err := NewDiffer(prev, sinks.Snapshot{Time: snap, RunID: "run-" + snap.Format("150405"), Source: source}, opt)
 	if err != nil {
 		t.Fatalf("NewDiffer: %v", err)
 	}

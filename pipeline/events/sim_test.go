@@ -15,6 +15,7 @@ import (
 
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -189,11 +190,11 @@ func runSim(t *testing.T, ticks int, dir string, opt Options) ([]string, map[str
 				t.Fatal(err)
 			}
 		}
-		d, err := NewDiffer(st, Meta{SnapshotTime: snap, RunID: runID, Source: src}, opt)
+		d, err := NewDiffer(st, sinks.Snapshot{Time: snap, RunID: runID, Source: src}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = dec.Decode(context.Background(), &body, transform.Meta{SnapshotTime: snap, RunID: runID, Source: src, Endpoint: "instruments"},
+		_, err = dec.Decode(context.Background(), &body, sinks.Snapshot{Time: snap, RunID: runID, Source: src, Endpoint: "instruments"},
 			func(tb *schema.Table, rec arrow.Record) error {
 				if tb != schema.Instruments {
 					t.Fatalf("unexpected %s rows", tb.Name)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -91,7 +92,7 @@ func TestTempFiles(t *testing.T) {
 	// Observing spills, but leaves no visible file.
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := NewDiffer(NewState(src), Meta{SnapshotTime: at(1), Source: src}, opt)
+	d, err := NewDiffer(NewState(src), sinks.Snapshot{Time: at(1), Source: src}, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestTempFiles(t *testing.T) {
 
 	// A failed emit and an abandoned Differ leave nothing either.
 	for _, finish := range []bool{true, false} {
-		d, err := NewDiffer(prev, Meta{SnapshotTime: at(3), Source: src}, opt)
+		d, err := NewDiffer(prev, sinks.Snapshot{Time: at(3), Source: src}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +259,7 @@ func TestClosedState(t *testing.T) {
 	if err := st.Save(t.TempDir()); err == nil {
 		t.Error("saved a closed state")
 	}
-	d, err := NewDiffer(st, Meta{SnapshotTime: at(2), Source: "s"}, Options{})
+	d, err := NewDiffer(st, sinks.Snapshot{Time: at(2), Source: "s"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestClosedState(t *testing.T) {
 	dir := t.TempDir()
 	_, _, st = diff(t, NewState("s"), "s", at(1), []row{inst("A"), inst("B")}, 0, Options{MemBytes: 1, TempDir: dir})
 	st.Close()
-	d, err = NewDiffer(st, Meta{SnapshotTime: at(2), Source: "s"}, Options{})
+	d, err = NewDiffer(st, sinks.Snapshot{Time: at(2), Source: "s"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,11 +312,11 @@ func TestBoundedMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := heapInUse()
-			d, err := NewDiffer(prev, Meta{SnapshotTime: sim.Now(), Source: "sim"}, Options{MemBytes: 256 << 10, TempDir: StateDir(dir), BatchRows: 1024})
+			d, err := NewDiffer(prev, sinks.Snapshot{Time: sim.Now(), Source: "sim"}, Options{MemBytes: 256 << 10, TempDir: StateDir(dir), BatchRows: 1024})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = dec.Decode(context.Background(), &body, transform.Meta{SnapshotTime: sim.Now(), Source: "sim", Endpoint: "instruments"},
+			_, err = dec.Decode(context.Background(), &body, sinks.Snapshot{Time: sim.Now(), Source: "sim", Endpoint: "instruments"},
 				func(_ *schema.Table, rec arrow.Record) error { return d.Observe(rec) })
 			if err != nil {
 				t.Fatal(err)

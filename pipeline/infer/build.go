@@ -35,7 +35,7 @@ func (d *decoder) emitTable(ctx context.Context, w *work, emit Emit) error {
 	b := array.NewRecordBuilder(d.opt.Mem, w.tbl.ArrowSchema())
 	defer b.Release()
 	nMeta := len(w.tbl.Columns) - len(w.st.Cols)
-	snap := arrow.Timestamp(d.meta.SnapshotTime.UnixMilli())
+	snap := arrow.Timestamp(d.meta.Time.UnixMilli())
 	for lo := 0; lo < w.nrows; lo += d.opt.BatchRows {
 		if err := ctx.Err(); err != nil {
 			return err

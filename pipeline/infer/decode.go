@@ -77,7 +77,7 @@ func (r *Registry) newDecoder(root string, meta Meta, opt Options) (*decoder, er
 	}
 	if _, ok := d.committed[root]; !ok {
 		d.rootNew = true
-		st := newTableState(root, root, "", nil, 0, meta.SnapshotTime)
+		st := newTableState(root, root, "", nil, 0, meta.Time)
 		d.addWork(st, true)
 		d.taken[root] = true
 		d.changes = append(d.changes, Change{Table: root, Kind: ChangeTable})
@@ -360,7 +360,7 @@ func (d *decoder) child(w *work, p fpath) *work {
 	d.taken[name] = true
 	w.st.Children[p.key] = name
 	w.changed = true
-	st := newTableState(name, w.st.Root, w.st.Name, slices.Clone(p.keys), w.st.Depth+1, d.meta.SnapshotTime)
+	st := newTableState(name, w.st.Root, w.st.Name, slices.Clone(p.keys), w.st.Depth+1, d.meta.Time)
 	d.changes = append(d.changes, Change{Table: name, Kind: ChangeTable, Field: displayPath(p.keys)})
 	return d.addWork(st, true)
 }
@@ -414,7 +414,7 @@ func (d *decoder) newColumn(w *work, p fpath, role string, typ schema.Type, list
 		}
 	}
 	name := w.st.columnName(p, role)
-	c := w.st.addColumn(&colState{Name: name, Type: typ, List: list, Path: slices.Clone(p.keys), Role: role, FirstSeen: d.meta.SnapshotTime, isNew: true})
+	c := w.st.addColumn(&colState{Name: name, Type: typ, List: list, Path: slices.Clone(p.keys), Role: role, FirstSeen: d.meta.Time, isNew: true})
 	w.changed = true
 	if !w.isNew {
 		d.changes = append(d.changes, Change{Table: w.st.Name, Column: name, Type: typ, List: list, Kind: kind, Field: fieldOf(p.keys, role)})

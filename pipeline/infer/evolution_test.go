@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -209,7 +210,7 @@ func TestContractFreeze(t *testing.T) {
 			if ce.Field != tc.field || ce.Column != tc.column || !strings.Contains(err.Error(), "orders") || !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error %q (field %q column %q), want field %q column %q", err, ce.Field, ce.Column, tc.field, tc.column)
 			}
-			if IsInputError(err) {
+			if errors.Is(err, values.ErrBadInput) {
 				t.Error("a contract violation is not the body's fault")
 			}
 			if emitted != 0 || changes != nil {
@@ -367,7 +368,7 @@ func TestDecodeFailuresLeaveRegistry(t *testing.T) {
 	_, _, err := reg.Decode(context.Background(), strings.NewReader(snapB), testMeta("orders", t0), Options{Mem: mem},
 		func(*schema.Table, arrow.Record) error { return boom })
 	mem.AssertSize(t, 0)
-	if !errors.Is(err, boom) || IsInputError(err) {
+	if !errors.Is(err, boom) || errors.Is(err, values.ErrBadInput) {
 		t.Fatalf("err %v", err)
 	}
 	if reg.Table("orders") != before {
@@ -387,13 +388,13 @@ func TestDecodeFailuresLeaveRegistry(t *testing.T) {
 		{``, "malformed JSON"},
 	} {
 		_, _, err := reg.Decode(context.Background(), strings.NewReader(tc.body), testMeta("orders", t0), Options{}, discard)
-		if !IsInputError(err) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, values.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("body %.30q: err %v, want an input error with %q", tc.body, err, tc.want)
 		}
 	}
 	// A reader failure is not the body's fault.
 	_, _, err = reg.Decode(context.Background(), &failingReader{}, testMeta("orders", t0), Options{}, discard)
-	if err == nil || IsInputError(err) {
+	if err == nil || errors.Is(err, values.ErrBadInput) {
 		t.Fatalf("reader failure: %v", err)
 	}
 	if _, _, err := reg.Decode(context.Background(), strings.NewReader(`{}`), testMeta("orders", t0), Options{}, nil); err == nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/optlake/optlake/pipeline/values"
 )
 
 // FuzzInfer checks Decode on arbitrary bodies (seed corpus: every testdata
@@ -50,9 +52,9 @@ func fuzzOne(t *testing.T, body []byte, budget int) {
 			t.Fatal(err)
 		}
 		res := decodeBody(t, reg, body, testMeta("fz", t0), Options{BatchRows: 2})
-		var se *ShapeError
+		var se *values.ShapeError
 		deep := errors.As(res.err, &se) && strings.Contains(se.Msg, "nested deeper")
-		if res.err != nil && !IsInputError(res.err) {
+		if res.err != nil && !errors.Is(res.err, values.ErrBadInput) {
 			t.Fatalf("error that is not an input error: %v", res.err)
 		}
 		want := tabulable(body)

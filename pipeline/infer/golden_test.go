@@ -3,6 +3,7 @@ package infer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/pipeline/values"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata: simulator captures (testdata/sim_*) and tables.golden files")
@@ -87,7 +90,7 @@ func TestGolden(t *testing.T) {
 				res := decodeBody(t, reg, body, testMeta(name, at), Options{BatchRows: 3})
 				fmt.Fprintf(&b, "== %s (snapshot %s)\n", filepath.Base(in), at.Format(time.RFC3339))
 				if res.err != nil {
-					fmt.Fprintf(&b, "error (input error: %v): %v\n", IsInputError(res.err), res.err)
+					fmt.Fprintf(&b, "error (input error: %v): %v\n", errors.Is(res.err, values.ErrBadInput), res.err)
 					continue
 				}
 				writeResult(&b, res, 4)

@@ -17,12 +17,13 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 var t0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
 func testMeta(endpoint string, at time.Time) Meta {
-	return Meta{SnapshotTime: at, RunID: "run-1", Source: "venue.test", Account: "main", Endpoint: endpoint}
+	return Meta{Snapshot: sinks.Snapshot{Time: at, RunID: "run-1", Source: "venue.test", Endpoint: endpoint}, Account: "main"}
 }
 
 // cell is one emitted value: nil (null), string, int64, float64, bool,

@@ -17,9 +17,9 @@
 //   - any other top-level object: the object itself, as one row.
 //
 // Anything else (a scalar, or an array holding scalars or arrays) fails with
-// a *ShapeError; a body that is not JSON fails with a *SyntaxError.
-// IsInputError tells both apart from read, contract and emit failures. The
-// caller archives the raw body either way.
+// a *values.ShapeError; a body that is not JSON fails with a *SyntaxError.
+// Both are values.ErrBadInput (errors.Is), which tells them apart from read,
+// contract and emit failures. The caller archives the raw body either way.
 //
 // # Flattening
 //
@@ -173,13 +173,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // Depth limits of flattening (see the package documentation).
@@ -192,13 +192,12 @@ const (
 	MaxTableDepth = 16
 )
 
-// Meta identifies the snapshot and account every row belongs to.
+// Meta identifies the snapshot and account every row belongs to. The
+// snapshot's Endpoint is the logical endpoint name, the root table's name
+// (see TableName); its Part is not used.
 type Meta struct {
-	SnapshotTime time.Time
-	RunID        string
-	Source       string
-	Account      string // the account's label
-	Endpoint     string // logical endpoint name; the root table's name (see TableName)
+	sinks.Snapshot
+	Account string // the account's label
 	// RowOffsets gives, per table name, the row_index of the first row this
 	// Decode emits into that table (default 0). When several bodies of one
 	// endpoint belong to the same snapshot and account (a fanned-out
@@ -342,12 +341,9 @@ type Stats struct {
 // consumer that keeps it must Retain it. Emit must not call Decode.
 type Emit func(t *schema.Table, rec arrow.Record) error
 
-// ShapeError is a body that is valid JSON but cannot be made into rows
-// (values.ShapeError, with Pkg "infer").
-type ShapeError = values.ShapeError
-
+// shapeError is a body that is valid JSON but cannot be made into rows.
 func shapeError(table, format string, args ...any) error {
-	return &ShapeError{Pkg: "infer", Table: table, Msg: fmt.Sprintf(format, args...)}
+	return &values.ShapeError{Pkg: "infer", Table: table, Msg: fmt.Sprintf(format, args...)}
 }
 
 // SyntaxError is a body that is not valid JSON.
@@ -382,12 +378,6 @@ func (e *ContractError) Error() string {
 	return s
 }
 
-// IsInputError reports whether err is the body's fault (not JSON, or a shape
-// that cannot be tabulated) rather than a read, contract or emit failure.
-//
-// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
-func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
-
 // Decode reads one account endpoint body and emits its rows.
 //
 // The table is named after meta.Endpoint (TableName); child tables after it.
@@ -417,7 +407,7 @@ func (r *Registry) Decode(ctx context.Context, body io.Reader, meta Meta, opt Op
 	root := TableName(meta.Endpoint)
 	tree, err := parse(body)
 	if err != nil {
-		var se *ShapeError
+		var se *values.ShapeError
 		if errors.As(err, &se) {
 			se.Table = root
 		}

@@ -11,10 +11,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/pipeline/values"
 )
 
 // MaxNesting is the deepest nesting of arrays and objects a body may have;
-// deeper bodies fail with a ShapeError.
+// deeper bodies fail with a *values.ShapeError.
 const MaxNesting = 512
 
 type nodeKind uint8
@@ -45,7 +46,7 @@ type node struct {
 }
 
 // parse reads exactly one JSON value from r. Errors are *SyntaxError or
-// *ShapeError (the body's fault) or the reader's own error, wrapped.
+// *values.ShapeError (the body's fault) or the reader's own error, wrapped.
 func parse(r io.Reader) (*node, error) {
 	sc := jsontok.New(r, 64<<10)
 	p := parser{sc: sc}
@@ -59,7 +60,7 @@ func parse(r io.Reader) (*node, error) {
 	if err == nil {
 		return root, nil
 	}
-	var se *ShapeError
+	var se *values.ShapeError
 	if errors.As(err, &se) {
 		return nil, err
 	}

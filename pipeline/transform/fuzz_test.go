@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -44,7 +46,7 @@ func FuzzDecodeInstruments(f *testing.F) {
 		})
 		d.Release()
 		mem.AssertSize(t, 0)
-		if err != nil && !IsInputError(err) {
+		if err != nil && !errors.Is(err, values.ErrBadInput) {
 			t.Fatalf("error that is not an input error: %v", err)
 		}
 		if err == nil && (st.Rows != rows || st.Rejects != rejects) {

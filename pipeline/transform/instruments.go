@@ -5,11 +5,9 @@ package transform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -19,15 +17,8 @@ import (
 	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
-
-// Meta identifies the snapshot every row belongs to.
-type Meta struct {
-	SnapshotTime time.Time
-	RunID        string
-	Source       string
-	Endpoint     string
-}
 
 // Options tune a decode.
 type Options struct {
@@ -63,12 +54,6 @@ type Stats struct {
 	Rows    int64 // rows emitted to the instruments table
 	Rejects int64 // rows emitted to rejects
 }
-
-// IsInputError reports whether err is the body's fault (malformed JSON or the
-// wrong shape) rather than a read or sink failure.
-//
-// Deprecated: use errors.Is(err, values.ErrBadInput), which this is.
-func IsInputError(err error) bool { return errors.Is(err, values.ErrBadInput) }
 
 func shapeError(format string, args ...any) error {
 	return &values.ShapeError{Msg: fmt.Sprintf(format, args...)}
@@ -164,7 +149,7 @@ func (r *row) reject(format string, args ...any) {
 // concurrent use; reuse one per goroutine to keep its buffers.
 type InstrumentDecoder struct {
 	opt  Options
-	meta Meta
+	meta sinks.Snapshot
 	emit Emit
 
 	b       *batch               // instruments rows
@@ -178,7 +163,7 @@ type InstrumentDecoder struct {
 	fastRows int64 // rows the fast path decoded (tests)
 
 	extraBuf []byte
-	snapMs   arrow.Timestamp // meta.SnapshotTime
+	snapMs   arrow.Timestamp // meta.Time
 
 	r     row
 	stats Stats
@@ -214,9 +199,10 @@ func (d *InstrumentDecoder) Release() {
 // is malformed or not a JSON array of {"instruments": [...]} groups fails with
 // an error that is values.ErrBadInput; rows of earlier batches may have
 // been emitted already, and the caller decides what to do with them.
-func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta Meta, emit Emit) (Stats, error) {
+// meta identifies the snapshot every row belongs to (its Part is not used).
+func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.Snapshot, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
-	d.snapMs = arrow.Timestamp(meta.SnapshotTime.UnixMilli())
+	d.snapMs = arrow.Timestamp(meta.Time.UnixMilli())
 	d.stats, d.index = Stats{}, 0
 	sc := jsontok.New(r, d.opt.ReadBuffer)
 	err := d.decode(ctx, sc)
@@ -617,7 +603,7 @@ func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
 // appendMeta appends snapshot_time, run_id and source (the first three
 // columns of every table).
 func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder) {
-	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(d.meta.SnapshotTime.UnixMilli()))
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(d.meta.Time.UnixMilli()))
 	b.Field(1).(*array.StringBuilder).Append(d.meta.RunID)
 	b.Field(2).(*array.StringBuilder).Append(d.meta.Source)
 }

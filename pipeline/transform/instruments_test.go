@@ -13,14 +13,16 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
-var testMeta = Meta{
-	SnapshotTime: time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC),
-	RunID:        "0193-run",
-	Source:       "venue.test",
-	Endpoint:     "instruments",
+var testMeta = sinks.Snapshot{
+	Time:     time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC),
+	RunID:    "0193-run",
+	Source:   "venue.test",
+	Endpoint: "instruments",
 }
 
 // decoded is what one Decode produced, as plain Go values (nil = null).
@@ -152,7 +154,7 @@ func TestDecodeFullRow(t *testing.T) {
 	}
 	r := got.rows[0]
 	want := map[string]any{
-		"snapshot_time": testMeta.SnapshotTime, "run_id": "0193-run", "source": "venue.test",
+		"snapshot_time": testMeta.Time, "run_id": "0193-run", "source": "venue.test",
 		"base_currency": "BTC", "block_trade_commission": 0.00015, "block_trade_min_trade_amount": 25.0,
 		"block_trade_tick_size": 0.0001, "contract_size": 1.0, "counter_currency": "USD",
 		"creation_timestamp": int64(1763596800000), "deployed": true, "expiration_timestamp": int64(1764230400000),
@@ -312,8 +314,8 @@ func TestDecodeShapes(t *testing.T) {
 				if got.err == nil || !strings.Contains(got.err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", got.err, tc.err)
 				}
-				if IsInputError(got.err) != tc.inputErr {
-					t.Errorf("IsInputError = %v", !tc.inputErr)
+				if errors.Is(got.err, values.ErrBadInput) != tc.inputErr {
+					t.Errorf("errors.Is(err, values.ErrBadInput) = %v", !tc.inputErr)
 				}
 				return
 			}
@@ -365,7 +367,7 @@ func TestDecodeReadError(t *testing.T) {
 	body := listing(fullInstrument, fullInstrument)
 	r := io.MultiReader(strings.NewReader(body[:300]), iotest.ErrReader(boom))
 	got := decodeReader(t, r, Options{})
-	if !errors.Is(got.err, boom) || IsInputError(got.err) {
+	if !errors.Is(got.err, boom) || errors.Is(got.err, values.ErrBadInput) {
 		t.Fatalf("err = %v", got.err)
 	}
 }

@@ -125,7 +125,7 @@ func TestOpenWithoutSchema(t *testing.T) {
 }
 
 // listing decodes a simulator listing into instrument records.
-func listing(t *testing.T, sim *venuesim.Sim, meta transform.Meta, batch int) []arrow.Record {
+func listing(t *testing.T, sim *venuesim.Sim, meta sinks.Snapshot, batch int) []arrow.Record {
 	t.Helper()
 	var body bytes.Buffer
 	if err := sim.WriteInstruments(&body); err != nil {
@@ -170,7 +170,7 @@ func TestLoadValuesAndIdempotency(t *testing.T) {
 	s := newSink(t, c.DSN(db), true)
 	sim := venuesim.New(venuesim.Config{Seed: 11, Faults: venuesim.Faults{IndexPriceVariants: true, ExtraFields: true}})
 	snap := sinks.Snapshot{Time: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC), RunID: "run-1", Source: "sim", Endpoint: "instruments"}
-	recs := listing(t, sim, transform.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source}, 500)
+	recs := listing(t, sim, snap, 500)
 	defer func() {
 		for _, r := range recs {
 			r.Release()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
-	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
@@ -46,7 +45,7 @@ func TestInsertResentAfterConnectionLoss(t *testing.T) {
 			defer s.Close(context.Background())
 			sim := venuesim.New(venuesim.Config{Seed: 5})
 			snap := sinks.Snapshot{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), RunID: "run-" + tc.name, Source: "sim", Endpoint: "instruments"}
-			recs := listing(t, sim, transform.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source}, 40)
+			recs := listing(t, sim, snap, 40)
 			defer func() {
 				for _, r := range recs {
 					r.Release()
@@ -106,7 +105,7 @@ func TestAbortOpenInsert(t *testing.T) {
 	db := testenv.FreshDatabase(t, c)
 	s := newSink(t, c.DSN(db), true)
 	snap := sinks.Snapshot{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), RunID: "run-abort", Source: "sim", Endpoint: "instruments"}
-	recs := listing(t, venuesim.New(venuesim.Config{Seed: 6}), transform.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source}, 100)
+	recs := listing(t, venuesim.New(venuesim.Config{Seed: 6}), snap, 100)
 	defer func() {
 		for _, r := range recs {
 			r.Release()

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/optlake/optlake/internal/testenv"
-	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/venuesim"
@@ -33,7 +32,7 @@ func TestSnapshotsMillisecondsApart(t *testing.T) {
 	account.Columns = append(schema.AccountMetaColumns(""), schema.Column{Name: "total", Type: schema.Float64, Nullable: true})
 	for _, at := range []time.Time{first, second} {
 		snap := sinks.Snapshot{Time: at, RunID: "run-" + at.Format("05.000"), Source: "sim", Endpoint: "instruments"}
-		recs := listing(t, sim, transform.Meta{SnapshotTime: at, RunID: snap.RunID, Source: snap.Source}, 1000)
+		recs := listing(t, sim, snap, 1000)
 		load(t, s, snap, recs)
 		for _, r := range recs {
 			r.Release()
@@ -76,7 +75,7 @@ func TestSnapshotsMillisecondsApart(t *testing.T) {
 		t.Errorf("index_price_history rows = %s, want 6 (3 currencies x 2 snapshots)", got)
 	}
 	// Loading the first snapshot again (a retry) adds nothing.
-	recs := listing(t, sim, transform.Meta{SnapshotTime: first, RunID: "run-00.100", Source: "sim"}, 1000)
+	recs := listing(t, sim, sinks.Snapshot{Time: first, RunID: "run-00.100", Source: "sim"}, 1000)
 	load(t, s, sinks.Snapshot{Time: first, RunID: "run-00.100", Source: "sim", Endpoint: "instruments"}, recs)
 	releaseAll(recs)
 	if got := query(t, c, fmt.Sprintf("SELECT count() FROM %s.instruments FINAL", db)); got != fmt.Sprint(2*n) {

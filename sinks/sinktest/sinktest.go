@@ -168,8 +168,7 @@ func Snapshot(t testing.TB, tick int, batch int) *Data {
 	d := &Data{Snap: snap}
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batch})
 	defer dec.Release()
-	meta := transform.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source, Endpoint: snap.Endpoint}
-	_, err := dec.Decode(context.Background(), &body, meta, func(tb *schema.Table, rec arrow.Record) error {
+	_, err := dec.Decode(context.Background(), &body, snap, func(tb *schema.Table, rec arrow.Record) error {
 		rec.Retain()
 		switch tb {
 		case schema.Instruments:

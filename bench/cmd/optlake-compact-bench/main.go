@@ -216,8 +216,7 @@ func generate(ctx context.Context, dir string, cfg config) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		meta := transform.Meta{SnapshotTime: ts, RunID: snap.RunID, Source: snap.Source, Endpoint: "instruments"}
-		_, err = dec.Decode(ctx, &body, meta, func(t *schema.Table, rec arrow.Record) error {
+		_, err = dec.Decode(ctx, &body, snap, func(t *schema.Table, rec arrow.Record) error {
 			if t != schema.Instruments {
 				return nil // rejects: none from a clean listing
 			}

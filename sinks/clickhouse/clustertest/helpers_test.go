@@ -101,8 +101,7 @@ func decodeListing(t *testing.T, sim *venuesim.Sim, snap sinks.Snapshot, batch i
 	d := transform.NewInstrumentDecoder(transform.Options{BatchRows: batch})
 	defer d.Release()
 	out := &snapshot{snap: snap, recs: map[*schema.Table][]arrow.Record{}}
-	meta := transform.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source, Endpoint: snap.Endpoint}
-	_, err := d.Decode(context.Background(), &body, meta, func(tb *schema.Table, rec arrow.Record) error {
+	_, err := d.Decode(context.Background(), &body, snap, func(tb *schema.Table, rec arrow.Record) error {
 		rec.Retain()
 		out.recs[tb] = append(out.recs[tb], rec)
 		if tb == schema.Instruments {
@@ -130,7 +129,7 @@ func history(t *testing.T, seed int64, n int) []*snapshot {
 		}
 		snap := sinks.Snapshot{Time: sim.Now().UTC(), RunID: fmt.Sprintf("run-%02d", i), Source: "sim", Endpoint: "instruments"}
 		s := decodeListing(t, sim, snap, 1000)
-		d, err := events.NewDiffer(prev, events.Meta{SnapshotTime: snap.Time, RunID: snap.RunID, Source: snap.Source}, events.Options{})
+		d, err := events.NewDiffer(prev, snap, events.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
