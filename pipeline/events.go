@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -28,29 +29,38 @@ type eventsRun struct {
 	tainted  bool // a failed attempt fed rows that cannot be taken back
 	// stateOnly: derive the next state but write no events.
 	stateOnly bool
-	err       error
-	log       *slog.Logger
+	// turn, when set, orders this comparison after the previous
+	// snapshot's (a pipelined replay): the rows are observed at once, the
+	// previous state is loaded when the turn comes (finishEvents).
+	turn *eventsTurn
+	err  error
+	log  *slog.Logger
 }
 
-// startEvents loads the last known state of the source (nil: no events).
-func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary) *eventsRun {
+// startEvents loads the last known state of the source (nil: no events);
+// with a turn, the state is loaded later, in finishEvents.
+func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary, turn *eventsTurn) *eventsRun {
 	if states == nil {
 		return nil
 	}
-	prev, err := states.Load(sum.Source)
-	if err != nil {
-		log.Warn("instrument events skipped: cannot load the state", "err", err)
-		return nil
-	}
-	return &eventsRun{
-		prev: prev, log: log,
+	e := &eventsRun{
+		log: log, turn: turn,
 		meta: sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
 		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir()},
 	}
+	if turn == nil {
+		prev, err := states.Load(sum.Source)
+		if err != nil {
+			log.Warn("instrument events skipped: cannot load the state", "err", err)
+			return nil
+		}
+		e.prev = prev
+	}
+	return e
 }
 
 // close releases the comparison's temporary files and the previous state
-// (as the store decides).
+// (as the store decides), and passes the turn on.
 func (e *eventsRun) close(states stateStore) {
 	if e == nil {
 		return
@@ -58,7 +68,48 @@ func (e *eventsRun) close(states stateStore) {
 	if e.d != nil {
 		e.d.Close()
 	}
-	states.Release(e.prev)
+	if e.prev != nil {
+		states.Release(e.prev)
+	}
+	e.turn.finish()
+}
+
+// eventsTurn orders the comparisons of snapshots loaded at once (a
+// pipelined replay): each compares with the state the snapshot before it
+// left, so it waits until that one is done with the state.
+type eventsTurn struct {
+	after <-chan struct{} // closed when the previous snapshot is done (nil: first)
+	done  chan struct{}
+	once  sync.Once
+}
+
+// newEventsTurn returns the turn that comes after prev (nil: the first).
+func newEventsTurn(prev *eventsTurn) *eventsTurn {
+	t := &eventsTurn{done: make(chan struct{})}
+	if prev != nil {
+		t.after = prev.done
+	}
+	return t
+}
+
+// wait returns when the previous snapshot is done with the state.
+func (t *eventsTurn) wait(ctx context.Context) error {
+	if t == nil || t.after == nil {
+		return nil
+	}
+	select {
+	case <-t.after:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finish passes the turn on (once; later calls do nothing).
+func (t *eventsTurn) finish() {
+	if t != nil {
+		t.once.Do(func() { close(t.done) })
+	}
 }
 
 // beginAttempt starts (again) with a fresh comparison: a retried request
@@ -72,10 +123,15 @@ func (e *eventsRun) beginAttempt() {
 		e.tainted = true
 		return
 	}
-	d, err := events.NewDiffer(e.prev, e.meta, e.opt)
-	if err != nil {
-		e.err = err
-		return
+	var d *events.Differ
+	if e.turn != nil {
+		d = events.NewDifferFor(e.meta, e.opt) // compared with the state when the turn comes
+	} else {
+		var err error
+		if d, err = events.NewDiffer(e.prev, e.meta, e.opt); err != nil {
+			e.err = err
+			return
+		}
 	}
 	if e.d != nil {
 		e.d.Close()
@@ -106,6 +162,19 @@ func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == ni
 // them, saves the new state: a sink that failed gets the same events again
 // at the next snapshot's comparison window, never a gap.
 func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRun, states stateStore, res *EndpointResult) {
+	if e.turn != nil && e.err == nil {
+		if err := e.turn.wait(ctx); err != nil {
+			log.Warn("instrument events skipped", "err", err)
+			return
+		}
+		prev, err := states.Load(e.meta.Source)
+		if err != nil {
+			log.Warn("instrument events skipped: cannot load the state", "err", err)
+			return
+		}
+		e.prev = prev
+		e.err = e.d.Against(prev)
+	}
 	if e.err != nil {
 		if errors.Is(e.err, events.ErrOutOfOrder) {
 			log.Warn("instrument events skipped", "err", e.err)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/url"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/optlake/optlake/pipeline/archive"
@@ -70,35 +73,26 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		// events are reproduced; later starts seed the state first.
 		seeded = len(all) > 0 && all[0].Time.Equal(snaps[0].Time) && all[0].RunID == snaps[0].RunID
 	}
-	for i, s := range snaps {
-		if err := ctx.Err(); err != nil {
-			return res, err
+	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded) {
+		if out == nil {
+			return res, ctx.Err()
 		}
-		res.Problems = append(res.Problems, s.Problems...)
-		if len(s.Bodies) == 0 {
+		res.Problems = append(res.Problems, snaps[i].Problems...)
+		if out.sum == nil {
 			continue
 		}
-		fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
-		sum := r.snapshot(ctx, snapshotRun{
-			time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
-			requests:        fetch.requests,
-			eventsOnlyState: i == 0 && !seeded,
-		})
-		r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID})
-		for _, p := range fetch.problems {
-			res.Problems = append(res.Problems, p)
-		}
-		res.Snapshots = append(res.Snapshots, sum)
-		if !sum.OK {
+		res.Problems = append(res.Problems, out.problems...)
+		res.Snapshots = append(res.Snapshots, out.sum)
+		if !out.sum.OK {
 			res.Failed++
 		}
-		for _, e := range sum.Endpoints {
+		for _, e := range out.sum.Endpoints {
 			res.Rows += e.Rows
 			res.Rejects += e.Rejects
 			res.Events += e.Events
 		}
 		if opt.Progress != nil {
-			opt.Progress(i+1, len(snaps), sum)
+			opt.Progress(i+1, len(snaps), out.sum)
 		}
 	}
 	// Carry the comparison on from where the replay ended when the live
@@ -123,6 +117,129 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		}
 	}
 	return res, nil
+}
+
+// replayed is one snapshot's replay: nil sum when it had no usable body.
+type replayed struct {
+	sum      *Summary
+	problems []string
+}
+
+// Snapshots replayed at once: up to replayParallel, holding at most
+// replayBodyBudget of archived body bytes together (a larger snapshot is
+// replayed alone). Replay's snapshots are small and each is processed on
+// one core (decode, then Parquet); two at a time use both of a 2-core
+// machine. The instrument events stay in snapshot order (eventsTurn).
+const (
+	replayParallel   = 4
+	replayBodyBudget = 64 << 20
+)
+
+// replaySnapshots loads snaps into the sinks, several at once, and yields
+// each one's outcome in snapshot order; a nil outcome means the context was
+// cancelled before that snapshot started (nothing after it is yielded).
+func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool) iter.Seq2[int, *replayed] {
+	return func(yield func(int, *replayed) bool) {
+		outs := make([]chan *replayed, len(snaps))
+		for i := range outs {
+			outs[i] = make(chan *replayed, 1)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(stop)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			workers := max(1, min(runtime.GOMAXPROCS(0), replayParallel))
+			budget := newBudget(workers, replayBodyBudget)
+			var prev *eventsTurn
+			for i, s := range snaps {
+				weight := int64(0)
+				for _, b := range s.Bodies {
+					weight += b.Bytes
+				}
+				if ctx.Err() != nil || !budget.acquire(weight, stop) {
+					for ; i < len(snaps); i++ {
+						outs[i] <- nil
+					}
+					return
+				}
+				turn := newEventsTurn(prev)
+				prev = turn
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer budget.release(weight)
+					defer turn.finish()
+					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded)
+				}()
+			}
+		}()
+		for i := range snaps {
+			if !yield(i, <-outs[i]) {
+				return
+			}
+		}
+	}
+}
+
+// replayOne loads one archived snapshot into the sinks.
+func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool) *replayed {
+	if len(s.Bodies) == 0 {
+		return &replayed{}
+	}
+	fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
+	sum := r.snapshot(ctx, snapshotRun{
+		time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
+		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn,
+	})
+	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID})
+	return &replayed{sum: sum, problems: fetch.problems}
+}
+
+// budget bounds the snapshots in flight: at most n at once, holding at
+// most max bytes together (one larger than max runs alone).
+type budget struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n, max int64
+	used   int64 // bytes in flight
+	count  int64 // snapshots in flight
+}
+
+func newBudget(n int, max int64) *budget {
+	b := &budget{n: int64(n), max: max}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits until a snapshot of weight bytes fits; false when stop
+// closed first.
+func (b *budget) acquire(weight int64, stop <-chan struct{}) bool {
+	weight = min(weight, b.max)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.count > 0 && (b.count >= b.n || b.used+weight > b.max) {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		b.cond.Wait()
+	}
+	b.count++
+	b.used += weight
+	return true
+}
+
+func (b *budget) release(weight int64) {
+	weight = min(weight, b.max)
+	b.mu.Lock()
+	b.count--
+	b.used -= weight
+	b.mu.Unlock()
+	b.cond.Broadcast()
 }
 
 // archiveFetcher serves archived bodies as responses.

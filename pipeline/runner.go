@@ -299,6 +299,9 @@ type snapshotRun struct {
 	// eventsOnlyState derives the events state without writing events
 	// (the first snapshot of a partial replay has no previous state).
 	eventsOnlyState bool
+	// turn orders the instrument events after the previous snapshot's
+	// when snapshots are loaded at once (nil: one at a time).
+	turn *eventsTurn
 	// rowOffsets numbers account rows on across the bodies of one
 	// endpoint and account (per table).
 	rowOffsets map[string]map[string]int64
@@ -369,7 +372,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		// Events need the whole listing: a filter would look like delistings.
 		log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
 	default:
-		if ev = r.startEvents(log, sr.states, sum); ev != nil {
+		if ev = r.startEvents(log, sr.states, sum, sr.turn); ev != nil {
 			ev.stateOnly = sr.eventsOnlyState
 		}
 	}

@@ -266,23 +266,55 @@ type Differ struct {
 // snapshot at or after meta.Time (compared at millisecond precision), and
 // when prev belongs to another source.
 func NewDiffer(prev *State, meta sinks.Snapshot, opt Options) (*Differ, error) {
-	opt.defaults()
 	if prev == nil {
 		prev = NewState(meta.Source)
 	}
+	if err := checkPrev(prev, meta); err != nil {
+		return nil, err
+	}
+	d := NewDifferFor(meta, opt)
+	d.prev = prev
+	return d, nil
+}
+
+// NewDifferFor returns a Differ of the snapshot described by meta whose
+// previous state is given later, with Against, before Finish: a pipelined
+// replay observes a snapshot's rows while the snapshot before it is still
+// being compared.
+func NewDifferFor(meta sinks.Snapshot, opt Options) *Differ {
+	opt.defaults()
+	return &Differ{b: newBuilder(meta.Source, meta.Time.UnixMilli(), opt), meta: meta, opt: opt}
+}
+
+// Against sets the previous state of a Differ from NewDifferFor (nil: the
+// empty state), with NewDiffer's checks: ErrOutOfOrder when prev already
+// reflects a snapshot at or after this one, an error when prev belongs to
+// another source. On error the Differ is unchanged.
+func (d *Differ) Against(prev *State) error {
+	if prev == nil {
+		prev = NewState(d.meta.Source)
+	}
+	if err := checkPrev(prev, d.meta); err != nil {
+		return err
+	}
+	d.prev = prev
+	return nil
+}
+
+func checkPrev(prev *State, meta sinks.Snapshot) error {
 	if prev.source != meta.Source {
-		return nil, fmt.Errorf("instrument events: state of source %q used for source %q", prev.source, meta.Source)
+		return fmt.Errorf("instrument events: state of source %q used for source %q", prev.source, meta.Source)
 	}
 	ms := meta.Time.UnixMilli()
 	if prev.hasSnap && ms <= prev.snapMs {
 		last := time.UnixMilli(prev.snapMs).UTC().Format(time.RFC3339Nano)
 		this := time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 		if ms == prev.snapMs {
-			return nil, fmt.Errorf("%w: source %q: snapshot %s was already compared (its events exist); to recompute, replay from the first snapshot with an empty state", ErrOutOfOrder, meta.Source, this)
+			return fmt.Errorf("%w: source %q: snapshot %s was already compared (its events exist); to recompute, replay from the first snapshot with an empty state", ErrOutOfOrder, meta.Source, this)
 		}
-		return nil, fmt.Errorf("%w: source %q: snapshot %s is older than the state's last snapshot %s; replay older snapshots from the first one with an empty state", ErrOutOfOrder, meta.Source, this, last)
+		return fmt.Errorf("%w: source %q: snapshot %s is older than the state's last snapshot %s; replay older snapshots from the first one with an empty state", ErrOutOfOrder, meta.Source, this, last)
 	}
-	return &Differ{b: newBuilder(meta.Source, ms, opt), prev: prev, meta: meta, opt: opt}, nil
+	return nil
 }
 
 // Observe adds the rows of one schema.Instruments record of the snapshot
@@ -331,6 +363,9 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 	}
 	stats := b.stats
 	prev := d.prev
+	if prev == nil {
+		return stats, nil, errors.New("instrument events: Finish before Against")
+	}
 	pc, err := prev.cursor()
 	if err != nil {
 		return stats, nil, d.prevError(err)

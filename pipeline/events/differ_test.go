@@ -520,3 +520,57 @@ func TestConcurrentDiffers(t *testing.T) {
 		}
 	}
 }
+
+// A Differ whose previous state comes later (NewDifferFor, then Against)
+// observes first and gives exactly NewDiffer's events and state; Against
+// checks the order and the source as NewDiffer does, and leaves the Differ
+// usable after a refusal; Finish before Against is an error.
+func TestDifferAgainstLater(t *testing.T) {
+	_, _, st1 := diff(t, NewState("s"), "s", at(1), []row{inst("A"), inst("B"), inst("C", "tick_size", 0.5)}, 0, Options{})
+	rows2 := []row{inst("A", "maker_commission", 0.0001), inst("C", "tick_size", 0.25), inst("D")}
+	want, wantStats, wantNext := diff(t, st1, "s", at(2), rows2, 2, Options{})
+	defer wantNext.Close()
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	d := NewDifferFor(sinks.Snapshot{Time: at(2), RunID: "run-" + at(2).Format("150405"), Source: "s"}, Options{Mem: mem})
+	for i := 0; i < len(rows2); i += 2 {
+		rec := record(t, mem, "s", at(2), rows2[i:min(len(rows2), i+2)])
+		if err := d.Observe(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := d.Against(wantNext); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("Against a state of the same snapshot: %v, want ErrOutOfOrder", err)
+	}
+	if err := d.Against(NewState("other")); err == nil {
+		t.Fatal("Against another source's state: no error")
+	}
+	if err := d.Against(st1); err != nil {
+		t.Fatal(err)
+	}
+	var got []ev
+	stats, next, err := d.Finish(func(_ *schema.Table, rec arrow.Record) error {
+		got = append(got, eventsOf(t, rec)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if dd := diffStrings(shorts(got), shorts(want)); dd != "" || len(got) == 0 {
+		t.Fatalf("events (%d): %s", len(got), dd)
+	}
+	if stats != wantStats {
+		t.Errorf("stats %+v, want %+v", stats, wantStats)
+	}
+	if a, b := next.Len(), wantNext.Len(); a != b {
+		t.Errorf("next state holds %d instruments, want %d", a, b)
+	}
+
+	lone := NewDifferFor(sinks.Snapshot{Time: at(3), Source: "s"}, Options{})
+	if _, _, err := lone.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
+		t.Error("Finish before Against: no error")
+	}
+}
