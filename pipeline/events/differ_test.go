@@ -550,14 +550,7 @@ func TestDifferAgainstLater(t *testing.T) {
 	if err := d.Against(st1); err != nil {
 		t.Fatal(err)
 	}
-	var got []ev
-	stats, next, err := d.Finish(func(_ *schema.Table, rec arrow.Record) error {
-		got = append(got, eventsOf(t, rec)...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, stats, next := finish(t, d)
 	defer next.Close()
 	if dd := diffStrings(shorts(got), shorts(want)); dd != "" || len(got) == 0 {
 		t.Fatalf("events (%d): %s", len(got), dd)

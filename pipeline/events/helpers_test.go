@@ -204,3 +204,17 @@ func diffStrings(got, want []string) string {
 	}
 	return fmt.Sprintf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
 }
+
+// finish runs d.Finish and returns the events it emitted.
+func finish(t testing.TB, d *Differ) ([]ev, Stats, *State) {
+	t.Helper()
+	var evs []ev
+	stats, next, err := d.Finish(func(_ *schema.Table, rec arrow.Record) error {
+		evs = append(evs, eventsOf(t, rec)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return evs, stats, next
+}

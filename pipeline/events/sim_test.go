@@ -204,14 +204,7 @@ func runSim(t *testing.T, ticks int, dir string, opt Options) ([]string, map[str
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []ev
-		stats, next, err := d.Finish(func(_ *schema.Table, rec arrow.Record) error {
-			got = append(got, eventsOf(t, rec)...)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, stats, next := finish(t, d)
 		want := expectedSimEvents(prev, cur, tick == 0, src, runID, snap, prevSnap)
 		if d := diffStrings(evLines(got), evLines(want)); d != "" {
 			t.Fatalf("tick %d: %s", tick, d)
