@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -33,7 +34,9 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 	}
 	meta := infer.Meta{Snapshot: snap, Account: rq.account, RowOffsets: offsets}
 	opt := infer.Options{Mode: r.cfg.SchemaMode, BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem}
+	start := time.Now()
 	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.Emit)
+	res.stage(StageDecode, start)
 	if err != nil {
 		fan.Abort()
 		return nil, fmt.Errorf("infer %s: %w", ep.Name, err)
@@ -52,7 +55,9 @@ func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq r
 		res.Rows += n
 		offsets[t] += n
 	}
+	start = time.Now()
 	outs := fan.Commit(ctx)
+	res.stage(StageCommit, start)
 	for _, o := range outs {
 		if o.Error != "" {
 			return outs, nil // reported per sink; the registry is not saved

@@ -470,3 +470,44 @@ func TestReplayGivesLiveRows(t *testing.T) {
 		}
 	}
 }
+
+// The summary says where an endpoint's time went: the body, its decode,
+// the sinks' commit, the archive and the events, each within the
+// endpoint's duration; a replay reports its own (no archive write).
+func TestStageTimings(t *testing.T) {
+	live := memsink.New("mem")
+	rig := newMemRig(t, venuesim.Config{Seed: 5, Instruments: 200}, live)
+	ctx := context.Background()
+	sum := rig.r.Run(ctx)
+	if !sum.OK || len(sum.Endpoints) == 0 {
+		t.Fatalf("run: %+v", sum)
+	}
+	check := func(e pipeline.EndpointResult, want []string, absent string) {
+		t.Helper()
+		for _, st := range want {
+			v, ok := e.Stages[st]
+			if !ok || v < 0 || v > float64(e.DurationMS)+1 {
+				t.Errorf("%s: stage %s = %v (present %v), endpoint took %d ms", e.Endpoint, st, v, ok, e.DurationMS)
+			}
+		}
+		if e.Stages[pipeline.StageBody] > e.Stages[pipeline.StageDecode] {
+			t.Errorf("%s: waiting for the body (%v ms) longer than the decode that reads it (%v ms)", e.Endpoint, e.Stages[pipeline.StageBody], e.Stages[pipeline.StageDecode])
+		}
+		if _, ok := e.Stages[absent]; absent != "" && ok {
+			t.Errorf("%s: stage %s reported", e.Endpoint, absent)
+		}
+	}
+	all := []string{pipeline.StageBody, pipeline.StageDecode, pipeline.StageCommit, pipeline.StageArchive, pipeline.StageEvents}
+	check(sum.Endpoints[0], all, "")
+	cfg := rig.cfg
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{memsink.New("again")}, nil
+	r, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Replay(ctx, pipeline.ReplayOptions{DataDir: rig.dir})
+	if err != nil || len(res.Snapshots) != 1 {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	check(res.Snapshots[0].Endpoints[0], all[:3], pipeline.StageArchive)
+}

@@ -189,12 +189,58 @@ type EndpointResult struct {
 	Error      string                `json:"error,omitempty"`
 	Raw        []string              `json:"raw,omitempty"` // archived body files
 	Sinks      map[string]SinkResult `json:"sinks,omitempty"`
+	// Stages is where the endpoint's time went, in ms (see Stage*); the
+	// stages overlap (the body is decoded as it arrives), so they do not
+	// add up to DurationMS.
+	Stages map[string]float64 `json:"stages_ms,omitempty"`
 	// unloadable: the body cannot be decoded (or read back from the
 	// archive), so no sink will ever load it.
 	unloadable bool
 	// fetchFailed: a request of the endpoint failed before its body was
 	// read whole.
 	fetchFailed bool
+}
+
+// The stages of an endpoint's time (EndpointResult.Stages).
+const (
+	// StageBody is the time spent waiting for the body: reading the
+	// response from the network (a replay: reading and decompressing the
+	// archived file).
+	StageBody = "body"
+	// StageDecode is the decode of the body into rows handed to the sinks,
+	// from the first byte to the last row (it includes StageBody).
+	StageDecode = "decode"
+	// StageCommit is the sinks' commit of the rows (Parquet: the last row
+	// group, fsync and rename; ClickHouse: the last INSERT).
+	StageCommit = "commit"
+	// StageArchive is the end of the raw archive's write: hashing and
+	// compressing what was left, fsync and rename.
+	StageArchive = "archive"
+	// StageEvents is the comparison with the previous listing, the
+	// instrument_events rows written and the state saved.
+	StageEvents = "events"
+)
+
+// stage adds the time since start to the stage name of res.
+func (res *EndpointResult) stage(name string, start time.Time) {
+	if res.Stages == nil {
+		res.Stages = map[string]float64{}
+	}
+	res.Stages[name] += float64(time.Since(start).Microseconds()) / 1000
+}
+
+// timedReader adds the time spent in Read to a stage.
+type timedReader struct {
+	r    io.Reader
+	res  *EndpointResult
+	name string
+}
+
+func (t timedReader) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := t.r.Read(p)
+	t.res.stage(t.name, start)
+	return n, err
 }
 
 // SinkResult reports what one sink made of one endpoint.
@@ -398,7 +444,9 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		}
 	}
 	if res.Status == "ok" && ev.usable() {
+		start := time.Now()
 		r.finishEvents(ctx, log, ev, sr.states, &res)
+		res.stage(StageEvents, start)
 	}
 	ev.close(sr.states)
 	for name, sr := range res.Sinks {
@@ -469,7 +517,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			}
 			entry = e
 		}
-		body := io.TeeReader(resp.Body, entry)
+		body := io.TeeReader(timedReader{r: resp.Body, res: res, name: StageBody}, entry)
 		var outs map[string]SinkResult
 		var derr error
 		switch ep.Kind {
@@ -492,7 +540,11 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 		if derr != nil {
 			msg = r.cfg.Redactor.String(oneLine(derr))
 		}
+		finishing := time.Now()
 		meta, aerr := entry.Finish(resp.Status, resp.ContentType, complete, msg)
+		if sr.archive != nil {
+			res.stage(StageArchive, finishing)
+		}
 		if aerr == nil && meta.File != "" {
 			res.Raw = append(res.Raw, meta.File)
 		}
@@ -562,13 +614,17 @@ func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, 
 		}
 		return fan.Emit(t, rec)
 	}
+	start := time.Now()
 	stats, err := dec.Decode(ctx, body, snap, emit)
+	res.stage(StageDecode, start)
 	if err != nil {
 		fan.Abort()
 		return nil, fmt.Errorf("decode listing: %w", err)
 	}
 	res.Rows += stats.Rows
 	res.Rejects += stats.Rejects
+	start = time.Now()
+	defer res.stage(StageCommit, start)
 	return fan.Commit(ctx), nil
 }
 

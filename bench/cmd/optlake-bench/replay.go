@@ -32,18 +32,21 @@ import (
 //   - bytes of one snapshot's instruments file against DuckDB's file of
 //     the same body.
 type runSplit struct {
-	Runs           int     `json:"runs"`
-	ProcessMS      float64 `json:"process_ms"`   // median, exec to exit
-	StartMS        float64 `json:"start_ms"`     // median of `optlake --version`
-	RunMS          float64 `json:"run_ms"`       // median of the summary's duration
-	EndpointMS     float64 `json:"endpoint_ms"`  // median of the instruments endpoint's duration
-	FetchMS        float64 `json:"fetch_ms"`     // median of a plain GET of the listing
-	PeakRSS        int64   `json:"peak_rss"`     // highest
-	CPUMS          float64 `json:"cpu_ms"`       // median user+sys
-	RowsPerRun     int64   `json:"rows_per_run"` // median
-	BodyBytes      int64   `json:"body_bytes"`   // median
-	SnapshotFileB  int64   `json:"snapshot_file_bytes"`
-	DuckDBSnapshot int64   `json:"duckdb_snapshot_file_bytes"`
+	Runs       int     `json:"runs"`
+	ProcessMS  float64 `json:"process_ms"`  // median, exec to exit
+	StartMS    float64 `json:"start_ms"`    // median of `optlake --version`
+	RunMS      float64 `json:"run_ms"`      // median of the summary's duration
+	EndpointMS float64 `json:"endpoint_ms"` // median of the instruments endpoint's duration
+	FetchMS    float64 `json:"fetch_ms"`    // median of a plain GET of the listing
+	// StagesMS is the median of each stage of the instruments endpoint,
+	// from the run's summary (pipeline.Stage*).
+	StagesMS       map[string]float64 `json:"stages_ms"`
+	PeakRSS        int64              `json:"peak_rss"`     // highest
+	CPUMS          float64            `json:"cpu_ms"`       // median user+sys
+	RowsPerRun     int64              `json:"rows_per_run"` // median
+	BodyBytes      int64              `json:"body_bytes"`   // median
+	SnapshotFileB  int64              `json:"snapshot_file_bytes"`
+	DuckDBSnapshot int64              `json:"duckdb_snapshot_file_bytes"`
 	// DuckDBSameCols is DuckDB's file of optlake's own snapshot file
 	// rewritten: the same rows and the same 32 columns (the raw body gives
 	// DuckDB only the venue's 25).
@@ -64,6 +67,7 @@ func (b *benchRun) replayPart(ctx context.Context, bin string) error {
 		defer os.RemoveAll(archive)
 	}
 	var procMS, runMS, epMS, fetchMS, cpuMS, rows, body []float64
+	stages := map[string][]float64{}
 	split := &runSplit{Runs: n}
 	var totalRows int64
 	b.progress("replay: taking %d snapshots of venue-sim's realistic listing, one `optlake run` process each", n)
@@ -95,6 +99,9 @@ func (b *benchRun) replayPart(ctx context.Context, bin string) error {
 		epMS = append(epMS, float64(s.endpointMS))
 		rows = append(rows, float64(s.rows))
 		body = append(body, float64(s.bytes))
+		for k, v := range s.stages {
+			stages[k] = append(stages[k], v)
+		}
 		split.PeakRSS = max(split.PeakRSS, pr.PeakRSS)
 		totalRows += s.rows
 	}
@@ -108,6 +115,10 @@ func (b *benchRun) replayPart(ctx context.Context, bin string) error {
 	}
 	split.ProcessMS, split.StartMS, split.RunMS, split.EndpointMS = median(procMS), median(startMS), median(runMS), median(epMS)
 	split.FetchMS, split.CPUMS, split.RowsPerRun, split.BodyBytes = median(fetchMS), median(cpuMS), int64(median(rows)), int64(median(body))
+	split.StagesMS = map[string]float64{}
+	for k, v := range stages {
+		split.StagesMS[k] = median(v)
+	}
 	b.rep.Split = split
 	b.progress("replay: a run takes %.0f ms (process start %.0f ms, run %.0f ms, fetch %.0f ms), %s peak", split.ProcessMS, split.StartMS, split.RunMS, split.FetchMS, mib(split.PeakRSS))
 
@@ -253,6 +264,7 @@ type runSummary struct {
 	rows       int64
 	bytes      int64
 	endpointMS int64
+	stages     map[string]float64
 }
 
 func readRunSummary(path string) (runSummary, error) {
@@ -264,10 +276,11 @@ func readRunSummary(path string) (runSummary, error) {
 		runSummary
 		Error     string `json:"error"`
 		Endpoints []struct {
-			Endpoint   string `json:"endpoint"`
-			Rows       int64  `json:"rows"`
-			Bytes      int64  `json:"bytes"`
-			DurationMS int64  `json:"duration_ms"`
+			Endpoint   string             `json:"endpoint"`
+			Rows       int64              `json:"rows"`
+			Bytes      int64              `json:"bytes"`
+			DurationMS int64              `json:"duration_ms"`
+			Stages     map[string]float64 `json:"stages_ms"`
 		} `json:"endpoints"`
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -278,7 +291,7 @@ func readRunSummary(path string) (runSummary, error) {
 	}
 	for _, e := range s.Endpoints {
 		if e.Endpoint == "instruments" {
-			s.rows, s.bytes, s.endpointMS = e.Rows, e.Bytes, e.DurationMS
+			s.rows, s.bytes, s.endpointMS, s.stages = e.Rows, e.Bytes, e.DurationMS, e.Stages
 			return s.runSummary, nil
 		}
 	}

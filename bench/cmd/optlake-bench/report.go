@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/bench"
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -441,6 +442,17 @@ func (r *Report) bytesAndSplit() string {
 		fmt.Fprintf(&b, "| the run as its summary times it (catch-up check, snapshot, ledger) | %.1f |\n", s.RunMS)
 		fmt.Fprintf(&b, "| … of which the instruments endpoint (fetch, archive, decode, Parquet, events) | %.1f |\n", s.EndpointMS)
 		fmt.Fprintf(&b, "| … of which the fetch alone (a plain GET of the same listing by the bench) | %.1f |\n", s.FetchMS)
+		for _, st := range []struct{ key, what string }{
+			{pipeline.StageBody, "… … waiting for the body (network reads, as the run's summary times them)"},
+			{pipeline.StageDecode, "… … decode into rows handed to the sinks (first byte to last row, the body included)"},
+			{pipeline.StageCommit, "… … Parquet commit (last row group, fsync, rename)"},
+			{pipeline.StageArchive, "… … raw archive finish (hash and zstd of what was left, fsync, rename)"},
+			{pipeline.StageEvents, "… … instrument events (compare, write, save the state)"},
+		} {
+			if v, ok := s.StagesMS[st.key]; ok {
+				fmt.Fprintf(&b, "| %s | %.1f |\n", st.what, v)
+			}
+		}
 	}
 	return b.String()
 }
