@@ -31,7 +31,7 @@ import (
 type Options struct {
 	Dir              string        // the data directory (--data-dir), when Store is nil
 	Store            storage.Store // the data directory's store (a bucket prefix or a folder)
-	CompressionLevel int           // zstd level; 0 = library default
+	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
 	Logger           *slog.Logger
 }
 
