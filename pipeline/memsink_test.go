@@ -511,3 +511,53 @@ func TestStageTimings(t *testing.T) {
 	}
 	check(res.Snapshots[0].Endpoints[0], all[:3], pipeline.StageArchive)
 }
+
+// A replay cancelled after its first snapshot stops starting snapshots: it
+// returns the context's error, reports the snapshots that ran (in order),
+// and leaves the rest unloaded.
+func TestReplayCancelled(t *testing.T) {
+	rig := newMemRig(t, venuesim.Config{Seed: 12, Instruments: 30}, memsink.New("live"))
+	ctx := context.Background()
+	const n = 8
+	for i := 0; i < n; i++ {
+		if sum := rig.r.Run(ctx); !sum.OK {
+			t.Fatalf("run %d: %s", i, sum.Error)
+		}
+		rig.sim.Advance(1)
+	}
+	again := memsink.New("replay")
+	cfg := rig.cfg
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, nil
+	r, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res, err := r.Replay(cctx, pipeline.ReplayOptions{DataDir: rig.dir, Progress: func(done, total int, _ *pipeline.Summary) {
+		if done == 1 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("replay cancelled after its first snapshot: err %v", err)
+	}
+	if len(res.Snapshots) == 0 || len(res.Snapshots) >= n {
+		t.Fatalf("%d of %d snapshots reported", len(res.Snapshots), n)
+	}
+	for i, s := range res.Snapshots {
+		if want := fmt.Sprintf("run-%d", i+1); s.RunID != want {
+			t.Errorf("snapshot %d reported is %s, want %s", i, s.RunID, want)
+		}
+	}
+	runs := map[string]bool{}
+	for _, rec := range again.Records(schema.Instruments.Name) {
+		ids := rec.Column(schema.Instruments.MustIndex("run_id")).(*array.String)
+		for i := 0; i < ids.Len(); i++ {
+			runs[ids.Value(i)] = true
+		}
+	}
+	if len(runs) == 0 || len(runs) >= n {
+		t.Errorf("rows of %d snapshots loaded after the cancel, want some and not all %d", len(runs), n)
+	}
+}

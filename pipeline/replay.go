@@ -159,7 +159,12 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 				for _, b := range s.Bodies {
 					weight += b.Bytes
 				}
-				if ctx.Err() != nil || !budget.acquire(weight, stop) {
+				acquired := ctx.Err() == nil && budget.acquire(weight, stop)
+				if acquired && ctx.Err() != nil { // cancelled while waiting for room
+					budget.release(weight)
+					acquired = false
+				}
+				if !acquired {
 					for ; i < len(snaps); i++ {
 						outs[i] <- nil
 					}
