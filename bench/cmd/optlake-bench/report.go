@@ -334,7 +334,7 @@ Parquet sink as the runner does (decoder goroutine → channel of 2 → writer g
 records decoded beforehand into memory, one INSERT per record batch as the sink's writer does, into a freshly
 migrated table. clickhouse-client times are the client process's wall time, start-up included, inserting the same
 rows (dumped in listing order) into a table created AS the migrated one. DuckDB times the COPY statement only.
-` + "`optlake run --endpoints instruments` e2e is the run process's wall time, CPU and peak RSS against `optlake venue-sim\n--tick 0` serving the same listing (first snapshot: into an empty data directory; next: with the events state the\nfirst left). CPU is user+sys of the measured process (start-up included); the machine is shared, so where time\nis well above CPU/cores the process was waiting for a core.\n")
+` + "`optlake run --endpoints instruments` e2e is the run process's wall time, CPU and peak RSS against a loopback HTTP server\nin the bench process sending the listing file DuckDB reads (sendfile, no gzip) (first snapshot: into an empty data directory; next: with the events state the\nfirst left). CPU is user+sys of the measured process (start-up included); the machine is shared, so where time\nis well above CPU/cores the process was waiting for a core.\n")
 	return b.String()
 }
 
