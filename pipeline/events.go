@@ -35,12 +35,6 @@ type eventsRun struct {
 	turn *eventsTurn
 	err  error
 	log  *slog.Logger
-	// feed hands the decoded records to the goroutine that observes
-	// them, off the decoder's path (nil: none running); fed is closed
-	// when it is done, feedErr its error.
-	feed    chan arrow.Record
-	fed     chan struct{}
-	feedErr error
 }
 
 // startEvents loads the last known state of the source (nil: no events);
@@ -71,7 +65,6 @@ func (e *eventsRun) close(states stateStore) {
 	if e == nil {
 		return
 	}
-	e.sync()
 	if e.d != nil {
 		e.d.Close()
 	}
@@ -122,7 +115,6 @@ func (t *eventsTurn) finish() {
 // beginAttempt starts (again) with a fresh comparison: a retried request
 // must not count the rows of its failed attempt.
 func (e *eventsRun) beginAttempt() {
-	e.sync()
 	if e == nil || e.tainted || e.err != nil {
 		return
 	}
@@ -147,64 +139,29 @@ func (e *eventsRun) beginAttempt() {
 	e.d = d
 }
 
-// observe hands rec to the comparison, which reads it in its own goroutine
-// (sorting the names is a third of the decoder's time on a 1M listing);
-// sync waits for it.
 func (e *eventsRun) observe(rec arrow.Record) {
 	if e == nil || e.d == nil || e.tainted || e.err != nil {
 		return
 	}
 	e.observed = true
-	if e.feed == nil {
-		feed, fed, d := make(chan arrow.Record, 2), make(chan struct{}), e.d
-		e.feed, e.fed = feed, fed
-		go func() {
-			defer close(fed)
-			for r := range feed {
-				if e.feedErr == nil {
-					e.feedErr = d.Observe(r)
-				}
-				r.Release()
-			}
-		}()
+	if err := e.d.Observe(rec); err != nil {
+		e.err = err
 	}
-	rec.Retain()
-	e.feed <- rec
-}
-
-// sync waits until the records handed to observe are observed, and takes
-// over the goroutine's error.
-func (e *eventsRun) sync() {
-	if e == nil || e.feed == nil {
-		return
-	}
-	close(e.feed)
-	<-e.fed
-	e.feed, e.fed = nil, nil
-	if e.feedErr != nil && e.err == nil {
-		e.err = e.feedErr
-	}
-	e.feedErr = nil
 }
 
 // taint marks the comparison unusable after a failed request.
 func (e *eventsRun) taint() {
 	if e != nil {
-		e.sync()
 		e.tainted = true
 	}
 }
 
-func (e *eventsRun) usable() bool {
-	e.sync()
-	return e != nil && !e.tainted && e.err == nil && e.d != nil
-}
+func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == nil && e.d != nil }
 
 // finishEvents writes the events to every sink and, when all of them took
 // them, saves the new state: a sink that failed gets the same events again
 // at the next snapshot's comparison window, never a gap.
 func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRun, states stateStore, res *EndpointResult) {
-	e.sync()
 	if e.turn != nil && e.err == nil {
 		if err := e.turn.wait(ctx); err != nil {
 			log.Warn("instrument events skipped", "err", err)
