@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // KV is a Store seen under a folder as a plain key-value store with no
@@ -12,9 +13,10 @@ import (
 //
 //	ledger.New(storage.KV(ctx, st, ledger.Dir), nil)
 type KVStore struct {
-	ctx    context.Context
-	s      Store
-	folder string // "" or "x/"
+	ctx     context.Context
+	s       Store
+	folder  string        // "" or "x/"
+	timeout time.Duration // of each call (0: none beyond ctx)
 }
 
 // KV returns the key-value view of s under folder; ctx bounds every call.
@@ -25,14 +27,41 @@ func KV(ctx context.Context, s Store, folder string) KVStore {
 	return KVStore{ctx: ctx, s: s, folder: folder}
 }
 
-func (k KVStore) Put(name string, data []byte) error { return k.s.Put(k.ctx, k.folder+name, data) }
+// Within bounds each call to d as well.
+func (k KVStore) Within(d time.Duration) KVStore {
+	k.timeout = d
+	return k
+}
 
-func (k KVStore) Get(name string) ([]byte, error) { return ReadAll(k.ctx, k.s, k.folder+name) }
+func (k KVStore) call() (context.Context, context.CancelFunc) {
+	if k.timeout > 0 {
+		return context.WithTimeout(k.ctx, k.timeout)
+	}
+	return k.ctx, func() {}
+}
 
-func (k KVStore) Delete(name string) error { return k.s.Delete(k.ctx, k.folder+name) }
+func (k KVStore) Put(name string, data []byte) error {
+	ctx, cancel := k.call()
+	defer cancel()
+	return k.s.Put(ctx, k.folder+name, data)
+}
+
+func (k KVStore) Get(name string) ([]byte, error) {
+	ctx, cancel := k.call()
+	defer cancel()
+	return ReadAll(ctx, k.s, k.folder+name)
+}
+
+func (k KVStore) Delete(name string) error {
+	ctx, cancel := k.call()
+	defer cancel()
+	return k.s.Delete(ctx, k.folder+name)
+}
 
 func (k KVStore) List(prefix string) ([]string, error) {
-	l, err := k.s.List(k.ctx, k.folder+prefix)
+	ctx, cancel := k.call()
+	defer cancel()
+	l, err := k.s.List(ctx, k.folder+prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -232,6 +232,49 @@ func TestLeaseOnBucket(t *testing.T) {
 	}
 }
 
+// `run --every` on a bucket prefix, stopped with SIGTERM: exit 0 after the
+// snapshot in flight, every snapshot whole in the bucket (read by DuckDB
+// from the server's directory), its events too, nothing pending in the load
+// ledger (the snapshot in flight when the signal came is recorded as
+// loaded), and the lease released at once (a run right after succeeds
+// although the lease's TTL is a minute).
+func TestEverySIGTERMOnBucket(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	url := g.URL("lake", "hist")
+	lake := filepath.Join(g.Dir(), "lake", "hist")
+	const instruments = 400
+	_, api := startSim(t, venuesim.Config{Seed: 8, Instruments: instruments})
+	cmd, out, errb := startCLI(t, "run", "--api-url", api, "--data-dir", url, "--every", "1s", "--lease-ttl", "1m")
+	waitFor(t, "three snapshots on the bucket", func() bool { return len(snapshotsOnDisk(lake)) >= 3 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(cmd.Wait()); code != 0 {
+		t.Fatalf("exit %d after SIGTERM\n%s", code, errb.String())
+	}
+	n := len(snapshotsOnDisk(lake))
+	if strings.Count(out.String(), " ok in ") != n {
+		t.Errorf("%d snapshots in the bucket, summary lines:\n%s", n, out.String())
+	}
+	glob := func(table string) string { return filepath.Join(lake, table, "*", "*.parquet") }
+	if got := duckScalar(t, fmt.Sprintf("SELECT count(*) || '/' || count(DISTINCT snapshot_time) FROM read_parquet('%s')", glob("instruments"))); got != fmt.Sprintf("%d/%d", n*instruments, n) {
+		t.Errorf("instruments rows/snapshots = %s, want %d/%d", got, n*instruments, n)
+	}
+	// The listing does not change (no ticks): the first snapshot lists
+	// every instrument, the others have no events.
+	if got := duckScalar(t, fmt.Sprintf("SELECT count(*) FILTER (WHERE initial AND event = 'listed') || '/' || count(*) FROM read_parquet('%s')", glob("instrument_events"))); got != fmt.Sprintf("%d/%d", instruments, instruments) {
+		t.Errorf("instrument events (initial listed/all) = %s, want %d/%d", got, instruments, instruments)
+	}
+	if res := optlake(t, "status", "--data-dir", url); res.code != 0 || !strings.Contains(res.stdout, "nothing pending") {
+		t.Errorf("status after the loop: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		t.Logf("the loop's log:\n%s", errb.String())
+	}
+	if res := optlake(t, "run", "--api-url", api, "--data-dir", url, "--lease-ttl", "1m"); res.code != 0 {
+		t.Errorf("run right after SIGTERM (the lease not released?): exit %d\n%s", res.code, res.stderr)
+	}
+}
+
 // A bucket that does not answer: the run fails at once with one line
 // naming the store (never a credential), exit non-zero.
 func TestBucketUnreachable(t *testing.T) {

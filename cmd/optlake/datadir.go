@@ -85,13 +85,21 @@ func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.
 	return ledgerOn(ctx, st), st.Close, nil
 }
 
-// ledgerOn is the load ledger of a store: DATA/_ledger/.
+// ledgerOn is the load ledger of a store: DATA/_ledger/. On a bucket its
+// calls outlive ctx: the first SIGTERM or SIGINT cancels ctx, and the
+// snapshot in flight still finishes and must be recorded (a second signal
+// aborts it, and that too is recorded: pending); each call is bounded by
+// ledgerCallTimeout instead, so a store that hangs cannot hold the process.
 func ledgerOn(ctx context.Context, st storage.Store) *ledger.Ledger {
 	if dir := localDir(st); dir != "" {
 		return ledger.Open(dir)
 	}
-	return ledger.New(storage.KV(ctx, st, ledger.Dir+"/"), nil)
+	return ledger.New(storage.KV(context.WithoutCancel(ctx), st, ledger.Dir+"/").Within(ledgerCallTimeout), nil)
 }
+
+// ledgerCallTimeout bounds one call of a bucket's load ledger (a small
+// object's PUT, GET, DELETE or a listing).
+const ledgerCallTimeout = 30 * time.Second
 
 // lockStore takes the data directory for this process (runs never
 // overlap): the flock of a local folder, the lease object of a bucket
