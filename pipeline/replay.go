@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/ledger"
@@ -135,6 +137,13 @@ const (
 	replayBodyBudget = 64 << 20
 )
 
+// replayWeight is a snapshot's share of the replay's budget of
+// replayBodyBudget: its bodies' bytes, at least 1/workers of the budget
+// (so that at most workers run at once) and at most all of it.
+func replayWeight(bodies int64, workers int) int64 {
+	return min(max(bodies, replayBodyBudget/int64(workers)), replayBodyBudget)
+}
+
 // replaySnapshots loads snaps into the sinks, several at once, and yields
 // each one's outcome in snapshot order; a nil outcome means the context was
 // cancelled before that snapshot started (nothing after it is yielded).
@@ -144,24 +153,27 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 		for i := range outs {
 			outs[i] = make(chan *replayed, 1)
 		}
-		stop := make(chan struct{})
+		// dispatch ends when ctx does or the caller stops reading;
+		// snapshots already started finish under ctx.
+		dispatch, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		defer close(stop)
+		defer stop()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			workers := max(1, min(runtime.GOMAXPROCS(0), replayParallel))
-			budget := newBudget(workers, replayBodyBudget)
+			sem := semaphore.NewWeighted(replayBodyBudget)
 			var prev *eventsTurn
 			for i, s := range snaps {
-				weight := int64(0)
+				var bodies int64
 				for _, b := range s.Bodies {
-					weight += b.Bytes
+					bodies += b.Bytes
 				}
-				acquired := ctx.Err() == nil && budget.acquire(weight, stop)
-				if acquired && ctx.Err() != nil { // cancelled while waiting for room
-					budget.release(weight)
+				weight := replayWeight(bodies, workers)
+				acquired := sem.Acquire(dispatch, weight) == nil
+				if acquired && ctx.Err() != nil { // room came, but so did the cancel
+					sem.Release(weight)
 					acquired = false
 				}
 				if !acquired {
@@ -175,7 +187,7 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer budget.release(weight)
+					defer sem.Release(weight)
 					defer turn.finish()
 					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded)
 				}()
@@ -201,50 +213,6 @@ func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.
 	})
 	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID})
 	return &replayed{sum: sum, problems: fetch.problems}
-}
-
-// budget bounds the snapshots in flight: at most n at once, holding at
-// most max bytes together (one larger than max runs alone).
-type budget struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	n, max int64
-	used   int64 // bytes in flight
-	count  int64 // snapshots in flight
-}
-
-func newBudget(n int, max int64) *budget {
-	b := &budget{n: int64(n), max: max}
-	b.cond = sync.NewCond(&b.mu)
-	return b
-}
-
-// acquire waits until a snapshot of weight bytes fits; false when stop
-// closed first.
-func (b *budget) acquire(weight int64, stop <-chan struct{}) bool {
-	weight = min(weight, b.max)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.count > 0 && (b.count >= b.n || b.used+weight > b.max) {
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		b.cond.Wait()
-	}
-	b.count++
-	b.used += weight
-	return true
-}
-
-func (b *budget) release(weight int64) {
-	weight = min(weight, b.max)
-	b.mu.Lock()
-	b.count--
-	b.used -= weight
-	b.mu.Unlock()
-	b.cond.Broadcast()
 }
 
 // archiveFetcher serves archived bodies as responses.
