@@ -16,30 +16,6 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-// copyTree copies the files under src to dst (a bucket's objects, which
-// versitygw keeps as plain files, into a local data directory).
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The whole data directory on an S3 bucket prefix (a real versitygw):
 // three runs, then status, schema, history and replay on the URL. The
 // lake DuckDB reads from the server's directory equals the one a local
@@ -80,7 +56,10 @@ func TestLakeOnBucket(t *testing.T) {
 
 	// The same raw archive replayed into a local folder: the same lake.
 	local := t.TempDir()
-	copyTree(t, filepath.Join(lake, "raw"), filepath.Join(local, "raw"))
+	// versitygw keeps a bucket's objects as plain files.
+	if err := os.CopyFS(filepath.Join(local, "raw"), os.DirFS(filepath.Join(lake, "raw"))); err != nil {
+		t.Fatal(err)
+	}
 	if res := optlake(t, "replay", "--data-dir", local); res.code != 0 {
 		t.Fatalf("local replay: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}

@@ -139,7 +139,7 @@ func (b *benchRun) replayPart(ctx context.Context, bin string) error {
 	for i := range b.cfg.runs {
 		dir := filepath.Join(b.work, "replay-data")
 		os.RemoveAll(dir)
-		if err := copyDir(filepath.Join(archive, "raw"), filepath.Join(dir, "raw")); err != nil {
+		if err := os.CopyFS(filepath.Join(dir, "raw"), os.DirFS(filepath.Join(archive, "raw"))); err != nil {
 			return err
 		}
 		cmd := exec.CommandContext(ctx, bin, "replay", "--data-dir", dir, "--endpoints", "instruments", "--sink", "parquet", "--log-level", "warn")
@@ -296,25 +296,6 @@ func readRunSummary(path string) (runSummary, error) {
 		}
 	}
 	return runSummary{}, errors.New("run summary has no instruments endpoint")
-}
-
-// copyDir copies the regular files under src to dst.
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -154,19 +154,8 @@ func (s *BucketStore) files(ctx context.Context, prefix string) ([]File, error) 
 
 // List implements Store.
 func (s *BucketStore) List(ctx context.Context, p Partition) ([]File, error) {
-	files, err := s.files(ctx, s.part(p))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", p, err)
-	}
-	parked, err := s.files(ctx, s.pending(p))
-	if err != nil {
-		return nil, fmt.Errorf("list parked %s: %w", p, err)
-	}
-	for _, f := range parked {
-		f.Pending = true
-		files = append(files, f)
-	}
-	return files, nil
+	list := func(prefix string) ([]File, error) { return s.files(ctx, prefix) }
+	return listWithParked(p, list, s.part(p), s.pending(p))
 }
 
 // Open implements Store.

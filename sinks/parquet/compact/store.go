@@ -219,11 +219,17 @@ func parquetFiles(dir string) ([]File, error) {
 
 // List implements Store.
 func (s *LocalStore) List(_ context.Context, p Partition) ([]File, error) {
-	files, err := parquetFiles(s.part(p))
+	return listWithParked(p, parquetFiles, s.part(p), s.pending(p))
+}
+
+// listWithParked lists a partition's files (in folder part) and then its
+// parked ones (in folder pending, marked Pending), with list.
+func listWithParked(p Partition, list func(folder string) ([]File, error), part, pending string) ([]File, error) {
+	files, err := list(part)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", p, err)
 	}
-	parked, err := parquetFiles(s.pending(p))
+	parked, err := list(pending)
 	if err != nil {
 		return nil, fmt.Errorf("list parked %s: %w", p, err)
 	}
