@@ -126,6 +126,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 	}
 	res.Down = map[string]string{}
 	states := newMemStates(opt.DataDir)
+	arc := r.archiveOf(opt.DataDir) // one for every snapshot: its zstd decoders are reused
 	defer states.Close()
 	n := 0
 	for _, rec := range recs {
@@ -158,7 +159,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 		n++
 		cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
 		if len(todo) > 0 {
-			cu = r.catchUpSnapshot(bctx, r.archiveOf(opt.DataDir), rec, todo, byName, states, res)
+			cu = r.catchUpSnapshot(bctx, arc, rec, todo, byName, states, res)
 		}
 		r.catchUpRunsOf(bctx, rec, runs, byName, res, &cu)
 		res.Snapshots = append(res.Snapshots, cu)
