@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
@@ -92,13 +93,9 @@ func parseTimeFlag(s string) (time.Time, error) {
 // progressPrinter shows a progress bar (github.com/schollz/progressbar) on
 // a terminal and plain log lines otherwise.
 func progressPrinter(w io.Writer, b *built) func(int, int, *pipeline.Summary) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	if tty {
+	// A terminal, not any character device: /dev/null is one too, and a
+	// bar drawn there costs an fsync per snapshot.
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return progressBar(w)
 	}
 	return func(done, total int, s *pipeline.Summary) {

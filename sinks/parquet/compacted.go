@@ -116,7 +116,10 @@ func ManifestOf(r *file.Reader) (*Manifest, error) {
 // snapshot's rows with the parked file's.
 func parkName(ctx context.Context, st storage.Store, rel string) (string, error) {
 	part := path.Dir(rel) + "/"
-	files, err := st.List(ctx, part)
+	// Only the compacted files' names: a listing of the whole partition
+	// (every snapshot's file, stat'ed) per Open made a day's runs and a
+	// replay quadratic in the day's snapshots.
+	files, err := st.List(ctx, part+CompactedPrefix)
 	if err != nil {
 		return "", fmt.Errorf("compacted partition: %w", err)
 	}
