@@ -22,8 +22,8 @@ import (
 // order, ready to be merged with the previous state. A snapshot that fits in
 // the buffer never touches the disk.
 
-// defaultMemBytes bounds a sorter's buffer (names, payloads and entrySize
-// bytes of bookkeeping per row).
+// defaultMemBytes bounds a sorter's buffer (names, payloads and
+// 2*entrySize+sortKeySize bytes of bookkeeping per row).
 const defaultMemBytes = 8 << 20
 
 const entrySize = 24 // unsafe.Sizeof(entry{})
@@ -55,6 +55,9 @@ type sorter struct {
 type buffer struct {
 	ar   arena
 	ents []entry
+	// keys and sorted are sort's working memory, kept for the next sort.
+	keys   []sortKey
+	sorted []entry
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
@@ -92,7 +95,7 @@ func (s *sorter) add(name string, p []byte) error {
 	c, off, buf := s.ar.alloc(len(name) + len(p))
 	copy(buf[copy(buf, name):], p)
 	s.ents = append(s.ents, entry{key: nameKey(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
-	if s.ar.used+entrySize*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+	if s.ar.used+(2*entrySize+sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
 	return nil
@@ -139,28 +142,62 @@ func (b *buffer) name(e *entry) []byte {
 
 // sort sorts the buffer by name and keeps the last row of each name (rows
 // arrive in arena order: chunk, then offset).
+//
+// The sort moves sortKeys, not entries: a name's first 16 bytes as two
+// big-endian words order most pairs without reading the names from the
+// arena (venue names share their first 8 bytes: "BTC-27NOV26-…"), and
+// the entry's index (its arrival) breaks ties between equal names.
 func (b *buffer) sort() {
-	slices.SortFunc(b.ents, func(x, y entry) int {
-		if x.key != y.key {
-			return cmp.Compare(x.key, y.key)
+	keys := b.keys[:0]
+	for i := range b.ents {
+		e := &b.ents[i]
+		keys = append(keys, sortKey{k1: e.key, k2: nameKey2(b.name(e)), i: uint32(i)})
+	}
+	slices.SortFunc(keys, func(x, y sortKey) int {
+		if x.k1 != y.k1 {
+			return cmp.Compare(x.k1, y.k1)
 		}
-		if c := bytes.Compare(b.name(&x), b.name(&y)); c != 0 {
+		if x.k2 != y.k2 {
+			return cmp.Compare(x.k2, y.k2)
+		}
+		if c := bytes.Compare(b.name(&b.ents[x.i]), b.name(&b.ents[y.i])); c != 0 {
 			return c
 		}
-		if x.chunk != y.chunk {
-			return cmp.Compare(x.chunk, y.chunk)
-		}
-		return cmp.Compare(x.off, y.off)
+		return cmp.Compare(x.i, y.i)
 	})
-	out := 0
-	for i := range b.ents {
-		if i+1 < len(b.ents) && b.ents[i].key == b.ents[i+1].key && bytes.Equal(b.name(&b.ents[i]), b.name(&b.ents[i+1])) {
-			continue
+	sorted := b.sorted[:0]
+	for j := range keys {
+		if j+1 < len(keys) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 &&
+			bytes.Equal(b.name(&b.ents[keys[j].i]), b.name(&b.ents[keys[j+1].i])) {
+			continue // a later row of the same name follows
 		}
-		b.ents[out] = b.ents[i]
-		out++
+		sorted = append(sorted, b.ents[keys[j].i])
 	}
-	b.ents = b.ents[:out]
+	b.keys = keys
+	b.ents, b.sorted = sorted, b.ents[:0]
+}
+
+// sortKey is an entry's place in buffer.sort.
+type sortKey struct {
+	k1, k2 uint64 // the name's bytes 0–7 and 8–15 (nameKey, nameKey2)
+	i      uint32 // the entry's index in arrival order
+}
+
+// sortKeySize is unsafe.Sizeof(sortKey{}): a buffer holds one per row
+// while it sorts (and a second entry: the sorted copy).
+const sortKeySize = 24
+
+// nameKey2 is nameKey of the name's bytes 8–15 (zero when it has no more
+// than 8): with nameKey it orders names by their first 16 bytes.
+func nameKey2(name []byte) uint64 {
+	if len(name) >= 16 {
+		return binary.BigEndian.Uint64(name[8:16])
+	}
+	var b [8]byte
+	if len(name) > 8 {
+		copy(b[:], name[8:])
+	}
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // maxRuns bounds the runs merged at once (each is read through a 32 KiB
