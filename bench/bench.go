@@ -41,6 +41,9 @@ type Result struct {
 	// CPUSeconds is the measuring process's user+sys CPU time, start-up
 	// included (filled in by the parent from rusage).
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// WorkCPUSeconds is the CPU of the timed work alone, when the
+	// measurement holds untimed preparation (Events: the decode before).
+	WorkCPUSeconds float64 `json:"work_cpu_seconds,omitempty"`
 }
 
 // RowsPerSec is the throughput in rows.
@@ -140,27 +143,36 @@ func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result
 		return Result{}, err
 	}
 	defer f.Close()
-	cr := &countingReader{r: f}
+	res, err := toParquet(ctx, f, dir, snapshot(), batchRows)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// toParquet decodes the listing r into snap's instruments file under dir,
+// as the runner does (see JSONToParquet). Seconds is left to the caller.
+func toParquet(ctx context.Context, r io.Reader, dir string, snap sinks.Snapshot, batchRows int) (Result, error) {
+	cr := &countingReader{r: r}
 	sink, err := parquet.New(parquet.Options{Dir: dir})
 	if err != nil {
 		return Result{}, err
 	}
-	snap := snapshot()
 	fan := pipeline.NewFanout(ctx, []sinks.Sink{sink}, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batchRows})
 	defer dec.Release()
 	st, err := dec.Decode(ctx, cr, snap, fan.Emit)
 	if err != nil {
 		fan.Abort()
-		return Result{}, fmt.Errorf("decode %s: %w", path, err)
+		return Result{}, fmt.Errorf("decode: %w", err)
 	}
 	out := fan.Commit(ctx)[sink.Name()]
 	if out.Error != "" {
 		return Result{}, errors.New(out.Error)
 	}
-	files := out.Files
-	res := Result{Rows: st.Rows, Rejects: st.Rejects, InBytes: cr.n, Seconds: time.Since(start).Seconds()}
-	for _, p := range files {
+	res := Result{Rows: st.Rows, Rejects: st.Rejects, InBytes: cr.n}
+	for _, p := range out.Files {
 		if filepath.Base(filepath.Dir(filepath.Dir(p))) == schema.Instruments.Name {
 			if fi, err := os.Stat(p); err == nil {
 				res.OutBytes += fi.Size()

@@ -1,13 +1,19 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -196,5 +202,76 @@ func TestSimdjsonTapeCounts(t *testing.T) {
 		if res.Rows != 1500 || res.Seconds <= 0 {
 			t.Errorf("group %d: %+v, want 1500 rows", group, res)
 		}
+	}
+}
+
+// The bounds' stages do the work they stand for: the archive holds the
+// body whole, the events list every instrument of a first snapshot, the raw
+// bodies decode into one Parquet file each, and Files commits its files.
+func TestBoundStages(t *testing.T) {
+	ctx := context.Background()
+	const n = 1500
+	path, size := writeListing(t, n, 200)
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	arc, err := Archive(ctx, path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arc.InBytes != size || arc.OutBytes == 0 || arc.OutBytes >= size {
+		t.Errorf("Archive: %+v, want %d bytes in and a smaller file", arc, size)
+	}
+	raws, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "date=*", "*.json.zst"))
+	if len(raws) != 1 {
+		t.Fatalf("archive files %v, want one", raws)
+	}
+	rel, _ := filepath.Rel(dir, raws[0])
+	rc, err := archive.Open(dir, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("archived body: %d bytes (%v), want the %d of the listing", len(got), err, len(body))
+	}
+	meta, err := archive.ReadMeta(filepath.Join(dir, archive.MetaPath(rel)))
+	if sum := sha256.Sum256(body); err != nil || meta.SHA256 != hex.EncodeToString(sum[:]) || !meta.Complete {
+		t.Errorf("archive meta %+v (%v), want complete with the body's sha256", meta, err)
+	}
+
+	ev, err := Events(ctx, path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Rows != n || ev.WorkCPUSeconds <= 0 {
+		t.Errorf("Events: %+v, want %d rows and their CPU", ev, n)
+	}
+
+	files := []string{rel, rel, rel}
+	dec, err := RawToParquet(ctx, dir, files, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	pq, err := RawToParquet(ctx, dir, files, out, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, _ := filepath.Glob(filepath.Join(out, "instruments", "date=*", "*.parquet"))
+	if dec.Rows != 3*n || pq.Rows != 3*n || pq.OutBytes == 0 || len(written) != 3 {
+		t.Errorf("RawToParquet: %+v decoding, %+v and %d files writing; want %d rows and 3 files", dec, pq, len(written), 3*n)
+	}
+
+	fs, err := Files(ctx, out, 4, []int64{1000, 10}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, _ := filepath.Glob(filepath.Join(out, "t*", "date=*", "*.parquet"))
+	if fs.Rows != 8 || fs.OutBytes != 4*1010 || len(committed) != 8 {
+		t.Errorf("Files: %+v and %d files, want 8 files of 4,040 bytes", fs, len(committed))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/optlake/optlake/bench"
 	"github.com/optlake/optlake/schema"
@@ -28,7 +30,7 @@ type childOut struct {
 
 func child(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "optlake-bench: "+childCmd+" needs a mode: decode, parquet, simdjson, chload")
+		fmt.Fprintln(os.Stderr, "optlake-bench: "+childCmd+" needs a mode: decode, parquet, simdjson, chload, archive, events, rawdecode, rawparquet, files")
 		return 2
 	}
 	mode := args[0]
@@ -39,6 +41,12 @@ func child(args []string) int {
 	scratch := fs.String("scratch", "", "also load the rows into this table (chload; untimed)")
 	batchRows := fs.Int("batch-rows", 0, "rows per record batch (0: optlake's default)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the measurement to this file")
+	archiveDir := fs.String("archive", "", "data directory holding the raw archive (rawdecode, rawparquet)")
+	files := fs.String("files", "", "raw bodies, comma separated, relative to -archive (rawdecode, rawparquet)")
+	dest := fs.String("dest", "", "output data directory (rawparquet)")
+	n := fs.Int("n", 0, "snapshots (files)")
+	sizes := fs.String("sizes", "", "bytes of each snapshot's files, comma separated (files)")
+	workers := fs.Int("workers", 1, "snapshots at once (rawdecode, rawparquet, files)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -66,6 +74,28 @@ func child(args []string) int {
 		res.Main, err = bench.JSONToParquet(ctx, *file, *out, *batchRows)
 	case "simdjson":
 		res.Main, err = bench.SimdjsonTape(ctx, *file)
+	case "archive":
+		res.Main, err = bench.Archive(ctx, *file, *out)
+	case "events":
+		res.Main, err = bench.Events(ctx, *file, *out)
+	case "rawdecode", "rawparquet":
+		dst := ""
+		if mode == "rawparquet" {
+			dst = *dest
+		}
+		res.Main, err = bench.RawToParquet(ctx, *archiveDir, strings.Split(*files, ","), dst, *workers)
+	case "files":
+		var bs []int64
+		for _, f := range splitComma(*sizes) {
+			b, perr := strconv.ParseInt(f, 10, 64)
+			if perr != nil {
+				err = fmt.Errorf("-sizes: %w", perr)
+			}
+			bs = append(bs, b)
+		}
+		if err == nil {
+			res.Main, err = bench.Files(ctx, *out, *n, bs, *workers)
+		}
 	case "chload":
 		res, err = chload(ctx, *file, *dsn, *scratch, *batchRows)
 	default:

@@ -39,7 +39,7 @@ func main() {
 }
 
 // parts that -skip can name.
-var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e", "replay"}
+var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e", "replay", "bounds"}
 
 type config struct {
 	sizes     []int
@@ -56,7 +56,7 @@ type config struct {
 func parent() int {
 	var cfg config
 	sizes := flag.String("sizes", "100k,1m", "listing sizes (instruments), comma separated: 100k, 1m, 250000 …; each gets 200 per outer group, the largest also 3 huge groups")
-	skip := flag.String("skip", "", "parts to skip, comma separated: "+strings.Join(skippable, ", ")+" (parquet1 = the GOMAXPROCS=1 JSON→Parquet run)")
+	skip := flag.String("skip", "", "parts to skip, comma separated: "+strings.Join(skippable, ", ")+" (parquet1 = the GOMAXPROCS=1 JSON→Parquet run; bounds = the run's and the replay's stages measured alone)")
 	flag.StringVar(&cfg.keep, "keep", "", "keep the generated files (listings, outputs, ClickHouse data) in this directory instead of a temp dir removed at exit")
 	flag.StringVar(&cfg.jsonOut, "json", "", "also write the report as JSON to this file")
 	flag.IntVar(&cfg.runs, "runs", 2, "runs of each timed measurement (the fastest is reported; peak RSS is the highest seen)")
@@ -411,6 +411,16 @@ func (b *benchRun) fileStages(ctx context.Context, l Listing) error {
 			optlakeStage("parquet1", "optlake JSON→Parquet GOMAXPROCS=1", "parquet", []string{"GOMAXPROCS=1"}, pqArgs)
 		}
 	}
+	if !b.cfg.skip["bounds"] {
+		// The run's other stages alone (see Report.bounds).
+		boundsOut := filepath.Join(b.work, "bounds-out")
+		boundsArgs := func(int) []string {
+			os.RemoveAll(boundsOut)
+			return []string{"-out", boundsOut}
+		}
+		optlakeStage("archive", "optlake raw archive alone", "archive", nil, boundsArgs)
+		optlakeStage("events", "optlake events alone", "events", nil, boundsArgs)
+	}
 	if !b.cfg.skip["duckdb"] {
 		for _, threads := range []int{1, 2} {
 			stages = append(stages, &stage{key: fmt.Sprintf("duckdb_t%d", threads), what: fmt.Sprintf("DuckDB threads=%d", threads), tool: "duckdb",
@@ -442,7 +452,9 @@ func (b *benchRun) fileStages(ctx context.Context, l Listing) error {
 			}
 			st.m.Runs = append(st.m.Runs, res)
 			msg := fmt.Sprintf("%s %s run %d: %s, CPU %.2fs", st.what, l.Label, i+1, rate(res), res.CPUSeconds)
-			if st.key != "decode" && st.key != "simdjson" {
+			if st.key == "events" {
+				msg += fmt.Sprintf(" (events alone %.2fs)", res.WorkCPUSeconds)
+			} else if st.key != "decode" && st.key != "simdjson" && st.key != "archive" {
 				msg += fmt.Sprintf(", peak RSS %s, %s of Parquet", mib(res.PeakRSS), mib(res.OutBytes))
 			}
 			b.progress("%s", msg)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,6 +161,11 @@ func (b *benchRun) replayPart(ctx context.Context, bin string) error {
 		}
 	}
 	m.finish()
+	if !b.cfg.skip["bounds"] {
+		if err := b.replayBounds(ctx, archive, raws, label); err != nil {
+			return err
+		}
+	}
 
 	if b.cfg.skip["duckdb"] {
 		return nil
@@ -307,4 +313,60 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// replayBounds measures the parts of the replay that no implementation of
+// the lake's layout can skip, each alone: decoding every raw body
+// (replay_rawdecode), decoding them into one Parquet file per snapshot
+// (replay_rawparquet: the replay without its events, runs and ledger), and
+// the file system's share of the per-snapshot files (replay_files: two
+// files per snapshot of the sizes the runs wrote, committed as the sink
+// commits them, nothing encoded). As many snapshots at once as cores.
+func (b *benchRun) replayBounds(ctx context.Context, archive string, raws []string, label string) error {
+	rel := make([]string, len(raws))
+	for i, r := range raws {
+		p, err := filepath.Rel(archive, r)
+		if err != nil {
+			return err
+		}
+		rel[i] = p
+	}
+	slices.Sort(rel)
+	var sizes []string
+	for _, t := range []string{"instruments", "instrument_events"} {
+		files, _ := filepath.Glob(filepath.Join(archive, t, "date=*", "*.parquet"))
+		var sum int64
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				sum += fi.Size()
+			}
+		}
+		if len(files) > 0 {
+			sizes = append(sizes, strconv.FormatInt(sum/int64(len(files)), 10))
+		}
+	}
+	workers := strconv.Itoa(runtime.GOMAXPROCS(0))
+	out := filepath.Join(b.work, "bounds-out")
+	defer os.RemoveAll(out)
+	for _, part := range []struct {
+		key, mode, what string
+		args            []string
+	}{
+		{"replay_rawdecode", "rawdecode", "decode of every raw body", []string{"-archive", archive, "-files", strings.Join(rel, ",")}},
+		{"replay_rawparquet", "rawparquet", "decode into one Parquet file per snapshot", []string{"-archive", archive, "-files", strings.Join(rel, ","), "-dest", out}},
+		{"replay_files", "files", "the files alone", []string{"-out", out, "-n", strconv.Itoa(len(rel)), "-sizes", strings.Join(sizes, ",")}},
+	} {
+		m := b.rep.add(part.key, label, "optlake")
+		for i := range b.cfg.runs {
+			os.RemoveAll(out)
+			res, err := measureChild(ctx, nil, part.mode, append(part.args, "-workers", workers)...)
+			if err != nil {
+				return fmt.Errorf("replay bound %s: %w", part.what, err)
+			}
+			m.Runs = append(m.Runs, res.Main)
+			b.progress("replay bound, %s, run %d: %.2fs, CPU %.2fs", part.what, i+1, res.Main.Seconds, res.Main.CPUSeconds)
+		}
+		m.finish()
+	}
+	return nil
 }
