@@ -49,7 +49,7 @@ unit:
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
 	$(GO) run ./bench/cmd/optlake-compact-bench -optlake $(BIN)
-	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/
+	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/ ./sinks/parquet/
 	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 
 clean:

@@ -129,8 +129,36 @@ func (w *columnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWrit
 			}
 		}
 	}
-	return pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable)
+	if err := pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable); err != nil {
+		return err
+	}
+	// Build and compress the column's last page here, in the worker: the
+	// row group's Close, which would otherwise do it for every column on
+	// one goroutine, is then left with the statistics and copying each
+	// column's pages into the file in order. (A buffered row group's
+	// column writes its pages to a buffer of its own, so columns may flush
+	// at once.)
+	if f, ok := cw.(pageFlusher); ok {
+		return f.FlushBufferedDataPages()
+	}
+	return nil
 }
+
+// pageFlusher is what column uses to compress a column's pages in its
+// worker; every column writer of the flat types has it (checked here, so
+// an arrow-go upgrade that drops it fails to build instead of quietly
+// compressing on one goroutine again).
+type pageFlusher interface{ FlushBufferedDataPages() error }
+
+var (
+	_ pageFlusher = (*file.BooleanColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.Int32ColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.Int64ColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.Float32ColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.Float64ColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.ByteArrayColumnChunkWriter)(nil)
+	_ pageFlusher = (*file.FixedLenByteArrayColumnChunkWriter)(nil)
+)
 
 // Close writes the footer and closes the file.
 func (w *columnWriter) Close() error { return w.pw.Close() }
