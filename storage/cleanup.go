@@ -3,6 +3,9 @@ package storage
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,7 +25,7 @@ import (
 func CleanIncomplete(ctx context.Context, s Store) (int, error) {
 	switch st := s.(type) {
 	case *Local:
-		n, err := datadir.CleanTemp(st.Root())
+		n, err := cleanLocal(st.Root(), time.Now())
 		if err != nil {
 			return n, fmt.Errorf("clean up %s: %w", st, err)
 		}
@@ -31,6 +34,38 @@ func CleanIncomplete(ctx context.Context, s Store) (int, error) {
 		return st.abortUploads(ctx)
 	}
 	return 0, nil
+}
+
+// A local data directory is walked whole for temp files at most every
+// fullCleanEvery (the modification time of CleanedMarker in it is the last
+// time); the starts in between skip the partitions of days before
+// yesterday, which a run does not write. Walking them all at every start
+// made a run of the every-5-minutes job slower with every day of history:
+// +60 ms a run with 60 days (104,000 files), against a 50 ms run. A temp
+// file that a replay, catch-up or compaction of an older day left when it
+// crashed stays until the next full walk: hidden, not *.parquet, so no
+// reader sees it.
+const (
+	fullCleanEvery = 24 * time.Hour
+	CleanedMarker  = ".optlake-cleaned"
+)
+
+func cleanLocal(root string, now time.Time) (int, error) {
+	marker := filepath.Join(root, CleanedMarker)
+	var since time.Time
+	if fi, err := os.Stat(marker); err == nil && now.Sub(fi.ModTime()) < fullCleanEvery && !fi.ModTime().After(now) {
+		since = now.Add(-fullCleanEvery) // today's and yesterday's partitions
+	}
+	n, err := datadir.CleanTempSince(root, since)
+	if err != nil || !since.IsZero() {
+		return n, err
+	}
+	// A marker that cannot be written only means a full walk next time.
+	if f, err := os.OpenFile(marker, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		f.Close()
+		os.Chtimes(marker, now, now)
+	}
+	return n, nil
 }
 
 func (s *Bucket) abortUploads(ctx context.Context) (int, error) {

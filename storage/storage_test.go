@@ -39,6 +39,55 @@ func TestS3Conformance(t *testing.T) {
 	})
 }
 
+// The start of a process walks a local data directory whole once a day
+// (CleanedMarker) and only the recent partitions in between: a temp file in
+// an old partition is removed by the first start and by the first start a
+// day later, not by the starts between.
+func TestCleanIncompleteWalksOldPartitionsDaily(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := storage.NewLocal(dir)
+	old := filepath.Join(dir, "instruments", "date=2020-01-01", ".a.parquet.tmp-1")
+	today := filepath.Join(dir, "instruments", "date="+time.Now().UTC().Format(time.DateOnly), ".b.parquet.tmp-2")
+	put := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	put(old)
+	put(today)
+	if n, err := storage.CleanIncomplete(ctx, s); err != nil || n != 2 || exists(old) || exists(today) {
+		t.Fatalf("first start: removed %d (%v), old left %v, today's left %v; want both removed", n, err, exists(old), exists(today))
+	}
+	marker := filepath.Join(dir, storage.CleanedMarker)
+	if !exists(marker) {
+		t.Fatalf("no %s after a full walk", storage.CleanedMarker)
+	}
+
+	put(old)
+	put(today)
+	if n, err := storage.CleanIncomplete(ctx, s); err != nil || n != 1 || !exists(old) || exists(today) {
+		t.Fatalf("next start: removed %d (%v), old left %v, today's left %v; want only today's removed", n, err, exists(old), exists(today))
+	}
+
+	dayAgo := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(marker, dayAgo, dayAgo); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := storage.CleanIncomplete(ctx, s); err != nil || n != 1 || exists(old) {
+		t.Fatalf("a day later: removed %d (%v), old left %v; want it removed", n, err, exists(old))
+	}
+	if st, err := os.Stat(marker); err != nil || time.Since(st.ModTime()) > time.Hour {
+		t.Fatalf("marker not renewed by the full walk: %v, %v", st, err)
+	}
+}
+
 func TestLocalTempHiddenAndCleaned(t *testing.T) {
 	dir := t.TempDir()
 	s := storage.NewLocal(dir)

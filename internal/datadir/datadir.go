@@ -79,8 +79,16 @@ func (l *Lock) Release() error {
 // CleanTemp removes the hidden temporary files (".<name>.tmp-*") that a
 // crashed run left under dir, and returns how many it removed. Call it only
 // while holding the lock: then no other process is writing them.
-func CleanTemp(dir string) (int, error) {
+func CleanTemp(dir string) (int, error) { return CleanTempSince(dir, time.Time{}) }
+
+// CleanTempSince is CleanTemp without the hive partitions of days before
+// since ("date=YYYY-MM-DD" folders, which it does not enter): what a run
+// writes is in today's partitions, and walking every partition of a data
+// directory months old costs more than the run (a zero since walks them
+// all).
+func CleanTempSince(dir string, since time.Time) (int, error) {
 	n := 0
+	first := since.UTC().Format(time.DateOnly)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -89,7 +97,15 @@ func CleanTemp(dir string) (int, error) {
 			return err
 		}
 		name := d.Name()
-		if !d.IsDir() && strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
+		if d.IsDir() {
+			if day, ok := strings.CutPrefix(name, "date="); ok && !since.IsZero() && len(day) == len(first) && day < first {
+				if _, err := time.Parse(time.DateOnly, day); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}

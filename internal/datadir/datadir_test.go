@@ -90,6 +90,40 @@ func TestCleanTemp(t *testing.T) {
 	}
 }
 
+// CleanTempSince leaves the partitions of days before since unwalked and
+// cleans everything else: newer partitions, folders that are not
+// partitions, names that only look like partitions.
+func TestCleanTempSince(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]bool{ // name: removed
+		"instruments/date=2026-11-20/.a.parquet.tmp-1":      false,
+		"raw/instruments/date=2026-11-23/.b.json.zst.tmp-2": false,
+		"instruments/date=2026-11-24/.c.parquet.tmp-3":      true,
+		"runs/date=2026-11-25/.d.parquet.tmp-4":             true,
+		"_state/instrument_events/.e.state.zst.tmp-5":       true,
+		"x/date=not-a-day/.f.tmp-6":                         true,
+		".g.tmp-7":                                          true,
+		"instruments/date=2026-11-20/a.parquet":             false,
+	}
+	for f := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
+	}
+	n, err := CleanTempSince(dir, time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC))
+	if err != nil || n != 5 {
+		t.Fatalf("removed %d, %v; want 5", n, err)
+	}
+	for f, removed := range files {
+		_, err := os.Stat(filepath.Join(dir, f))
+		if (err != nil) != removed {
+			t.Errorf("%s: removed=%v, want %v", f, err != nil, removed)
+		}
+	}
+	if n, err := CleanTemp(dir); err != nil || n != 2 {
+		t.Fatalf("CleanTemp removed %d (%v), want the 2 in the old partitions", n, err)
+	}
+}
+
 func TestCreateTempIsReadableByOthers(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
