@@ -3,6 +3,7 @@ package parquet
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -41,7 +42,13 @@ func BenchmarkSnapshotFile(b *testing.B) {
 			r.Release()
 		}
 	}()
-	s, err := New(Options{Store: storage.NewLocal(b.TempDir())})
+	for _, level := range []int{1, 3} {
+		b.Run(fmt.Sprintf("zstd%d", level), func(b *testing.B) { benchSnapshotFile(b, recs, sn, level) })
+	}
+}
+
+func benchSnapshotFile(b *testing.B, recs []arrow.Record, sn sinks.Snapshot, level int) {
+	s, err := New(Options{Store: storage.NewLocal(b.TempDir()), CompressionLevel: level})
 	if err != nil {
 		b.Fatal(err)
 	}
