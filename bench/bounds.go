@@ -125,20 +125,33 @@ func Events(ctx context.Context, path, dir string) (Result, error) {
 // at once. With out "", the rows are decoded and discarded.
 func RawToParquet(ctx context.Context, dataDir string, files []string, out string, workers int) (Result, error) {
 	start := time.Now()
+	arc := archive.New(dataDir) // its zstd decoders are reused, as replay's are
+	res, err := forEach(len(files), workers, func(i int) (Result, error) {
+		return rawToParquet(ctx, arc, files[i], out, i)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// forEach runs do(i) for every i in [0, n), workers at once, and adds up
+// the rows and bytes of their results; the first error is returned.
+func forEach(n, workers int, do func(i int) (Result, error)) (Result, error) {
 	var (
 		mu   sync.Mutex
 		res  Result
 		ferr error
 		wg   sync.WaitGroup
 	)
-	arc := archive.New(dataDir) // its zstd decoders are reused, as replay's are
 	next := make(chan int)
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r, err := rawToParquet(ctx, arc, files[i], out, i)
+				r, err := do(i)
 				mu.Lock()
 				res.Rows += r.Rows
 				res.InBytes += r.InBytes
@@ -150,16 +163,12 @@ func RawToParquet(ctx context.Context, dataDir string, files []string, out strin
 			}
 		}()
 	}
-	for i := range files {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	if ferr != nil {
-		return Result{}, ferr
-	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return res, ferr
 }
 
 func rawToParquet(ctx context.Context, arc *archive.Archive, file, out string, i int) (Result, error) {
@@ -201,54 +210,23 @@ func Files(ctx context.Context, dir string, n int, sizes []int64, workers int) (
 	}
 	data := make([]byte, big)
 	start := time.Now()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		ferr error
-		res  Result
-	)
-	next := make(chan int)
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				for t, size := range sizes {
-					name := fmt.Sprintf("t%d/date=2026-11-20/snapshot-%05d.parquet", t, i)
-					err := writeWhole(ctx, st, name, data[:size])
-					mu.Lock()
-					if err != nil && ferr == nil {
-						ferr = err
-					}
-					res.OutBytes += size
-					mu.Unlock()
-				}
+	res, err := forEach(n, workers, func(i int) (Result, error) {
+		var r Result
+		for t, size := range sizes {
+			name := fmt.Sprintf("t%d/date=2026-11-20/snapshot-%05d.parquet", t, i)
+			if err := st.Put(ctx, name, data[:size]); err != nil {
+				return r, err
 			}
-		}()
+			r.Rows++ // files
+			r.OutBytes += size
+		}
+		return r, nil
+	})
+	if err != nil {
+		return Result{}, err
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if ferr != nil {
-		return Result{}, ferr
-	}
-	res.Rows = int64(n * len(sizes)) // files
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
-}
-
-func writeWhole(ctx context.Context, st storage.Store, name string, data []byte) error {
-	w, err := st.Create(ctx, name)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Commit()
 }
 
 // processCPU is the process's user+sys CPU time so far, in seconds.
