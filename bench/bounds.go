@@ -47,24 +47,12 @@ func Archive(ctx context.Context, path, dir string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	buf := make([]byte, bodyChunk)
-	var n int64
-	for {
-		k, rerr := f.Read(buf)
-		if k > 0 {
-			if _, err := e.Write(buf[:k]); err != nil {
-				e.Abort()
-				return Result{}, err
-			}
-			n += int64(k)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			e.Abort()
-			return Result{}, rerr
-		}
+	// struct{ io.Reader } hides os.File's WriteTo, whose copy would not
+	// use bodyChunk reads.
+	n, err := io.CopyBuffer(e, struct{ io.Reader }{f}, make([]byte, bodyChunk))
+	if err != nil {
+		e.Abort()
+		return Result{}, err
 	}
 	m, err := e.Finish(200, "application/json", true, "")
 	if err != nil {
@@ -112,7 +100,7 @@ func Events(ctx context.Context, path, dir string) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Rows: dec.Rows, InBytes: dec.InBytes, Seconds: time.Since(start).Seconds(), WorkCPUSeconds: processCPU() - cpu0}
-	if st.Events != int64(dec.Rows) {
+	if st.Events != dec.Rows {
 		return Result{}, fmt.Errorf("events: %d for %d new instruments", st.Events, dec.Rows)
 	}
 	return res, nil

@@ -56,7 +56,7 @@ func cleanLocal(root string, now time.Time) (int, error) {
 	if fi, err := os.Stat(marker); err == nil && now.Sub(fi.ModTime()) < fullCleanEvery && !fi.ModTime().After(now) {
 		since = now.Add(-fullCleanEvery) // today's and yesterday's partitions
 	}
-	n, err := datadir.CleanTempSince(root, since)
+	n, err := datadir.CleanTemp(root, since)
 	if err != nil || !since.IsZero() {
 		return n, err
 	}

@@ -102,7 +102,7 @@ func TestLocalTempHiddenAndCleaned(t *testing.T) {
 		t.Fatalf("in-flight temp file: %v", ents)
 	}
 	// A crash leaves the temp file: start-up cleanup removes it.
-	if n, err := datadir.CleanTemp(dir); n != 1 || err != nil {
+	if n, err := datadir.CleanTemp(dir, time.Time{}); n != 1 || err != nil {
 		t.Fatalf("CleanTemp = %d, %v", n, err)
 	}
 	mustCommit := func(name string) {

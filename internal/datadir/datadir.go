@@ -79,14 +79,12 @@ func (l *Lock) Release() error {
 // CleanTemp removes the hidden temporary files (".<name>.tmp-*") that a
 // crashed run left under dir, and returns how many it removed. Call it only
 // while holding the lock: then no other process is writing them.
-func CleanTemp(dir string) (int, error) { return CleanTempSince(dir, time.Time{}) }
-
-// CleanTempSince is CleanTemp without the hive partitions of days before
-// since ("date=YYYY-MM-DD" folders, which it does not enter): what a run
-// writes is in today's partitions, and walking every partition of a data
-// directory months old costs more than the run (a zero since walks them
-// all).
-func CleanTempSince(dir string, since time.Time) (int, error) {
+//
+// A non-zero since leaves out the hive partitions of days before it
+// ("date=YYYY-MM-DD" folders, which it does not enter): what a run writes
+// is in today's partitions, and walking every partition of a data directory
+// months old costs more than the run (storage.CleanIncomplete decides).
+func CleanTemp(dir string, since time.Time) (int, error) {
 	n := 0
 	first := since.UTC().Format(time.DateOnly)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -78,7 +78,7 @@ func TestCleanTemp(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 	}
-	n, err := CleanTemp(dir)
+	n, err := CleanTemp(dir, time.Time{})
 	if err != nil || n != 2 {
 		t.Fatalf("removed %d, %v", n, err)
 	}
@@ -90,10 +90,10 @@ func TestCleanTemp(t *testing.T) {
 	}
 }
 
-// CleanTempSince leaves the partitions of days before since unwalked and
+// CleanTemp since a day leaves the partitions of days before since unwalked and
 // cleans everything else: newer partitions, folders that are not
 // partitions, names that only look like partitions.
-func TestCleanTempSince(t *testing.T) {
+func TestCleanTempSinceADay(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]bool{ // name: removed
 		"instruments/date=2026-11-20/.a.parquet.tmp-1":      false,
@@ -109,7 +109,7 @@ func TestCleanTempSince(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 	}
-	n, err := CleanTempSince(dir, time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC))
+	n, err := CleanTemp(dir, time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC))
 	if err != nil || n != 5 {
 		t.Fatalf("removed %d, %v; want 5", n, err)
 	}
@@ -119,7 +119,7 @@ func TestCleanTempSince(t *testing.T) {
 			t.Errorf("%s: removed=%v, want %v", f, err != nil, removed)
 		}
 	}
-	if n, err := CleanTemp(dir); err != nil || n != 2 {
+	if n, err := CleanTemp(dir, time.Time{}); err != nil || n != 2 {
 		t.Fatalf("CleanTemp removed %d (%v), want the 2 in the old partitions", n, err)
 	}
 }
@@ -148,7 +148,7 @@ func TestCreateTempIsReadableByOthers(t *testing.T) {
 			t.Fatalf("mode %v, want 0644", st.Mode().Perm())
 		}
 	}
-	if n, err := CleanTemp(dir); err != nil || n != 50 {
+	if n, err := CleanTemp(dir, time.Time{}); err != nil || n != 50 {
 		t.Fatalf("CleanTemp removed %d (%v), want every temp file CreateTemp made", n, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/sinktest"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
@@ -52,24 +53,10 @@ func benchSnapshotFile(b *testing.B, recs []arrow.Record, sn sinks.Snapshot, lev
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	b.ReportAllocs()
-	var bytes int64
+	var c sinks.Committed
 	for b.Loop() {
-		w, err := s.Open(ctx, schema.Instruments, sn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range recs {
-			if err := w.Write(ctx, r); err != nil {
-				b.Fatal(err)
-			}
-		}
-		c, err := w.Commit(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes = c.Bytes
+		c = sinktest.Load(b, s, schema.Instruments, sn, recs)
 	}
-	b.ReportMetric(float64(bytes), "file-B")
+	b.ReportMetric(float64(c.Bytes), "file-B")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/sinktest"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -263,16 +264,7 @@ func TestOpenDoesNotListThePartition(t *testing.T) {
 	for i := range n {
 		sn := snap
 		sn.Time = snap.Time.Add(time.Duration(i) * time.Minute)
-		w, err := s.Open(ctx, schema.Instruments, sn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sinktest.Load(t, s, schema.Instruments, sn, []arrow.Record{rec})
 	}
 	files, err := st.Store.List(ctx, "instruments/")
 	if err != nil || len(files) != n {
