@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,4 +241,96 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 	if st := statusJSON(t, dir)["clickhouse"]; st.Pending != 0 {
 		t.Errorf("status after the replay: %+v", st)
 	}
+}
+
+// A full disk (a 16 MiB tmpfs filled to leave 0–104 KiB) at every level:
+// `run` and `compact` exit 1 or 3 with one line naming ENOSPC, never
+// panic (arrow-go panics when it cannot write a file's first bytes; an
+// escaped panic exits 2, the code of a bad flag), and leave no temporary
+// or staged file; once space is freed the next run and compact succeed
+// with every snapshot loaded. Needs mount (root); the injected full disks
+// of TestFullDiskIsAnError (sinks/parquet) and TestCompactFullDiskIsAnError
+// (sinks/parquet/compact) cover the same code everywhere.
+func TestFullDisk(t *testing.T) {
+	next := pinClock(t, time.Date(2026, 11, 20, 23, 50, 0, 0, time.UTC))
+	_, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 3000})
+	for free := int64(0); free <= 104<<10; free += 8 << 10 {
+		mnt := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		dir := filepath.Join(mnt, "data")
+		run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+		// A first snapshot on a past day (the clock pinned), for compact.
+		next()
+		if res := optlake(t, run...); res.code != 0 {
+			t.Fatalf("first run: %s", res.stderr)
+		}
+		filler := fill(t, mnt, free)
+		// The child processes take their snapshot now (their clock is
+		// not pinned) and compact the past day.
+		for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
+			cmd, _, stderr := startCLI(t, args...)
+			code := exitCode(cmd.Wait())
+			last := lastLine(stderr.String())
+			if code == exitUsage || strings.Contains(stderr.String(), "panic") {
+				t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
+			}
+			if code != 0 && !strings.Contains(last, "ENOSPC") {
+				t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
+			}
+			t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
+			if left := halfWritten(t, dir); len(left) > 0 {
+				t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		next()
+		if res := optlake(t, append(run, "--compact")...); res.code != 0 {
+			t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
+		}
+		// A body whose metadata could not be written is failed for good
+		// (listed by status); its rows may be in the lake already.
+		if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
+			t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
+		}
+		got := lakeCounts(t, dir, "instruments", "instrument_name")
+		for _, m := range rawMetas(t, dir, "instruments") {
+			if !slices.Contains(got, fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
+				t.Errorf("%d KiB free, then freed: archived snapshot %s not in the lake whole: %v", free>>10, m.SnapshotTime, got)
+			}
+		}
+		exec.Command("umount", mnt).Run()
+	}
+}
+
+// fill writes a file into mnt that leaves free bytes free.
+func fill(t *testing.T, mnt string, free int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	avail := int64(st.Bavail) * st.Bsize
+	name := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(name, make([]byte, max(avail-free, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// halfWritten lists temporary and staged files under dir.
+func halfWritten(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.Contains(d.Name(), ".tmp-") || strings.Contains(p, "/.compact/stage/")) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
