@@ -105,11 +105,30 @@ func (t *eventsTurn) wait(ctx context.Context) error {
 	}
 }
 
-// finish passes the turn on (once; later calls do nothing).
+// finish passes the turn on (once; later calls do nothing), but never
+// before the previous snapshot has passed it on: a snapshot that never
+// took its turn (no usable body, a failed comparison, a cancel) must not
+// let the next one load a state the one before is still writing. It does
+// not block: the hand-over waits in its own goroutine when it must.
 func (t *eventsTurn) finish() {
-	if t != nil {
-		t.once.Do(func() { close(t.done) })
+	if t == nil {
+		return
 	}
+	t.once.Do(func() {
+		if t.after == nil {
+			close(t.done)
+			return
+		}
+		select {
+		case <-t.after:
+			close(t.done)
+		default:
+			go func() {
+				<-t.after
+				close(t.done)
+			}()
+		}
+	})
 }
 
 // beginAttempt starts (again) with a fresh comparison: a retried request

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -333,4 +334,118 @@ func halfWritten(t *testing.T, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// lakeBySnapshot is, per snapshot, the rows of instruments and the
+// events (count and hash) of instrument_events: what a replay must give
+// the same way every time.
+func lakeBySnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	inst := duckScalar(t, fmt.Sprintf(`SELECT string_agg(s, ' ' ORDER BY s) FROM (SELECT epoch_ms(snapshot_time) || ':' || count(*) || '/' || sum(hash(instrument_name, index_price, is_active)) AS s
+		FROM read_parquet('%s') GROUP BY snapshot_time)`, filepath.Join(dir, "instruments", "*", "*.parquet")))
+	ev := duckScalar(t, fmt.Sprintf(`SELECT string_agg(s, ' ' ORDER BY s) FROM (SELECT epoch_ms(snapshot_time) || ':' || count(*) || '/' || sum(hash(instrument_name, event, field, old_value, new_value, previous_snapshot_time, initial)) AS s
+		FROM read_parquet('%s') GROUP BY snapshot_time)`, filepath.Join(dir, "instrument_events", "*", "*.parquet")))
+	return "instruments " + inst + "\nevents " + ev
+}
+
+// tenSnapshots runs ten snapshots of a moving 3,000-instrument listing
+// into a new data directory and returns it and the bodies, in order.
+func tenSnapshots(t *testing.T) (string, []string) {
+	t.Helper()
+	next := pinClock(t, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 3000})
+	dir := t.TempDir()
+	for i := range 10 {
+		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+			t.Fatalf("run %d: %s", i, res.stderr)
+		}
+		sim.Advance(1)
+		next()
+	}
+	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
+	if len(bodies) != 10 {
+		t.Fatalf("bodies: %v", bodies)
+	}
+	return dir, bodies
+}
+
+// badBody spoils an archived body one of four ways: its metadata
+// deleted, the body deleted (its metadata kept), the body cut in half, one
+// byte flipped.
+var badBody = map[string]func(t *testing.T, body string){
+	"body deleted": func(t *testing.T, body string) {
+		if err := os.Remove(body); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"meta deleted": func(t *testing.T, body string) {
+		if err := os.Remove(strings.TrimSuffix(body, ".json.zst") + ".meta.json"); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"body truncated": func(t *testing.T, body string) {
+		fi, _ := os.Stat(body)
+		if err := os.Truncate(body, fi.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"byte flipped": func(t *testing.T, body string) {
+		b, err := os.ReadFile(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x40
+		if err := os.WriteFile(body, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	},
+}
+
+// A snapshot among ten whose body cannot be read waits for its turn in
+// the events order and hands it on: with four snapshots replayed at once,
+// every repetition gives the other nine snapshots the same rows and the
+// same events (the one after the bad one compared with the one before
+// it), replay exits 3 naming the file. (It used to hand its turn on at
+// once: the next snapshot compared with a state still being written, and
+// a replay could panic or give wrong events.)
+func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	clean, bodies := tenSnapshots(t)
+	for kind, spoil := range badBody {
+		t.Run(kind, func(t *testing.T) {
+			var want string
+			for rep := range 4 {
+				dir := t.TempDir()
+				if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
+					t.Fatal(err)
+				}
+				bad := filepath.Join(dir, strings.TrimPrefix(bodies[4], clean))
+				spoil(t, bad)
+				for _, d := range []string{"instruments", "instrument_events", "_state"} {
+					os.RemoveAll(filepath.Join(dir, d))
+				}
+				if rep == 0 {
+					// The reference: one snapshot at a time.
+					prev := runtime.GOMAXPROCS(1)
+					res := optlake(t, "replay", "--data-dir", dir)
+					runtime.GOMAXPROCS(prev)
+					if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
+						t.Fatalf("replay: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+					}
+					want = lakeBySnapshot(t, dir)
+					if n := strings.Count(want, ":"); n != 18 {
+						t.Fatalf("reference lake: %d snapshot groups, want 9 + 9:\n%s", n, want)
+					}
+					continue
+				}
+				res := optlake(t, "replay", "--data-dir", dir)
+				if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
+					t.Fatalf("repetition %d: exit %d\n%s\n%s", rep, res.code, res.stdout, res.stderr)
+				}
+				if got := lakeBySnapshot(t, dir); got != want {
+					t.Fatalf("repetition %d differs:\n got %s\nwant %s", rep, got, want)
+				}
+			}
+		})
+	}
 }
