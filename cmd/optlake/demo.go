@@ -71,7 +71,7 @@ func demoCommand() *cli.Command {
 				for _, f := range files {
 					fmt.Fprintln(out, "  "+f)
 				}
-				fmt.Fprintln(out, "\nQuery them with DuckDB (httpfs), pandas or polars: see \"The lake on S3\" in the README.")
+				fmt.Fprintln(out, "\nQuery them with DuckDB (httpfs), pandas or polars: see docs/object-storage.md.")
 				return nil
 			}
 			dir, _ := filepath.Abs(j.DataDir)
