@@ -29,8 +29,8 @@ const (
 	AuthOAuth2   = "oauth2"          // client credentials at PathToken (client Key, secret Secret)
 	AuthSession  = "session"         // login at PathLogin with {"user": Key, "password": Secret}
 	AuthDeri     = "deri-hmac"       // JSON-RPC exchange: Authorization: deri-hmac-sha256 id=,ts=,sig=,nonce=
-	AuthQuerySig = "query-signature" // X-API-KEY header; timestamp and signature (hex) query parameters
-	AuthB64Sig   = "base64-header"   // ACCESS-KEY/-SIGN/-TIMESTAMP headers: base64 over ISO ts+method+path+body
+	AuthQuerySig = "query-signature" // X-MBX-APIKEY header; timestamp and signature (hex) query parameters
+	AuthB64Sig   = "base64-header"   // OK-ACCESS-KEY/-SIGN/-TIMESTAMP headers: base64 over ISO ts+method+path+body
 )
 
 // AuthSchemes lists the schemes of RealVenue.Auth.
@@ -170,7 +170,11 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, r, nil, map[string]any{"code": h.rv.VenueErrorCode, "message": "too_many_requests"}, nil)
 		return
 	}
-	page := h.pageOf(r.URL.Query())
+	size := h.rv.PageSize
+	if l, err := strconv.Atoi(r.URL.Query().Get("limit") + r.URL.Query().Get("per_page")); err == nil && l > 0 {
+		size = l
+	}
+	page := h.pageOf(r.URL.Query(), size)
 	if h.rv.Paginate != "" && page == h.rv.FailPage {
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return
@@ -184,6 +188,7 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.Del(k)
 	}
 	in.URL.RawQuery = q.Encode()
+	in.URL.Path = simPath(in.URL.Path)
 	in.RequestURI = ""
 	rec := httptest.NewRecorder()
 	h.inner.ServeHTTP(rec, in)
@@ -202,7 +207,7 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
-	if r.URL.Path == PathInstruments && h.rv.Envelope+h.rv.Paginate != "" {
+	if simPath(r.URL.Path) == PathInstruments && h.rv.Envelope+h.rv.Paginate != "" {
 		payload = flatten(payload) // a real venue lists bare instruments
 	}
 	if h.rv.Paginate == "" {
@@ -213,7 +218,28 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		items = []any{payload}
 	}
-	h.paginate(w, r, items, page)
+	h.paginate(w, r, items, page, size)
+}
+
+// aliases map the last segment of a real venue's path to the simulator's
+// endpoint, so that a profile with the venue's own paths runs against it.
+var aliases = map[string]string{
+	"exchangeInfo": PathInstruments, "instruments": PathInstruments,
+	"account": PathAccountSummary, "balance": PathAccountBalance,
+	"position": PathPositions, "positions": PathPositions,
+}
+
+// simPath is the simulator's path for a request path: its own, an alias,
+// or /v1/public/ and the last segment (/api/v2/private/get_positions).
+func simPath(p string) string {
+	if strings.HasPrefix(p, "/v1/public/") {
+		return p
+	}
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	if a, ok := aliases[base]; ok {
+		return a
+	}
+	return "/v1/public/" + base
 }
 
 // flatten turns the seed's [{"instruments": [...]}] groups into one array.
@@ -234,8 +260,7 @@ func flatten(v any) any {
 }
 
 // pageOf is the 1-based page a request asks for.
-func (h *realHandler) pageOf(q url.Values) int {
-	size := h.rv.PageSize
+func (h *realHandler) pageOf(q url.Values, size int) int {
 	switch h.rv.Paginate {
 	case PageCursor, PageNextURL, PageLink:
 		tok := q.Get("cursor") + q.Get("page_token") + q.Get("page")
@@ -254,11 +279,7 @@ func (h *realHandler) pageOf(q url.Values) int {
 	return 1
 }
 
-func (h *realHandler) paginate(w http.ResponseWriter, r *http.Request, items []any, page int) {
-	size := h.rv.PageSize
-	if l, err := strconv.Atoi(r.URL.Query().Get("limit") + r.URL.Query().Get("per_page")); err == nil && l > 0 {
-		size = l
-	}
+func (h *realHandler) paginate(w http.ResponseWriter, r *http.Request, items []any, page, size int) {
 	lo := min((page-1)*size, len(items))
 	hi := min(lo+size, len(items))
 	chunk := items[lo:hi]
@@ -387,14 +408,14 @@ func (h *realHandler) authorized(r *http.Request, body []byte) bool {
 		// The signature is the last parameter, over everything before it.
 		raw := r.URL.RawQuery
 		i := strings.LastIndex(raw, "&signature=")
-		if i < 0 || !equal(r.Header.Get("X-API-KEY"), rv.Key) || !fresh(q.Get("timestamp")) {
+		if i < 0 || !equal(r.Header.Get("X-MBX-APIKEY"), rv.Key) || !fresh(q.Get("timestamp")) {
 			return false
 		}
 		return equal(raw[i+len("&signature="):], hex.EncodeToString(mac(rv.Secret, raw[:i])))
 	case AuthB64Sig:
-		ts := r.Header.Get("ACCESS-TIMESTAMP")
+		ts := r.Header.Get("OK-ACCESS-TIMESTAMP")
 		t, err := time.Parse("2006-01-02T15:04:05.000Z", ts)
-		if err != nil || time.Since(t).Abs() > 5*time.Minute || !equal(r.Header.Get("ACCESS-KEY"), rv.Key) {
+		if err != nil || time.Since(t).Abs() > 5*time.Minute || !equal(r.Header.Get("OK-ACCESS-KEY"), rv.Key) {
 			return false
 		}
 		pq := r.URL.EscapedPath()
@@ -402,7 +423,7 @@ func (h *realHandler) authorized(r *http.Request, body []byte) bool {
 			pq += "?" + r.URL.RawQuery
 		}
 		want := base64.StdEncoding.EncodeToString(mac(rv.Secret, ts+r.Method+pq+string(body)))
-		return equal(r.Header.Get("ACCESS-SIGN"), want)
+		return equal(r.Header.Get("OK-ACCESS-SIGN"), want)
 	}
 	return false
 }
