@@ -69,6 +69,11 @@ func New(opt Options) (*Sink, error) {
 // Name implements sinks.Sink.
 func (s *Sink) Name() string { return "parquet" }
 
+// CommitsAtomically reports that a Writer's Commit makes the table's rows
+// visible all at once (one file renamed into place) and Abort leaves
+// nothing: the pipeline need not stage rows for it (pipeline.AtomicSink).
+func (s *Sink) CommitsAtomically() bool { return true }
+
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
