@@ -105,6 +105,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			configCommand(),
 			statusCommand(),
 			compactCommand(),
+			docsCommand(),
 		},
 	}
 }
