@@ -66,7 +66,7 @@ func TestHMACLayouts(t *testing.T) {
 			Headers: []KV{{"Authorization", "deri-hmac-sha256 id={key},ts={timestamp},sig={signature},nonce={nonce}"}}},
 			"POST", "https://v.example/api/v2/private/get_positions?currency=BTC", `{"a":1}`,
 			func(t *testing.T, req *http.Request) {
-				sig := hex.EncodeToString(sign("sec", ms + "\nn0nce\nPOST\n/api/v2/private/get_positions?currency=BTC\n{\"a\":1}\n"))
+				sig := hex.EncodeToString(sign("sec", ms+"\nn0nce\nPOST\n/api/v2/private/get_positions?currency=BTC\n{\"a\":1}\n"))
 				want := "deri-hmac-sha256 id=id1,ts=" + ms + ",sig=" + sig + ",nonce=n0nce"
 				if got := req.Header.Get("Authorization"); got != want {
 					t.Errorf("Authorization %q, want %q", got, want)
