@@ -95,12 +95,14 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 			}
 			us.AddColumn([]string{c.Name}, typ, c.Doc, false, nil)
 		}
-		if sc, err = us.Apply(); err != nil {
-			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
-		}
 		if err := us.Commit(); err != nil {
 			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
 		}
+		staged, err := tx.StagedTable()
+		if err != nil {
+			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
+		}
+		sc = staged.Schema()
 		l.log.Info("iceberg schema evolved", "table", t.Name, "columns", len(add))
 	}
 	io := l.cat.io(ctx)
