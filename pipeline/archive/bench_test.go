@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -65,4 +66,51 @@ func BenchmarkArchive(b *testing.B) {
 		}
 	}
 	b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "cpu-s/op")
+	if fi, err := os.Stat(filepath.Join(dir, BodyPath(Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "bench", Attempt: 1}))); err == nil {
+		b.ReportMetric(float64(fi.Size())/float64(len(body)), "object/body")
+	}
+}
+
+// BenchmarkRead reads back one archived body of a replay's size
+// (OPTLAKE_ARCHIVE_READ_MB, default 2 MiB of JSON) with Open and with
+// OpenVerified (the object's sha256 checked first): the verify's cost.
+func BenchmarkRead(b *testing.B) {
+	mb := 2
+	if n, err := strconv.Atoi(os.Getenv("OPTLAKE_ARCHIVE_READ_MB")); err == nil && n > 0 {
+		mb = n
+	}
+	body := benchBody(mb)
+	a := New(b.TempDir())
+	e, err := a.Create(context.Background(), Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "bench", Attempt: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Write(body)
+	m, err := e.Finish(200, "application/json", true, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		open func() (io.ReadCloser, error)
+	}{
+		{"open", func() (io.ReadCloser, error) { return a.Open(context.Background(), m.File) }},
+		{"verified", func() (io.ReadCloser, error) { return a.OpenVerified(context.Background(), m) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			cpu := cpuTime()
+			for range b.N {
+				rc, err := bc.open()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, rc); err != nil {
+					b.Fatal(err)
+				}
+				rc.Close()
+			}
+			b.ReportMetric((cpuTime()-cpu).Seconds()*1e3/float64(b.N), "cpu-ms/op")
+		})
+	}
 }
