@@ -737,6 +737,7 @@ func writeAll(ctx context.Context, ss []sinks.Sink, t *schema.Table, snap sinks.
 // Line renders the summary as one human line.
 func (s *Summary) Line() string {
 	var parts []string
+	loaded := false
 	for _, e := range s.Endpoints {
 		p := fmt.Sprintf("%s %s: %d rows, %d rejects", e.Endpoint, e.Status, e.Rows, e.Rejects)
 		if e.Events > 0 {
@@ -748,16 +749,28 @@ func (s *Summary) Line() string {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		var ok []string
 		for _, n := range names {
 			if sr := e.Sinks[n]; sr.Error != "" {
 				p += fmt.Sprintf(" [%s failed]", n)
+			} else {
+				ok = append(ok, n)
 			}
 		}
+		if len(ok) < len(names) && len(ok) > 0 {
+			p += fmt.Sprintf(" [%s ok]", strings.Join(ok, ", "))
+		}
+		loaded = loaded || len(ok) > 0
 		parts = append(parts, p)
 	}
+	// partial: what loaded is in the sinks, what did not is named above
+	// (and waits in the load ledger).
 	status := "ok"
 	if !s.OK {
 		status = "FAILED"
+		if loaded {
+			status = "partial"
+		}
 	}
 	return fmt.Sprintf("run %s %s in %s — %s", s.RunID, status, (time.Duration(s.DurationMS) * time.Millisecond).String(), strings.Join(parts, "; "))
 }
