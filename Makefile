@@ -42,6 +42,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime 10s -fuzzminimizetime 0 ./internal/jsontok/
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/auth/
+	$(GO) test -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/envelope/
 
 ## unit: tests that need nothing installed
 unit:

@@ -61,7 +61,7 @@ const (
 )
 
 // RealVenue makes the simulator behave like a real exchange: it requires
-// authentication on every endpoint, wraps answers in an envelope, splits
+// authentication on every endpoint but the public listing, wraps answers in an envelope, splits
 // them into pages and reports errors inside 200 bodies. The zero value
 // changes nothing.
 type RealVenue struct {
@@ -162,7 +162,8 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if !h.authorized(r, body) {
+	// Like a real exchange, the listing is public.
+	if simPath(r.URL.Path) != PathInstruments && !h.authorized(r, body) {
 		writeError(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -190,6 +191,159 @@ func TestVenueErrorBodies(t *testing.T) {
 			}
 			if files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet")); len(files) != 0 {
 				t.Errorf("an error body was loaded: %v", files)
+			}
+		})
+	}
+}
+
+// secretNowhere fails when any of secrets is in the output or in any file
+// of the data directory.
+func secretNowhere(t *testing.T, res result, dir string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(res.stdout+res.stderr, s) {
+			t.Errorf("secret %q in the output", s)
+		}
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		if strings.HasSuffix(p, ".zst") {
+			return nil // response bodies as received (the venue's, no request secret)
+		}
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				t.Errorf("secret %q in %s", s, p)
+			}
+		}
+		return nil
+	})
+}
+
+// Each authentication type: the right credentials load the account
+// endpoint; wrong ones fail it (named, 401) and no secret, right or wrong,
+// is in any output or file. A session is logged in again after a 401; an
+// oauth2 token is reused.
+func TestAuthTypes(t *testing.T) {
+	const key, secret = "k3y-right-1234", "s3cret-right-5678"
+	const badKey, badSecret = "k3y-wrong-4321", "s3cret-wrong-8765"
+	for _, tc := range []struct {
+		scheme string
+		rv     venuesim.RealVenue
+		config string // with KEY and SECRET for the credentials' ${ENV} names
+		logins int64  // logins or tokens the good run needs (-1: not counted)
+	}{
+		{"headers", venuesim.RealVenue{Auth: venuesim.AuthBearer}, "{type: headers, headers: {Authorization: 'Bearer ${KEY}'}}", -1},
+		{"bearer", venuesim.RealVenue{Auth: venuesim.AuthBearer}, "{type: bearer, token: '${KEY}'}", -1},
+		{"basic", venuesim.RealVenue{Auth: venuesim.AuthBasic}, "{type: basic, user: '${KEY}', password: '${SECRET}'}", -1},
+		{"query_key", venuesim.RealVenue{Auth: venuesim.AuthQueryKey}, "{type: query_key, name: api_key, value: '${KEY}'}", -1},
+		{"oauth2", venuesim.RealVenue{Auth: venuesim.AuthOAuth2}, "{type: oauth2, token_url: /oauth/token, client_id: '${KEY}', client_secret: '${SECRET}'}", 1},
+		{"session", venuesim.RealVenue{Auth: venuesim.AuthSession, SessionUses: 1},
+			`{type: session, login: {path: /auth/login, body: '{"user": "${KEY}", "password": "${SECRET}"}'}, token: token, expires_in: expires_in}`, 2},
+		{"hmac", venuesim.RealVenue{Auth: venuesim.AuthQuerySig},
+			"{type: hmac, key: '${KEY}', secret: '${SECRET}', sign: '{query}', headers: {X-MBX-APIKEY: '{key}'}, query: {timestamp: '{timestamp}', signature: '{signature}'}}", -1},
+	} {
+		t.Run(tc.scheme, func(t *testing.T) {
+			rv := tc.rv
+			rv.Key, rv.Secret = key, secret
+			sim, url := realSim(t, 9, rv)
+			cfgDir := t.TempDir()
+			cfg := writeFile(t, cfgDir, "c.yaml", "auth: "+tc.config+"\nendpoints:\n  account_summary:\n  positions:\n")
+			for _, good := range []bool{true, false} {
+				if good {
+					t.Setenv("KEY", key)
+					t.Setenv("SECRET", secret)
+				} else {
+					t.Setenv("KEY", badKey)
+					t.Setenv("SECRET", badSecret)
+				}
+				dir := t.TempDir()
+				res := optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--log-level", "debug")
+				if good {
+					if res.code != 0 {
+						t.Fatalf("good credentials: exit %d: %s", res.code, res.stderr)
+					}
+					if tc.logins >= 0 && sim.Logins() != tc.logins {
+						t.Errorf("%d logins or tokens, want %d", sim.Logins(), tc.logins)
+					}
+				} else if res.code != exitFailure || !strings.Contains(res.stderr, "account_summary: ") || !strings.Contains(res.stderr, "401") {
+					t.Errorf("wrong credentials: exit %d, stderr:\n%s", res.code, res.stderr)
+				}
+				secretNowhere(t, res, dir, key, secret, badKey, badSecret)
+			}
+		})
+	}
+}
+
+// The ready profiles of deploy/venues, each against the simulator mode
+// that reproduces its venue's style: the right credentials load every
+// endpoint of the profile, wrong ones fail the private ones and leave no
+// secret anywhere.
+func TestVenueProfiles(t *testing.T) {
+	for _, tc := range []struct {
+		profile   string
+		rv        venuesim.RealVenue
+		keyEnv    string
+		secretEnv string
+		endpoints []string // that load rows
+	}{
+		{"deribit", venuesim.RealVenue{Auth: venuesim.AuthDeri, Envelope: venuesim.EnvelopeJSONRPC, VenueErrorFirst: 1},
+			"DERIBIT_CLIENT_ID", "DERIBIT_CLIENT_SECRET", []string{"instruments", "account_summary", "positions"}},
+		{"binance", venuesim.RealVenue{Auth: venuesim.AuthQuerySig}, "BINANCE_API_KEY", "BINANCE_API_SECRET", []string{"account_summary", "positions"}},
+		{"okx", venuesim.RealVenue{Auth: venuesim.AuthB64Sig, Envelope: venuesim.EnvelopeData}, "OKX_API_KEY", "OKX_API_SECRET", []string{"instruments", "account_balance", "positions"}},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			const key, secret, pass = "prof-key-2468", "prof-secret-1357", "prof-pass-9999"
+			rv := tc.rv
+			rv.Key, rv.Secret = key, secret
+			_, url := realSim(t, 10, rv)
+			profile := filepath.Join("..", "..", "deploy", "venues", tc.profile+".yaml")
+			t.Setenv("OKX_PASSPHRASE", pass)
+			for _, good := range []bool{true, false} {
+				t.Setenv(tc.keyEnv, key)
+				t.Setenv(tc.secretEnv, secret)
+				if !good {
+					t.Setenv(tc.secretEnv, "prof-wrong-0000")
+				}
+				dir := t.TempDir()
+				sum := filepath.Join(t.TempDir(), "summary.json")
+				res := optlake(t, "run", "--config", profile, "--api-url", url, "--data-dir", dir, "--summary-json", sum)
+				secretNowhere(t, res, dir, key, secret, pass, "prof-wrong-0000")
+				if !good {
+					if res.code == exitOK || !strings.Contains(res.stderr, "401") {
+						t.Errorf("wrong secret: exit %d: %s", res.code, res.stderr)
+					}
+					continue
+				}
+				if res.code != exitOK {
+					t.Fatalf("exit %d: %s", res.code, res.stderr)
+				}
+				b, _ := os.ReadFile(sum)
+				for _, ep := range tc.endpoints {
+					if !strings.Contains(string(b), `"endpoint": "`+ep+`"`) && !strings.Contains(string(b), `"endpoint":"`+ep+`"`) {
+						t.Errorf("%s not in the summary: %s", ep, b)
+					}
+				}
+				var s struct {
+					Endpoints []struct {
+						Endpoint string
+						Rows     int64
+						Status   string
+					}
+				}
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range s.Endpoints {
+					if e.Status != "ok" || e.Rows == 0 {
+						t.Errorf("%s: %s with %d rows", e.Endpoint, e.Status, e.Rows)
+					}
+				}
 			}
 		})
 	}
