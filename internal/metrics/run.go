@@ -34,6 +34,10 @@ type EndpointRun struct {
 	DurationMS int64
 	Error      string
 	Sinks      map[string]SinkRun
+	// EventsSkipped is why the listing's instrument events were not
+	// written ("" when they were): a snapshot older than the events
+	// state, a state not saved.
+	EventsSkipped string
 }
 
 // SinkRun is what one sink made of one endpoint.
