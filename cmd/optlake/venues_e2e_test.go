@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/venuesim"
@@ -390,5 +391,36 @@ func TestPaginatedAccountEndpoint(t *testing.T) {
 	}
 	if got := accountDigest(t, dir, "my_positions"); got != want {
 		t.Errorf("replayed rows %s, run's %s", got, want)
+	}
+}
+
+// A paginated snapshot that a sink missed is caught up from its archived
+// pages by the next run: the same rows, and the ledger settles.
+func TestCatchUpPaginatedSnapshot(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	next := pinClock(t, base)
+	_, url := realSim(t, 12, venuesim.RealVenue{Paginate: venuesim.PageOffset, PageSize: 100})
+	dir := t.TempDir()
+	cfg := writeFile(t, t.TempDir(), "c.yaml", "endpoints:\n  instruments:\n    records: data\n    pagination: {type: offset, offset_param: offset, limit_param: limit, limit: 100, total_path: total}\n")
+	args := []string{"run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--source", "sim"}
+	repair := blockParquet(t, dir)
+	if res := optlake(t, args...); res.code != exitPartial {
+		t.Fatalf("run with the lake unwritable: exit %d: %s", res.code, res.stderr)
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 1 {
+		t.Errorf("status during the fault: %+v", st)
+	}
+	repair()
+	next()
+	res := optlake(t, args...)
+	if res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1 snapshots") {
+		t.Fatalf("exit %d: %s %s", res.code, res.stdout, res.stderr)
+	}
+	got := lakeCounts(t, dir, "instruments", "instrument_name")
+	if len(got) != 2 || !strings.HasSuffix(got[0], ":1200") || !strings.HasSuffix(got[1], ":1200") {
+		t.Errorf("instruments per snapshot %v, want 1200 in each of two", got)
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+		t.Errorf("status after the catch-up: %+v", st)
 	}
 }
