@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
 	"github.com/optlake/optlake/internal/redact"
@@ -323,6 +323,12 @@ func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res End
 				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
 			case res.Sinks[name].Error != "":
 				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
+			case sr.archive == nil && res.Status == "failed":
+				// Read back from the archive (catch-up, replay) and cut
+				// short by something else than the body (a cancel, the
+				// budget): no sink committed the rows, so the load stays
+				// pending. Never "committed" without a commit.
+				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Error)}
 			}
 			outs[name] = o
 		}

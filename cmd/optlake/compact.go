@@ -72,6 +72,9 @@ func compactCommand() *cli.Command {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
+			if err := refuseIceberg(c.Context, st, "compact"); err != nil {
+				return err
+			}
 			cst := compactStore(st)
 			defer closeCompactStore(cst)
 			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}

@@ -451,11 +451,25 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 		} else if !from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to) {
 			continue // the whole day is outside [from, to)
 		}
-		metas := map[string]bool{}
+		metas, bodies := map[string]bool{}, map[string]bool{}
 		for _, name := range names {
 			if strings.HasSuffix(name, ".meta.json") {
 				metas[strings.TrimSuffix(name, ".meta.json")] = true
+			} else if strings.HasSuffix(name, ".json.zst") {
+				bodies[strings.TrimSuffix(name, ".json.zst")] = true
 			}
+		}
+		// Metadata is written after its body: one without a body lost it.
+		for base := range metas {
+			ts, run, ok := parseBodyName(base)
+			if bodies[base] || !ok || (!from.IsZero() && ts.Before(from)) || (!to.IsZero() && !ts.Before(to)) {
+				continue
+			}
+			k := key{ts.UnixMilli(), run}
+			if snaps[k] == nil {
+				snaps[k] = &Snapshot{Time: ts, RunID: run}
+			}
+			snaps[k].Problems = append(snaps[k].Problems, path.Join(day, base+".json.zst")+": body missing (its metadata is there)")
 		}
 		for _, name := range names {
 			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json.zst") {
