@@ -71,6 +71,7 @@ type job struct {
 	Compact            bool                      `setting:"compact"`       // compact closed days after each snapshot
 	TableFormat        string                    `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
 	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
+	Venue              settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`
@@ -244,6 +245,9 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		if err != nil {
 			return nil, usageError{err}
 		}
+		if err := v.authenticate(c); err != nil {
+			return nil, usageError{err}
+		}
 		client = c
 	}
 	ss, err := openSinks(v.sinks, j, st, log, red)
@@ -271,7 +275,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		}
 	}
 	runner, err := pipeline.New(pipeline.Config{
-		Accounts: v.accounts, Schemas: schemas, SchemaMode: v.mode,
+		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
 		Client: client, Archive: archive.OnStore(st), Sinks: ss, Endpoints: v.endpoints, Params: v.params,
 		Source: v.source, StateDir: localDir(st), StateStore: bucketOnly(st), TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
 		Ledger: ledgerOn(ctx, st), Now: func() time.Time { return snapshotClock() },

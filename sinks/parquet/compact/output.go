@@ -201,24 +201,13 @@ type output struct {
 	sampleRows int
 
 	w     io.WriteCloser
-	cw    *countingWriter
+	cw    *pq.CountingWriter
 	fw    *pqarrow.FileWriter
 	parts int
 	rows  int64 // in the current file
 	total int64
 	bytes int64
 	chose map[string]string // column path -> encoding chosen
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // write takes a batch of merged rows (and releases it).
@@ -277,20 +266,24 @@ func (o *output) put(rec arrow.Record) error {
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}
-		o.w, o.cw = w, &countingWriter{w: w}
-		o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+		o.w, o.cw = w, &pq.CountingWriter{W: w}
+		err = pq.Guard(o.cw, func() (err error) {
+			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+			return err
+		})
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("create: %w", err)
+			o.fw, o.w, o.cw = nil, nil, nil
+			return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 		}
 		o.rows = 0
 	}
-	if err := o.fw.WriteBuffered(rec); err != nil {
-		return fmt.Errorf("write: %w", err)
+	if err := pq.Guard(o.cw, func() error { return o.fw.WriteBuffered(rec) }); err != nil {
+		return fmt.Errorf("write %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 	}
 	o.rows += rec.NumRows()
 	o.total += rec.NumRows()
-	if o.cw.n >= o.opt.MaxFileBytes {
+	if o.cw.N >= o.opt.MaxFileBytes {
 		return o.closeFile()
 	}
 	return nil
@@ -310,14 +303,14 @@ func (o *output) closeFile() error {
 	if err := o.fw.AppendKeyValueMetadata(pq.ManifestKey, string(b)); err != nil {
 		return err
 	}
-	err = o.fw.Close()
+	err = pq.Guard(o.cw, o.fw.Close)
 	if cerr := o.w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("close %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
+		return fmt.Errorf("close %s: %w", pq.CompactedName(o.manifest.ID, o.parts), pq.DiskFull(err))
 	}
-	o.bytes += o.cw.n
+	o.bytes += o.cw.N
 	o.parts++
 	o.fw, o.w, o.cw = nil, nil, nil
 	return nil
@@ -353,7 +346,7 @@ func (o *output) abort() {
 	}
 	o.sample = nil
 	if o.fw != nil {
-		o.fw.Close()
+		pq.Guard(o.cw, o.fw.Close)
 		o.w.Close()
 	}
 }
