@@ -317,7 +317,11 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	sum.Pending = pending
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
-	b.metrics.Observe(metricsRun(sum))
+	mr := metricsRun(sum)
+	if comps, err := unfinishedCompactions(ctx, b.store); err == nil {
+		mr.UnfinishedCompactions = len(comps)
+	}
+	b.metrics.Observe(mr)
 	if j.MetricsFile != "" {
 		if err := b.metrics.WriteTextfile(j.MetricsFile); err != nil {
 			b.log.Error("metrics file not written", "err", err)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	icego "github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -76,10 +77,49 @@ func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, err
 // optlake.run-id). It returns the new Iceberg snapshot's id. A file the
 // table already references (a replay rewrote it in place) is replaced by
 // its new version in the same commit, so its rows never count twice.
-func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string) (int64, error) {
+func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
+	var o appendOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	if len(names) == 0 {
 		return 0, errors.New("iceberg append: no files")
 	}
+	// iceberg-go retries a lost race itself (refresh, rebuild the
+	// manifest list, commit again) a few times; past that the whole
+	// append is done again on the new state.
+	var err error
+	for attempt := range commitAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond):
+			}
+		}
+		var id int64
+		if id, err = l.append(ctx, t, names, props, o); !errors.Is(err, icetable.ErrCommitFailed) {
+			return id, err
+		}
+		l.log.Info("iceberg commit conflict; appending again on the new state", "table", t.Name, "attempt", attempt+1)
+	}
+	return 0, err
+}
+
+// commitAttempts bounds Append's attempts of a whole append.
+const commitAttempts = 8
+
+// AppendOption tunes Append.
+type AppendOption func(*appendOptions)
+
+type appendOptions struct{ fresh bool }
+
+// Fresh tells Append that the files did not exist before this load, so the
+// table cannot reference them: it skips looking for them among the table's
+// files (a scan of the manifests of their days).
+func Fresh() AppendOption { return func(o *appendOptions) { o.fresh = true } }
+
+func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, props map[string]string, o appendOptions) (int64, error) {
 	tbl, err := l.table(ctx, t)
 	if err != nil {
 		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
@@ -117,17 +157,22 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 		}
 		files = append(files, df)
 	}
-	old, err := l.referenced(ctx, tbl, files)
-	if err != nil {
-		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+	var old []icego.DataFile
+	if !o.fresh {
+		if old, err = l.referenced(ctx, tbl, t, sc, files); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+		}
 	}
 	summary := icego.Properties(props)
 	if len(old) > 0 {
-		err = tx.ReplaceDataFilesWithDataFiles(ctx, old, files, summary)
-	} else {
-		err = tx.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck())
+		// The same path cannot be removed and added by one operation:
+		// a delete, then the append, staged in this one transaction
+		// (one metadata commit, so readers never see the gap).
+		if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, nil, summary); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: stage replace: %w", t.Name, err)
+		}
 	}
-	if err != nil {
+	if err := tx.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck()); err != nil {
 		return 0, fmt.Errorf("iceberg table %s: stage append: %w", t.Name, err)
 	}
 	out, err := tx.Commit(ctx)
@@ -142,9 +187,9 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 }
 
 // referenced returns the data files of tbl's current snapshot whose paths
-// are among files'. It plans a scan filtered to the files' partitions, so
-// it reads only the manifests of those days.
-func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, files []icego.DataFile) ([]icego.DataFile, error) {
+// are among files'. It plans a scan filtered to the files' span of t's
+// partition time, so it reads only the manifests of those days.
+func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, files []icego.DataFile) ([]icego.DataFile, error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, nil
 	}
@@ -152,7 +197,13 @@ func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, files []iceg
 	for _, f := range files {
 		want[f.FilePath()] = true
 	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	var opts []icetable.ScanOption
+	if lo, hi, ok := timeSpan(files, sc, t.PartitionTime); ok {
+		ref := icego.Reference(t.PartitionTime)
+		opts = append(opts, icetable.WithRowFilter(icego.NewAnd(
+			icego.GreaterThanEqual(ref, icego.Timestamp(lo)), icego.LessThanEqual(ref, icego.Timestamp(hi)))))
+	}
+	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan files: %w", err)
 	}
@@ -163,6 +214,29 @@ func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, files []iceg
 		}
 	}
 	return out, nil
+}
+
+// timeSpan is the smallest and largest value (µs) of the column col over
+// files, from their bounds; ok is false when a file has none.
+func timeSpan(files []icego.DataFile, sc *icego.Schema, col string) (lo, hi int64, ok bool) {
+	f, found := sc.FindFieldByName(col)
+	if col == "" || !found {
+		return 0, 0, false
+	}
+	for i, df := range files {
+		l, u := df.LowerBoundValues()[f.ID], df.UpperBoundValues()[f.ID]
+		if len(l) != 8 || len(u) != 8 {
+			return 0, 0, false
+		}
+		fl, fu := int64(binary.LittleEndian.Uint64(l)), int64(binary.LittleEndian.Uint64(u))
+		if i == 0 || fl < lo {
+			lo = fl
+		}
+		if i == 0 || fu > hi {
+			hi = fu
+		}
+	}
+	return lo, hi, len(files) > 0
 }
 
 // fixTimestamps corrects what iceberg-go reads from the footer of a file

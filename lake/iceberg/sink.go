@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 )
 
 // Sink is the Parquet sink of an Iceberg lake: each Writer's Commit first
@@ -46,18 +48,23 @@ func (s *Sink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
 
 // Open implements sinks.Sink.
 func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	// A file that exists before the load (a replay, a catch-up after a
+	// failed append) may be in the table already; a new one cannot be.
+	_, err := s.lake.cat.st.Stat(ctx, filepath.ToSlash(parquet.Path(t, snap)))
+	fresh := errors.Is(err, storage.ErrNotExist)
 	w, err := s.inner.Open(ctx, t, snap)
 	if err != nil {
 		return nil, err
 	}
-	return &writer{Writer: w, s: s, t: t, snap: snap}, nil
+	return &writer{Writer: w, s: s, t: t, snap: snap, fresh: fresh}, nil
 }
 
 type writer struct {
 	sinks.Writer
-	s    *Sink
-	t    *schema.Table
-	snap sinks.Snapshot
+	s     *Sink
+	t     *schema.Table
+	snap  sinks.Snapshot
+	fresh bool
 }
 
 func (w *writer) Write(ctx context.Context, rec arrow.Record) error { return w.Writer.Write(ctx, rec) }
@@ -76,11 +83,15 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 		return c, nil
 	}
 	start := time.Now()
+	var opts []AppendOption
+	if w.fresh {
+		opts = append(opts, Fresh())
+	}
 	id, err := w.s.lake.Append(ctx, w.t, []string{rel}, map[string]string{
 		"optlake.run-id":        w.snap.RunID,
 		"optlake.snapshot-time": w.snap.Time.UTC().Format(time.RFC3339Nano),
 		"optlake.endpoint":      w.snap.Endpoint,
-	})
+	}, opts...)
 	if err != nil {
 		return sinks.Committed{}, fmt.Errorf("iceberg: %w", err)
 	}

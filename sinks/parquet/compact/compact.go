@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -129,6 +130,11 @@ func (o *Options) defaults() {
 type Report struct {
 	Partitions []PartitionReport
 	Skipped    int // partitions with nothing new
+	// To is the first day not compacted (Options.To, default today UTC),
+	// and Later the days from To on that hold partitions (of the tables
+	// asked for): today's is still being written.
+	To    string
+	Later []string
 }
 
 // PartitionReport is one partition's compaction.
@@ -175,7 +181,11 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 		return rep, fmt.Errorf("compact: %w", err)
 	}
 	var errs []error
+	rep.To = to
 	for _, p := range parts {
+		if p.Date >= to && (len(want) == 0 || want[p.Table]) && !slices.Contains(rep.Later, p.Date) {
+			rep.Later = append(rep.Later, p.Date)
+		}
 		if len(want) > 0 && !want[p.Table] || p.Date < opt.From || p.Date >= to || schema.SortKey(p.Table) == nil {
 			continue
 		}
