@@ -36,11 +36,14 @@ import (
 // or undone (some missing: the visible ones go) by Recover.
 type BucketStore struct {
 	St storage.Store
-	// Tmp is the local folder for spilled sorted runs ("" = a folder under
-	// the system's temp folder, made on first use).
+	// Tmp is the local folder under which the spilled sorted runs get a
+	// folder of their own, made on first use ("" = the system's temp
+	// folder). Only that folder is ever removed, never Tmp itself.
 	Tmp string
 	// Crash, when set, is called at each step of a publish (tests).
 	Crash func(step string)
+
+	spill string // the folder this store made for its spills ("" = none yet)
 }
 
 // BucketSteps are the steps of a bucket publish, in order; Crash is called
@@ -61,24 +64,28 @@ func (s *BucketStore) journal(p Partition) string {
 	return path.Join(pq.CompactDir, "journal", p.Table+"@"+p.Date+".json")
 }
 
-// TempDir implements Store.
-func (s *BucketStore) TempDir() string {
-	if s.Tmp == "" {
-		dir, err := os.MkdirTemp("", "optlake-compact-")
+// TempDir implements Store: a folder of its own under Tmp, made on first
+// use. When it cannot be made, the error says so: spilling into (and then
+// removing) a folder optlake did not make is never the fallback.
+func (s *BucketStore) TempDir() (string, error) {
+	if s.spill == "" {
+		dir, err := os.MkdirTemp(s.Tmp, "optlake-compact-")
 		if err != nil {
-			dir = os.TempDir()
+			return "", fmt.Errorf("spill folder: %w", err)
 		}
-		s.Tmp = dir
+		s.spill = dir
 	}
-	return s.Tmp
+	return s.spill, nil
 }
 
-// Close removes the local temp folder.
+// Close removes the spill folder TempDir made, if any.
 func (s *BucketStore) Close() error {
-	if s.Tmp == "" {
+	if s.spill == "" {
 		return nil
 	}
-	return os.RemoveAll(s.Tmp)
+	err := os.RemoveAll(s.spill)
+	s.spill = ""
+	return err
 }
 
 // partitionOf parses TABLE/date=YYYY-MM-DD/NAME.parquet (rel to the lake or
@@ -340,9 +347,5 @@ func (s *BucketStore) Recover(ctx context.Context) error {
 			return fmt.Errorf("recover %s: %w", p, err)
 		}
 	}
-	if s.Tmp != "" {
-		os.RemoveAll(s.Tmp)
-		s.Tmp = ""
-	}
-	return nil
+	return s.Close()
 }

@@ -336,7 +336,11 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 
 	// 1. Sort the fresh files into runs.
 	nInputs := len(old)
-	so := &sorter{mem: mem, u: u, key: key, tmp: st.TempDir(), budget: opt.ChunkBytes, runBatch: 1024}
+	tmp, err := st.TempDir()
+	if err != nil {
+		return pr, false, err
+	}
+	so := &sorter{mem: mem, u: u, key: key, tmp: tmp, budget: opt.ChunkBytes, runBatch: 1024}
 	defer func() {
 		for _, r := range so.runs {
 			removeQuiet(r)
@@ -377,7 +381,7 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 	}
 	fanIn := max(2, opt.FanIn-len(old))
 	batch := batchRows(opt, u, fanIn)
-	runs, err = mergeRuns(ctx, mem, u, key, st.TempDir(), runs, fanIn, batch)
+	runs, err = mergeRuns(ctx, mem, u, key, tmp, runs, fanIn, batch)
 	so.runs = runs
 	if err != nil {
 		return pr, false, err

@@ -58,9 +58,9 @@ type Store interface {
 	// Stage starts the replacement of the partition: files created with
 	// it are invisible to readers until Publish.
 	Stage(ctx context.Context, p Partition) (Staged, error)
-	// TempDir is a local folder for spilled sorted runs (emptied by
-	// Recover).
-	TempDir() string
+	// TempDir is a local folder for spilled sorted runs that the store
+	// made and owns (emptied by Recover); an error when it cannot be made.
+	TempDir() (string, error)
 	// Recover finishes or undoes a Publish interrupted by a crash, and
 	// deletes retired files past their grace period.
 	Recover(ctx context.Context) error
@@ -129,7 +129,9 @@ func (s *LocalStore) journal(p Partition) string {
 }
 
 // TempDir implements Store.
-func (s *LocalStore) TempDir() string { return filepath.Join(s.root(), "tmp") }
+func (s *LocalStore) TempDir() (string, error) { return s.tmp(), nil }
+
+func (s *LocalStore) tmp() string { return filepath.Join(s.root(), "tmp") }
 
 // Partitions implements Store.
 func (s *LocalStore) Partitions(ctx context.Context) ([]Partition, error) {
@@ -442,7 +444,7 @@ func (s *LocalStore) Recover(ctx context.Context) error {
 	if err := os.RemoveAll(filepath.Join(s.root(), "stage")); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if err := os.RemoveAll(s.TempDir()); err != nil {
+	if err := os.RemoveAll(s.tmp()); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	return s.emptyTrash(ctx)
