@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -66,7 +67,7 @@ func demoCommand() *cli.Command {
 					}
 				}
 			}
-			if localDir(b.store) == "" {
+			if storage.LocalDir(b.store) == "" {
 				fmt.Fprintf(out, "\nwrote %d files under %s:\n", len(files), b.store)
 				for _, f := range files {
 					fmt.Fprintln(out, "  "+f)

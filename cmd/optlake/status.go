@@ -33,7 +33,7 @@ func statusCommand() *cli.Command {
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			recs, err := led.Open()
+			recs, err := led.Open(c.Context)
 			if err != nil {
 				return err
 			}

@@ -29,8 +29,7 @@ import (
 
 // Options configure the sink.
 type Options struct {
-	Dir              string        // the data directory (--data-dir), when Store is nil
-	Store            storage.Store // the data directory's store (a bucket prefix or a folder)
+	Store            storage.Store // the data directory (a bucket prefix or a folder); required
 	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
 	Logger           *slog.Logger
 }
@@ -44,17 +43,14 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// New returns a Parquet sink writing under opt.Dir, which is created if
-// missing. Temporary files left by a crashed run are removed.
+// New returns a Parquet sink writing into opt.Store (a local folder is
+// created if missing).
 func New(opt Options) (*Sink, error) {
 	st := opt.Store
 	if st == nil {
-		if opt.Dir == "" {
-			return nil, errors.New("parquet sink: no data directory")
-		}
-		st = storage.NewLocal(opt.Dir)
+		return nil, errors.New("parquet sink: no data directory")
 	}
-	if dir := localRoot(st); dir != "" {
+	if dir := storage.LocalDir(st); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("parquet sink: %w", err)
 		}
@@ -114,18 +110,10 @@ func SafeName(s string) string {
 	return out
 }
 
-// localRoot is the folder of a local store, "" for a bucket.
-func localRoot(st storage.Store) string {
-	if l, ok := st.(*storage.Local); ok {
-		return l.Root()
-	}
-	return ""
-}
-
 // where names an object of the store for summaries: its path in a local
 // folder, its URL-like name on a bucket (never a credential).
 func (s *Sink) where(name string) string {
-	if dir := localRoot(s.st); dir != "" {
+	if dir := storage.LocalDir(s.st); dir != "" {
 		return filepath.Join(dir, filepath.FromSlash(name))
 	}
 	return s.st.String() + "/" + name
@@ -145,7 +133,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	f := &countingWriter{w: sw}
+	f := &CountingWriter{W: sw}
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
 	var fw recordWriter
 	if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
@@ -160,15 +148,16 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now()}, nil
 }
 
-// countingWriter counts the bytes of the file (its size at commit).
-type countingWriter struct {
-	w io.Writer
-	n int64
+// CountingWriter counts the bytes written through it (a file's size at
+// commit).
+type CountingWriter struct {
+	W io.Writer
+	N int64
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
 	return n, err
 }
 
@@ -225,7 +214,7 @@ type writer struct {
 	s     *Sink
 	t     *schema.Table
 	sw    storage.Writer
-	f     *countingWriter
+	f     *CountingWriter
 	fw    recordWriter
 	name  string // in the store (rel, or parked)
 	rel   string
@@ -260,8 +249,8 @@ func (w *writer) Commit(context.Context) (sinks.Committed, error) {
 	if err := w.sw.Commit(); err != nil {
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, err)
 	}
-	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", w.f.n, "took", time.Since(w.start))
-	return sinks.Committed{Rows: w.rows, Bytes: w.f.n, Where: w.s.where(w.name)}, nil
+	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", w.f.N, "took", time.Since(w.start))
+	return sinks.Committed{Rows: w.rows, Bytes: w.f.N, Where: w.s.where(w.name)}, nil
 }
 
 func (w *writer) Abort() error {

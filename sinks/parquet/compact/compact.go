@@ -42,9 +42,8 @@ import (
 
 // Options configure a compaction. Zero values take the defaults.
 type Options struct {
-	// DataDir is the lake (used when Store is nil: a LocalStore).
-	DataDir string
-	Store   Store
+	// Store is the lake (required; For makes it from the data directory).
+	Store Store
 	// From and To bound the days compacted, To exclusive ("YYYY-MM-DD";
 	// From "" = the first day, To "" = today UTC: every closed day).
 	From, To string
@@ -58,8 +57,7 @@ type Options struct {
 	Deadline time.Time
 	Logger   *slog.Logger
 	// Crash is the crash-injection hook of tests, called after each of
-	// MergeSteps (the Store's own hook covers its publish; a LocalStore
-	// made from DataDir gets this one).
+	// MergeSteps (the Store's own hook covers its publish).
 	Crash func(step string)
 
 	ChunkBytes       int64 // Arrow bytes sorted in memory at once (default 32 MiB)
@@ -153,10 +151,7 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 	opt.defaults()
 	st := opt.Store
 	if st == nil {
-		if opt.DataDir == "" {
-			return Report{}, errors.New("compact: no data directory")
-		}
-		st = &LocalStore{Dir: opt.DataDir, Crash: opt.Crash, Now: opt.Now}
+		return Report{}, errors.New("compact: no store")
 	}
 	var rep Report
 	if err := st.Recover(ctx); err != nil {

@@ -201,24 +201,13 @@ type output struct {
 	sampleRows int
 
 	w     io.WriteCloser
-	cw    *countingWriter
+	cw    *pq.CountingWriter
 	fw    *pqarrow.FileWriter
 	parts int
 	rows  int64 // in the current file
 	total int64
 	bytes int64
 	chose map[string]string // column path -> encoding chosen
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // write takes a batch of merged rows (and releases it).
@@ -277,7 +266,7 @@ func (o *output) put(rec arrow.Record) error {
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}
-		o.w, o.cw = w, &countingWriter{w: w}
+		o.w, o.cw = w, &pq.CountingWriter{W: w}
 		o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
 		if err != nil {
 			w.Close()
@@ -290,7 +279,7 @@ func (o *output) put(rec arrow.Record) error {
 	}
 	o.rows += rec.NumRows()
 	o.total += rec.NumRows()
-	if o.cw.n >= o.opt.MaxFileBytes {
+	if o.cw.N >= o.opt.MaxFileBytes {
 		return o.closeFile()
 	}
 	return nil
@@ -317,7 +306,7 @@ func (o *output) closeFile() error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 	}
-	o.bytes += o.cw.n
+	o.bytes += o.cw.N
 	o.parts++
 	o.fw, o.w, o.cw = nil, nil, nil
 	return nil

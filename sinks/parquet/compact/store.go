@@ -18,6 +18,7 @@ import (
 	pq "github.com/optlake/optlake/sinks/parquet"
 
 	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/storage"
 )
 
 // Partition is one table's day: DATA/<Table>/date=<Date>/.
@@ -64,6 +65,20 @@ type Store interface {
 	// Recover finishes or undoes a Publish interrupted by a crash, and
 	// deletes retired files past their grace period.
 	Recover(ctx context.Context) error
+	// Close removes the local files the store made (its spills).
+	Close() error
+}
+
+// For is the compaction store of the data directory st: a local folder
+// (storage.LocalDir) swaps a partition's folder in one rename; any other
+// store publishes the compacted objects first and deletes the inputs
+// after (BucketStore). crash is the tests' hook (nil: none), now the clock
+// of the trash's grace (nil: time.Now).
+func For(st storage.Store, crash func(step string), now func() time.Time) Store {
+	if dir := storage.LocalDir(st); dir != "" {
+		return &LocalStore{Dir: dir, Crash: crash, Now: now}
+	}
+	return &BucketStore{St: st, Crash: crash}
 }
 
 // Staged is a partition's replacement under construction.
@@ -127,6 +142,10 @@ func (s *LocalStore) stage(p Partition) string {
 func (s *LocalStore) journal(p Partition) string {
 	return filepath.Join(s.root(), "journal", p.Table+"@"+p.Date+".json")
 }
+
+// Close implements Store: the spills are in the lake's .compact/tmp,
+// emptied by Recover.
+func (s *LocalStore) Close() error { return nil }
 
 // TempDir implements Store.
 func (s *LocalStore) TempDir() (string, error) { return s.tmp(), nil }
