@@ -13,10 +13,12 @@ all: build
 
 ## build: a static binary (no cgo: it runs on distroless and scratch images)
 build:
+	@[ -x $(BIN) ] || echo "building $(BIN): the first build compiles the S3/GCS/Azure SDKs, the ClickHouse driver and Arrow (~600 packages) and takes 2-5 minutes; later builds take seconds"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/optlake
 
 ## demo: simulated venue -> Parquet lake in ./data (no server needed)
 demo: build
+	@echo "running the demo: a simulated venue, three snapshots into ./data (~10 s)"
 	./$(BIN) demo --data-dir ./data
 
 ## deps: install what the tests need (clickhouse-server, zookeeper, DuckDB and chDB for node)
@@ -40,6 +42,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime 10s -fuzzminimizetime 0 ./internal/jsontok/
 	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/auth/
+	$(GO) test -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/envelope/
 
 ## unit: tests that need nothing installed
 unit:

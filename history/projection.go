@@ -165,13 +165,13 @@ func deref[V any](p *V) V {
 var points = projection[Point]{table: schema.Instruments, cols: []column[Point]{
 	{name: "snapshot_time", set: func(p *Point, r row, c string) { p.Time = deref(r.time(c)) }},
 	{name: "source", set: func(p *Point, r row, c string) { p.Source = deref(r.str(c)) }},
-	{name: "index_price", set: func(p *Point, r row, c string) { p.IndexPrice = r.f64(c) }, csv: func(p *Point) string { return fmtF(p.IndexPrice) }},
-	{name: "is_active", set: func(p *Point, r row, c string) { p.IsActive = r.boolean(c) }, csv: func(p *Point) string { return fmtB(p.IsActive) }},
-	{name: "deployed", set: func(p *Point, r row, c string) { p.Deployed = r.boolean(c) }, csv: func(p *Point) string { return fmtB(p.Deployed) }},
-	{name: "maker_commission", set: func(p *Point, r row, c string) { p.MakerCommission = r.f64(c) }, csv: func(p *Point) string { return fmtF(p.MakerCommission) }},
-	{name: "taker_commission", set: func(p *Point, r row, c string) { p.TakerCommission = r.f64(c) }, csv: func(p *Point) string { return fmtF(p.TakerCommission) }},
-	{name: "tick_size", set: func(p *Point, r row, c string) { p.TickSize = r.f64(c) }, csv: func(p *Point) string { return fmtF(p.TickSize) }},
-	{name: "strike", set: func(p *Point, r row, c string) { p.Strike = r.f64(c) }, csv: func(p *Point) string { return fmtF(p.Strike) }},
+	{name: "index_price", set: func(p *Point, r row, c string) { p.IndexPrice = r.f64(c) }, csv: func(p *Point) string { return csvOf(p.IndexPrice, fmtF) }},
+	{name: "is_active", set: func(p *Point, r row, c string) { p.IsActive = r.boolean(c) }, csv: func(p *Point) string { return csvOf(p.IsActive, fmtB) }},
+	{name: "deployed", set: func(p *Point, r row, c string) { p.Deployed = r.boolean(c) }, csv: func(p *Point) string { return csvOf(p.Deployed, fmtB) }},
+	{name: "maker_commission", set: func(p *Point, r row, c string) { p.MakerCommission = r.f64(c) }, csv: func(p *Point) string { return csvOf(p.MakerCommission, fmtF) }},
+	{name: "taker_commission", set: func(p *Point, r row, c string) { p.TakerCommission = r.f64(c) }, csv: func(p *Point) string { return csvOf(p.TakerCommission, fmtF) }},
+	{name: "tick_size", set: func(p *Point, r row, c string) { p.TickSize = r.f64(c) }, csv: func(p *Point) string { return csvOf(p.TickSize, fmtF) }},
+	{name: "strike", set: func(p *Point, r row, c string) { p.Strike = r.f64(c) }, csv: func(p *Point) string { return csvOf(p.Strike, fmtF) }},
 	{name: "expiration_time", set: func(p *Point, r row, c string) { p.Expiration = r.time(c) }},
 }}
 
@@ -181,7 +181,16 @@ var events = projection[Event]{table: schema.InstrumentEvents, cols: []column[Ev
 	{name: "source", set: func(e *Event, r row, c string) { e.Source = deref(r.str(c)) }},
 	{name: "event", set: func(e *Event, r row, c string) { e.Event = deref(r.str(c)) }, csv: func(e *Event) string { return e.Event }},
 	{name: "field", set: func(e *Event, r row, c string) { e.Field = deref(r.str(c)) }, csv: func(e *Event) string { return e.Field }},
-	{name: "old_value", set: func(e *Event, r row, c string) { e.Old = r.str(c) }, csv: func(e *Event) string { return fmtS(e.Old) }},
-	{name: "new_value", set: func(e *Event, r row, c string) { e.New = r.str(c) }, csv: func(e *Event) string { return fmtS(e.New) }},
+	{name: "old_value", set: func(e *Event, r row, c string) { e.Old = r.str(c) }, csv: func(e *Event) string { return csvOf(e.Old, fmtS) }},
+	{name: "new_value", set: func(e *Event, r row, c string) { e.New = r.str(c) }, csv: func(e *Event) string { return csvOf(e.New, fmtS) }},
 	{name: "initial", set: func(e *Event, r row, c string) { e.Initial = deref(r.boolean(c)) }},
 }}
+
+// csvOf renders a nullable value for CSV: a null is an empty cell (the
+// table's "-" and "∅" are for reading on a terminal).
+func csvOf[T any](v *T, format func(*T) string) string {
+	if v == nil {
+		return ""
+	}
+	return format(v)
+}

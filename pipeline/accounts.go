@@ -18,9 +18,9 @@ import (
 // into every sink. The registry (DATA/_schema) evolves in memory during the
 // decode and is saved once every sink has the rows; new columns reach
 // ClickHouse as ALTER TABLE ... ADD COLUMN when the sink opens the table.
-func (r *Runner) loadAccount(ctx context.Context, ep Endpoint, part string, rq requestSpec, body io.Reader, sum *Summary, res *EndpointResult, sr *snapshotRun) (map[string]SinkResult, error) {
+func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, rq requestSpec, body io.Reader, sum *Summary, res *EndpointResult, sr *snapshotRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
-	fan := NewFanout(ctx, r.cfg.Sinks, snap)
+	fan := NewFanout(ctx, ss, snap)
 	// Bodies of one endpoint and account in one snapshot (a fanned-out
 	// parameter) number their rows on from each other, so keys never collide.
 	if sr.rowOffsets == nil {

@@ -5,6 +5,10 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/optlake/optlake/pipeline/extract/auth"
+	"github.com/optlake/optlake/pipeline/extract/envelope"
+	"github.com/optlake/optlake/pipeline/extract/paginate"
 )
 
 // Kind says how an endpoint's body is turned into tables.
@@ -26,6 +30,28 @@ type Endpoint struct {
 	// Requires names a query parameter without which the endpoint is not
 	// called (get_position needs an instrument).
 	Requires string
+	// Public: an inferred table requested once, not once per account
+	// (kind: public in the config).
+	Public bool
+
+	// What a real venue varies in (config file, DESIGN.md "Real venues").
+	Method string // GET (default) or POST
+	Body   []byte // POST body (JSON-RPC)
+	// Records is the dotted path of the rows in each body; the rest is
+	// envelope, kept only in the raw archive.
+	Records string
+	// Auth authenticates the endpoint's requests instead of the account's
+	// or the run's; NoAuth sends none (auth: none).
+	Auth       auth.Authenticator
+	NoAuth     bool
+	Pagination *paginate.Spec
+	Errors     *envelope.Errors
+}
+
+// enveloped reports whether bodies go through package envelope (records,
+// pages or error bodies) instead of straight to the decoder.
+func (e Endpoint) enveloped() bool {
+	return e.Records != "" || e.Pagination != nil || e.Errors != nil
 }
 
 // DefaultEndpoints is the registry of the venue's endpoints, in run order.
@@ -56,7 +82,40 @@ func EndpointNames() []string {
 // endpoint that needs no parameter) against the registry, with path
 // overrides applied.
 func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error) {
-	reg := DefaultEndpoints()
+	return Select(DefaultEndpoints(), names, paths)
+}
+
+// Extra returns the registry with more endpoints (kind account or public,
+// beyond the seed's) added at its end; a name already in it is an error.
+func Extra(reg []Endpoint, extra map[string]bool) ([]Endpoint, error) {
+	names := make([]string, 0, len(extra))
+	for n := range extra {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, e := range reg {
+			if e.Name == n {
+				return nil, fmt.Errorf("endpoint %q is one of the venue's: it takes no kind", n)
+			}
+		}
+		if n == "" || strings.ContainsAny(n, "/ .,") {
+			return nil, fmt.Errorf("endpoint name %q: a plain word (it names the table)", n)
+		}
+		reg = append(reg, Endpoint{Name: n, Path: "/" + n, Kind: KindAccount, Public: extra[n]})
+	}
+	return reg, nil
+}
+
+// Select is SelectEndpoints against the registry reg.
+func Select(reg []Endpoint, names []string, paths map[string]string) ([]Endpoint, error) {
+	known := func() string {
+		var out []string
+		for _, e := range reg {
+			out = append(out, e.Name)
+		}
+		return strings.Join(out, ", ")
+	}
 	for name, p := range paths {
 		found := false
 		for i := range reg {
@@ -66,7 +125,7 @@ func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("path override for unknown endpoint %q (known: %s)", name, strings.Join(EndpointNames(), ", "))
+			return nil, fmt.Errorf("path override for unknown endpoint %q (known: %s; another endpoint needs kind: account or public)", name, known())
 		}
 	}
 	if len(names) == 0 {
@@ -92,7 +151,7 @@ func SelectEndpoints(names []string, paths map[string]string) ([]Endpoint, error
 			}
 		}
 		if ep == nil {
-			return nil, fmt.Errorf("unknown endpoint %q (known: %s)", n, strings.Join(EndpointNames(), ", "))
+			return nil, fmt.Errorf("unknown endpoint %q (known: %s)", n, known())
 		}
 		out = append(out, *ep)
 	}

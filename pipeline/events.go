@@ -77,20 +77,33 @@ func (e *eventsRun) close(states stateStore) {
 // eventsTurn orders the comparisons of snapshots loaded at once (a
 // pipelined replay): each compares with the state the snapshot before it
 // left, so it waits until that one is done with the state.
+//
+// A snapshot whose comparison did not run (its listing unreadable, a
+// failed request) breaks the chain: the next one only seeds the state and
+// writes no events (seedOnly). Compared with the snapshot before the bad
+// one it would report the bad one's changes again, beside the events the
+// original run wrote for it (a replay over an existing lake); the next
+// snapshot's events of that run stay as they were.
 type eventsTurn struct {
-	after <-chan struct{} // closed when the previous snapshot is done (nil: first)
-	done  chan struct{}
-	once  sync.Once
+	after    <-chan struct{} // closed when the previous snapshot is done (nil: first)
+	prev     *eventsTurn
+	done     chan struct{}
+	once     sync.Once
+	compared bool // this snapshot's comparison ran (set before done is closed)
 }
 
 // newEventsTurn returns the turn that comes after prev (nil: the first).
 func newEventsTurn(prev *eventsTurn) *eventsTurn {
-	t := &eventsTurn{done: make(chan struct{})}
+	t := &eventsTurn{done: make(chan struct{}), prev: prev}
 	if prev != nil {
 		t.after = prev.done
 	}
 	return t
 }
+
+// seedOnly reports, once wait has returned, that the previous snapshot's
+// comparison did not run: this one seeds the state and writes no events.
+func (t *eventsTurn) seedOnly() bool { return t != nil && t.prev != nil && !t.prev.compared }
 
 // wait returns when the previous snapshot is done with the state.
 func (t *eventsTurn) wait(ctx context.Context) error {
@@ -105,11 +118,30 @@ func (t *eventsTurn) wait(ctx context.Context) error {
 	}
 }
 
-// finish passes the turn on (once; later calls do nothing).
+// finish passes the turn on (once; later calls do nothing), but never
+// before the previous snapshot has passed it on: a snapshot that never
+// took its turn (no usable body, a failed comparison, a cancel) must not
+// let the next one load a state the one before is still writing. It does
+// not block: the hand-over waits in its own goroutine when it must.
 func (t *eventsTurn) finish() {
-	if t != nil {
-		t.once.Do(func() { close(t.done) })
+	if t == nil {
+		return
 	}
+	t.once.Do(func() {
+		if t.after == nil {
+			close(t.done)
+			return
+		}
+		select {
+		case <-t.after:
+			close(t.done)
+		default:
+			go func() {
+				<-t.after
+				close(t.done)
+			}()
+		}
+	})
 }
 
 // beginAttempt starts (again) with a fresh comparison: a retried request
@@ -174,6 +206,10 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		}
 		e.prev = prev
 		e.err = e.d.Against(prev)
+		if e.turn.seedOnly() && !e.stateOnly {
+			log.Warn("instrument events not rewritten: the snapshot before this one could not be read; this one seeds the comparison")
+			e.stateOnly = true
+		}
 	}
 	if e.err != nil {
 		if errors.Is(e.err, events.ErrOutOfOrder) {
@@ -197,6 +233,9 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		return
 	}
 	outs := fan.Commit(ctx)
+	if e.turn != nil {
+		e.turn.compared = true
+	}
 	saved := false
 	defer func() {
 		if !saved {

@@ -219,11 +219,18 @@ type archiveFetcher struct {
 	problems []string
 }
 
-// requests lists the archived requests of an endpoint, as they were made.
+// requests lists the archived requests of an endpoint, as they were made;
+// a paginated request's pages are its archived bodies, in order.
 func (f *archiveFetcher) requests(ep Endpoint) []requestSpec {
 	var out []requestSpec
+	at := map[string]int{} // account|request -> index in out
 	for _, m := range f.bodies {
 		if m.Endpoint != ep.Name {
+			continue
+		}
+		key := fmt.Sprintf("%s|%d", m.Account, m.Request)
+		if i, ok := at[key]; ok && m.Page > 0 {
+			out[i].archived = append(out[i].archived, m)
 			continue
 		}
 		p := url.Values{}
@@ -234,14 +241,19 @@ func (f *archiveFetcher) requests(ep Endpoint) []requestSpec {
 		if of == 0 {
 			of = 1
 		}
-		out = append(out, requestSpec{index: m.Request, of: of, params: p, account: m.Account})
+		at[key] = len(out)
+		out = append(out, requestSpec{index: m.Request, of: of, params: p, account: m.Account, archived: []archive.Meta{m}})
 	}
 	return out
 }
 
+// Do serves the archived body of r (its page, for a paginated request).
 func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Hooks, handle func(context.Context, *extract.Response) error) error {
 	for _, m := range f.bodies {
-		if m.Endpoint != r.Endpoint || m.Account != r.Account || !sameParams(m.Params, r.Params) {
+		if m.Endpoint != r.Endpoint || m.Account != r.Account || m.Page != r.Page {
+			continue
+		}
+		if m.Page > 0 && m.Request != r.Index || m.Page == 0 && !sameParams(m.Params, r.Params) {
 			continue
 		}
 		rc, err := f.arc.Open(ctx, m.File)
@@ -256,7 +268,7 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		}
 		return err
 	}
-	return fmt.Errorf("%w: no archived body for %s %v", errArchive, r.Endpoint, r.Params)
+	return fmt.Errorf("%w: no archived body for %s %v page %d", errArchive, r.Endpoint, r.Params, r.Page)
 }
 
 // errArchive marks a body that cannot be read back from the raw archive

@@ -24,6 +24,7 @@ import (
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/transform"
@@ -78,12 +79,16 @@ type Config struct {
 	Now func() time.Time
 	// NewRunID gives the run id (default a UUIDv7).
 	NewRunID func() string
+	// Auth authenticates every request (nil: only the client's headers);
+	// an account's or an endpoint's Auth replaces it.
+	Auth auth.Authenticator
 }
 
 // Account is one account snapshotted by the account endpoints.
 type Account struct {
 	Label   string
-	Headers http.Header // values are secrets
+	Headers http.Header        // values are secrets
+	Auth    auth.Authenticator // nil: the run's (Config.Auth)
 }
 
 // Runner takes snapshots.
@@ -264,12 +269,12 @@ type SinkResult struct {
 // Run takes one snapshot of every configured endpoint. It always returns a
 // summary; Summary.OK is false when any endpoint or sink failed.
 func (r *Runner) Run(ctx context.Context) *Summary {
-	if r.cfg.Client == nil || r.cfg.Store == nil || r.cfg.Source == "" {
-		panic("pipeline: Run needs Config.Client, Store and Source")
-	}
 	snapTime := r.cfg.Now().UTC().Truncate(time.Millisecond)
+	if r.cfg.Client == nil || r.cfg.Store == nil || r.cfg.Source == "" {
+		return &Summary{SnapshotTime: snapTime, Error: "pipeline: Run needs Config.Client, Store and Source"}
+	}
 	states := r.liveStates()
-	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states}
+	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth}
 	var ledgerErr error
 	if r.ledger != nil && len(r.cfg.Sinks) > 0 {
 		var eps []string
@@ -325,6 +330,12 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
 			case res.Sinks[name].Error != "":
 				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
+			case sr.archive == nil && res.Status == "failed":
+				// Read back from the archive (catch-up, replay) and cut
+				// short by something else than the body (a cancel, the
+				// budget): no sink committed the rows, so the load stays
+				// pending. Never "committed" without a commit.
+				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Error)}
 			}
 			outs[name] = o
 		}
@@ -358,6 +369,9 @@ type snapshotRun struct {
 	// rowOffsets numbers account rows on across the bodies of one
 	// endpoint and account (per table).
 	rowOffsets map[string]map[string]int64
+	// auth authenticates requests that have no account or endpoint auth
+	// (live runs: Config.Auth).
+	auth auth.Authenticator
 }
 
 func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
@@ -406,12 +420,12 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 	} else {
 		sets := FanOut(r.cfg.Params[ep.Name])
 		accounts := []Account{{}}
-		if ep.Kind == KindAccount {
+		if ep.Kind == KindAccount && !ep.Public {
 			accounts = r.accounts()
 		}
 		for _, acc := range accounts {
 			for _, p := range sets {
-				reqs = append(reqs, requestSpec{index: len(reqs), params: p, account: acc.Label, headers: acc.Headers})
+				reqs = append(reqs, requestSpec{index: len(reqs), params: p, account: acc.Label, headers: acc.Headers, auth: acc.Auth})
 			}
 		}
 		for i := range reqs {
@@ -438,7 +452,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 				part = rq.account + "-" + part
 			}
 		}
-		err := r.request(ctx, log, ep, rq, part, sum, &res, ev, sr)
+		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr})
 		if err != nil {
 			ev.taint()
 			res.Status = "failed"
@@ -471,14 +485,16 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// request fetches one parameter set of an endpoint, retrying as the client
-// decides; each attempt is archived on its own.
 // requestSpec is one request of an endpoint's fan-out.
 type requestSpec struct {
 	index, of int
 	params    url.Values
-	account   string      // account endpoints
-	headers   http.Header // the account's
+	account   string             // account endpoints
+	headers   http.Header        // the account's
+	auth      auth.Authenticator // the account's
+	// archived are the request's bodies in the raw archive, pages in
+	// order (replay and catch-up); nil for a live request.
+	archived []archive.Meta
 }
 
 // accounts returns the configured accounts, or the default one.
@@ -489,32 +505,75 @@ func (r *Runner) accounts() []Account {
 	return []Account{{Label: "default"}}
 }
 
-func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq requestSpec, part string, sum *Summary, res *EndpointResult, ev *eventsRun, sr *snapshotRun) error {
-	idx, params := rq.index, rq.params
-	base := archive.Meta{
-		Endpoint: ep.Name, Account: rq.account, Request: idx, Requests: rq.of, Params: flat(params),
-		SnapshotTime: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source,
+// call is one request of an endpoint within a snapshot.
+type call struct {
+	log  *slog.Logger
+	ep   Endpoint
+	rq   requestSpec
+	part string // the sinks' part name of the request ("" when alone)
+	sum  *Summary
+	res  *EndpointResult
+	ev   *eventsRun
+	sr   *snapshotRun
+	// staged: the sinks that are not atomic receive the rows only at the
+	// commit (a paginated request: all of its pages or nothing).
+	staged bool
+}
+
+// meta is the archive metadata every body of the call starts from.
+func (c call) meta() archive.Meta {
+	return archive.Meta{
+		Endpoint: c.ep.Name, Account: c.rq.account, Request: c.rq.index, Requests: c.rq.of, Params: flat(c.rq.params),
+		SnapshotTime: c.sum.SnapshotTime, RunID: c.sum.RunID, Source: c.sum.Source,
 	}
-	hooks := extract.Hooks{OnFailed: func(f extract.Failed) {
-		if sr.archive == nil {
+}
+
+// extractRequest is the venue request of the call (params: its query).
+func (c call) extractRequest(params url.Values) extract.Request {
+	a := c.ep.Auth
+	if a == nil {
+		a = c.rq.auth
+	}
+	if a == nil && c.sr.auth != nil {
+		a = c.sr.auth
+	}
+	return extract.Request{
+		Endpoint: c.ep.Name, Method: c.ep.Method, Path: c.ep.Path, Params: params, Body: c.ep.Body,
+		Headers: c.rq.headers, Account: c.rq.account, Auth: a, NoAuth: c.ep.NoAuth, Index: c.rq.index,
+	}
+}
+
+// onFailed archives a non-2xx answer of the call.
+func (r *Runner) onFailed(ctx context.Context, c call, page int) extract.Hooks {
+	return extract.Hooks{OnFailed: func(f extract.Failed) {
+		if c.sr.archive == nil {
 			return
 		}
-		m := base
-		m.Attempt, m.URL, m.FetchTime = f.Attempt, f.URL, time.Now().UTC()
-		e, err := sr.archive.Create(ctx, m)
+		m := c.meta()
+		m.Attempt, m.URL, m.FetchTime, m.Page = f.Attempt, f.URL, time.Now().UTC(), page
+		e, err := c.sr.archive.Create(ctx, m)
 		if err != nil {
-			log.Error("archive failed", "endpoint", ep.Name, "err", err)
+			c.log.Error("archive failed", "endpoint", c.ep.Name, "err", err)
 			return
 		}
 		e.Write(f.Body)
 		msg := fmt.Sprintf("HTTP %d", f.Status)
 		if meta, err := e.Finish(f.Status, f.ContentType, f.Complete, msg); err == nil {
-			res.Raw = append(res.Raw, meta.File)
+			c.res.Raw = append(c.res.Raw, meta.File)
 		}
 	}}
-	req := extract.Request{Endpoint: ep.Name, Path: ep.Path, Params: params, Headers: rq.headers, Account: rq.account}
-	return sr.fetch.Do(ctx, req, hooks, func(ctx context.Context, resp *extract.Response) error {
-		m := base
+}
+
+// request fetches one parameter set of an endpoint, retrying as the client
+// decides; each attempt is archived on its own. Enveloped endpoints (records,
+// pages, error bodies) go through pagedRequest.
+func (r *Runner) request(ctx context.Context, c call) error {
+	if c.enveloped() {
+		return r.pagedRequest(ctx, c)
+	}
+	res, sr := c.res, c.sr
+	return sr.fetch.Do(ctx, c.extractRequest(c.rq.params), r.onFailed(ctx, c, 0), func(ctx context.Context, resp *extract.Response) error {
+		m := c.meta()
 		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
 		var entry archiveEntry = &countingEntry{}
 		if sr.archive != nil {
@@ -525,18 +584,7 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 			entry = e
 		}
 		body := io.TeeReader(timedReader{r: resp.Body, res: res, name: StageBody}, entry)
-		var outs map[string]SinkResult
-		var derr error
-		switch ep.Kind {
-		case KindInstruments:
-			outs, derr = r.loadInstruments(ctx, ep, part, body, sum, res, ev)
-		default:
-			if r.cfg.Schemas == nil {
-				_, derr = io.Copy(io.Discard, body)
-			} else {
-				outs, derr = r.loadAccount(ctx, ep, part, rq, body, sum, res, sr)
-			}
-		}
+		outs, derr := r.decode(ctx, c, body)
 		complete := derr == nil
 		if derr != nil && errors.Is(derr, values.ErrBadInput) {
 			// Keep the whole body for replay even though it cannot be parsed.
@@ -562,20 +610,50 @@ func (r *Runner) request(ctx context.Context, log *slog.Logger, ep Endpoint, rq 
 		if aerr != nil {
 			return aerr
 		}
-		for name, o := range outs {
-			acc := res.Sinks[name]
-			acc.Rows += o.Rows
-			acc.Rejects += o.Rejects
-			acc.Bytes += o.Bytes
-			acc.Files = append(acc.Files, o.Files...)
-			if acc.Error == "" {
-				acc.Error = o.Error
-			}
-			acc.rejected = acc.rejected || o.rejected
-			res.Sinks[name] = acc
-		}
+		res.merge(outs)
 		return nil
 	})
+}
+
+// enveloped reports whether the call's bodies go through package
+// envelope: as the archive says in a replay, as the endpoint says live.
+func (c call) enveloped() bool {
+	if c.rq.archived != nil {
+		return c.rq.archived[0].Envelope
+	}
+	return c.ep.enveloped()
+}
+
+// decode loads one body (or the stream of a call's pages) into the sinks.
+func (r *Runner) decode(ctx context.Context, c call, body io.Reader) (map[string]SinkResult, error) {
+	ss := r.cfg.Sinks
+	if c.staged {
+		ss = stagedSinks(ss, r.cfg.Mem)
+	}
+	switch {
+	case c.ep.Kind == KindInstruments:
+		return r.loadInstruments(ctx, ss, c.ep, c.part, body, c.sum, c.res, c.ev)
+	case r.cfg.Schemas == nil:
+		_, err := io.Copy(io.Discard, body)
+		return nil, err
+	}
+	return r.loadAccount(ctx, ss, c.ep, c.part, c.rq, body, c.sum, c.res, c.sr)
+}
+
+// merge adds what the sinks made of one request to the endpoint's result.
+func (res *EndpointResult) merge(outs map[string]SinkResult) {
+	for name, o := range outs {
+		acc := res.Sinks[name]
+		acc.Rows += o.Rows
+		acc.Rejects += o.Rejects
+		acc.Bytes += o.Bytes
+		acc.Files = append(acc.Files, o.Files...)
+		if acc.Error == "" {
+			acc.Error = o.Error
+		}
+		acc.rejected = acc.rejected || o.rejected
+		res.Sinks[name] = acc
+	}
 }
 
 // archiveEntry is what request needs of an archive entry.
@@ -609,9 +687,9 @@ func flat(v url.Values) map[string]string {
 // loadInstruments decodes one listing body into every sink. Rows are
 // committed only when the whole body decoded; on any failure every sink's
 // writers are aborted, so a retry starts clean.
-func (r *Runner) loadInstruments(ctx context.Context, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
+func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
-	fan := NewFanout(ctx, r.cfg.Sinks, snap, schema.Instruments)
+	fan := NewFanout(ctx, ss, snap, schema.Instruments)
 	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	defer dec.Release()
 	ev.beginAttempt()

@@ -96,7 +96,31 @@ func (s *Sim) decide(n int64) decision {
 //     get_positions[?currency=…&kind=…], get_all_account_balances,
 //     get_positions_with_mints → account payloads (see AccountHeader).
 //   - Any other path → 404; any method but GET → 405 (both JSON errors).
-func (s *Sim) Handler() http.Handler { return &handler{s: s} }
+//
+// With Config.Real, a RealVenue layer sits in front (authentication,
+// envelopes, pages, error bodies; login at PathLogin, tokens at PathToken).
+func (s *Sim) Handler() http.Handler {
+	if !s.cfg.Real.Enabled() {
+		return &handler{s: s}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.real == nil {
+		s.real = newRealHandler(s.cfg.Real, &handler{s: s})
+	}
+	return s.real
+}
+
+// Logins is the number of session logins and oauth2 tokens the RealVenue
+// layer issued.
+func (s *Sim) Logins() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.real == nil {
+		return 0
+	}
+	return s.real.logins.Load() + s.real.tokenReqs.Load()
+}
 
 type handler struct {
 	s *Sim

@@ -127,7 +127,10 @@ type Config struct {
 	// value is never logged or echoed. A setting without ':' can never be
 	// satisfied (every account request gets 401).
 	RequireHeader string
-	Logger        *slog.Logger // nil: discard
+	// Real makes the simulator behave like a real exchange (authentication,
+	// envelopes, pages, error bodies); see RealVenue.
+	Real   RealVenue
+	Logger *slog.Logger // nil: discard
 }
 
 // Sim is a simulated venue. All methods are safe for concurrent use.
@@ -151,7 +154,8 @@ type Sim struct {
 	wallStart           time.Time
 	reqs                atomic.Int64
 	snap                atomic.Pointer[snapshot]
-	mu                  sync.Mutex // guards hist and autoApplied; serialises Advance
+	real                *realHandler // nil: a plain simulator
+	mu                  sync.Mutex   // guards hist and autoApplied; serialises Advance
 	hist                [nCur][]float64
 	autoApplied         int64
 }

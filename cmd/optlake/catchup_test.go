@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -346,33 +348,35 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 }
 
 // kill -9 in the middle of a catch-up, then a run: every snapshot is in
-// the lake exactly once, with all its rows.
+// the lake exactly once, with all its rows. The kill comes at a known
+// point (after the first rows of the oldest caught-up snapshot are
+// written: the load crash hook), and the catch-up has no time budget, so
+// nothing depends on the machine's speed. (It used to wait for a temp
+// file and kill then: on a loaded machine the run could be past its
+// catch-up; and a default budget could run out on a -race binary.)
 func TestCatchUpKill9(t *testing.T) {
 	const n = 150_000
 	next := pinClock(t, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC))
 	_, url := startSim(t, venuesim.Config{Seed: 8, Instruments: n})
 	dir := t.TempDir()
-	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--batch-rows", "4096"}
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--batch-rows", "4096", "--catch-up-budget", "0"}
 	repair := blockParquet(t, dir)
 	missSnapshots(t, 3, next, nil, args...)
 	repair()
-	cmd, _, _ := startCLI(t, args...)
-	waitFor(t, "a caught-up file in flight", func() bool {
-		f, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", ".*.tmp-*"))
-		return len(f) > 0
-	})
-	cmd.Process.Kill()
-	cmd.Wait()
-	if st := statusJSON(t, dir)["parquet"]; st.Pending == 0 {
-		t.Fatalf("nothing pending after the kill: %+v", st)
+	cmd, _, stderr := startCLICrashing(t, "written", args...)
+	if err := cmd.Wait(); exitCode(err) != -1 {
+		t.Fatalf("the run was not killed at the hook: %v\n%s", err, stderr)
+	}
+	if st := statusJSON(t, dir)["parquet"]; st.Pending != 3 {
+		t.Fatalf("pending after the kill: %+v, want 3", st)
 	}
 	res := optlake(t, args...)
-	if res.code != 0 || !strings.Contains(res.stdout, "caught up") {
+	if res.code != 0 || !strings.Contains(res.stdout, "caught up 3 of 3") {
 		t.Fatalf("run after the kill: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	got := lakeCounts(t, dir, "instruments", "instrument_name")
-	if len(got) < 4 {
-		t.Fatalf("snapshots in the lake: %v", got)
+	if len(got) != 4 {
+		t.Fatalf("snapshots in the lake: %v, want 4", got)
 	}
 	for _, g := range got {
 		if !strings.HasSuffix(g, fmt.Sprintf(":%d", n)) {
@@ -381,6 +385,72 @@ func TestCatchUpKill9(t *testing.T) {
 	}
 	if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+// startCLICrashing starts the CLI as a process that kills itself (SIGKILL)
+// at step of its first instruments load (loadSteps).
+func startCLICrashing(t *testing.T, step string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	return startCLIEnv(t, []string{loadCrashEnv + "=" + step}, args...)
+}
+
+// kill -9 during a catch-up at each step of a snapshot's commit (file
+// opened, rows written, about to commit, committed but not yet in the
+// ledger): the next run (no time budget) catches everything up; each
+// snapshot is in the lake once with its rows, and its instrument events
+// are those of runs without the outage.
+func TestCatchUpKill9AtEachStep(t *testing.T) {
+	base := time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)
+	lake := func(t *testing.T, crashAt string) (string, string) {
+		next := pinClock(t, base)
+		sim, url := startSim(t, venuesim.Config{Seed: 8, Instruments: 3000})
+		dir := t.TempDir()
+		args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--source", "sim", "--catch-up-budget", "0"}
+		var repair func()
+		if crashAt != "" {
+			repair = blockParquet(t, dir)
+		}
+		for range 3 {
+			res := optlake(t, args...)
+			if (crashAt == "") != (res.code == 0) {
+				t.Fatalf("run: exit %d %s", res.code, res.stderr)
+			}
+			sim.Advance(1)
+			next()
+		}
+		if crashAt != "" {
+			repair()
+			cmd, _, stderr := startCLICrashing(t, crashAt, args...)
+			if err := cmd.Wait(); exitCode(err) != -1 {
+				t.Fatalf("%s: the run was not killed at the hook: %v\n%s", crashAt, err, stderr)
+			}
+			if st := statusJSON(t, dir)["parquet"]; st.Pending != 3 {
+				t.Fatalf("%s: pending after the kill: %+v, want 3", crashAt, st)
+			}
+		}
+		res := optlake(t, args...)
+		if res.code != 0 {
+			t.Fatalf("%s: run after the kill: exit %d\n%s", crashAt, res.code, res.stderr)
+		}
+		if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+			t.Errorf("%s: status: %+v", crashAt, st)
+		}
+		return strings.Join(lakeCounts(t, dir, "instruments", "instrument_name"), " "),
+			strings.Join(lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')"), " ")
+	}
+	wantRows, wantEvents := lake(t, "")
+	if strings.Count(wantRows, ":3000") != 4 || strings.Count(wantEvents, ":") != 4 {
+		t.Fatalf("reference: %s / %s", wantRows, wantEvents)
+	}
+	for _, step := range loadSteps {
+		rows, evs := lake(t, step)
+		if rows != wantRows {
+			t.Errorf("%s: instruments per snapshot %s, want %s", step, rows, wantRows)
+		}
+		if evs != wantEvents {
+			t.Errorf("%s: instrument_events per snapshot %s, want %s", step, evs, wantEvents)
+		}
 	}
 }
 

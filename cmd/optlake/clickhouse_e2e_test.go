@@ -170,7 +170,7 @@ func TestRunRefusesUnmigratedDatabase(t *testing.T) {
 // readmeQueries returns the SQL blocks of README.md's "Query the history in
 // SQL" section.
 func readmeQueries(t *testing.T) []string {
-	return testenv.ReadmeSQL(t, "Query the history in SQL")
+	return testenv.DocSQL(t, testenv.SQLDoc, "Query the history in SQL")
 }
 
 // Every README query runs against a server loaded from the simulator over

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/pipeline/extract/auth"
 )
 
 // configure reads the command's settings: flags and environment, then the
@@ -46,6 +48,7 @@ func configure(c *cli.Context) (*job, error) {
 	}
 	j.Paths = fc.Paths
 	j.Maps = fc.Maps
+	j.Venue = fc.Venue
 	return j, nil
 }
 
@@ -89,10 +92,136 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 		accts[label] = append(accts[label], strings.TrimSpace(name)+": "+redact.Mask)
 	}
 	out["headers"], out["accounts"], out["endpoint-paths"], out["endpoint-maps"] = hdrs, accts, j.Paths, j.Maps
+	if venue := shownVenue(j.Venue, red); len(venue) > 0 {
+		out["venue"] = venue
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
 	return enc.Close()
+}
+
+// shownVenue is the real-venue part of the configuration for config check:
+// each auth's type and keys with every secret redacted, and the endpoints'
+// records, pagination and error keys.
+func shownVenue(v settings.Venue, red *redact.Redactor) map[string]any {
+	out := map[string]any{}
+	show := func(s *auth.Spec) map[string]any {
+		if s == nil {
+			return nil
+		}
+		return shown(s, red)
+	}
+	if v.Auth != nil {
+		out["auth"] = show(v.Auth)
+	}
+	if v.Errors != nil {
+		out["errors"] = shown(v.Errors, red)
+	}
+	if len(v.AccountAuth) > 0 {
+		acc := map[string]any{}
+		for label, s := range v.AccountAuth {
+			acc[label] = show(s)
+		}
+		out["accounts"] = acc
+	}
+	if len(v.Endpoints) > 0 {
+		eps := map[string]any{}
+		for name, e := range v.Endpoints {
+			m := map[string]any{}
+			for k, val := range map[string]any{"method": e.Method, "records": e.Records, "kind": e.Kind, "body": red.String(e.Body)} {
+				if val != "" {
+					m[k] = val
+				}
+			}
+			if e.Auth != nil {
+				m["auth"] = show(e.Auth)
+			}
+			if e.Pagination != nil {
+				m["pagination"] = shown(e.Pagination, red)
+			}
+			if e.Errors != nil {
+				m["errors"] = shown(e.Errors, red)
+			}
+			eps[name] = m
+		}
+		out["endpoints"] = eps
+	}
+	return out
+}
+
+// shown is a config struct as config check prints it: snake_case keys,
+// zero values left out, secrets redacted.
+func shown(v any, red *redact.Redactor) map[string]any {
+	b, _ := json.Marshal(v)
+	var all map[string]any
+	json.Unmarshal([]byte(red.String(string(b))), &all)
+	return snakeKeys(all).(map[string]any)
+}
+
+func snakeKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if !isZero(e) {
+				out[snake(k)] = snakeKeys(e)
+			}
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = snakeKeys(x[i])
+		}
+	}
+	return v
+}
+
+// snake turns a Go field name into the config key: TokenPath -> token_path.
+func snake(s string) string {
+	var b strings.Builder
+	lower := false
+	for _, r := range s {
+		up := r >= 'A' && r <= 'Z'
+		if up && lower {
+			b.WriteByte('_')
+		}
+		if up {
+			r += 'a' - 'A'
+		}
+		lower = !up
+		b.WriteRune(r)
+	}
+	// The keys whose config name is not their field's.
+	switch k := b.String(); k {
+	case "token_path":
+		return "token"
+	case "expires_path":
+		return "expires_in"
+	default:
+		return k
+	}
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case float64:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		for _, e := range x {
+			if !isZero(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

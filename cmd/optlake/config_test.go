@@ -164,6 +164,7 @@ func TestConfigSecretReferences(t *testing.T) {
 	}{
 		{"file", "@" + dsnFile, "chfile:9000", "ref-secret-4711"},
 		{"env", "${OPTLAKE_TEST_DSN}", "chenv:9000", "env-secret-4712"},
+		{"short password", "clickhouse://u:ab@chshort:9000/db", "u:[REDACTED]@chshort:9000", "u:ab@"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := optlake(t, "config", "check", "--api-url", "https://v.example", "--sink", "clickhouse",

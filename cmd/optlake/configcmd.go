@@ -12,7 +12,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/transform"
 )
@@ -57,7 +60,8 @@ type validJob struct {
 	params    map[string]url.Values
 	mode      infer.Mode
 	rate      rate.Limit
-	sinks     []string // names, split and without repeats
+	sinks     []string           // names, split and without repeats
+	auth      auth.Authenticator // the run's (top-level auth:), built by authenticate
 }
 
 // validate checks everything that can be checked without touching the
@@ -75,6 +79,7 @@ func (j *job) validate() (*validJob, error) {
 	}
 	v.headers, v.accounts = headers, accounts
 	red := redact.New(append(secrets, accSecrets...)...)
+	red.Add(j.Venue.Secrets()...)
 	red.Add(redact.DSNPassword(j.ClickHouseDSN))
 	v.red = red
 	if _, err := newLogger(io.Discard, j.LogFormat, j.LogLevel, red); err != nil {
@@ -95,14 +100,19 @@ func (j *job) validate() (*validJob, error) {
 	if v.unit, err = transform.ParseTimeUnit(j.TimestampUnit); err != nil {
 		return nil, usagef("--timestamp-unit: %v", err)
 	}
-	if v.endpoints, err = pipeline.SelectEndpoints(j.Endpoints, j.Paths); err != nil {
+	reg, err := venueRegistry(j.Venue)
+	if err != nil {
 		return nil, usageError{err}
 	}
+	if v.endpoints, err = pipeline.Select(reg, j.Endpoints, j.Paths); err != nil {
+		return nil, usageError{err}
+	}
+	configureEndpoints(v.endpoints, j.Venue)
 	if v.params, err = pipeline.ParseParams(j.Params); err != nil {
 		return nil, usageError{err}
 	}
 	for ep := range v.params {
-		if _, err := pipeline.SelectEndpoints([]string{ep}, nil); err != nil {
+		if _, err := pipeline.Select(reg, []string{ep}, nil); err != nil {
 			return nil, usagef("--param: %v", err)
 		}
 	}
@@ -127,4 +137,83 @@ func (j *job) validate() (*validJob, error) {
 		return nil, usagef("--batch-rows, --max-attempts and --max-body-size must be positive")
 	}
 	return v, nil
+}
+
+// venueRegistry is the venue's endpoints plus those of the config file
+// with a kind (account or public).
+func venueRegistry(v settings.Venue) ([]pipeline.Endpoint, error) {
+	extra := map[string]bool{}
+	for name, e := range v.Endpoints {
+		if e.Kind != "" {
+			extra[name] = e.Kind == "public"
+		}
+	}
+	return pipeline.Extra(pipeline.DefaultEndpoints(), extra)
+}
+
+// configureEndpoints applies the config file's real-venue keys to the
+// selected endpoints (top-level errors to those without their own).
+func configureEndpoints(eps []pipeline.Endpoint, v settings.Venue) {
+	for i := range eps {
+		ep := &eps[i]
+		ep.Errors = v.Errors
+		e := v.Endpoints[ep.Name]
+		if e == nil {
+			continue
+		}
+		ep.Method, ep.Records, ep.Pagination = e.Method, e.Records, e.Pagination
+		if e.Body != "" {
+			ep.Body = []byte(e.Body)
+		}
+		if e.Errors != nil {
+			ep.Errors = e.Errors
+		}
+		ep.NoAuth = e.Auth != nil && e.Auth.Type == auth.None
+	}
+}
+
+// authenticate builds the authenticators of the run, its accounts and its
+// endpoints; the login and token requests go through the client's
+// transport (TLS settings, CA file).
+func (v *validJob) authenticate(c *extract.Client) error {
+	env := auth.Env{Base: c.Base(), Client: c.HTTP()}
+	build := func(s *auth.Spec, where string) (auth.Authenticator, error) {
+		if s == nil {
+			return nil, nil
+		}
+		a, err := auth.New(*s, env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		return a, nil
+	}
+	var err error
+	if v.auth, err = build(v.Venue.Auth, "auth"); err != nil {
+		return err
+	}
+	for label, s := range v.Venue.AccountAuth {
+		a, err := build(s, "accounts."+label+".auth")
+		if err != nil {
+			return err
+		}
+		found := false
+		for i := range v.accounts {
+			if v.accounts[i].Label == label {
+				v.accounts[i].Auth, found = a, true
+			}
+		}
+		if !found {
+			v.accounts = append(v.accounts, pipeline.Account{Label: label, Auth: a})
+		}
+	}
+	for i := range v.endpoints {
+		e := v.Venue.Endpoints[v.endpoints[i].Name]
+		if e == nil || e.Auth == nil || e.Auth.Type == auth.None {
+			continue
+		}
+		if v.endpoints[i].Auth, err = build(e.Auth, "endpoints."+v.endpoints[i].Name+".auth"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

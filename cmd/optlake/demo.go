@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -25,9 +31,31 @@ func demoCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
-			sim := venuesim.New(venuesim.Config{Seed: c.Int64("seed"), Instruments: c.Int("instruments"),
-				Start: time.Now().UTC().Truncate(time.Hour), TickEvery: time.Hour,
+			j := defaultJob() // run's defaults, then the demo's own settings
+			if err := settings.Decode(c, j); err != nil {
+				return err
+			}
+			hist := demoHistory{Seed: c.Int64("seed"), Instruments: c.Int("instruments"), Start: time.Now().UTC().Truncate(time.Hour)}
+			prev, err := readDemoHistory(c.Context, j.DataDir)
+			if err != nil {
+				return err
+			}
+			if prev != nil {
+				if prev.Seed != hist.Seed || prev.Instruments != hist.Instruments {
+					return usagef("demo: %s holds the simulated history of --seed %d --instruments %d: continue it with those, or give another --data-dir", j.DataDir, prev.Seed, prev.Instruments)
+				}
+				hist = *prev
+			}
+			sim := venuesim.New(venuesim.Config{Seed: hist.Seed, Instruments: hist.Instruments,
+				Start: hist.Start, TickEvery: time.Hour,
 				Faults: venuesim.Faults{IndexPriceVariants: true, ExtraFields: true}})
+			if prev != nil {
+				// The same venue, later: starting it over at tick 0 would
+				// compare an earlier state with the lake's last snapshot and
+				// report events that never happened.
+				sim.Advance(prev.Tick + 1)
+				fmt.Fprintf(out, "continuing the simulated history already in %s\n", j.DataDir)
+			}
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return err
@@ -35,10 +63,6 @@ func demoCommand() *cli.Command {
 			go serve(c.Context, ln, sim.Handler())
 			apiURL := "http://" + ln.Addr().String()
 			fmt.Fprintf(out, "simulated venue at %s (%d instruments)\n", apiURL, sim.NumInstruments())
-			j := defaultJob() // run's defaults, then the demo's own settings
-			if err := settings.Decode(c, j); err != nil {
-				return err
-			}
 			j.APIURL, j.Sinks, j.Source = apiURL, []string{"parquet"}, "venue-sim"
 			j.Timeout, j.Deadline, j.MaxAttempts = 30*time.Second, 5*time.Minute, 3
 			b, ctx, release, err := j.start(c.Context, c.App.ErrWriter)
@@ -46,7 +70,8 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			defer release()
-			var files []string
+			first := sim.Instruments()
+			files := 0
 			n := c.Int("snapshots")
 			for i := 0; i < n; i++ {
 				if i > 0 {
@@ -63,27 +88,111 @@ func demoCommand() *cli.Command {
 				}
 				for _, e := range sum.Endpoints {
 					for _, sr := range e.Sinks {
-						files = append(files, sr.Files...)
+						files += len(sr.Files)
 					}
 				}
-			}
-			if storage.LocalDir(b.store) == "" {
-				fmt.Fprintf(out, "\nwrote %d files under %s:\n", len(files), b.store)
-				for _, f := range files {
-					fmt.Fprintln(out, "  "+f)
+				hist.Tick = sim.Tick()
+				if err := writeDemoHistory(ctx, b.store, hist); err != nil {
+					return err
 				}
-				fmt.Fprintln(out, "\nQuery them with DuckDB (httpfs), pandas or polars: see \"The lake on S3\" in the README.")
-				return nil
 			}
-			dir, _ := filepath.Abs(j.DataDir)
-			fmt.Fprintf(out, "\nwrote %d files under %s:\n", len(files), dir)
-			for _, f := range files {
-				fmt.Fprintln(out, "  "+f)
-			}
-			glob := filepath.Join(dir, "instruments", "*", "*.parquet")
-			fmt.Fprintf(out, "\nQuery them with DuckDB:\n\n  SELECT snapshot_time, base_currency, count(*) AS instruments, any_value(index_price) AS index_price\n  FROM read_parquet('%s', hive_partitioning = true)\n  GROUP BY ALL ORDER BY ALL;\n", glob)
-			fmt.Fprintf(out, "\nor pandas:\n\n  import pandas as pd\n  df = pd.read_parquet(%q)\n  df.groupby(['snapshot_time', 'base_currency']).index_price.first()\n\n", filepath.Join(dir, "instruments"))
-			return nil
+			return printDemoNext(out, b.store, j.DataDir, files, flipped(first, sim.Instruments()))
 		},
 	}
+}
+
+// demoHistory is what a demo's lake records of the simulated venue it
+// snapshotted, so that the next demo into it continues that history.
+type demoHistory struct {
+	Seed        int64     `json:"seed"`
+	Instruments int       `json:"instruments"`
+	Start       time.Time `json:"start"`
+	Tick        int       `json:"tick"` // of the last snapshot
+}
+
+// demoHistoryFile is where a demo's lake keeps its demoHistory.
+const demoHistoryFile = "_state/demo.json"
+
+// readDemoHistory returns the history of the demo that wrote dataDir, nil
+// when none did.
+func readDemoHistory(ctx context.Context, dataDir string) (*demoHistory, error) {
+	st, err := openStore(ctx, dataDir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	b, err := storage.ReadAll(ctx, st, demoHistoryFile)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the demo's history: %w", err)
+	}
+	var h demoHistory
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("read the demo's history %s: %w", demoHistoryFile, err)
+	}
+	return &h, nil
+}
+
+func writeDemoHistory(ctx context.Context, st storage.Store, h demoHistory) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, demoHistoryFile, b); err != nil {
+		return fmt.Errorf("save the demo's history: %w", err)
+	}
+	return nil
+}
+
+// flipped returns an instrument listed in both listings whose is_active or
+// deployed differs between them (its history has events), "" when none.
+func flipped(before, after []venuesim.Instrument) string {
+	was := make(map[string]venuesim.Instrument, len(before))
+	for _, in := range before {
+		was[in.InstrumentName] = in
+	}
+	var names []string
+	for _, in := range after {
+		if w, ok := was[in.InstrumentName]; ok && (w.IsActive != in.IsActive || w.Deployed != in.Deployed) {
+			names = append(names, in.InstrumentName)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return names[0]
+}
+
+// printDemoNext says where the lake is and what to try on it: commands that
+// work on the demo's own data.
+func printDemoNext(out io.Writer, st storage.Store, dataDir string, files int, name string) error {
+	if name == "" {
+		name = "BTC-PERPETUAL"
+	}
+	bin := "optlake"
+	if exe, err := os.Executable(); err == nil && filepath.Base(filepath.Dir(exe)) == "bin" {
+		bin = "bin/optlake" // make demo: the binary is not on PATH
+	}
+	dd := ""
+	if dataDir != "./data" && dataDir != "data" {
+		dd = " --data-dir " + dataDir
+	}
+	if storage.LocalDir(st) == "" {
+		fmt.Fprintf(out, "\nwrote %d files under %s.\n\nTry next:\n\n", files, st)
+		fmt.Fprintf(out, "  %s history%s %s\n  %s status%s\n  %s schema%s\n", bin, dd, name, bin, dd, bin, dd)
+		fmt.Fprintln(out, "\nand DuckDB (httpfs), pandas or polars on the bucket: see docs/object-storage.md.")
+		return nil
+	}
+	dir, _ := filepath.Abs(dataDir)
+	fmt.Fprintf(out, "\nwrote %d files under %s (one folder per table, a file per snapshot; raw/ holds the venue's bodies).\n\nTry next:\n\n", files, dir)
+	fmt.Fprintf(out, "  %s history%s %s     # events and parameters of one instrument over time\n", bin, dd, name)
+	fmt.Fprintf(out, "  %s status%s                # what each sink has loaded\n", bin, dd)
+	fmt.Fprintf(out, "  %s schema%s                # every table and its columns\n", bin, dd)
+	glob := filepath.Join(dir, "instruments", "*", "*.parquet")
+	fmt.Fprintf(out, "\nand in DuckDB:\n\n  SELECT snapshot_time, base_currency, count(*) AS instruments, max(index_price) AS index_price\n  FROM read_parquet('%s', hive_partitioning = true)\n  GROUP BY ALL ORDER BY ALL;\n", glob)
+	fmt.Fprintf(out, "\nMore: README.md, \"After the demo, try…\", and docs/notebooks-and-the-lake.md.\n")
+	return nil
 }

@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +241,242 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 	// The replay by hand settled the load in the ledger.
 	if st := statusJSON(t, dir)["clickhouse"]; st.Pending != 0 {
 		t.Errorf("status after the replay: %+v", st)
+	}
+}
+
+// A full disk (a 16 MiB tmpfs filled to leave 0–104 KiB) at every level:
+// `run` and `compact` exit 1 or 3 with one line naming ENOSPC, never
+// panic (arrow-go panics when it cannot write a file's first bytes; an
+// escaped panic exits 2, the code of a bad flag), and leave no temporary
+// or staged file; once space is freed the next run and compact succeed
+// with every snapshot loaded. Needs mount (root); the injected full disks
+// of TestFullDiskIsAnError (sinks/parquet) and TestCompactFullDiskIsAnError
+// (sinks/parquet/compact) cover the same code everywhere.
+func TestFullDisk(t *testing.T) {
+	next := pinClock(t, time.Date(2026, 11, 20, 23, 50, 0, 0, time.UTC))
+	_, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 3000})
+	for free := int64(0); free <= 104<<10; free += 8 << 10 {
+		mnt := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		dir := filepath.Join(mnt, "data")
+		run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+		// A first snapshot on a past day (the clock pinned), for compact.
+		next()
+		if res := optlake(t, run...); res.code != 0 {
+			t.Fatalf("first run: %s", res.stderr)
+		}
+		filler := fill(t, mnt, free)
+		// The child processes take their snapshot now (their clock is
+		// not pinned) and compact the past day.
+		for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
+			cmd, _, stderr := startCLI(t, args...)
+			code := exitCode(cmd.Wait())
+			last := lastLine(stderr.String())
+			if code == exitUsage || strings.Contains(stderr.String(), "panic") {
+				t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
+			}
+			if code != 0 && !strings.Contains(last, "ENOSPC") {
+				t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
+			}
+			t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
+			if left := halfWritten(t, dir); len(left) > 0 {
+				t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		next()
+		if res := optlake(t, append(run, "--compact")...); res.code != 0 {
+			t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
+		}
+		// A body whose metadata could not be written is failed for good
+		// (listed by status); its rows may be in the lake already.
+		if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
+			t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
+		}
+		got := lakeCounts(t, dir, "instruments", "instrument_name")
+		for _, m := range rawMetas(t, dir, "instruments") {
+			if !slices.Contains(got, fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
+				t.Errorf("%d KiB free, then freed: archived snapshot %s not in the lake whole: %v", free>>10, m.SnapshotTime, got)
+			}
+		}
+		exec.Command("umount", mnt).Run()
+	}
+}
+
+// fill writes a file into mnt that leaves free bytes free.
+func fill(t *testing.T, mnt string, free int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	avail := int64(st.Bavail) * st.Bsize
+	name := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(name, make([]byte, max(avail-free, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// halfWritten lists temporary and staged files under dir.
+func halfWritten(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.Contains(d.Name(), ".tmp-") || strings.Contains(p, "/.compact/stage/")) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// lakeBySnapshot is, per snapshot, the rows of instruments and the
+// events (count and hash) of instrument_events: what a replay must give
+// the same way every time.
+func lakeBySnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	inst := duckScalar(t, fmt.Sprintf(`SELECT string_agg(s, ' ' ORDER BY s) FROM (SELECT epoch_ms(snapshot_time) || ':' || count(*) || '/' || sum(hash(instrument_name, index_price, is_active)) AS s
+		FROM read_parquet('%s') GROUP BY snapshot_time)`, filepath.Join(dir, "instruments", "*", "*.parquet")))
+	ev := duckScalar(t, fmt.Sprintf(`SELECT string_agg(s, ' ' ORDER BY s) FROM (SELECT epoch_ms(snapshot_time) || ':' || count(*) || '/' || sum(hash(instrument_name, event, field, old_value, new_value, previous_snapshot_time, initial)) AS s
+		FROM read_parquet('%s') GROUP BY snapshot_time)`, filepath.Join(dir, "instrument_events", "*", "*.parquet")))
+	return "instruments " + inst + "\nevents " + ev
+}
+
+// tenSnapshots runs ten snapshots of a moving 3,000-instrument listing
+// into a new data directory and returns it and the bodies, in order.
+func tenSnapshots(t *testing.T) (string, []string) {
+	t.Helper()
+	next := pinClock(t, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 3000})
+	dir := t.TempDir()
+	for i := range 10 {
+		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+			t.Fatalf("run %d: %s", i, res.stderr)
+		}
+		sim.Advance(1)
+		next()
+	}
+	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
+	if len(bodies) != 10 {
+		t.Fatalf("bodies: %v", bodies)
+	}
+	return dir, bodies
+}
+
+// badBody spoils an archived body one of four ways: its metadata
+// deleted, the body deleted (its metadata kept), the body cut in half, one
+// byte flipped.
+var badBody = map[string]func(t *testing.T, body string){
+	"body deleted": func(t *testing.T, body string) {
+		if err := os.Remove(body); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"meta deleted": func(t *testing.T, body string) {
+		if err := os.Remove(strings.TrimSuffix(body, ".json.zst") + ".meta.json"); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"body truncated": func(t *testing.T, body string) {
+		fi, _ := os.Stat(body)
+		if err := os.Truncate(body, fi.Size()/2); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"byte flipped": func(t *testing.T, body string) {
+		b, err := os.ReadFile(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x40
+		if err := os.WriteFile(body, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	},
+}
+
+// A snapshot among ten whose body cannot be read waits for its turn in
+// the events order and hands it on: with four snapshots replayed at once,
+// every repetition gives the other nine snapshots the same rows and the
+// same events (the one after the bad one compared with the one before
+// it), replay exits 3 naming the file. (It used to hand its turn on at
+// once: the next snapshot compared with a state still being written, and
+// a replay could panic or give wrong events.)
+func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	clean, bodies := tenSnapshots(t)
+	for kind, spoil := range badBody {
+		t.Run(kind, func(t *testing.T) {
+			var want string
+			for rep := range 4 {
+				dir := t.TempDir()
+				if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
+					t.Fatal(err)
+				}
+				bad := filepath.Join(dir, strings.TrimPrefix(bodies[4], clean))
+				spoil(t, bad)
+				for _, d := range []string{"instruments", "instrument_events", "_state"} {
+					os.RemoveAll(filepath.Join(dir, d))
+				}
+				if rep == 0 {
+					// The reference: one snapshot at a time.
+					prev := runtime.GOMAXPROCS(1)
+					res := optlake(t, "replay", "--data-dir", dir)
+					runtime.GOMAXPROCS(prev)
+					if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
+						t.Fatalf("replay: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+					}
+					want = lakeBySnapshot(t, dir)
+					if n := strings.Count(want, ":"); n != 17 {
+						t.Fatalf("reference lake: %d snapshot groups, want 9 + 8 (the snapshot after the bad one only seeds the events):\n%s", n, want)
+					}
+					continue
+				}
+				res := optlake(t, "replay", "--data-dir", dir)
+				if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
+					t.Fatalf("repetition %d: exit %d\n%s\n%s", rep, res.code, res.stdout, res.stderr)
+				}
+				if got := lakeBySnapshot(t, dir); got != want {
+					t.Fatalf("repetition %d differs:\n got %s\nwant %s", rep, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Replay over an existing lake (tables kept) with one snapshot's body
+// unreadable: the snapshot after it is not compared with the one before it
+// (that would report the bad snapshot's changes a second time, beside its
+// events of the original run); its events, and everyone else's, stay
+// exactly as the original run wrote them: no event twice, none missing.
+func TestReplayOverLakeAroundBadSnapshot(t *testing.T) {
+	clean, bodies := tenSnapshots(t)
+	for _, kind := range []string{"meta deleted", "byte flipped"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
+				t.Fatal(err)
+			}
+			before := lakeBySnapshot(t, dir)
+			badBody[kind](t, filepath.Join(dir, strings.TrimPrefix(bodies[4], clean)))
+			res := optlake(t, "replay", "--data-dir", dir)
+			if res.code != exitPartial {
+				t.Fatalf("replay: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+			}
+			twice := duckScalar(t, fmt.Sprintf(`SELECT count(*) FROM (SELECT instrument_name, event, field, new_value, previous_snapshot_time FROM read_parquet('%s')
+				GROUP BY ALL HAVING count(*) > 1)`, filepath.Join(dir, "instrument_events", "*", "*.parquet")))
+			if twice != "0" {
+				t.Errorf("%s events are there twice", twice)
+			}
+			if got := lakeBySnapshot(t, dir); got != before {
+				t.Errorf("the lake changed:\n got %s\nwant %s", got, before)
+			}
+		})
 	}
 }

@@ -69,6 +69,7 @@ type job struct {
 	ColumnBudget       int                       `setting:"column-budget"` // account tables: most columns per table
 	Compact            bool                      `setting:"compact"`       // compact closed days after each snapshot
 	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
+	Venue              settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`
@@ -242,6 +243,9 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		if err != nil {
 			return nil, usageError{err}
 		}
+		if err := v.authenticate(c); err != nil {
+			return nil, usageError{err}
+		}
 		client = c
 	}
 	ss, err := openSinks(v.sinks, j, st, log, red)
@@ -263,7 +267,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		}
 	}
 	runner, err := pipeline.New(pipeline.Config{
-		Accounts: v.accounts, Schemas: schemas, SchemaMode: v.mode,
+		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
 		Client: client, Store: st, Events: true, Ledger: true, Sinks: ss, Endpoints: v.endpoints, Params: v.params,
 		Source: v.source, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
 		Now: func() time.Time { return snapshotClock() },

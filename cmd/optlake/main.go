@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -44,8 +45,16 @@ func main() {
 }
 
 // run executes the CLI and returns the exit code. Only here is anything
-// printed about a failure: one line on stderr.
-func run(args []string, stdout, stderr io.Writer) int {
+// printed about a failure: one line on stderr. A panic that reaches it is
+// a failure (exit 1, with its stack after the line), never the runtime's
+// exit 2, which means a bad flag.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "optlake: internal error: %v\n%s", r, debug.Stack())
+			code = exitFailure
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdout, stderr)
@@ -53,15 +62,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code := exitFailure
+	code = exitFailure
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
 	} else if isUsage(err) {
 		code = exitUsage
 	}
-	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(withFlagHints(err)), " "))
+	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(namedENOSPC(withFlagHints(err))), " "))
 	return code
+}
+
+// namedENOSPC names ENOSPC where msg says only "no space left on device",
+// the OS's text for it: the name is what people search for.
+func namedENOSPC(msg string) string {
+	if strings.Contains(msg, "ENOSPC") {
+		return msg
+	}
+	return strings.ReplaceAll(msg, syscall.ENOSPC.Error(), syscall.ENOSPC.Error()+" (ENOSPC)")
 }
 
 // usageError marks a configuration mistake (exit code 2).
@@ -105,6 +123,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			configCommand(),
 			statusCommand(),
 			compactCommand(),
+			docsCommand(),
 		},
 	}
 }

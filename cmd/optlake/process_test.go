@@ -19,8 +19,14 @@ import (
 // cli starts the CLI as a separate process (the test binary re-executed).
 func startCLI(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
+	return startCLIEnv(t, nil, args...)
+}
+
+// startCLIEnv is startCLI with env added to the process's environment.
+func startCLIEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1")
+	cmd.Env = append(append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

@@ -88,7 +88,7 @@ func openSinks(names []string, j *job, st storage.Store, log *slog.Logger, red *
 		}
 		ss = append(ss, s)
 	}
-	return ss, nil
+	return crashSinks(ss), nil
 }
 
 func usageErr(err error) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -42,17 +43,47 @@ func venueSimCommand() *cli.Command {
 			&cli.BoolFlag{Name: "extra-fields", Usage: "unknown extra fields on instruments", EnvVars: f("extra-fields")},
 			&cli.BoolFlag{Name: "schema-drift", Usage: "account payloads gain a field and change a type over time", EnvVars: f("schema-drift")},
 			&cli.StringFlag{Name: "require-header", Usage: "`'Name: value'` required on account endpoints (401 without)", EnvVars: f("require-header")},
+			// A real exchange (venuesim.RealVenue).
+			&cli.StringFlag{Name: "auth", Usage: "require authentication on every endpoint: " + strings.Join(venuesim.AuthSchemes, ", "), EnvVars: f("auth")},
+			&cli.StringFlag{Name: "auth-key", Usage: "with --auth: the token, user, API key or client id (may be ${ENV} or @file)", EnvVars: f("auth-key")},
+			&cli.StringFlag{Name: "auth-secret", Usage: "with --auth: the password, signing secret or client secret (may be ${ENV} or @file)", EnvVars: f("auth-secret")},
+			&cli.DurationFlag{Name: "token-ttl", Value: time.Hour, Usage: "lifetime of session and oauth2 tokens", EnvVars: f("token-ttl")},
+			&cli.IntFlag{Name: "session-uses", Usage: "a session token is refused (401) after N requests (0 = never)", EnvVars: f("session-uses")},
+			&cli.StringFlag{Name: "envelope", Usage: "wrap answers: jsonrpc ({\"result\": …}) or data ({\"data\": …}); the listing becomes bare instruments", EnvVars: f("envelope")},
+			&cli.StringFlag{Name: "paginate", Usage: "split answers into pages: " + strings.Join(venuesim.PaginateStyles, ", "), EnvVars: f("paginate")},
+			&cli.IntFlag{Name: "page-size", Value: 100, Usage: "elements per page", EnvVars: f("page-size")},
+			&cli.BoolFlag{Name: "page-loop", Usage: "pages from the second on point back at the second (a cursor that never ends)", EnvVars: f("page-loop")},
+			&cli.IntFlag{Name: "fail-page", Usage: "answer page N with 500, always", EnvVars: f("fail-page")},
+			&cli.IntFlag{Name: "venue-error-first", Usage: "answer the first N requests 200 with an error body {\"error\": {\"code\": …}}", EnvVars: f("venue-error-first")},
+			&cli.IntFlag{Name: "venue-error-code", Value: 10028, Usage: "code of those error bodies", EnvVars: f("venue-error-code")},
 		},
 		Action: func(c *cli.Context) error {
 			red := redact.New()
 			if _, v, ok := strings.Cut(c.String("require-header"), ":"); ok {
 				red.Add(strings.TrimSpace(v))
 			}
+			key, err := secret.Resolve(c.String("auth-key"))
+			if err != nil {
+				return usagef("--auth-key: %v", err)
+			}
+			sec, err := secret.Resolve(c.String("auth-secret"))
+			if err != nil {
+				return usagef("--auth-secret: %v", err)
+			}
+			red.Add(key, sec)
+			real := venuesim.RealVenue{
+				Auth: c.String("auth"), Key: key, Secret: sec, TokenTTL: c.Duration("token-ttl"), SessionUses: c.Int("session-uses"),
+				Envelope: c.String("envelope"), Paginate: c.String("paginate"), PageSize: c.Int("page-size"), PageLoop: c.Bool("page-loop"),
+				FailPage: c.Int("fail-page"), VenueErrorFirst: c.Int("venue-error-first"), VenueErrorCode: c.Int("venue-error-code"),
+			}
+			if err := real.Check(); err != nil {
+				return usagef("venue-sim: %v", err)
+			}
 			log := slog.New(red.Handler(slog.NewTextHandler(c.App.ErrWriter, nil)))
 			sim := venuesim.New(venuesim.Config{
 				Seed: c.Int64("seed"), Instruments: c.Int("instruments"), GroupSize: c.Int("group-size"),
 				TickEvery: c.Duration("tick-span"), AutoTick: c.Duration("tick"),
-				RequireHeader: c.String("require-header"), Logger: log,
+				RequireHeader: c.String("require-header"), Logger: log, Real: real,
 				Faults: venuesim.Faults{
 					ErrorRate: c.Float64("error-rate"), FailFirst: c.Int("fail-first"),
 					RateLimitRate: c.Float64("rate-limit-rate"), RateLimitFirst: c.Int("rate-limit-first"),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -62,17 +63,36 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// String returns s with every secret masked.
+// String returns s with every secret masked, and the password of every
+// URL in it (scheme://user:password@host), whatever its length: a DSN's
+// password is a secret by where it stands, even when too short to be
+// registered as one.
 func (r *Redactor) String(s string) string {
-	if r == nil {
-		return s
-	}
-	for _, sec := range r.secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Mask)
+	if r != nil {
+		for _, sec := range r.secrets {
+			if strings.Contains(s, sec) {
+				s = strings.ReplaceAll(s, sec, Mask)
+			}
 		}
 	}
-	return s
+	return Userinfo(s)
+}
+
+// userinfo matches the user:password@ of a URL in text.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)([^\s@]+)@`)
+
+// Userinfo returns s with the password of every URL in it masked.
+func Userinfo(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return userinfo.ReplaceAllStringFunc(s, func(m string) string {
+		sub := userinfo.FindStringSubmatch(m)
+		if sub[2] == Mask {
+			return m
+		}
+		return sub[1] + Mask + "@"
+	})
 }
 
 // URL returns u as text with its password masked and any secret removed.

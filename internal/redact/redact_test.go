@@ -88,3 +88,24 @@ func TestErr(t *testing.T) {
 		t.Error("DSNPassword")
 	}
 }
+
+// A URL's password is masked by where it stands, whatever its length and
+// whether or not it was registered as a secret.
+func TestUserinfo(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"clickhouse://u:p@h:9000/db", "clickhouse://u:" + Mask + "@h:9000/db"},
+		{"dsn clickhouse://optlake:ab1@ch1:9000,ch2:9000/optlake failed", "dsn clickhouse://optlake:" + Mask + "@ch1:9000,ch2:9000/optlake failed"},
+		{"s3://bucket/prefix?endpoint=http://127.0.0.1:9000", "s3://bucket/prefix?endpoint=http://127.0.0.1:9000"},
+		{"clickhouse://user@h/db and http://h:80/x", "clickhouse://user@h/db and http://h:80/x"},
+		{"a://u:" + Mask + "@h", "a://u:" + Mask + "@h"},
+	}
+	for _, c := range cases {
+		if got := New().String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	var nilR *Redactor
+	if got := nilR.String("clickhouse://u:x@h"); strings.Contains(got, ":x@") {
+		t.Errorf("nil redactor kept a DSN password: %s", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/secret"
+	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/infer"
 )
 
@@ -47,6 +48,7 @@ type File struct {
 	Accounts       []string
 	AccountHeaders []string
 	Maps           map[string]infer.MapRules // endpoint -> map detection overrides
+	Venue          Venue                     // auth, errors, envelopes, pagination (venue.go)
 }
 
 // FileError is a mistake in a config file, at a line when known.
@@ -115,6 +117,16 @@ func LoadFile(path, command string) (*File, error) {
 				return nil, err
 			}
 			continue
+		case "auth":
+			if fc.Venue.Auth, err = authSpec(v, "auth", fail); err != nil {
+				return nil, err
+			}
+			continue
+		case "errors":
+			if fc.Venue.Errors, err = errorsSpec(v, "errors", fail); err != nil {
+				return nil, err
+			}
+			continue
 		case "config":
 			return nil, fail(k, "config files do not nest (key %q)", key)
 		}
@@ -127,7 +139,7 @@ func LoadFile(path, command string) (*File, error) {
 		}
 		f, ok := known[name]
 		if !ok {
-			return nil, fail(k, "unknown key %q (keys are the flag names of `optlake run --help`, plus headers, endpoints, accounts)", key)
+			return nil, fail(k, "unknown key %q (keys are the flag names of `optlake run --help`, plus headers, endpoints, accounts, auth, errors)", key)
 		}
 		vals, err := scalars(v)
 		if err != nil {
@@ -257,7 +269,13 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 				}
 				fc.Maps[k.Value] = m
 			default:
-				return fail(ek, "endpoints.%s: unknown key %q (want path, params, maps)", k.Value, ek.Value)
+				known, err := fc.endpointKey(k.Value, ek, ev, fail)
+				if err != nil {
+					return err
+				}
+				if !known {
+					return fail(ek, "endpoints.%s: unknown key %q (want path, method, body, records, kind, params, auth, pagination, errors, maps)", k.Value, ek.Value)
+				}
 			}
 		}
 	}
@@ -290,7 +308,7 @@ func mapRules(v *yaml.Node, where string, fail failFunc) (infer.MapRules, error)
 	return m, nil
 }
 
-// accounts reads [{label, headers}].
+// accounts reads [{label, headers, auth}].
 func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
 	if v.Kind != yaml.SequenceNode {
 		return fail(v, "accounts: want a list of {label, headers}")
@@ -301,11 +319,18 @@ func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
 		}
 		var label string
 		var hdrs []string
+		var spec *auth.Spec
 		for i := 0; i+1 < len(a.Content); i += 2 {
 			k, val := a.Content[i], a.Content[i+1]
 			switch k.Value {
 			case "label":
 				label = val.Value
+			case "auth":
+				s, err := authSpec(val, "accounts[].auth", fail)
+				if err != nil {
+					return err
+				}
+				spec = s
 			case "headers":
 				hs, err := fc.headerList(val, fail)
 				if err != nil {
@@ -313,11 +338,17 @@ func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
 				}
 				hdrs = hs
 			default:
-				return fail(k, "accounts: unknown key %q (want label, headers)", k.Value)
+				return fail(k, "accounts: unknown key %q (want label, headers, auth)", k.Value)
 			}
 		}
 		if label == "" {
 			return fail(a, "accounts: each needs a label")
+		}
+		if spec != nil {
+			if fc.Venue.AccountAuth == nil {
+				fc.Venue.AccountAuth = map[string]*auth.Spec{}
+			}
+			fc.Venue.AccountAuth[label] = spec
 		}
 		fc.Accounts = append(fc.Accounts, label)
 		for _, h := range hdrs {

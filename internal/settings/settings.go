@@ -127,7 +127,7 @@ var list = []Setting{
 			Migrate: {Usage: "clickhouse://user:pass@host:9000/db (required unless --print)"},
 			History: {Usage: "read from ClickHouse instead of the lake"},
 		}},
-	{Name: "cluster", Kind: String, Usage: "ClickHouse cluster `NAME`: Replicated tables per shard behind Distributed ones (see README, Running on a cluster)", Commands: []string{Run, Replay, Migrate},
+	{Name: "cluster", Kind: String, Usage: "ClickHouse cluster `NAME`: Replicated tables per shard behind Distributed ones (see docs/sql-and-clickhouse.md)", Commands: []string{Run, Replay, Migrate},
 		Overrides: map[string]Override{Migrate: {Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`"}}},
 	{Name: "migrate", Kind: Bool, Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", Commands: runReplay},
 	{Name: "source", Kind: String, Usage: "venue name stored in every row (default: the API URL's host)", Commands: runOnly},

@@ -60,6 +60,16 @@ type Meta struct {
 	Error        string            `json:"error,omitempty"`
 	Compression  string            `json:"compression"`
 	File         string            `json:"file"` // body file, relative to the data directory
+	// Paginated requests: each page is its own body, numbered from 1;
+	// the last one says so (a request without it is incomplete).
+	Page     int  `json:"page,omitempty"`
+	LastPage bool `json:"last_page,omitempty"`
+	// Envelope: the rows are the records at the dotted path Records
+	// ("" the whole body), the rest is envelope (replay decodes it so).
+	Envelope bool   `json:"envelope,omitempty"`
+	Records  string `json:"records,omitempty"`
+	// VenueError: a 2xx body that reported an error (not rows).
+	VenueError bool `json:"venue_error,omitempty"`
 }
 
 // Archive writes and reads the raw archive of a data directory.
@@ -81,7 +91,11 @@ func OnStore(st storage.Store) *Archive { return &Archive{st: st} }
 // BodyPath returns the body file for m, relative to the data directory.
 func BodyPath(m Meta) string {
 	ts := m.SnapshotTime.UTC()
-	name := fmt.Sprintf("%s-%s-r%03d-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, m.Attempt)
+	page := ""
+	if m.Page > 0 {
+		page = fmt.Sprintf("-p%05d", m.Page)
+	}
+	name := fmt.Sprintf("%s-%s-r%03d%s-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, page, m.Attempt)
 	return path.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
 }
 
@@ -141,6 +155,13 @@ func (a *Archive) Create(ctx context.Context, m Meta) (*Entry, error) {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	return &Entry{meta: m, ctx: ctx, st: a.st, w: w, zw: zw, h: sha256.New()}, nil
+}
+
+// MarkPage records, before Finish, whether the body is the last page of
+// its request and whether it is a venue error (a 2xx body that reported
+// an error instead of rows).
+func (e *Entry) MarkPage(last, venueError bool) {
+	e.meta.LastPage, e.meta.VenueError = last, venueError
 }
 
 // Write compresses p into the archive. An archive write error is sticky and
@@ -430,11 +451,25 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 		} else if !from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to) {
 			continue // the whole day is outside [from, to)
 		}
-		metas := map[string]bool{}
+		metas, bodies := map[string]bool{}, map[string]bool{}
 		for _, name := range names {
 			if strings.HasSuffix(name, ".meta.json") {
 				metas[strings.TrimSuffix(name, ".meta.json")] = true
+			} else if strings.HasSuffix(name, ".json.zst") {
+				bodies[strings.TrimSuffix(name, ".json.zst")] = true
 			}
+		}
+		// Metadata is written after its body: one without a body lost it.
+		for base := range metas {
+			ts, run, ok := parseBodyName(base)
+			if bodies[base] || !ok || (!from.IsZero() && ts.Before(from)) || (!to.IsZero() && !ts.Before(to)) {
+				continue
+			}
+			k := key{ts.UnixMilli(), run}
+			if snaps[k] == nil {
+				snaps[k] = &Snapshot{Time: ts, RunID: run}
+			}
+			snaps[k].Problems = append(snaps[k].Problems, path.Join(day, base+".json.zst")+": body missing (its metadata is there)")
 		}
 		for _, name := range names {
 			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json.zst") {
@@ -464,14 +499,14 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 				s.Problems = append(s.Problems, rel+": "+err.Error())
 				continue
 			}
-			if m.Status < 200 || m.Status > 299 {
+			if m.Status < 200 || m.Status > 299 || m.VenueError {
 				continue // an answered error; the retry that followed is what counts
 			}
 			if !m.Complete {
 				s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
 				continue
 			}
-			id := fmt.Sprintf("%d|%s|%s|%06d|%s", k.ms, k.run, m.Endpoint, m.Request, m.Account)
+			id := fmt.Sprintf("%d|%s|%s|%06d|%s|%05d", k.ms, k.run, m.Endpoint, m.Request, m.Account, m.Page)
 			if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
 				best[id] = m
 			}
@@ -489,7 +524,10 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 			if s.Bodies[i].Endpoint != s.Bodies[j].Endpoint {
 				return s.Bodies[i].Endpoint < s.Bodies[j].Endpoint
 			}
-			return s.Bodies[i].Request < s.Bodies[j].Request
+			if s.Bodies[i].Request != s.Bodies[j].Request {
+				return s.Bodies[i].Request < s.Bodies[j].Request
+			}
+			return s.Bodies[i].Page < s.Bodies[j].Page
 		})
 		sort.Strings(s.Problems)
 		out = append(out, *s)

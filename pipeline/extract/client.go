@@ -5,6 +5,7 @@
 package extract
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,6 +26,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline/extract/auth"
+	"github.com/optlake/optlake/pipeline/extract/envelope"
 )
 
 // Options configure a Client.
@@ -96,6 +99,12 @@ type Client struct {
 	lim  *rate.Limiter // nil: unlimited
 }
 
+// HTTP is the client's HTTP client (for authenticators that log in).
+func (c *Client) HTTP() *http.Client { return c.hc }
+
+// Base is the API URL.
+func (c *Client) Base() *url.URL { u := *c.base; return &u }
+
 // New returns a Client.
 func New(opt Options) (*Client, error) {
 	opt.defaults()
@@ -150,11 +159,24 @@ func New(opt Options) (*Client, error) {
 	}, nil
 }
 
-// Request is one GET of an endpoint.
+// Request is one request of an endpoint.
 type Request struct {
 	Endpoint string     // logical name, for logs and errors
+	Method   string     // default GET
 	Path     string     // e.g. /v1/public/get_instruments
 	Params   url.Values // query parameters
+	// URL, when set, is the whole URL (a next page's link); Path and
+	// Params are not used.
+	URL  *url.URL
+	Body []byte // sent as application/json (POST)
+	// Auth authenticates the request (nil: none). NoAuth leaves out the
+	// client's and the request's headers too (an endpoint with auth: none).
+	Auth   auth.Authenticator
+	NoAuth bool
+	// Index is the request's position in its endpoint's fan-out and Page
+	// its page (1-based; 0 when not paginated): how the raw archive finds
+	// the body again.
+	Index, Page int
 	// Headers are added to the client's for this request (an account's
 	// credentials); their values are secrets too.
 	Headers http.Header
@@ -164,6 +186,10 @@ type Request struct {
 
 // URL returns the request's URL.
 func (c *Client) URL(r Request) *url.URL {
+	if r.URL != nil {
+		u := *r.URL
+		return &u
+	}
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + strings.TrimPrefix(r.Path, "/")
 	if len(r.Params) > 0 {
@@ -177,8 +203,9 @@ type Response struct {
 	Attempt     int
 	Status      int
 	ContentType string
-	URL         string    // redacted
-	Body        io.Reader // bounded by MaxBodyBytes and the idle timeout
+	URL         string      // redacted
+	Header      http.Header // the answer's headers (Link)
+	Body        io.Reader   // bounded by MaxBodyBytes and the idle timeout
 }
 
 // Failed describes an attempt that got a non-2xx answer, for archiving.
@@ -236,8 +263,9 @@ var errIdle = errors.New("timed out waiting for the venue")
 // be undone by handle itself. Context cancellation is never retried.
 func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(context.Context, *Response) error) error {
 	u := c.URL(r)
-	shown := c.opt.Redactor.URL(u)
+	shown := c.opt.Redactor.URL(u) // before auth adds its query entries
 	var last error
+	refreshed := false
 	for attempt := 1; attempt <= c.opt.MaxAttempts; attempt++ {
 		retryAfter, err := c.attempt(ctx, r, u, shown, attempt, hooks, handle)
 		if err == nil {
@@ -246,6 +274,14 @@ func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(con
 		last = err
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var se *StatusError
+		if rf, ok := r.Auth.(auth.Refresher); ok && !refreshed && attempt < c.opt.MaxAttempts && errors.As(err, &se) && se.Status == http.StatusUnauthorized {
+			// A session that expired early: log in again, once.
+			refreshed = true
+			rf.Refresh()
+			c.log.Info("logging in again after a 401", "endpoint", r.Endpoint, "attempt", attempt)
+			continue
 		}
 		if !retryable(err) || attempt == c.opt.MaxAttempts {
 			break
@@ -260,7 +296,7 @@ func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(con
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return fmt.Errorf("no time left to retry before the deadline: %w", err)
 		}
-		c.log.Warn("retrying", "endpoint", r.Endpoint, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", c.opt.Redactor.String(err.Error()))
+		c.log.Info("retrying", "endpoint", r.Endpoint, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", c.opt.Redactor.String(err.Error()))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -307,23 +343,44 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 	timer := time.AfterFunc(c.opt.Timeout, func() { cancel(errIdle) })
 	defer timer.Stop()
 
-	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var reqBody io.Reader
+	if r.Body != nil {
+		reqBody = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(actx, method, u.String(), reqBody)
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
 	}
-	for k, vs := range c.opt.Headers {
-		for _, v := range vs {
-			req.Header.Add(k, v)
+	if !r.NoAuth {
+		for k, vs := range c.opt.Headers {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
 		}
-	}
-	for k, vs := range r.Headers {
-		req.Header.Del(k)
-		for _, v := range vs {
-			req.Header.Add(k, v)
+		for k, vs := range r.Headers {
+			req.Header.Del(k)
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
 		}
 	}
 	req.Header.Set("User-Agent", c.opt.UserAgent)
 	req.Header.Set("Accept", "application/json")
+	if r.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Auth != nil && !r.NoAuth {
+		if err := r.Auth.Apply(actx, req, r.Body); err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, &AuthError{Err: err}
+		}
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var te interface{ Timeout() bool }
@@ -351,7 +408,7 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 			Excerpt: c.opt.Redactor.String(oneLine(excerpt, 200)),
 		}
 	}
-	return 0, handle(actx, &Response{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Body: body})
+	return 0, handle(actx, &Response{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Header: resp.Header, Body: body})
 }
 
 // netError marks a transport failure before any body was read.
@@ -368,10 +425,21 @@ func retryable(err error) bool {
 	if errors.As(err, &se) {
 		return retryableStatus(se.Status)
 	}
+	var ve *envelope.VenueError
+	if errors.As(err, &ve) {
+		return ve.Retry
+	}
 	var ne *netError
 	var be *BodyError
 	return errors.As(err, &ne) || errors.As(err, &be)
 }
+
+// AuthError is a failure to authenticate a request (a login or token
+// request that failed); it is not retried.
+type AuthError struct{ Err error }
+
+func (e *AuthError) Error() string { return "authenticate: " + e.Err.Error() }
+func (e *AuthError) Unwrap() error { return e.Err }
 
 func retryableStatus(s int) bool {
 	switch s {

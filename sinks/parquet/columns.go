@@ -91,7 +91,9 @@ func (w *columnWriter) Write(rec arrow.Record) error {
 				if i >= ncols {
 					return
 				}
-				errs[i] = w.column(ctx, rgw, rec, i, k)
+				// A panic here would end the process: Guard makes it
+				// this column's error.
+				errs[i] = Guard(nil, func() error { return w.column(ctx, rgw, rec, i, k) })
 			}
 		}()
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -65,6 +64,11 @@ func New(opt Options) (*Sink, error) {
 
 // Name implements sinks.Sink.
 func (s *Sink) Name() string { return "parquet" }
+
+// CommitsAtomically reports that a Writer's Commit makes the table's rows
+// visible all at once (one file renamed into place) and Abort leaves
+// nothing: the pipeline need not stage rows for it (pipeline.AtomicSink).
+func (s *Sink) CommitsAtomically() bool { return true }
 
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
@@ -136,29 +140,19 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	f := &CountingWriter{W: sw}
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
 	var fw recordWriter
-	if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
-		fw, err = newColumnWriter(t.ArrowSchema(), f, props, workers)
-	} else {
-		fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties())
-	}
+	err = Guard(f, func() (err error) {
+		if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
+			fw, err = newColumnWriter(t.ArrowSchema(), f, props, workers)
+		} else {
+			fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties())
+		}
+		return err
+	})
 	if err != nil {
 		sw.Abort()
-		return nil, fmt.Errorf("parquet: %w", err)
+		return nil, fmt.Errorf("parquet: create %s: %w", rel, err)
 	}
 	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now()}, nil
-}
-
-// CountingWriter counts the bytes written through it (a file's size at
-// commit).
-type CountingWriter struct {
-	W io.Writer
-	N int64
-}
-
-func (c *CountingWriter) Write(p []byte) (int, error) {
-	n, err := c.W.Write(p)
-	c.N += int64(n)
-	return n, err
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
@@ -227,7 +221,7 @@ func (w *writer) Write(_ context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("parquet: write after commit or abort")
 	}
-	if err := w.fw.Write(rec); err != nil {
+	if err := Guard(w.f, func() error { return w.fw.Write(rec) }); err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)
 	}
 	w.rows += rec.NumRows()
@@ -242,12 +236,12 @@ func (w *writer) Commit(context.Context) (sinks.Committed, error) {
 		return sinks.Committed{}, errors.New("parquet: commit after commit or abort")
 	}
 	w.done = true
-	if err := w.fw.Close(); err != nil { // the footer
+	if err := Guard(w.f, w.fw.Close); err != nil { // the footer
 		w.sw.Abort()
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, err)
 	}
 	if err := w.sw.Commit(); err != nil {
-		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, err)
+		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, DiskFull(err))
 	}
 	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", w.f.N, "took", time.Since(w.start))
 	return sinks.Committed{Rows: w.rows, Bytes: w.f.N, Where: w.s.where(w.name)}, nil
@@ -258,7 +252,7 @@ func (w *writer) Abort() error {
 		return nil
 	}
 	w.done = true
-	w.fw.Close()
+	Guard(w.f, w.fw.Close)
 	if err := w.sw.Abort(); err != nil {
 		return fmt.Errorf("parquet: abort %s: %w", w.rel, err)
 	}

@@ -233,7 +233,7 @@ func waitReplicated(t *testing.T, c *testenv.Cluster, db, table string) []string
 // readmeQueries returns the SQL blocks of README.md's "Query the history in
 // SQL" section.
 func readmeQueries(t *testing.T) []string {
-	return testenv.ReadmeSQL(t, "Query the history in SQL")
+	return testenv.DocSQL(t, testenv.SQLDoc, "Query the history in SQL")
 }
 
 // accountRecord builds one record of an inferred account table: one row per

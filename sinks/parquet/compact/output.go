@@ -267,15 +267,19 @@ func (o *output) put(rec arrow.Record) error {
 			return fmt.Errorf("create: %w", err)
 		}
 		o.w, o.cw = w, &pq.CountingWriter{W: w}
-		o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+		err = pq.Guard(o.cw, func() (err error) {
+			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+			return err
+		})
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("create: %w", err)
+			o.fw, o.w, o.cw = nil, nil, nil
+			return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 		}
 		o.rows = 0
 	}
-	if err := o.fw.WriteBuffered(rec); err != nil {
-		return fmt.Errorf("write: %w", err)
+	if err := pq.Guard(o.cw, func() error { return o.fw.WriteBuffered(rec) }); err != nil {
+		return fmt.Errorf("write %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 	}
 	o.rows += rec.NumRows()
 	o.total += rec.NumRows()
@@ -299,12 +303,12 @@ func (o *output) closeFile() error {
 	if err := o.fw.AppendKeyValueMetadata(pq.ManifestKey, string(b)); err != nil {
 		return err
 	}
-	err = o.fw.Close()
+	err = pq.Guard(o.cw, o.fw.Close)
 	if cerr := o.w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("close %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
+		return fmt.Errorf("close %s: %w", pq.CompactedName(o.manifest.ID, o.parts), pq.DiskFull(err))
 	}
 	o.bytes += o.cw.N
 	o.parts++
@@ -342,7 +346,7 @@ func (o *output) abort() {
 	}
 	o.sample = nil
 	if o.fw != nil {
-		o.fw.Close()
+		pq.Guard(o.cw, o.fw.Close)
 		o.w.Close()
 	}
 }

@@ -8,16 +8,19 @@ import (
 	"testing"
 )
 
-// ReadmeSQL returns the ```sql blocks of one section of the module's
-// README.md (the "## " heading, exactly), so tests can run the documented
-// queries and the docs cannot rot.
-func ReadmeSQL(t testing.TB, section string) []string {
+// SQLDoc is the page of the docs whose ClickHouse queries the tests run.
+const SQLDoc = "docs/sql-and-clickhouse.md"
+
+// DocSQL returns the ```sql blocks of one section of a Markdown page of the
+// module (file relative to the module root; section is the "## " heading,
+// exactly), so tests can run the documented queries and the docs cannot rot.
+func DocSQL(t testing.TB, file, section string) []string {
 	t.Helper()
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(root, "README.md"))
+	f, err := os.Open(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
 		t.Fatal(err)
 	}

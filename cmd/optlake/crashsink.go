@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+)
+
+// loadCrashEnv names the test-only crash hook of a load: the process kills
+// itself (SIGKILL, as kill -9) at the named step of the first instruments
+// file it loads (loadSteps) — in a run with pending loads, the catch-up's
+// oldest snapshot. Not documented for users.
+const loadCrashEnv = "OPTLAKE_TEST_LOAD_CRASH_AT"
+
+// loadSteps are the steps of a snapshot's commit into a sink, in order:
+// the file opened, rows written, about to commit, committed (before the
+// ledger records it).
+var loadSteps = []string{"opened", "written", "commit", "committed"}
+
+// crashSinks wraps ss with the load crash hook when loadCrashEnv is set.
+func crashSinks(ss []sinks.Sink) []sinks.Sink {
+	at := os.Getenv(loadCrashEnv)
+	if at == "" {
+		return ss
+	}
+	out := make([]sinks.Sink, len(ss))
+	for i, s := range ss {
+		out[i] = crashSink{Sink: s, at: at}
+	}
+	return out
+}
+
+type crashSink struct {
+	sinks.Sink
+	at string
+}
+
+func (s crashSink) crash(step string) {
+	if step == s.at {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}
+
+func (s crashSink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	w, err := s.Sink.Open(ctx, t, snap)
+	if err != nil || t != schema.Instruments {
+		return w, err
+	}
+	s.crash("opened")
+	return crashWriter{Writer: w, s: s}, nil
+}
+
+type crashWriter struct {
+	sinks.Writer
+	s crashSink
+}
+
+func (w crashWriter) Write(ctx context.Context, rec arrow.Record) error {
+	err := w.Writer.Write(ctx, rec)
+	w.s.crash("written")
+	return err
+}
+
+func (w crashWriter) Commit(ctx context.Context) (sinks.Committed, error) {
+	w.s.crash("commit")
+	c, err := w.Writer.Commit(ctx)
+	w.s.crash("committed")
+	return c, err
+}

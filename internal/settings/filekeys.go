@@ -1,0 +1,53 @@
+package settings
+
+// FileKey documents a structured key of the config file: one that is not a
+// setting of the list (those are keys under their flag names), such as
+// headers, endpoints and accounts. The configuration reference
+// (docs/configuration.md, `optlake docs config`) is generated from List and
+// FileKeys, so a key the file parser accepts is added here too.
+type FileKey struct {
+	Key     string // the YAML path: "endpoints.<name>.path"
+	Type    string // what it holds: "string", "list of {name, value}", …
+	Default string // "" when none
+	Usage   string // what it does
+	Secret  bool   // values are redacted by `config check`; may be ${ENV} or a *_file
+}
+
+// fileKeys is every structured key, in the order the reference shows them.
+var fileKeys = []FileKey{
+	{Key: "headers", Type: "list of {name, value | value_file}", Secret: true,
+		Usage: "headers sent with every request, like --header; a value may be ${ENV}, value_file reads it from a file"},
+	{Key: "endpoints", Type: "list of names, or mapping name -> {path, params, maps}", Default: "every endpoint that needs no parameter",
+		Usage: "the endpoints snapshotted, like --endpoints; as a mapping, each with its own settings below"},
+	{Key: "endpoints.<name>.path", Type: "string", Default: "the venue's /v1/public/get_<name>",
+		Usage: "the endpoint's path on the venue"},
+	{Key: "endpoints.<name>.params", Type: "mapping key -> value",
+		Usage: "query parameters, like --param name.key=value; a comma list fans out into one request per value"},
+	{Key: "endpoints.<name>.maps.force", Type: "list of JSON paths",
+		Usage: "account tables: objects at these paths are maps (one row per key in a child table) whatever their shape"},
+	{Key: "endpoints.<name>.maps.forbid", Type: "list of JSON paths",
+		Usage: "account tables: objects at these paths stay columns"},
+	{Key: "endpoints.<name>.method", Type: "GET | POST", Default: "GET",
+		Usage: "the request's method; POST sends body (JSON-RPC over HTTP)"},
+	{Key: "endpoints.<name>.body", Type: "string (JSON)",
+		Usage: "the body of a POST request, sent as application/json"},
+	{Key: "endpoints.<name>.records", Type: "dotted path", Default: "the whole body",
+		Usage: "where the rows are in each body (result, data.items); the rest is envelope, kept only in the raw archive"},
+	{Key: "endpoints.<name>.kind", Type: "account | public",
+		Usage: "an endpoint beyond the venue's: an inferred table named after it, requested per account (account) or once (public)"},
+	{Key: "endpoints.<name>.auth", Type: "none, or an auth mapping (see auth)", Default: "the account's, else the top-level auth",
+		Usage: "the endpoint's own authentication; none sends no credentials (no headers either)"},
+	{Key: "endpoints.<name>.pagination", Type: "{type, max_pages, …}", Default: "one page",
+		Usage: "type cursor {cursor_path, cursor_param, limit_param, limit}, next_url {next_path}, link_header (RFC 8288 rel=next), offset {offset_param, limit_param, limit, total_path} or page {page_param, start, limit_param, limit}; max_pages (default 10000) or a cursor/URL seen twice fails the endpoint"},
+	{Key: "endpoints.<name>.errors", Type: "{path, code, message, retry_codes}", Default: "the top-level errors",
+		Usage: "the endpoint's own error bodies (see errors)"},
+	{Key: "accounts", Type: "list of {label, headers, auth}", Default: "one account, default",
+		Usage: "accounts snapshotted by the account endpoints, each with its own headers (like --account and --account-header) and auth"},
+	{Key: "auth", Type: "{type, …}", Secret: true,
+		Usage: "authentication of every request: type headers {headers}, bearer {token}, basic {user, password}, query_key {name, value}, oauth2 {token_url, client_id, client_secret, scopes}, session {login: {method, path, query, body}, token, expires_in, headers}, hmac {key, secret, hash, encoding, timestamp, sign, headers, query}; secret values may be ${ENV} or @file (docs/real-venues.md)"},
+	{Key: "errors", Type: "{path, code, message, retry_codes}",
+		Usage: "error bodies in 2xx answers: path present and not null fails the request (\"venue error CODE: MESSAGE\"); codes in retry_codes are retried like a 429; never loaded as rows"},
+}
+
+// FileKeys returns every structured key of the config file, in order.
+func FileKeys() []FileKey { return append([]FileKey(nil), fileKeys...) }

@@ -1,0 +1,314 @@
+package settings
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/optlake/optlake/internal/secret"
+	"github.com/optlake/optlake/pipeline/extract/auth"
+	"github.com/optlake/optlake/pipeline/extract/envelope"
+	"github.com/optlake/optlake/pipeline/extract/paginate"
+)
+
+// The config file's keys for real venues (DESIGN.md, "Real venues"):
+//
+//	auth: {type: hmac, key: ${KEY}, secret: @/run/secrets/s, sign: "…", headers: {…}}
+//	errors: {path: error, code: error.code, message: error.message, retry_codes: [10028]}
+//	accounts: [{label: main, auth: {type: bearer, token: ${MAIN_TOKEN}}}]
+//	endpoints:
+//	  instruments: {records: result, pagination: {type: cursor, cursor_path: result.next, cursor_param: cursor}}
+//	  trades: {kind: account, path: /v1/private/trades, method: POST, body: '{"jsonrpc":"2.0"}', auth: none}
+//
+// Secret values (tokens, keys, passwords) take ${VAR} and @file.
+
+// Endpoint is what the config file says of one endpoint beyond its path,
+// parameters and maps.
+type Endpoint struct {
+	Line       int
+	Method     string
+	Body       string
+	Records    string
+	Kind       string // account | public (endpoints beyond the seed's)
+	Auth       *auth.Spec
+	Pagination *paginate.Spec
+	Errors     *envelope.Errors
+}
+
+// Venue is the real-venue part of a config file.
+type Venue struct {
+	Auth        *auth.Spec
+	Errors      *envelope.Errors
+	AccountAuth map[string]*auth.Spec // per account label
+	Endpoints   map[string]*Endpoint
+}
+
+// Secrets lists every secret value of v, for redaction.
+func (v *Venue) Secrets() []string {
+	var out []string
+	add := func(s *auth.Spec) {
+		if s != nil {
+			out = append(out, s.Secrets()...)
+		}
+	}
+	add(v.Auth)
+	for _, s := range v.AccountAuth {
+		add(s)
+	}
+	for _, e := range v.Endpoints {
+		add(e.Auth)
+	}
+	return out
+}
+
+// mapping calls each of keys' functions with the value of its key; an
+// unknown key is an error listing the known ones.
+func mapping(n *yaml.Node, where string, fail failFunc, keys map[string]func(v *yaml.Node) error) error {
+	if n.Kind != yaml.MappingNode {
+		return fail(n, "%s: want a mapping", where)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		fn, ok := keys[k.Value]
+		if !ok {
+			names := make([]string, 0, len(keys))
+			for name := range keys {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			return fail(k, "%s: unknown key %q (want %s)", where, k.Value, strings.Join(names, ", "))
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scalar(dst *string, where string, fail failFunc) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		if v.Kind != yaml.ScalarNode {
+			return fail(v, "%s: want a value", where)
+		}
+		*dst = v.Value
+		return nil
+	}
+}
+
+// secretValue reads a secret: ${VAR} anywhere reads the environment, a
+// value starting with @ reads the file it names.
+func secretValue(dst *string, where string, fail failFunc) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		if v.Kind != yaml.ScalarNode {
+			return fail(v, "%s: want a value", where)
+		}
+		s, err := secret.Expand(v.Value)
+		if err == nil && strings.HasPrefix(s, "@") {
+			s, err = secret.ReadFile(s[1:])
+		}
+		if err != nil {
+			return fail(v, "%s: %v", where, err)
+		}
+		*dst = s
+		return nil
+	}
+}
+
+func integer(dst *int, where string, fail failFunc) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		n, err := strconv.Atoi(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil {
+			return fail(v, "%s: want a whole number", where)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+func strList(dst *[]string, where string, fail failFunc) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		vals, err := scalars(v)
+		if err != nil {
+			return fail(v, "%s: %v", where, err)
+		}
+		*dst = vals
+		return nil
+	}
+}
+
+// pairs reads {Name: value} in file order; secret values are expanded.
+func pairs(dst *[]auth.KV, where string, fail failFunc, secrets bool) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		if v.Kind != yaml.MappingNode {
+			return fail(v, "%s: want a mapping Name: value", where)
+		}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			kv := auth.KV{Name: v.Content[i].Value}
+			read := scalar
+			if secrets {
+				read = secretValue
+			}
+			if err := read(&kv.Value, where+"."+kv.Name, fail)(v.Content[i+1]); err != nil {
+				return err
+			}
+			*dst = append(*dst, kv)
+		}
+		return nil
+	}
+}
+
+// authSpec reads an auth: key ("none", or a mapping with a type).
+func authSpec(v *yaml.Node, where string, fail failFunc) (*auth.Spec, error) {
+	s := &auth.Spec{}
+	if v.Kind == yaml.ScalarNode {
+		if v.Value != auth.None {
+			return nil, fail(v, "%s: want none or a mapping with a type", where)
+		}
+		s.Type = auth.None
+		return s, nil
+	}
+	// The type first: it decides which header values are secrets.
+	if v.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			if v.Content[i].Value == "type" {
+				s.Type = v.Content[i+1].Value
+			}
+		}
+	}
+	w := func(k string) string { return where + "." + k }
+	login := func(n *yaml.Node) error {
+		return mapping(n, w("login"), fail, map[string]func(*yaml.Node) error{
+			"method": scalar(&s.Login.Method, w("login.method"), fail),
+			"path":   scalar(&s.Login.Path, w("login.path"), fail),
+			"query":  pairs(&s.Login.Query, w("login.query"), fail, true),
+			"body":   secretValue(&s.Login.Body, w("login.body"), fail),
+		})
+	}
+	var typ string
+	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"type":          scalar(&typ, w("type"), fail),
+		"headers":       pairs(&s.Headers, w("headers"), fail, s.Type == auth.Headers),
+		"token":         func(n *yaml.Node) error { return tokenKey(s, n, w("token"), fail) },
+		"user":          secretValue(&s.User, w("user"), fail),
+		"password":      secretValue(&s.Password, w("password"), fail),
+		"name":          scalar(&s.Name, w("name"), fail),
+		"value":         secretValue(&s.Value, w("value"), fail),
+		"token_url":     scalar(&s.TokenURL, w("token_url"), fail),
+		"client_id":     secretValue(&s.ClientID, w("client_id"), fail),
+		"client_secret": secretValue(&s.ClientSecret, w("client_secret"), fail),
+		"scopes":        strList(&s.Scopes, w("scopes"), fail),
+		"login":         login,
+		"expires_in":    scalar(&s.ExpiresPath, w("expires_in"), fail),
+		"key":           secretValue(&s.Key, w("key"), fail),
+		"secret":        secretValue(&s.Secret, w("secret"), fail),
+		"hash":          scalar(&s.Hash, w("hash"), fail),
+		"encoding":      scalar(&s.Encoding, w("encoding"), fail),
+		"timestamp":     scalar(&s.Timestamp, w("timestamp"), fail),
+		"sign":          scalar(&s.Sign, w("sign"), fail),
+		"query":         pairs(&s.Query, w("query"), fail, false),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, fail(v, "%s: %v", where, err)
+	}
+	return s, nil
+}
+
+// tokenKey is bearer's token (a secret) or session's token path.
+func tokenKey(s *auth.Spec, n *yaml.Node, where string, fail failFunc) error {
+	if s.Type == auth.Session {
+		return scalar(&s.TokenPath, where, fail)(n)
+	}
+	return secretValue(&s.Token, where, fail)(n)
+}
+
+func errorsSpec(v *yaml.Node, where string, fail failFunc) (*envelope.Errors, error) {
+	e := &envelope.Errors{}
+	w := func(k string) string { return where + "." + k }
+	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"path":        scalar(&e.Path, w("path"), fail),
+		"code":        scalar(&e.Code, w("code"), fail),
+		"message":     scalar(&e.Message, w("message"), fail),
+		"retry_codes": strList(&e.RetryCodes, w("retry_codes"), fail),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e.Path == "" {
+		return nil, fail(v, "%s: path is required", where)
+	}
+	return e, nil
+}
+
+func paginationSpec(v *yaml.Node, where string, fail failFunc) (*paginate.Spec, error) {
+	p := &paginate.Spec{}
+	w := func(k string) string { return where + "." + k }
+	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"type":         scalar(&p.Type, w("type"), fail),
+		"max_pages":    integer(&p.MaxPages, w("max_pages"), fail),
+		"cursor_path":  scalar(&p.CursorPath, w("cursor_path"), fail),
+		"cursor_param": scalar(&p.CursorParam, w("cursor_param"), fail),
+		"next_path":    scalar(&p.NextPath, w("next_path"), fail),
+		"offset_param": scalar(&p.OffsetParam, w("offset_param"), fail),
+		"total_path":   scalar(&p.TotalPath, w("total_path"), fail),
+		"page_param":   scalar(&p.PageParam, w("page_param"), fail),
+		"start":        integer(&p.Start, w("start"), fail),
+		"limit_param":  scalar(&p.LimitParam, w("limit_param"), fail),
+		"limit":        integer(&p.Limit, w("limit"), fail),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, fail(v, "%s: %v", where, err)
+	}
+	return p, nil
+}
+
+// endpointKey reads one of the real-venue keys of endpoints.<name>; it
+// reports false for a key it does not know.
+func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, error) {
+	if fc.Venue.Endpoints == nil {
+		fc.Venue.Endpoints = map[string]*Endpoint{}
+	}
+	e := fc.Venue.Endpoints[name]
+	if e == nil {
+		e = &Endpoint{Line: k.Line}
+		fc.Venue.Endpoints[name] = e
+	}
+	where := "endpoints." + name + "." + k.Value
+	var err error
+	switch k.Value {
+	case "method":
+		if err = scalar(&e.Method, where, fail)(v); err == nil {
+			e.Method = strings.ToUpper(e.Method)
+			if e.Method != "GET" && e.Method != "POST" {
+				err = fail(v, "%s: want GET or POST", where)
+			}
+		}
+	case "body":
+		err = scalar(&e.Body, where, fail)(v)
+	case "records":
+		err = scalar(&e.Records, where, fail)(v)
+	case "kind":
+		if err = scalar(&e.Kind, where, fail)(v); err == nil && e.Kind != "account" && e.Kind != "public" {
+			err = fail(v, "%s: want account or public", where)
+		}
+	case "auth":
+		e.Auth, err = authSpec(v, where, fail)
+	case "pagination":
+		e.Pagination, err = paginationSpec(v, where, fail)
+	case "errors":
+		e.Errors, err = errorsSpec(v, where, fail)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+func (s *Endpoint) String() string { return fmt.Sprintf("%+v", *s) }

@@ -1,0 +1,299 @@
+// Package paginate walks a venue's pages. A Paginator answers four
+// questions (after dlt's BasePaginator): the first request, what to read
+// from each answer, whether there is a next page, and its request. The
+// fetch loop knows none of the kinds; it stops at MaxPages and on a
+// cursor or URL seen twice, so a snapshot is never silently truncated.
+package paginate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// The kinds of Spec.Type.
+const (
+	Cursor     = "cursor"
+	NextURL    = "next_url"
+	LinkHeader = "link_header"
+	Offset     = "offset"
+	Page       = "page"
+)
+
+// Types lists the kinds.
+var Types = []string{Cursor, NextURL, LinkHeader, Offset, Page}
+
+// DefaultMaxPages is MaxPages when not set.
+const DefaultMaxPages = 10000
+
+// Spec configures pagination (the `pagination:` key of an endpoint).
+type Spec struct {
+	Type     string
+	MaxPages int // default DefaultMaxPages
+	// cursor
+	CursorPath, CursorParam string
+	// next_url
+	NextPath string
+	// offset
+	OffsetParam, TotalPath string
+	// page
+	PageParam string
+	Start     int // first page number (default 1)
+	// cursor, offset, page
+	LimitParam string
+	Limit      int
+}
+
+// Answer is what the fetch loop saw of one page.
+type Answer struct {
+	Values  map[string]json.RawMessage // the body's values at Paths()
+	Header  http.Header
+	URL     *url.URL // the page's request URL (without credentials)
+	Records int
+}
+
+// Request is the next page's request: new query parameters, or a whole URL.
+type Request struct {
+	Params url.Values
+	URL    *url.URL // next_url and link_header; nil: the endpoint's path
+}
+
+// Paginator walks one request's pages.
+type Paginator struct {
+	spec Spec
+	base url.Values
+	n    int // pages answered
+	seen map[string]bool
+}
+
+// ErrLoop is a cursor or URL that came back: the venue would be walked
+// forever.
+var ErrLoop = errors.New("pagination loops")
+
+// Check reports the first mistake in s.
+func (s Spec) Check() error {
+	need := func(key, v string) error {
+		if v == "" {
+			return fmt.Errorf("pagination %s: %s is required", s.Type, key)
+		}
+		return nil
+	}
+	if s.MaxPages < 0 || s.Limit < 0 {
+		return errors.New("pagination: max_pages and limit must not be negative")
+	}
+	if (s.LimitParam == "") != (s.Limit == 0) && s.Type != NextURL && s.Type != LinkHeader {
+		return fmt.Errorf("pagination %s: limit_param and limit go together", s.Type)
+	}
+	switch s.Type {
+	case Cursor:
+		return errors.Join(need("cursor_path", s.CursorPath), need("cursor_param", s.CursorParam))
+	case NextURL:
+		return need("next_path", s.NextPath)
+	case LinkHeader:
+		return nil
+	case Offset:
+		if err := need("offset_param", s.OffsetParam); err != nil {
+			return err
+		}
+		return need("limit (the page size)", s.LimitParam)
+	case Page:
+		return need("page_param", s.PageParam)
+	case "":
+		return fmt.Errorf("pagination: type is required (one of %s)", strings.Join(Types, ", "))
+	}
+	return fmt.Errorf("pagination: unknown type %q (want one of %s)", s.Type, strings.Join(Types, ", "))
+}
+
+// New starts walking the pages of a request with the query parameters base.
+func New(s Spec, base url.Values) *Paginator {
+	if s.MaxPages == 0 {
+		s.MaxPages = DefaultMaxPages
+	}
+	if s.Type == Page && s.Start == 0 {
+		s.Start = 1
+	}
+	return &Paginator{spec: s, base: base, seen: map[string]bool{}}
+}
+
+// MaxPages is the most pages walked.
+func (p *Paginator) MaxPages() int { return p.spec.MaxPages }
+
+// Paths are the body paths the paginator reads.
+func (p *Paginator) Paths() []string {
+	switch p.spec.Type {
+	case Cursor:
+		return []string{p.spec.CursorPath}
+	case NextURL:
+		return []string{p.spec.NextPath}
+	case Offset:
+		if p.spec.TotalPath != "" {
+			return []string{p.spec.TotalPath}
+		}
+	}
+	return nil
+}
+
+func (p *Paginator) params(set ...string) url.Values {
+	v := url.Values{}
+	for k, vs := range p.base {
+		v[k] = append([]string(nil), vs...)
+	}
+	if p.spec.LimitParam != "" {
+		v.Set(p.spec.LimitParam, strconv.Itoa(p.spec.Limit))
+	}
+	for i := 0; i+1 < len(set); i += 2 {
+		v.Set(set[i], set[i+1])
+	}
+	return v
+}
+
+// First is the first page's request.
+func (p *Paginator) First() Request {
+	switch p.spec.Type {
+	case Offset:
+		return Request{Params: p.params(p.spec.OffsetParam, "0")}
+	case Page:
+		return Request{Params: p.params(p.spec.PageParam, strconv.Itoa(p.spec.Start))}
+	}
+	return Request{Params: p.params()}
+}
+
+// Next reads a page's answer and returns the next page's request, or nil
+// after the last page. A cursor or URL seen twice fails with ErrLoop.
+func (p *Paginator) Next(a Answer) (*Request, error) {
+	p.n++
+	switch p.spec.Type {
+	case Cursor:
+		c := scalar(a.Values[p.spec.CursorPath])
+		if c == "" {
+			return nil, nil
+		}
+		if err := p.once("cursor", c); err != nil {
+			return nil, err
+		}
+		return &Request{Params: p.params(p.spec.CursorParam, c)}, nil
+	case NextURL, LinkHeader:
+		var next string
+		if p.spec.Type == NextURL {
+			next = scalar(a.Values[p.spec.NextPath])
+		} else {
+			next = NextLink(a.Header.Values("Link"))
+		}
+		if next == "" {
+			return nil, nil
+		}
+		ref, err := url.Parse(next)
+		if err != nil {
+			return nil, fmt.Errorf("next page URL is not a URL")
+		}
+		u := a.URL.ResolveReference(ref)
+		if u.Host != a.URL.Host || u.Scheme != a.URL.Scheme {
+			return nil, fmt.Errorf("next page URL leaves the venue (%s://%s)", u.Scheme, u.Host)
+		}
+		if err := p.once("next page URL", u.String()); err != nil {
+			return nil, err
+		}
+		return &Request{URL: u}, nil
+	case Offset:
+		off := p.n * p.spec.Limit
+		if a.Records < p.spec.Limit || a.Records == 0 {
+			return nil, nil
+		}
+		if t := scalar(a.Values[p.spec.TotalPath]); t != "" {
+			if total, err := strconv.Atoi(t); err == nil && off >= total {
+				return nil, nil
+			}
+		}
+		return &Request{Params: p.params(p.spec.OffsetParam, strconv.Itoa(off))}, nil
+	case Page:
+		if a.Records == 0 || (p.spec.Limit > 0 && a.Records < p.spec.Limit) {
+			return nil, nil
+		}
+		return &Request{Params: p.params(p.spec.PageParam, strconv.Itoa(p.spec.Start+p.n))}, nil
+	}
+	return nil, fmt.Errorf("pagination: unknown type %q", p.spec.Type)
+}
+
+func (p *Paginator) once(what, v string) error {
+	if p.seen[v] {
+		return fmt.Errorf("%w: the same %s came back after page %d", ErrLoop, what, p.n)
+	}
+	p.seen[v] = true
+	return nil
+}
+
+// scalar renders a JSON string or number as text; null, absent, false and
+// "" are "".
+func scalar(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	switch t := strings.TrimSpace(string(raw)); t {
+	case "null", "false", "true", "":
+		return ""
+	default:
+		if t[0] == '{' || t[0] == '[' {
+			return ""
+		}
+		return t
+	}
+}
+
+// NextLink returns the target of the rel="next" link of Link header
+// values (RFC 8288), or "".
+func NextLink(values []string) string {
+	for _, v := range values {
+		for _, link := range splitLinks(v) {
+			link = strings.TrimSpace(link)
+			if !strings.HasPrefix(link, "<") {
+				continue
+			}
+			end := strings.IndexByte(link, '>')
+			if end < 0 {
+				continue
+			}
+			target := link[1:end]
+			for _, param := range strings.Split(link[end+1:], ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(param), "=")
+				if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
+					continue
+				}
+				for _, rel := range strings.Fields(strings.Trim(strings.TrimSpace(val), `"`)) {
+					if strings.EqualFold(rel, "next") {
+						return target
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// splitLinks splits a Link header value at the commas between links (not
+// those inside <...> or quotes).
+func splitLinks(v string) []string {
+	var out []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"' && depth == 0:
+			quoted = !quoted
+		case c == '<' && !quoted:
+			depth++
+		case c == '>' && !quoted && depth > 0:
+			depth--
+		case c == ',' && depth == 0 && !quoted:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
+}

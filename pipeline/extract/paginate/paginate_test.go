@@ -1,0 +1,80 @@
+package paginate
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+func TestNextLink(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{`<https://v.example/x?page=2>; rel="next"`}, "https://v.example/x?page=2"},
+		{[]string{`</x?page=1>; rel="first", </x?page=3>; rel="next last"`}, "/x?page=3"},
+		{[]string{`</a,b>; rel="prev"`, `</c>; REL=next`}, "/c"},
+		{[]string{`</x>; title="a, rel=next"; rel="prev"`}, ""},
+		{nil, ""},
+	} {
+		if got := NextLink(tc.in); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestPaginators(t *testing.T) {
+	page := &url.URL{Scheme: "https", Host: "v.example", Path: "/x"}
+	raw := func(s string) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"next": json.RawMessage(s), "total": json.RawMessage(s)}
+	}
+	// cursor: the next request carries it; the same cursor twice is a loop.
+	p := New(Spec{Type: Cursor, CursorPath: "next", CursorParam: "c", LimitParam: "n", Limit: 5}, url.Values{"q": {"1"}})
+	if f := p.First(); f.Params.Encode() != "n=5&q=1" {
+		t.Errorf("first %v", f.Params)
+	}
+	n, err := p.Next(Answer{Values: raw(`"abc"`), URL: page})
+	if err != nil || n.Params.Encode() != "c=abc&n=5&q=1" {
+		t.Errorf("next %v %v", n, err)
+	}
+	if _, err := p.Next(Answer{Values: raw(`"abc"`), URL: page}); !errors.Is(err, ErrLoop) {
+		t.Errorf("cursor twice: %v", err)
+	}
+	if n, _ := New(Spec{Type: Cursor, CursorPath: "next", CursorParam: "c"}, nil).Next(Answer{Values: raw(`null`), URL: page}); n != nil {
+		t.Errorf("null cursor goes on: %v", n)
+	}
+	// next_url: relative to the page, never to another host.
+	p = New(Spec{Type: NextURL, NextPath: "next"}, nil)
+	if n, err := p.Next(Answer{Values: raw(`"?page=2"`), URL: page}); err != nil || n.URL.String() != "https://v.example/x?page=2" {
+		t.Errorf("next url %v %v", n, err)
+	}
+	if _, err := p.Next(Answer{Values: raw(`"https://evil.example/x"`), URL: page}); err == nil {
+		t.Error("a next URL on another host was followed")
+	}
+	// link_header.
+	h := http.Header{"Link": {`</x?page=2>; rel="next"`}}
+	if n, err := New(Spec{Type: LinkHeader}, nil).Next(Answer{Header: h, URL: page}); err != nil || n.URL.RawQuery != "page=2" {
+		t.Errorf("link %v %v", n, err)
+	}
+	// offset: until a short page or the total.
+	p = New(Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 10, TotalPath: "total"}, nil)
+	if n, _ := p.Next(Answer{Records: 10, Values: raw(`25`), URL: page}); n == nil || n.Params.Get("o") != "10" {
+		t.Errorf("offset page 2: %v", n)
+	}
+	if n, _ := p.Next(Answer{Records: 10, Values: raw(`20`), URL: page}); n != nil {
+		t.Errorf("offset past the total: %v", n)
+	}
+	// page: until an empty page.
+	p = New(Spec{Type: Page, PageParam: "p"}, nil)
+	if f := p.First(); f.Params.Get("p") != "1" {
+		t.Errorf("first page %v", f.Params)
+	}
+	if n, _ := p.Next(Answer{Records: 3, URL: page}); n == nil || n.Params.Get("p") != "2" {
+		t.Errorf("page 2: %v", n)
+	}
+	if n, _ := p.Next(Answer{Records: 0, URL: page}); n != nil {
+		t.Errorf("empty page goes on: %v", n)
+	}
+}

@@ -1,0 +1,216 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/pipeline/extract/envelope"
+	"github.com/optlake/optlake/pipeline/extract/paginate"
+)
+
+// pagedRequest fetches the pages of one request of an enveloped endpoint
+// (records at a path, pagination, error bodies) and decodes them as one
+// stream while they arrive: each page's records are appended to a JSON
+// array the decoder reads through a pipe, so the sinks see one body of
+// every page's rows (row_index numbered across pages) and commit once,
+// after the last page. A page that fails fails the whole request before
+// anything is committed: a snapshot is all of its pages or nothing.
+//
+// Each page is received whole (into the raw archive and a scratch file)
+// before its records are handed on, so a page cut off or answered with a
+// retryable venue error is fetched again without a row of it decoded.
+func (r *Runner) pagedRequest(ctx context.Context, c call) error {
+	pr, pw := io.Pipe()
+	stream := envelope.NewStream(pw, c.ep.Kind == KindInstruments)
+	c.staged = c.ep.Pagination != nil && c.rq.archived == nil || len(c.rq.archived) > 0 && c.rq.archived[0].Page > 0
+	type decoded struct {
+		outs map[string]SinkResult
+		err  error
+	}
+	done := make(chan decoded, 1)
+	go func() {
+		outs, err := r.decode(ctx, c, pr)
+		pr.CloseWithError(errDecoderDone)
+		done <- decoded{outs, err}
+	}()
+	st, ferr := r.fetchPages(ctx, c, stream)
+	if ferr == nil {
+		ferr = stream.Close()
+	}
+	if ferr != nil {
+		pw.CloseWithError(ferr)
+	} else {
+		pw.Close()
+	}
+	d := <-done
+	c.res.Raw = append(c.res.Raw, st.raw...)
+	c.res.Bytes += st.bytes
+	c.res.stage(StageArchive, time.Now().Add(-st.archive))
+	switch {
+	case ferr != nil && !errors.Is(ferr, io.ErrClosedPipe) && !errors.Is(ferr, errDecoderDone):
+		return ferr
+	case d.err != nil:
+		return d.err
+	case ferr != nil:
+		return ferr
+	}
+	c.res.merge(d.outs)
+	return nil
+}
+
+// errDecoderDone is what a page's writer sees once the decoder stopped
+// reading (it failed; its error is the one reported).
+var errDecoderDone = errors.New("decoder stopped")
+
+// pageStats is what fetchPages did, merged into the endpoint's result
+// after the decoder finished (they run on two goroutines).
+type pageStats struct {
+	raw     []string
+	bytes   int64
+	archive time.Duration
+}
+
+// PageLimitError is an endpoint that has more pages than max_pages.
+type PageLimitError struct{ Max int }
+
+func (e *PageLimitError) Error() string {
+	return fmt.Sprintf("more than max_pages (%d) pages: not loading a truncated snapshot", e.Max)
+}
+
+// fetchPages fetches the call's pages in order, writing their records to
+// stream: live, as the paginator says; in a replay, the archived pages.
+func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream) (pageStats, error) {
+	var st pageStats
+	spec := envelope.Spec{Records: c.ep.Records, Instruments: c.ep.Kind == KindInstruments, Errors: c.ep.Errors}
+	if c.rq.archived != nil {
+		spec.Records, spec.Errors = c.rq.archived[0].Records, nil
+		paged := c.rq.archived[0].Page > 0
+		for _, m := range c.rq.archived {
+			req := c.extractRequest(c.rq.params)
+			req.Page = m.Page
+			if _, err := r.fetchPage(ctx, c, req, nil, spec, stream, &st); err != nil {
+				return st, err
+			}
+		}
+		if last := c.rq.archived[len(c.rq.archived)-1]; paged && !last.LastPage {
+			return st, fmt.Errorf("%w: pages after page %d are not archived (the run failed there)", errArchive, last.Page)
+		}
+		return st, nil
+	}
+	var pag *paginate.Paginator
+	next := &paginate.Request{Params: c.rq.params}
+	limit := 1
+	if c.ep.Pagination != nil {
+		pag = paginate.New(*c.ep.Pagination, c.rq.params)
+		first := pag.First()
+		next, limit = &first, pag.MaxPages()
+		spec.Capture = pag.Paths()
+	}
+	for page := 1; next != nil; page++ {
+		if page > limit {
+			return st, &PageLimitError{Max: limit}
+		}
+		req := c.extractRequest(next.Params)
+		req.URL = next.URL
+		if pag != nil {
+			req.Page = page
+		}
+		var err error
+		if next, err = r.fetchPage(ctx, c, req, pag, spec, stream, &st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// fetchPage fetches one page (retried as the client decides), archives it,
+// and writes its records to stream once it was received whole and is not
+// an error body. It returns the next page's request (nil: none).
+func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag *paginate.Paginator, spec envelope.Spec, stream *envelope.Stream, st *pageStats) (*paginate.Request, error) {
+	var next *paginate.Request
+	err := c.sr.fetch.Do(ctx, req, r.onFailedPage(ctx, c, req.Page, st), func(_ context.Context, resp *extract.Response) error {
+		m := c.meta()
+		m.Attempt, m.URL, m.FetchTime, m.Page = resp.Attempt, resp.URL, time.Now().UTC(), req.Page
+		m.Envelope, m.Records = true, spec.Records
+		var entry archiveEntry = &countingEntry{}
+		if c.sr.archive != nil {
+			e, err := c.sr.archive.Create(ctx, m)
+			if err != nil {
+				return err
+			}
+			entry = e
+		}
+		scratch, err := os.CreateTemp("", "optlake-page-*")
+		if err != nil {
+			entry.Finish(resp.Status, resp.ContentType, false, "scratch file: "+err.Error())
+			return fmt.Errorf("page scratch file: %w", err)
+		}
+		defer os.Remove(scratch.Name())
+		defer scratch.Close()
+		_, rerr := io.Copy(io.MultiWriter(entry, scratch), resp.Body)
+		if rerr == nil {
+			_, rerr = scratch.Seek(0, io.SeekStart)
+		}
+		var res envelope.Result
+		var serr error
+		if rerr == nil {
+			res, serr = envelope.Splice(bufio.NewReaderSize(scratch, 64<<10), stream, spec)
+		}
+		if rerr == nil && serr == nil && pag != nil {
+			u, _ := url.Parse(resp.URL)
+			next, serr = pag.Next(paginate.Answer{Values: res.Values, Header: resp.Header, URL: u, Records: res.Records})
+		}
+		var ve *envelope.VenueError
+		isVenue := errors.As(serr, &ve)
+		msg := ""
+		switch {
+		case rerr != nil:
+			msg = r.cfg.Redactor.String(oneLine(rerr))
+		case serr != nil:
+			msg = r.cfg.Redactor.String(oneLine(serr))
+		}
+		if e, ok := entry.(interface{ MarkPage(last, venueError bool) }); ok {
+			e.MarkPage(pag != nil && rerr == nil && serr == nil && next == nil, isVenue)
+		}
+		finishing := time.Now()
+		meta, aerr := entry.Finish(resp.Status, resp.ContentType, rerr == nil, msg)
+		st.archive += time.Since(finishing)
+		if aerr == nil && meta.File != "" {
+			st.raw = append(st.raw, meta.File)
+		}
+		st.bytes += entry.Bytes()
+		switch {
+		case rerr != nil:
+			return rerr
+		case serr != nil:
+			return serr
+		}
+		return aerr
+	})
+	if err != nil && req.Page > 0 {
+		err = fmt.Errorf("page %d: %w", req.Page, err)
+	}
+	return next, err
+}
+
+// onFailedPage archives a non-2xx answer of a page.
+func (r *Runner) onFailedPage(ctx context.Context, c call, page int, st *pageStats) extract.Hooks {
+	// The endpoint's result belongs to the decoder's goroutine until the
+	// pages are done: collect the files here.
+	res := EndpointResult{}
+	cc := c
+	cc.res = &res
+	h := r.onFailed(ctx, cc, page)
+	return extract.Hooks{OnFailed: func(f extract.Failed) {
+		h.OnFailed(f)
+		st.raw = append(st.raw, res.Raw...)
+		res.Raw = nil
+	}}
+}
