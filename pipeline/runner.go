@@ -418,7 +418,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 	if sr.requests != nil {
 		reqs = sr.requests(ep)
 	} else {
-		sets := FanOut(r.cfg.Params[ep.Name])
+		sets := ParamSets(r.cfg.Params[ep.Name])
 		accounts := []Account{{}}
 		if ep.Kind == KindAccount && !ep.Public {
 			accounts = r.accounts()

@@ -72,7 +72,7 @@ func compactCommand() *cli.Command {
 			defer lease.Release(context.WithoutCancel(c.Context))
 			cst := compactStore(st)
 			defer cst.Close()
-			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
+			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep)
 			if err != nil {
@@ -104,7 +104,7 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	}
 	cst := compactStore(b.store)
 	defer cst.Close()
-	opt := compact.Options{Store: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+	opt := compact.Options{Lake: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
 		Logger: b.log.With("step", "compact"), Crash: crashHook()}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
@@ -128,7 +128,7 @@ func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) 
 }
 
 // compactStore is the lake of a data directory as compaction sees it.
-func compactStore(st storage.Store) compact.Store {
+func compactStore(st storage.Store) compact.Lake {
 	return compact.For(st, crashHook(), snapshotClock)
 }
 

@@ -37,9 +37,6 @@ import (
 // Dir is the ledger's folder inside the data directory.
 const Dir = "_ledger"
 
-// TimeLayout formats snapshot times in record names (sortable, UTC, ms).
-const TimeLayout = "20060102T150405.000Z"
-
 // State is where one load (snapshot × endpoint × sink) stands.
 type State string
 
@@ -151,18 +148,8 @@ func New(st storage.Store, now func() time.Time) *Ledger {
 	return &Ledger{st: objects{st}, now: now, open: map[Key]*Record{}}
 }
 
-func safe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
 func baseName(k Key) string {
-	return k.Time.UTC().Format(TimeLayout) + "-" + safe(k.RunID) + ".json"
+	return k.Time.UTC().Format(storage.TimeLayout) + "-" + storage.SafeName(k.RunID) + ".json"
 }
 
 func openName(k Key) string { return path.Join("open", baseName(k)) }

@@ -73,9 +73,6 @@ func (s *Sink) CommitsAtomically() bool { return true }
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
-// TimeLayout formats snapshot times in file names: sortable, UTC, ms.
-const TimeLayout = "20060102T150405.000Z"
-
 // Path returns the file that holds table t's rows of snap, relative to the
 // data directory: <table>/date=YYYY-MM-DD/<snapshot>-<run_id>.parquet, with
 // the endpoint appended for tables shared by endpoints (rejects, runs are
@@ -83,7 +80,7 @@ const TimeLayout = "20060102T150405.000Z"
 // replaces the file instead of adding a second one.
 func Path(t *schema.Table, snap sinks.Snapshot) string {
 	ts := snap.Time.UTC()
-	name := ts.Format(TimeLayout) + "-" + SafeName(snap.RunID)
+	name := ts.Format(storage.TimeLayout) + "-" + SafeName(snap.RunID)
 	if t == schema.Rejects {
 		name += "-" + SafeName(snap.Endpoint)
 	}

@@ -35,7 +35,7 @@ func TestSpillFolderNotMade(t *testing.T) {
 	before := names(t, part)
 	bs := &BucketStore{St: storage.NewLocal(dir)}
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
-	if _, err := Compact(context.Background(), Options{Store: bs, Now: now}); err == nil {
+	if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err == nil {
 		t.Fatal("compaction without a spill folder succeeded")
 	}
 	if err := bs.Recover(context.Background()); err != nil {
