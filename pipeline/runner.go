@@ -47,8 +47,9 @@ type Config struct {
 	// Store is the data directory: the raw archive, the instrument events'
 	// state and the load ledger live there.
 	Store storage.Store
-	// Scratch is a local folder for the runner's temporary files ("": one
-	// made under the system's temp folder, removed by Close).
+	// Scratch is a local folder for the runner's temporary files when Store
+	// is not one ("": a folder made under the system's temp folder, removed
+	// by Close).
 	Scratch string
 	// Events derives instrument_events, comparing each listing with the
 	// state the previous one left in Store.
@@ -125,7 +126,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Store == nil {
 		return r, nil // checked by Run; Replay and CatchUp need it too
 	}
-	if r.cfg.Scratch == "" {
+	if r.cfg.Scratch == "" && storage.LocalDir(cfg.Store) == "" {
+		// A bucket: the events state is compared in a local folder.
 		dir, err := os.MkdirTemp("", "optlake-scratch-*")
 		if err != nil {
 			return nil, fmt.Errorf("scratch folder: %w", err)
