@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/transform"

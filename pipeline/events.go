@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/schema"
@@ -188,6 +188,16 @@ func (e *eventsRun) taint() {
 	}
 }
 
+// refused is why a comparison that never ran was refused ("" when it was
+// not): a snapshot older than the state.
+func (e *eventsRun) refused(log *slog.Logger) string {
+	if e == nil || !errors.Is(e.err, events.ErrOutOfOrder) {
+		return ""
+	}
+	log.Warn("instrument events skipped", "err", e.err)
+	return oneLine(e.err)
+}
+
 func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == nil && e.d != nil }
 
 // finishEvents writes the events to every sink and, when all of them took
@@ -213,7 +223,11 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	}
 	if e.err != nil {
 		if errors.Is(e.err, events.ErrOutOfOrder) {
+			// Refused, never silent: the events state is past this
+			// snapshot (a clock gone backwards, a late load into a past
+			// day); comparing with it would report changes backwards.
 			log.Warn("instrument events skipped", "err", e.err)
+			res.EventsSkipped = oneLine(e.err)
 		} else {
 			log.Error("instrument events failed", "err", e.err)
 		}
@@ -232,16 +246,31 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		log.Error("instrument events failed", "err", err)
 		return
 	}
-	outs := fan.Commit(ctx)
-	if e.turn != nil {
-		e.turn.compared = true
-	}
 	saved := false
 	defer func() {
 		if !saved {
 			next.Close() // not saved: its temporary file goes
 		}
 	}()
+	if r.ledger != nil {
+		// The state first, then the events: a snapshot's events and the
+		// state after them are one unit. A state that cannot be saved
+		// leaves no events (the next snapshot, compared with the state
+		// before, reports these changes once); a crash after the save
+		// leaves the events' load pending in the ledger, and catch-up
+		// writes exactly this snapshot's events from the archive.
+		saved = true
+		if err := states.Save(ctx, next); err != nil {
+			fan.Abort()
+			log.Error("instrument events: state not saved: the events are not written; the next snapshot reports these changes", "err", err)
+			res.EventsSkipped = "state not saved (" + oneLine(err) + "); the next snapshot reports these changes"
+			return
+		}
+	}
+	outs := fan.Commit(ctx)
+	if e.turn != nil {
+		e.turn.compared = true
+	}
 	ok := true
 	for name, o := range outs {
 		acc := res.Sinks[name]
@@ -258,16 +287,20 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	if !e.stateOnly {
 		res.Events = stats.Events
 	}
-	if !ok && r.ledger == nil {
-		// Without a ledger the failed sink gets these changes with the next
-		// snapshot's events. With one, the state moves on: the sink's
-		// pending load is caught up with exactly this snapshot's events.
-		return
-	}
-	saved = true
-	if err := states.Save(ctx, next); err != nil {
-		log.Error("instrument events: state not saved", "err", err)
-		return
+	if r.ledger == nil {
+		if !ok {
+			// Without a ledger the failed sink gets these changes with
+			// the next snapshot's events. With one, the state moved on:
+			// the sink's pending load is caught up with exactly this
+			// snapshot's events.
+			return
+		}
+		saved = true
+		if err := states.Save(ctx, next); err != nil {
+			log.Error("instrument events: state not saved", "err", err)
+			res.EventsSkipped = "state not saved (" + oneLine(err) + "); the next snapshot reports these changes again"
+			return
+		}
 	}
 	log.Info("instrument events", "events", stats.Events, "instruments", stats.Instruments)
 }

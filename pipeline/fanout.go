@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"

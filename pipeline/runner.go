@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
 	"github.com/optlake/optlake/internal/redact"
@@ -191,18 +191,24 @@ func (s *Summary) OnlySinksFailed() bool {
 
 // EndpointResult reports one endpoint of a snapshot.
 type EndpointResult struct {
-	Endpoint   string                `json:"endpoint"`
-	Status     string                `json:"status"` // ok | failed | archived
-	Requests   int                   `json:"requests"`
-	Rows       int64                 `json:"rows"`
-	Rejects    int64                 `json:"rejects"`
-	Events     int64                 `json:"events"`
-	Overflow   int64                 `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
-	Bytes      int64                 `json:"bytes"`
-	DurationMS int64                 `json:"duration_ms"`
-	Error      string                `json:"error,omitempty"`
-	Raw        []string              `json:"raw,omitempty"` // archived body files
-	Sinks      map[string]SinkResult `json:"sinks,omitempty"`
+	Endpoint   string `json:"endpoint"`
+	Status     string `json:"status"` // ok | failed | archived
+	Requests   int    `json:"requests"`
+	Rows       int64  `json:"rows"`
+	Rejects    int64  `json:"rejects"`
+	Events     int64  `json:"events"`
+	Overflow   int64  `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	// EventsSkipped says why this listing's instrument events were not
+	// written ("" when they were, or the endpoint has none): a snapshot
+	// older than the events state (a clock gone backwards, a late load),
+	// or a state that could not be saved. The snapshot is then partial
+	// (exit 3), never silently without its events.
+	EventsSkipped string                `json:"events_skipped,omitempty"`
+	Raw           []string              `json:"raw,omitempty"` // archived body files
+	Sinks         map[string]SinkResult `json:"sinks,omitempty"`
 	// Stages is where the endpoint's time went, in ms (see Stage*); the
 	// stages overlap (the body is decoded as it arrives), so they do not
 	// add up to DurationMS.
@@ -389,6 +395,10 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 			sum.OK = false
 			sum.Error = res.Endpoint + ": " + res.Error
 		}
+		if res.EventsSkipped != "" && sum.OK {
+			sum.OK = false
+			sum.Error = res.Endpoint + ": instrument events not written: " + res.EventsSkipped
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -470,6 +480,8 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		start := time.Now()
 		r.finishEvents(ctx, log, ev, sr.states, &res)
 		res.stage(StageEvents, start)
+	} else if res.Status == "ok" {
+		res.EventsSkipped = ev.refused(log)
 	}
 	ev.close(sr.states)
 	for name, sr := range res.Sinks {
@@ -746,6 +758,7 @@ func writeAll(ctx context.Context, ss []sinks.Sink, t *schema.Table, snap sinks.
 // Line renders the summary as one human line.
 func (s *Summary) Line() string {
 	var parts []string
+	loaded := false
 	for _, e := range s.Endpoints {
 		p := fmt.Sprintf("%s %s: %d rows, %d rejects", e.Endpoint, e.Status, e.Rows, e.Rejects)
 		if e.Events > 0 {
@@ -757,16 +770,28 @@ func (s *Summary) Line() string {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		var ok []string
 		for _, n := range names {
 			if sr := e.Sinks[n]; sr.Error != "" {
 				p += fmt.Sprintf(" [%s failed]", n)
+			} else {
+				ok = append(ok, n)
 			}
 		}
+		if len(ok) < len(names) && len(ok) > 0 {
+			p += fmt.Sprintf(" [%s ok]", strings.Join(ok, ", "))
+		}
+		loaded = loaded || len(ok) > 0
 		parts = append(parts, p)
 	}
+	// partial: what loaded is in the sinks, what did not is named above
+	// (and waits in the load ledger).
 	status := "ok"
 	if !s.OK {
 		status = "FAILED"
+		if loaded {
+			status = "partial"
+		}
 	}
 	return fmt.Sprintf("run %s %s in %s — %s", s.RunID, status, (time.Duration(s.DurationMS) * time.Millisecond).String(), strings.Join(parts, "; "))
 }

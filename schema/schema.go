@@ -7,7 +7,7 @@ package schema
 import (
 	"fmt"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Type is a column's logical type. Each sink maps it to its store's type.

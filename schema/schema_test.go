@@ -3,7 +3,7 @@ package schema
 import (
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // The instrument table carries the 25 venue fields of the contract under

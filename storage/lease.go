@@ -237,3 +237,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ReadLease returns the holder and expiry of the data directory's lease
+// (ErrNotExist when there is none: a local folder, or no command holds
+// it). An expiry in the past means the next command takes it over.
+func ReadLease(ctx context.Context, s Store) (holder string, expires time.Time, err error) {
+	r, err := readLease(ctx, s, LeaseName)
+	return r.Holder, r.Expires, err
+}

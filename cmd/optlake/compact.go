@@ -70,6 +70,9 @@ func compactCommand() *cli.Command {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
+			if err := refuseIceberg(c.Context, st, "compact"); err != nil {
+				return err
+			}
 			cst := compactStore(st)
 			defer cst.Close()
 			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
@@ -185,5 +188,23 @@ func printCompactReport(w io.Writer, rep compact.Report) {
 		fmt.Fprintf(w, "%s: %d day(s), %d files -> %d, %d rows, %d -> %d bytes (%s -> %s bytes/row) in %s\n",
 			t, s.parts, s.filesIn, s.filesOut, s.rows, s.bytesIn, s.bytesOut, perRow(s.bytesIn, s.rows), perRow(s.bytesOut, s.rows), s.took.Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new\n", len(rep.Partitions), rep.Skipped)
+	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new (already compacted)\n", len(rep.Partitions), rep.Skipped)
+	printSkippedDays(w, rep)
+}
+
+// printSkippedDays names the days left out because they are not closed
+// (today UTC is still being written) or come at or after --to.
+func printSkippedDays(w io.Writer, rep compact.Report) {
+	today := snapshotClock().UTC().Format(time.DateOnly)
+	for _, d := range rep.Later {
+		next := d
+		if t, err := time.Parse(time.DateOnly, d); err == nil {
+			next = t.AddDate(0, 0, 1).Format(time.DateOnly)
+		}
+		why := fmt.Sprintf("on or after --to %s", rep.To)
+		if d >= today {
+			why = "still open: today (UTC) is being written"
+		}
+		fmt.Fprintf(w, "skipped %s: %s; --to %s includes it\n", d, why, next)
+	}
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"

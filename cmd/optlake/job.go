@@ -68,6 +68,7 @@ type job struct {
 	RateBurst          int                       `setting:"rate-burst"`
 	ColumnBudget       int                       `setting:"column-budget"` // account tables: most columns per table
 	Compact            bool                      `setting:"compact"`       // compact closed days after each snapshot
+	TableFormat        string                    `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
 	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
 	Venue              settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
@@ -252,6 +253,12 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 	if err != nil {
 		return nil, err
 	}
+	wrapped, err := withTableFormat(ctx, j, st, ss, log)
+	if err != nil {
+		closeSinks(ss)
+		return nil, err
+	}
+	ss = wrapped
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {
 		if ep.Kind == pipeline.KindAccount {
@@ -309,7 +316,11 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	sum.Pending = pending
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
-	b.metrics.Observe(metricsRun(sum))
+	mr := metricsRun(sum)
+	if comps, err := unfinishedCompactions(ctx, b.store); err == nil {
+		mr.UnfinishedCompactions = len(comps)
+	}
+	b.metrics.Observe(mr)
 	if j.MetricsFile != "" {
 		if err := b.metrics.WriteTextfile(j.MetricsFile); err != nil {
 			b.log.Error("metrics file not written", "err", err)

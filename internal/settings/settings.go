@@ -112,6 +112,7 @@ var list = []Setting{
 	{Name: "account", Kind: List, Shown: "-", Usage: "account `LABEL` snapshotted by the account endpoints (repeatable; default one account, \"default\")", Commands: runOnly},
 	{Name: "account-header", Kind: List, Secret: true, Shown: "-", Usage: "`'label:Name: value'` header of one account (repeatable; value may be ${ENV} or @file)", Commands: runOnly},
 	{Name: "schema-contract", Kind: String, Default: "evolve", Usage: "account tables: evolve (new fields become columns), freeze (new fields fail the endpoint) or discard-columns", Commands: runOnly},
+	{Name: "table-format", Kind: String, Usage: "the lake's table format: parquet (hive folders of files) or iceberg (the same files as Iceberg v2 tables); chosen at the lake's first run and kept (default: the lake's, parquet for a new lake)", Commands: runReplay},
 	{Name: "sink", Kind: List, Default: []string{"parquet"}, Usage: "parquet and/or clickhouse (repeatable)", Commands: runReplay},
 	{Name: "data-dir", Kind: String, Default: "./data", Usage: "Parquet lake and raw archive", Commands: dataDirs,
 		Overrides: map[string]Override{

@@ -15,6 +15,10 @@ import (
 // optlake's own client cannot reach it; its DDL, views and queries can.
 type ChDB struct {
 	node, script, dir string
+	// Workdir, when set, is the queries' working directory: chDB's
+	// user_files_path is ".", and the table functions that check it
+	// (icebergLocal) read only relative paths under it.
+	Workdir string
 }
 
 // NewChDB returns a chDB with an empty session directory. When node or the
@@ -37,6 +41,9 @@ func NewChDB(t testing.TB) *ChDB {
 func (c *ChDB) Query(ctx context.Context, sql string) (string, error) {
 	cmd := exec.CommandContext(ctx, c.node, c.script, c.dir)
 	cmd.Dir = filepath.Dir(c.script)
+	if c.Workdir != "" {
+		cmd.Dir = c.Workdir
+	}
 	out, err := runSQL(cmd, sql)
 	if err != nil {
 		return "", fmt.Errorf("chdb: %w", err)

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"

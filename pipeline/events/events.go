@@ -101,7 +101,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/optlake/optlake/schema"
 )
 

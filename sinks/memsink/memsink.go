@@ -11,7 +11,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"

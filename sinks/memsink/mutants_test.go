@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"

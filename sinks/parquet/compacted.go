@@ -8,7 +8,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/optlake/optlake/storage"
 )

@@ -30,11 +30,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
@@ -127,6 +128,11 @@ func (o *Options) defaults() {
 type Report struct {
 	Partitions []PartitionReport
 	Skipped    int // partitions with nothing new
+	// To is the first day not compacted (Options.To, default today UTC),
+	// and Later the days from To on that hold partitions (of the tables
+	// asked for): today's is still being written.
+	To    string
+	Later []string
 }
 
 // PartitionReport is one partition's compaction.
@@ -170,7 +176,11 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 		return rep, fmt.Errorf("compact: %w", err)
 	}
 	var errs []error
+	rep.To = to
 	for _, p := range parts {
+		if p.Date >= to && (len(want) == 0 || want[p.Table]) && !slices.Contains(rep.Later, p.Date) {
+			rep.Later = append(rep.Later, p.Date)
+		}
 		if len(want) > 0 && !want[p.Table] || p.Date < opt.From || p.Date >= to || schema.SortKey(p.Table) == nil {
 			continue
 		}

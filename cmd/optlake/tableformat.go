@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+
+	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/storage"
+)
+
+// withTableFormat settles the lake's table format for run and replay
+// (--table-format; recorded at the lake's first run, kept after) and, for
+// an Iceberg lake, wraps the Parquet sink so that each committed file is
+// appended to its Iceberg table. Asking for the other format than the
+// lake's exits 2. Without the Parquet sink there is no lake to settle.
+func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.Sink, log *slog.Logger) ([]sinks.Sink, error) {
+	asked, err := lake.ParseFormat(j.TableFormat)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	i := slices.IndexFunc(ss, func(s sinks.Sink) bool { return s.Name() == "parquet" })
+	if i < 0 {
+		return ss, nil
+	}
+	f, err := lake.Resolve(ctx, st, asked)
+	if err != nil {
+		return nil, formatErr(err)
+	}
+	if f != lake.Iceberg {
+		return ss, nil
+	}
+	if j.Compact {
+		return nil, usagef("--compact: compaction of an Iceberg lake (one replace commit) is not built yet")
+	}
+	out := slices.Clone(ss)
+	out[i] = iceberg.NewSink(ss[i], iceberg.New(st, log))
+	return out, nil
+}
+
+// refuseIceberg stops a command that does not know Iceberg tables yet
+// (compact: rewriting files under an Iceberg table would break it).
+func refuseIceberg(ctx context.Context, st storage.Store, command string) error {
+	f, err := lake.Recorded(ctx, st)
+	if err != nil {
+		return err
+	}
+	if f == lake.Iceberg {
+		return usagef("%s: the lake in %s is Iceberg; %s of an Iceberg lake is not built yet", command, st, command)
+	}
+	return nil
+}
+
+// formatErr makes a format mismatch a usage error (exit 2).
+func formatErr(err error) error {
+	var m *lake.MismatchError
+	if errors.As(err, &m) {
+		return usageError{err}
+	}
+	return err
+}

@@ -1,0 +1,193 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	icego "github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"github.com/optlake/optlake/storage"
+)
+
+// catalog is optlake's own catalog of the lake's tables, with no server:
+// table NAME lives at <root>/NAME/, and its current metadata is the
+// highest <root>/NAME/metadata/vN.metadata.json. A commit creates the next
+// version only if it is absent (storage.Store.CreateExclusive: O_EXCL/link
+// on a local disk, If-None-Match: * on a bucket), so of two writers racing
+// for vN+1 exactly one wins; the loser gets icetable.ErrCommitFailed and
+// iceberg-go retries it on the new state. It implements the part of
+// iceberg-go's catalog.Catalog that tables use (icetable.CatalogIO).
+type catalog struct {
+	st   storage.Store
+	root string
+}
+
+var _ icetable.CatalogIO = (*catalog)(nil)
+
+const metadataDir = "metadata"
+
+// versionHint is the Hadoop-catalog convention some readers (DuckDB's
+// iceberg_scan on a folder, Spark's HadoopTables) use to find the current
+// version; it is written after each commit and is only a hint.
+const versionHint = "version-hint.text"
+
+func (c *catalog) io(ctx context.Context) *storeIO { return &storeIO{ctx: ctx, st: c.st, root: c.root} }
+
+func (c *catalog) fsF(ctx context.Context) (iceio.IO, error) { return c.io(ctx), nil }
+
+func tableName(ident icetable.Identifier) (string, error) {
+	if len(ident) == 0 || ident[len(ident)-1] == "" {
+		return "", fmt.Errorf("%w: empty table name", icecatalog.ErrInvalidIdentifier)
+	}
+	return ident[len(ident)-1], nil
+}
+
+// metadataName is the store name of version v of table's metadata.
+func metadataName(table string, v int) string {
+	return fmt.Sprintf("%s/%s/v%d.metadata.json", table, metadataDir, v)
+}
+
+// currentVersion is the highest committed metadata version of table, 0
+// when the table does not exist.
+func (c *catalog) currentVersion(ctx context.Context, table string) (int, error) {
+	prefix := table + "/" + metadataDir + "/v"
+	infos, err := c.st.List(ctx, prefix)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	best := 0
+	for _, in := range infos {
+		s, ok := strings.CutSuffix(strings.TrimPrefix(in.Name, prefix), ".metadata.json")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.Atoi(s); err == nil && v > best {
+			best = v
+		}
+	}
+	return best, nil
+}
+
+// LoadTable implements icetable.CatalogIO.
+func (c *catalog) LoadTable(ctx context.Context, ident icetable.Identifier) (*icetable.Table, error) {
+	t, _, err := c.load(ctx, ident)
+	return t, err
+}
+
+func (c *catalog) load(ctx context.Context, ident icetable.Identifier) (*icetable.Table, int, error) {
+	name, err := tableName(ident)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, err := c.currentVersion(ctx, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if v == 0 {
+		return nil, 0, fmt.Errorf("%w: %s", icecatalog.ErrNoSuchTable, name)
+	}
+	loc := c.io(ctx).location(metadataName(name, v))
+	t, err := icetable.NewFromLocation(ctx, ident, loc, c.fsF, c)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load table %s: %w", name, err)
+	}
+	return t, v, nil
+}
+
+// create makes version 1 of table name with schema sc, partitioned by the
+// day of the column partTime ("" for none). A table that exists already
+// (another writer created it first) is loaded instead.
+func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, partTime string, props icego.Properties) (*icetable.Table, error) {
+	spec := *icego.UnpartitionedSpec
+	if partTime != "" {
+		f, ok := sc.FindFieldByName(partTime)
+		if !ok {
+			return nil, fmt.Errorf("create table %s: no column %s to partition by", name, partTime)
+		}
+		spec = icego.NewPartitionSpec(icego.PartitionField{
+			SourceIDs: []int{f.ID}, FieldID: 1000, Name: partTime + "_day", Transform: icego.DayTransform{},
+		})
+	}
+	loc := c.io(ctx).location(name)
+	md, err := icetable.NewMetadata(sc, &spec, icetable.UnsortedSortOrder, loc, props)
+	if err != nil {
+		return nil, fmt.Errorf("create table %s: %w", name, err)
+	}
+	ident := icetable.Identifier{name}
+	metaName := metadataName(name, 1)
+	switch err := c.writeExclusive(ctx, metaName, md); {
+	case errors.Is(err, storage.ErrExist):
+		return c.LoadTable(ctx, ident)
+	case err != nil:
+		return nil, fmt.Errorf("create table %s: %w", name, err)
+	}
+	c.writeHint(ctx, name, 1)
+	return icetable.New(ident, md, c.io(ctx).location(metaName), c.fsF, c), nil
+}
+
+// writeExclusive writes md as the object name, only if name is absent
+// (storage.ErrExist otherwise).
+func (c *catalog) writeExclusive(ctx context.Context, name string, md icetable.Metadata) error {
+	b, err := json.Marshal(md)
+	if err != nil {
+		return fmt.Errorf("encode metadata: %w", err)
+	}
+	w, err := c.st.CreateExclusive(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
+// writeHint writes version-hint.text; a failure is harmless (readers that
+// use it fall back to listing, ours never read it).
+func (c *catalog) writeHint(ctx context.Context, table string, v int) {
+	_ = c.st.Put(ctx, table+"/"+metadataDir+"/"+versionHint, []byte(strconv.Itoa(v)))
+}
+
+// CommitTable implements icetable.CatalogIO: it checks the requirements
+// against the current version N, applies the updates (iceberg-go builds
+// the metadata) and creates vN+1 only if absent. A lost race is
+// icetable.ErrCommitFailed, which iceberg-go retries on the new state.
+func (c *catalog) CommitTable(ctx context.Context, ident icetable.Identifier, reqs []icetable.Requirement, updates []icetable.Update) (icetable.Metadata, string, error) {
+	name, err := tableName(ident)
+	if err != nil {
+		return nil, "", err
+	}
+	cur, v, err := c.load(ctx, ident)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, r := range reqs {
+		if err := r.Validate(cur.Metadata()); err != nil {
+			return nil, "", fmt.Errorf("%w: %w", icetable.ErrCommitFailed, err)
+		}
+	}
+	md, err := icetable.UpdateTableMetadata(cur.Metadata(), updates, cur.MetadataLocation())
+	if err != nil {
+		return nil, "", fmt.Errorf("commit table %s: %w", name, err)
+	}
+	if md.Location() != cur.Location() {
+		return nil, "", fmt.Errorf("commit table %s: the location cannot change", name)
+	}
+	next := metadataName(name, v+1)
+	switch err := c.writeExclusive(ctx, next, md); {
+	case errors.Is(err, storage.ErrExist):
+		return nil, "", fmt.Errorf("%w: %s v%d was committed by another writer", icetable.ErrCommitFailed, name, v+1)
+	case err != nil:
+		return nil, "", fmt.Errorf("commit table %s: %w", name, err)
+	}
+	c.writeHint(ctx, name, v+1)
+	return md, c.io(ctx).location(next), nil
+}

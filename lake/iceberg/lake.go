@@ -1,0 +1,301 @@
+// Package iceberg keeps the lake's tables as Apache Iceberg v2 tables
+// (issue 32): each table at DIR/<table>/ with metadata/ beside its data
+// files, partitioned by the day of its snapshot time. The Parquet files
+// the sink writes are registered in place; iceberg-go
+// (github.com/apache/iceberg-go) writes the metadata, manifests and
+// snapshots, and this package supplies what is optlake's: the store
+// (an iceberg-go IO over storage.Store) and the atomic commit of the next
+// metadata version (a catalog with no server, see catalog).
+package iceberg
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	icego "github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	icetable "github.com/apache/iceberg-go/table"
+
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/storage"
+)
+
+// Lake is the Iceberg catalog of one data directory.
+type Lake struct {
+	cat *catalog
+	log *slog.Logger
+}
+
+// New returns the lake of the data directory st. Locations in the metadata
+// are st.String() + "/" + name: the folder's absolute path, or
+// scheme://bucket/prefix.
+func New(st storage.Store, log *slog.Logger) *Lake {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Lake{cat: &catalog{st: st, root: st.String()}, log: log.With("table-format", "iceberg")}
+}
+
+// tableProps are the properties of every new table.
+var tableProps = icego.Properties{
+	"format-version":                  "2",
+	"write.format.default":            "parquet",
+	"write.parquet.compression-codec": "zstd",
+}
+
+// Table loads table name; ok is false when it does not exist yet.
+func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bool, err error) {
+	t, err = l.cat.LoadTable(ctx, icetable.Identifier{name})
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		return nil, false, nil
+	}
+	return t, err == nil, err
+}
+
+// table loads t's Iceberg table, creating it (an empty version 1) when
+// absent.
+func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, error) {
+	tbl, ok, err := l.Table(ctx, t.Name)
+	if err != nil || ok {
+		return tbl, err
+	}
+	sc, err := Schema(t)
+	if err != nil {
+		return nil, err
+	}
+	return l.cat.create(ctx, t.Name, sc, t.PartitionTime, tableProps)
+}
+
+// Append registers the Parquet files names (store names under
+// DIR/<t.Name>/) as one Iceberg append of table t: a table that does not
+// exist yet is created; columns of t the table lacks are added (new field
+// ids) in the same commit. props go into the snapshot's summary (e.g.
+// optlake.run-id). It returns the new Iceberg snapshot's id. A file the
+// table already references (a replay rewrote it in place) is replaced by
+// its new version in the same commit, so its rows never count twice.
+func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
+	var o appendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if len(names) == 0 {
+		return 0, errors.New("iceberg append: no files")
+	}
+	// iceberg-go retries a lost race itself (refresh, rebuild the
+	// manifest list, commit again) a few times; past that the whole
+	// append is done again on the new state.
+	var err error
+	for attempt := range commitAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond):
+			}
+		}
+		var id int64
+		if id, err = l.append(ctx, t, names, props, o); !errors.Is(err, icetable.ErrCommitFailed) {
+			return id, err
+		}
+		l.log.Info("iceberg commit conflict; appending again on the new state", "table", t.Name, "attempt", attempt+1)
+	}
+	return 0, err
+}
+
+// commitAttempts bounds Append's attempts of a whole append.
+const commitAttempts = 8
+
+// AppendOption tunes Append.
+type AppendOption func(*appendOptions)
+
+type appendOptions struct{ fresh bool }
+
+// Fresh tells Append that the files did not exist before this load, so the
+// table cannot reference them: it skips looking for them among the table's
+// files (a scan of the manifests of their days).
+func Fresh() AppendOption { return func(o *appendOptions) { o.fresh = true } }
+
+func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, props map[string]string, o appendOptions) (int64, error) {
+	tbl, err := l.table(ctx, t)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+	}
+	tx := tbl.NewTransaction()
+	sc := tbl.Schema()
+	if add := newColumns(t, sc); len(add) > 0 {
+		us := tx.UpdateSchema(true, false, icetable.WithNameMapping(tbl.NameMapping()))
+		for _, c := range add {
+			typ, err := fieldType(c, 0)
+			if err != nil {
+				return 0, err
+			}
+			us.AddColumn([]string{c.Name}, typ, c.Doc, false, nil)
+		}
+		if err := us.Commit(); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
+		}
+		staged, err := tx.StagedTable()
+		if err != nil {
+			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
+		}
+		sc = staged.Schema()
+		l.log.Info("iceberg schema evolved", "table", t.Name, "columns", len(add))
+	}
+	io := l.cat.io(ctx)
+	files := make([]icego.DataFile, 0, len(names))
+	for _, n := range names {
+		df, err := icetable.FileToDataFile(ctx, io, io.location(n), sc, tbl.Spec(), 0, tbl.Properties())
+		if err != nil {
+			return 0, fmt.Errorf("iceberg table %s: read %s: %w", t.Name, n, err)
+		}
+		if df, err = fixTimestamps(df, t, sc, tbl.Spec()); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: %s: %w", t.Name, n, err)
+		}
+		files = append(files, df)
+	}
+	var old []icego.DataFile
+	if !o.fresh {
+		if old, err = l.referenced(ctx, tbl, t, sc, files); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+		}
+	}
+	summary := icego.Properties(props)
+	if len(old) > 0 {
+		// The same path cannot be removed and added by one operation:
+		// a delete, then the append, staged in this one transaction
+		// (one metadata commit, so readers never see the gap).
+		if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, nil, summary); err != nil {
+			return 0, fmt.Errorf("iceberg table %s: stage replace: %w", t.Name, err)
+		}
+	}
+	if err := tx.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck()); err != nil {
+		return 0, fmt.Errorf("iceberg table %s: stage append: %w", t.Name, err)
+	}
+	out, err := tx.Commit(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("iceberg table %s: commit: %w", t.Name, err)
+	}
+	snap := out.CurrentSnapshot()
+	if snap == nil {
+		return 0, fmt.Errorf("iceberg table %s: commit left no snapshot", t.Name)
+	}
+	return snap.SnapshotID, nil
+}
+
+// referenced returns the data files of tbl's current snapshot whose paths
+// are among files'. It plans a scan filtered to the files' span of t's
+// partition time, so it reads only the manifests of those days.
+func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, files []icego.DataFile) ([]icego.DataFile, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f.FilePath()] = true
+	}
+	var opts []icetable.ScanOption
+	if lo, hi, ok := timeSpan(files, sc, t.PartitionTime); ok {
+		ref := icego.Reference(t.PartitionTime)
+		opts = append(opts, icetable.WithRowFilter(icego.NewAnd(
+			icego.GreaterThanEqual(ref, icego.Timestamp(lo)), icego.LessThanEqual(ref, icego.Timestamp(hi)))))
+	}
+	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan files: %w", err)
+	}
+	var out []icego.DataFile
+	for _, task := range tasks {
+		if want[task.File.FilePath()] {
+			out = append(out, task.File)
+		}
+	}
+	return out, nil
+}
+
+// timeSpan is the smallest and largest value (µs) of the column col over
+// files, from their bounds; ok is false when a file has none.
+func timeSpan(files []icego.DataFile, sc *icego.Schema, col string) (lo, hi int64, ok bool) {
+	f, found := sc.FindFieldByName(col)
+	if col == "" || !found {
+		return 0, 0, false
+	}
+	for i, df := range files {
+		l, u := df.LowerBoundValues()[f.ID], df.UpperBoundValues()[f.ID]
+		if len(l) != 8 || len(u) != 8 {
+			return 0, 0, false
+		}
+		fl, fu := int64(binary.LittleEndian.Uint64(l)), int64(binary.LittleEndian.Uint64(u))
+		if i == 0 || fl < lo {
+			lo = fl
+		}
+		if i == 0 || fu > hi {
+			hi = fu
+		}
+	}
+	return lo, hi, len(files) > 0
+}
+
+// fixTimestamps corrects what iceberg-go reads from the footer of a file
+// whose timestamp columns are Parquet TIMESTAMP(MILLIS): it takes their
+// statistics for microseconds (Iceberg's unit), so the bounds of every
+// schema.TimestampMs column, and the day partition derived from them,
+// would be 1000 times too small. The file itself is right (readers follow
+// its logical type); only the bounds and the partition are rebuilt.
+func fixTimestamps(df icego.DataFile, t *schema.Table, sc *icego.Schema, spec icego.PartitionSpec) (icego.DataFile, error) {
+	lower, upper := scaleBounds(df.LowerBoundValues(), t, sc), scaleBounds(df.UpperBoundValues(), t, sc)
+	part := make(map[int]any, len(df.Partition()))
+	logical := map[int]string{}
+	for _, pf := range spec.Fields() {
+		src, ok := sc.FindFieldByID(pf.SourceID())
+		if !ok {
+			continue
+		}
+		if _, isDay := pf.Transform.(icego.DayTransform); !isDay {
+			part[pf.FieldID] = df.Partition()[pf.FieldID]
+			continue
+		}
+		b, ok := lower[src.ID]
+		if !ok || len(b) != 8 {
+			return nil, fmt.Errorf("no bounds for %s to derive its day partition", src.Name)
+		}
+		us := int64(binary.LittleEndian.Uint64(b))
+		part[pf.FieldID] = icego.Timestamp(us).ToDate()
+		logical[pf.FieldID] = "date"
+	}
+	b, err := icego.NewDataFileBuilder(spec, df.ContentType(), df.FilePath(), df.FileFormat(), part, logical, nil, df.Count(), df.FileSizeBytes())
+	if err != nil {
+		return nil, err
+	}
+	b.ColumnSizes(df.ColumnSizes()).ValueCounts(df.ValueCounts()).NullValueCounts(df.NullValueCounts()).
+		NaNValueCounts(df.NaNValueCounts()).LowerBoundValues(lower).UpperBoundValues(upper).
+		SplitOffsets(df.SplitOffsets())
+	return b.Build(), nil
+}
+
+// scaleBounds returns bounds with the values of t's TimestampMs columns
+// turned from milliseconds into microseconds.
+func scaleBounds(bounds map[int][]byte, t *schema.Table, sc *icego.Schema) map[int][]byte {
+	out := make(map[int][]byte, len(bounds))
+	for id, b := range bounds {
+		out[id] = b
+	}
+	for _, c := range t.Columns {
+		if c.Type != schema.TimestampMs || c.List {
+			continue
+		}
+		f, ok := sc.FindFieldByName(c.Name)
+		if !ok {
+			continue
+		}
+		if b, ok := out[f.ID]; ok && len(b) == 8 {
+			v := make([]byte, 8)
+			binary.LittleEndian.PutUint64(v, uint64(int64(binary.LittleEndian.Uint64(b))*1000))
+			out[f.ID] = v
+		}
+	}
+	return out
+}

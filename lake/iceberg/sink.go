@@ -1,0 +1,100 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
+)
+
+// Sink is the Parquet sink of an Iceberg lake: each Writer's Commit first
+// commits the snapshot's Parquet file (the Parquet sink's atomic file),
+// then registers it as one Iceberg append of its table. Readers of the
+// Iceberg table see the snapshot's rows only from that commit on, whole.
+//
+// A failed append fails the Commit, so the load ledger keeps the snapshot
+// pending and catch-up loads it again: the file is rewritten under its
+// deterministic name and the append finds it already referenced and
+// replaces it (no row counted twice).
+type Sink struct {
+	inner sinks.Sink // the Parquet sink writing into the same store
+	lake  *Lake
+	log   *slog.Logger
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// NewSink wraps the Parquet sink inner, which writes into lake's store.
+func NewSink(inner sinks.Sink, lake *Lake) *Sink {
+	return &Sink{inner: inner, lake: lake, log: lake.log}
+}
+
+// Name is the wrapped sink's ("parquet"): the ledger and --sink know the
+// lake by that name whatever its table format.
+func (s *Sink) Name() string { return s.inner.Name() }
+
+// Close implements sinks.Sink.
+func (s *Sink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
+
+// Open implements sinks.Sink.
+func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	// A file that exists before the load (a replay, a catch-up after a
+	// failed append) may be in the table already; a new one cannot be.
+	_, err := s.lake.cat.st.Stat(ctx, filepath.ToSlash(parquet.Path(t, snap)))
+	fresh := errors.Is(err, storage.ErrNotExist)
+	w, err := s.inner.Open(ctx, t, snap)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{Writer: w, s: s, t: t, snap: snap, fresh: fresh}, nil
+}
+
+type writer struct {
+	sinks.Writer
+	s     *Sink
+	t     *schema.Table
+	snap  sinks.Snapshot
+	fresh bool
+}
+
+func (w *writer) Write(ctx context.Context, rec arrow.Record) error { return w.Writer.Write(ctx, rec) }
+
+// Commit commits the Parquet file, then appends it to the Iceberg table.
+func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
+	c, err := w.Writer.Commit(ctx)
+	if err != nil {
+		return c, err
+	}
+	rel := filepath.ToSlash(parquet.Path(w.t, w.snap))
+	if strings.Contains(filepath.ToSlash(c.Where), "/.compact/") {
+		// Parked beside a compacted day (sinks/parquet parkName): the
+		// compaction of that day registers its rows.
+		w.s.log.Warn("iceberg: snapshot parked for compaction, not appended", "table", w.t.Name, "file", rel)
+		return c, nil
+	}
+	start := time.Now()
+	var opts []AppendOption
+	if w.fresh {
+		opts = append(opts, Fresh())
+	}
+	id, err := w.s.lake.Append(ctx, w.t, []string{rel}, map[string]string{
+		"optlake.run-id":        w.snap.RunID,
+		"optlake.snapshot-time": w.snap.Time.UTC().Format(time.RFC3339Nano),
+		"optlake.endpoint":      w.snap.Endpoint,
+	}, opts...)
+	if err != nil {
+		return sinks.Committed{}, fmt.Errorf("iceberg: %w", err)
+	}
+	w.s.log.Debug("iceberg append", "table", w.t.Name, "snapshot-id", id, "rows", c.Rows, "took", time.Since(start))
+	return c, nil
+}
