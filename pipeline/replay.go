@@ -256,7 +256,7 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		if m.Page > 0 && m.Request != r.Index || m.Page == 0 && !sameParams(m.Params, r.Params) {
 			continue
 		}
-		rc, err := f.arc.Open(ctx, m.File)
+		rc, err := f.arc.OpenVerified(ctx, m) // the object checked before anything of it is decoded
 		if err != nil {
 			f.problems = append(f.problems, m.File+": "+err.Error())
 			return fmt.Errorf("%w: open %s: %v", errArchive, m.File, err)
