@@ -16,8 +16,8 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-// failingCommits is a store whose commits fail while fail is set (a full
-// disk under the events state).
+// failingCommits is a data directory whose commits of the events state
+// (_state/) fail while fail is set (a full disk under the events state).
 type failingCommits struct {
 	storage.Store
 	fail *atomic.Bool
@@ -25,8 +25,8 @@ type failingCommits struct {
 
 func (s failingCommits) Create(ctx context.Context, name string) (storage.Writer, error) {
 	w, err := s.Store.Create(ctx, name)
-	if err != nil {
-		return nil, err
+	if err != nil || !strings.HasPrefix(name, "_state/") {
+		return w, err
 	}
 	return failingWriter{Writer: w, fail: s.fail}, nil
 }
@@ -78,8 +78,7 @@ func TestEventsStateNotSaved(t *testing.T) {
 		mem := memsink.New("mem")
 		rg := newMemRig(t, cfg, mem)
 		pc := rg.cfg
-		pc.StateDir = ""
-		pc.StateStore = failingCommits{Store: storage.NewLocal(rg.dir), fail: fail}
+		pc.Store = failingCommits{Store: storage.NewLocal(rg.dir), fail: fail} // not a LocalFolder: the state goes through Create
 		r, err := pipeline.New(pc)
 		if err != nil {
 			t.Fatal(err)

@@ -52,8 +52,8 @@ type Lease struct {
 // process dies), the lease object for a bucket. A refusal is a
 // *datadir.LockedError naming the holder (errors.Is datadir.ErrLocked).
 func AcquireDataDir(ctx context.Context, s Store, ttl time.Duration) (*Lease, error) {
-	if l, ok := s.(*Local); ok {
-		lk, err := datadir.Acquire(l.Root())
+	if dir := LocalDir(s); dir != "" {
+		lk, err := datadir.Acquire(dir)
 		if err != nil {
 			return nil, err
 		}

@@ -35,12 +35,12 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			defer st0.Close()
-			led := ledgerOn(c.Context, st0)
+			led := ledger.New(st0, nil)
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			recs, err := led.Open()
+			recs, err := led.Open(c.Context)
 			if err != nil {
 				return err
 			}
@@ -119,7 +119,7 @@ func unfinishedCompactions(ctx context.Context, st storage.Store) ([]compactionS
 		return nil, fmt.Errorf("compaction journals: %w", err)
 	}
 	out := []compactionStatus{}
-	bucket := localDir(st) == ""
+	bucket := storage.LocalDir(st) == ""
 	for _, in := range infos {
 		table, date, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(in.Name, dir), ".json"), "@")
 		if !ok || !strings.HasSuffix(in.Name, ".json") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	icego "github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -24,9 +25,53 @@ import (
 // for vN+1 exactly one wins; the loser gets icetable.ErrCommitFailed and
 // iceberg-go retries it on the new state. It implements the part of
 // iceberg-go's catalog.Catalog that tables use (icetable.CatalogIO).
+//
+// It keeps the version it last loaded or committed of each table: a commit
+// builds on it without listing and parsing the metadata again, and a stale
+// one (another writer committed since) loses the create of the next version
+// and is refreshed by iceberg-go's retry (LoadTable always reads the store).
 type catalog struct {
 	st   storage.Store
 	root string
+
+	mu   sync.Mutex
+	last map[string]known
+}
+
+// known is a table's version as this catalog last saw it.
+type known struct {
+	v int
+	t *icetable.Table
+}
+
+func (c *catalog) remember(name string, v int, t *icetable.Table) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]known{}
+	}
+	c.last[name] = known{v, t}
+}
+
+func (c *catalog) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, name)
+}
+
+// cached is the table's last seen version, or a fresh load.
+func (c *catalog) cached(ctx context.Context, ident icetable.Identifier) (*icetable.Table, int, error) {
+	name, err := tableName(ident)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.Lock()
+	k, ok := c.last[name]
+	c.mu.Unlock()
+	if ok {
+		return k.t, k.v, nil
+	}
+	return c.load(ctx, ident)
 }
 
 var _ icetable.CatalogIO = (*catalog)(nil)
@@ -98,6 +143,7 @@ func (c *catalog) load(ctx context.Context, ident icetable.Identifier) (*icetabl
 	if err != nil {
 		return nil, 0, fmt.Errorf("load table %s: %w", name, err)
 	}
+	c.remember(name, v, t)
 	return t, v, nil
 }
 
@@ -129,7 +175,9 @@ func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, par
 		return nil, fmt.Errorf("create table %s: %w", name, err)
 	}
 	c.writeHint(ctx, name, 1)
-	return icetable.New(ident, md, c.io(ctx).location(metaName), c.fsF, c), nil
+	t := icetable.New(ident, md, c.io(ctx).location(metaName), c.fsF, c)
+	c.remember(name, 1, t)
+	return t, nil
 }
 
 // writeExclusive writes md as the object name, only if name is absent
@@ -165,12 +213,13 @@ func (c *catalog) CommitTable(ctx context.Context, ident icetable.Identifier, re
 	if err != nil {
 		return nil, "", err
 	}
-	cur, v, err := c.load(ctx, ident)
+	cur, v, err := c.cached(ctx, ident)
 	if err != nil {
 		return nil, "", err
 	}
 	for _, r := range reqs {
 		if err := r.Validate(cur.Metadata()); err != nil {
+			c.forget(name)
 			return nil, "", fmt.Errorf("%w: %w", icetable.ErrCommitFailed, err)
 		}
 	}
@@ -184,10 +233,13 @@ func (c *catalog) CommitTable(ctx context.Context, ident icetable.Identifier, re
 	next := metadataName(name, v+1)
 	switch err := c.writeExclusive(ctx, next, md); {
 	case errors.Is(err, storage.ErrExist):
+		c.forget(name) // the next attempt builds on the store's state
 		return nil, "", fmt.Errorf("%w: %s v%d was committed by another writer", icetable.ErrCommitFailed, name, v+1)
 	case err != nil:
 		return nil, "", fmt.Errorf("commit table %s: %w", name, err)
 	}
 	c.writeHint(ctx, name, v+1)
-	return md, c.io(ctx).location(next), nil
+	loc := c.io(ctx).location(next)
+	c.remember(name, v+1, icetable.New(ident, md, loc, c.fsF, c))
+	return md, loc, nil
 }

@@ -59,8 +59,8 @@ func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bo
 // table loads t's Iceberg table, creating it (an empty version 1) when
 // absent.
 func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, error) {
-	tbl, ok, err := l.Table(ctx, t.Name)
-	if err != nil || ok {
+	tbl, _, err := l.cat.cached(ctx, icetable.Identifier{t.Name})
+	if !errors.Is(err, icecatalog.ErrNoSuchTable) {
 		return tbl, err
 	}
 	sc, err := Schema(t)

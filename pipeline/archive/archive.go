@@ -37,9 +37,6 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
-// TimeLayout formats snapshot times in file names (sortable, UTC, ms).
-const TimeLayout = "20060102T150405.000Z"
-
 // Meta describes one archived response. It never holds secrets: URL is
 // redacted by the caller and request headers are not recorded.
 type Meta struct {
@@ -105,21 +102,8 @@ func BodyPath(m Meta) string {
 	if m.Page > 0 {
 		page = fmt.Sprintf("-p%05d", m.Page)
 	}
-	name := fmt.Sprintf("%s-%s-r%03d%s-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, page, m.Attempt)
-	return path.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
-}
-
-func safe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "_"
-	}
-	return string(b)
+	name := fmt.Sprintf("%s-%s-r%03d%s-a%d.json.zst", ts.Format(storage.TimeLayout), storage.SafeName(m.RunID), m.Request, page, m.Attempt)
+	return path.Join("raw", storage.SafeName(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
 }
 
 // Entry is one body being archived. It is an io.Writer: tee the response
@@ -526,7 +510,7 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 		days = all
 	}
 	for _, ep := range endpoints {
-		d, err := a.dayFiles(ctx, safe(ep))
+		d, err := a.dayFiles(ctx, storage.SafeName(ep))
 		if err != nil {
 			return nil, err
 		}
@@ -639,7 +623,7 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 // Days lists the days (UTC midnights) that have archived bodies of
 // endpoint, oldest first.
 func (a *Archive) Days(ctx context.Context, endpoint string) ([]time.Time, error) {
-	d, err := a.dayFiles(ctx, safe(endpoint))
+	d, err := a.dayFiles(ctx, storage.SafeName(endpoint))
 	if err != nil {
 		return nil, err
 	}
@@ -661,14 +645,14 @@ func parseDay(name string) (time.Time, bool) {
 
 // parseBodyName splits <snapshot>-<run_id>-rNNN-aN into its time and run id.
 func parseBodyName(base string) (time.Time, string, bool) {
-	if len(base) < len(TimeLayout)+1 {
+	if len(base) < len(storage.TimeLayout)+1 {
 		return time.Time{}, "", false
 	}
-	ts, err := time.Parse(TimeLayout, base[:len(TimeLayout)])
+	ts, err := time.Parse(storage.TimeLayout, base[:len(storage.TimeLayout)])
 	if err != nil {
 		return time.Time{}, "", false
 	}
-	rest := base[len(TimeLayout)+1:]
+	rest := base[len(storage.TimeLayout)+1:]
 	i := strings.LastIndex(rest, "-r")
 	if i < 0 {
 		return time.Time{}, "", false
