@@ -74,6 +74,9 @@ type RealVenue struct {
 	// requests; 0: never.
 	SessionUses int
 	Envelope    string // "", EnvelopeJSONRPC or EnvelopeData
+	// Bare lists bare instruments (no {"instruments": [...]} groups), as
+	// a real venue does; an envelope or pages imply it.
+	Bare bool
 	// Paginate splits the listing (bare instruments) and array account
 	// payloads into pages of PageSize (default 100) elements.
 	Paginate string
@@ -91,7 +94,7 @@ type RealVenue struct {
 
 // Enabled reports whether rv changes anything.
 func (rv RealVenue) Enabled() bool {
-	return rv.Auth != "" || rv.Envelope != "" || rv.Paginate != "" || rv.VenueErrorFirst > 0
+	return rv.Auth != "" || rv.Envelope != "" || rv.Paginate != "" || rv.VenueErrorFirst > 0 || rv.Bare
 }
 
 // Check reports a scheme, style or envelope that does not exist.
@@ -208,7 +211,7 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
-	if simPath(r.URL.Path) == PathInstruments && h.rv.Envelope+h.rv.Paginate != "" {
+	if simPath(r.URL.Path) == PathInstruments && (h.rv.Bare || h.rv.Envelope+h.rv.Paginate != "") {
 		payload = flatten(payload) // a real venue lists bare instruments
 	}
 	if h.rv.Paginate == "" {
