@@ -165,3 +165,25 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	checkTables(t, dir, []*schema.Table{schema.Runs, schema.Instruments}, "")
 }
+
+// TestEmptySnapshot: a snapshot without rows of a table (an empty file)
+// commits nothing and fails nothing; the table keeps its rows.
+func TestEmptySnapshot(t *testing.T) {
+	dir := t.TempDir()
+	st := storage.NewLocal(dir)
+	lake := load(t, st, 1)
+	pq, err := parquet.New(parquet.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sinktest.Snapshot(t, 2, 250)
+	defer d.Release()
+	sinktest.Load(t, iceberg.NewSink(pq, lake), schema.Rejects, d.Snap, nil)
+	tbl, _, err := lake.Table(context.Background(), schema.Rejects.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Errorf("%d Iceberg snapshots of rejects after an empty one, want 1", n)
+	}
+}
