@@ -26,6 +26,7 @@ import (
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -155,7 +156,7 @@ func JSONToParquet(ctx context.Context, path, dir string, batchRows int) (Result
 // as the runner does (see JSONToParquet). Seconds is left to the caller.
 func toParquet(ctx context.Context, r io.Reader, dir string, snap sinks.Snapshot, batchRows int) (Result, error) {
 	cr := &countingReader{r: r}
-	sink, err := parquet.New(parquet.Options{Dir: dir})
+	sink, err := parquet.New(parquet.Options{Store: storage.NewLocal(dir)})
 	if err != nil {
 		return Result{}, err
 	}

@@ -239,8 +239,9 @@ func TestBoundStages(t *testing.T) {
 		t.Fatalf("archived body: %d bytes (%v), want the %d of the listing", len(got), err, len(body))
 	}
 	meta, err := archive.ReadMeta(filepath.Join(dir, archive.MetaPath(rel)))
-	if sum := sha256.Sum256(body); err != nil || meta.SHA256 != hex.EncodeToString(sum[:]) || !meta.Complete {
-		t.Errorf("archive meta %+v (%v), want complete with the body's sha256", meta, err)
+	stored, _ := os.ReadFile(raws[0])
+	if sum := sha256.Sum256(stored); err != nil || meta.ObjectSHA256 != hex.EncodeToString(sum[:]) || !meta.Complete {
+		t.Errorf("archive meta %+v (%v), want complete with the stored object's sha256", meta, err)
 	}
 
 	ev, err := Events(ctx, path, t.TempDir())

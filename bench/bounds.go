@@ -29,8 +29,8 @@ import (
 const bodyChunk = 256 << 10
 
 // Archive measures the raw archive of the listing at path alone, as a run
-// archives a body: chunks teed to archive.Entry (sha256 and zstd in its
-// goroutine), then Finish (the file fsynced and renamed, its metadata
+// archives a body: chunks teed to archive.Entry (zstd in its goroutine,
+// the sha256 of the compressed object as it is written), then Finish (the file fsynced and renamed, its metadata
 // written) into the data directory dir.
 func Archive(ctx context.Context, path, dir string) (Result, error) {
 	start := time.Now()

@@ -63,7 +63,8 @@ func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, ep Endpoint, 
 			return outs, nil // reported per sink; the registry is not saved
 		}
 	}
-	if err := r.cfg.Schemas.Save(); err != nil {
+	// The rows are committed: their schema is saved even after a SIGTERM.
+	if err := r.cfg.Schemas.Save(context.WithoutCancel(ctx)); err != nil {
 		return outs, fmt.Errorf("save inferred schema: %w", err)
 	}
 	if len(changes) > 0 {

@@ -21,10 +21,6 @@ import (
 
 // CatchUpOptions bound a catch-up.
 type CatchUpOptions struct {
-	// DataDir is the local data directory whose archive is read; "" reads
-	// Config.Archive's store (a bucket) and spills to the system's temp
-	// folder.
-	DataDir string
 	// Budget bounds the time a catch-up takes (0: no bound). No snapshot
 	// starts after it ran out, and one in flight is abandoned (its loads
 	// stay pending), so the run's own snapshot is never later than that.
@@ -101,7 +97,7 @@ func (c *CatchUpResult) Line() string {
 // off) is marked failed with the reason and skipped from then on.
 func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResult, error) {
 	res := &CatchUpResult{}
-	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
 		return res, nil
 	}
 	if opt.Now == nil {
@@ -110,7 +106,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 	start := opt.Now()
 	wall := time.Now()
 	defer func() { res.DurationMS = time.Since(wall).Milliseconds() }()
-	recs, err := r.cfg.Ledger.Open()
+	recs, err := r.ledger.Open(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -125,8 +121,8 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 		byName[s.Name()] = s
 	}
 	res.Down = map[string]string{}
-	states := newMemStates(opt.DataDir)
-	arc := r.archiveOf(opt.DataDir) // one for every snapshot: its zstd decoders are reused
+	states := r.memStates()
+	arc := r.archive // one for every snapshot: its zstd decoders are reused
 	defer states.Close()
 	n := 0
 	for _, rec := range recs {
@@ -216,14 +212,14 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 				}
 			}
 			if len(problems) == 0 {
-				err = r.cfg.Ledger.Drop(k, name)
+				err = r.ledger.Drop(ctx, k, name)
 			} else {
 				outs := map[string]ledger.Outcome{}
 				for _, s := range todo[name] {
 					outs[s] = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(strings.Join(problems, "; "))}
 					res.Failed++
 				}
-				err = r.cfg.Ledger.Settle(k, name, outs)
+				err = r.ledger.Settle(ctx, k, name, outs)
 				fail(name + ": " + strings.Join(problems, "; "))
 			}
 			if err != nil {
@@ -256,7 +252,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 		}
 		var st stateStore
 		for _, ep := range groups[key] {
-			if ep.Kind == KindInstruments && r.cfg.StateDir != "" && r.prepareEvents(ctx, arc, states, rec, snap) {
+			if ep.Kind == KindInstruments && r.cfg.Events && r.prepareEvents(ctx, arc, states, rec, snap) {
 				st = states
 			}
 		}
@@ -316,7 +312,7 @@ func (r *Runner) prepareEvents(ctx context.Context, arc *archive.Archive, states
 		}
 		sub := *r
 		sub.cfg.Sinks = nil
-		sub.cfg.Ledger = nil
+		sub.ledger = nil
 		sub.cfg.Endpoints, _ = SelectEndpoints([]string{"instruments"}, nil)
 		fetch := &archiveFetcher{arc: arc, bodies: p.Bodies}
 		sub.snapshot(ctx, snapshotRun{time: p.Time, runID: p.RunID, source: rec.Source, fetch: fetch, states: states, requests: fetch.requests, eventsOnlyState: true})
@@ -385,11 +381,11 @@ func (r *Runner) predecessors(ctx context.Context, arc *archive.Archive, source 
 
 // Pending sums up the ledger's open loads per configured sink (nil without
 // a ledger).
-func (r *Runner) Pending() ([]ledger.SinkStatus, error) {
-	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+func (r *Runner) Pending(ctx context.Context) ([]ledger.SinkStatus, error) {
+	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
 		return nil, nil
 	}
-	recs, err := r.cfg.Ledger.Open()
+	recs, err := r.ledger.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -460,15 +456,15 @@ func (r *Runner) runsOutcome(err error) ledger.Outcome {
 
 // settleRuns records in the ledger which sinks got the live run's runs
 // rows; the ledger keeps the rows for those that did not.
-func (r *Runner) settleRuns(log *slog.Logger, sum *Summary, rows []ledger.RunRow, failed map[string]error) {
-	if r.cfg.Ledger == nil {
+func (r *Runner) settleRuns(ctx context.Context, log *slog.Logger, sum *Summary, rows []ledger.RunRow, failed map[string]error) {
+	if r.ledger == nil {
 		return
 	}
 	outs := map[string]ledger.Outcome{}
 	for _, s := range r.cfg.Sinks {
 		outs[s.Name()] = r.runsOutcome(failed[s.Name()])
 	}
-	if err := r.cfg.Ledger.SettleRuns(ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}, rows, outs); err != nil {
+	if err := r.ledger.SettleRuns(ctx, ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}, rows, outs); err != nil {
 		log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
 	}
 }
@@ -481,7 +477,7 @@ func (r *Runner) settleRuns(log *slog.Logger, sum *Summary, rows []ledger.RunRow
 func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.Record, names []string, byName map[string]sinks.Sink) (committed int, failed map[string]error) {
 	k := rec.Key()
 	if len(rec.Runs) == 0 {
-		if err := r.cfg.Ledger.Drop(k, ledger.Runs); err != nil {
+		if err := r.ledger.Drop(ctx, k, ledger.Runs); err != nil {
 			log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
 		}
 		return 0, nil
@@ -498,7 +494,7 @@ func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.R
 			committed++
 		}
 	}
-	if err := r.cfg.Ledger.Settle(k, ledger.Runs, outs); err != nil {
+	if err := r.ledger.Settle(ctx, k, ledger.Runs, outs); err != nil {
 		log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
 	}
 	return committed, failed
@@ -508,10 +504,10 @@ func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.R
 // writes the runs rows the ledger kept for k into those of them that
 // missed them: a replay by hand settles the snapshot like a catch-up.
 func (r *Runner) replayRuns(ctx context.Context, k ledger.Key) {
-	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
 		return
 	}
-	rec, err := r.cfg.Ledger.Get(k)
+	rec, err := r.ledger.Get(ctx, k)
 	if err != nil {
 		r.log.Warn("load ledger not read", "err", err)
 		return

@@ -33,7 +33,7 @@ func TestCatchUpCancelledMidSnapshotStaysPending(t *testing.T) {
 				cancel()
 			}
 		}
-		rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+		rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 		cancel()
 		pending := pendingOf(t, rig.r, "flaky")
 		// A snapshot committed whose record was not settled yet is loaded
@@ -42,7 +42,7 @@ func TestCatchUpCancelledMidSnapshotStaysPending(t *testing.T) {
 			t.Errorf("cancelled at write %d: %d instrument rows committed, %d snapshots pending: want at least %d rows", at, got, pending, want)
 		}
 		fl.onWrite = nil
-		if _, err := rig.r.CatchUp(context.Background(), pipeline.CatchUpOptions{DataDir: rig.dir}); err != nil {
+		if _, err := rig.r.CatchUp(context.Background(), pipeline.CatchUpOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := fl.Rows(schema.Instruments.Name); got != 600 || pendingOf(t, rig.r, "flaky") != 0 {

@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/pipeline"
-	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
-	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -28,15 +27,15 @@ func TestCatchUpTimeBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pq, err := parquet.New(parquet.Options{Dir: dir})
+	pq, err := parquet.New(parquet.Options{Store: storage.NewLocal(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eps, _ := pipeline.SelectEndpoints([]string{"instruments"}, nil)
 	snap := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	r, err := pipeline.New(pipeline.Config{
-		Client: client, Archive: archive.New(dir), Sinks: []sinks.Sink{pq}, Endpoints: eps, Source: "sim",
-		StateDir: dir, Ledger: ledger.Open(dir),
+		Client: client, Store: storage.NewLocal(dir), Sinks: []sinks.Sink{pq}, Endpoints: eps, Source: "sim",
+		Events: true, Ledger: true,
 		Now: func() time.Time { snap = snap.Add(time.Minute); return snap },
 	})
 	if err != nil {
@@ -59,7 +58,7 @@ func TestCatchUpTimeBudget(t *testing.T) {
 	// starts within the 1h budget, the second would not.
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { now = now.Add(40 * time.Minute); return now }
-	res, err := r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: dir, Budget: time.Hour, Now: clock})
+	res, err := r.CatchUp(ctx, pipeline.CatchUpOptions{Budget: time.Hour, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +68,12 @@ func TestCatchUpTimeBudget(t *testing.T) {
 	if sum := r.Run(ctx); !sum.OK {
 		t.Fatalf("the run's own snapshot: %s", sum.Error)
 	}
-	st, err := r.Pending()
+	st, err := r.Pending(context.Background())
 	if err != nil || len(st) != 1 || st[0].Pending != 2 || !st[0].Oldest.Equal(time.Date(2026, 11, 23, 9, 2, 0, 0, time.UTC)) {
 		t.Fatalf("pending after: %+v %v", st, err)
 	}
 	// Without a bound the rest goes through.
-	if res, err := r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: dir}); err != nil || len(res.Snapshots) != 2 || res.Stopped != "" {
+	if res, err := r.CatchUp(ctx, pipeline.CatchUpOptions{}); err != nil || len(res.Snapshots) != 2 || res.Stopped != "" {
 		t.Fatalf("unbounded catch-up: %+v %v", res, err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet"))

@@ -181,7 +181,7 @@ func (e *MissingParamError) Error() string {
 // ParseParams parses parameter specs of the form endpoint.key=value into
 // per-endpoint query parameters; a malformed spec fails with a *ParamError.
 // A comma list (currency=BTC,ETH) is kept as one value and fanned out by
-// FanOut.
+// ParamSets.
 func ParseParams(specs []string) (map[string]url.Values, error) {
 	out := map[string]url.Values{}
 	for _, s := range specs {
@@ -199,9 +199,9 @@ func ParseParams(specs []string) (map[string]url.Values, error) {
 	return out, nil
 }
 
-// FanOut expands comma lists into one parameter set per combination, in a
+// ParamSets expands comma lists into one parameter set per combination, in a
 // deterministic order (keys sorted, values in the order given).
-func FanOut(p url.Values) []url.Values {
+func ParamSets(p url.Values) []url.Values {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)

@@ -39,7 +39,7 @@ type eventsRun struct {
 
 // startEvents loads the last known state of the source (nil: no events);
 // with a turn, the state is loaded later, in finishEvents.
-func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary, turn *eventsTurn) *eventsRun {
+func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states stateStore, sum *Summary, turn *eventsTurn) *eventsRun {
 	if states == nil {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (r *Runner) startEvents(log *slog.Logger, states stateStore, sum *Summary, 
 		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir()},
 	}
 	if turn == nil {
-		prev, err := states.Load(sum.Source)
+		prev, err := states.Load(ctx, sum.Source)
 		if err != nil {
 			log.Warn("instrument events skipped: cannot load the state", "err", err)
 			return nil
@@ -188,6 +188,16 @@ func (e *eventsRun) taint() {
 	}
 }
 
+// refused is why a comparison that never ran was refused ("" when it was
+// not): a snapshot older than the state.
+func (e *eventsRun) refused(log *slog.Logger) string {
+	if e == nil || !errors.Is(e.err, events.ErrOutOfOrder) {
+		return ""
+	}
+	log.Warn("instrument events skipped", "err", e.err)
+	return oneLine(e.err)
+}
+
 func (e *eventsRun) usable() bool { return e != nil && !e.tainted && e.err == nil && e.d != nil }
 
 // finishEvents writes the events to every sink and, when all of them took
@@ -199,7 +209,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 			log.Warn("instrument events skipped", "err", err)
 			return
 		}
-		prev, err := states.Load(e.meta.Source)
+		prev, err := states.Load(ctx, e.meta.Source)
 		if err != nil {
 			log.Warn("instrument events skipped: cannot load the state", "err", err)
 			return
@@ -213,7 +223,11 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	}
 	if e.err != nil {
 		if errors.Is(e.err, events.ErrOutOfOrder) {
+			// Refused, never silent: the events state is past this
+			// snapshot (a clock gone backwards, a late load into a past
+			// day); comparing with it would report changes backwards.
 			log.Warn("instrument events skipped", "err", e.err)
+			res.EventsSkipped = oneLine(e.err)
 		} else {
 			log.Error("instrument events failed", "err", e.err)
 		}
@@ -232,16 +246,31 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		log.Error("instrument events failed", "err", err)
 		return
 	}
-	outs := fan.Commit(ctx)
-	if e.turn != nil {
-		e.turn.compared = true
-	}
 	saved := false
 	defer func() {
 		if !saved {
 			next.Close() // not saved: its temporary file goes
 		}
 	}()
+	if r.ledger != nil {
+		// The state first, then the events: a snapshot's events and the
+		// state after them are one unit. A state that cannot be saved
+		// leaves no events (the next snapshot, compared with the state
+		// before, reports these changes once); a crash after the save
+		// leaves the events' load pending in the ledger, and catch-up
+		// writes exactly this snapshot's events from the archive.
+		saved = true
+		if err := states.Save(ctx, next); err != nil {
+			fan.Abort()
+			log.Error("instrument events: state not saved: the events are not written; the next snapshot reports these changes", "err", err)
+			res.EventsSkipped = "state not saved (" + oneLine(err) + "); the next snapshot reports these changes"
+			return
+		}
+	}
+	outs := fan.Commit(ctx)
+	if e.turn != nil {
+		e.turn.compared = true
+	}
 	ok := true
 	for name, o := range outs {
 		acc := res.Sinks[name]
@@ -258,16 +287,20 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	if !e.stateOnly {
 		res.Events = stats.Events
 	}
-	if !ok && r.cfg.Ledger == nil {
-		// Without a ledger the failed sink gets these changes with the next
-		// snapshot's events. With one, the state moves on: the sink's
-		// pending load is caught up with exactly this snapshot's events.
-		return
-	}
-	saved = true
-	if err := states.Save(next); err != nil {
-		log.Error("instrument events: state not saved", "err", err)
-		return
+	if r.ledger == nil {
+		if !ok {
+			// Without a ledger the failed sink gets these changes with
+			// the next snapshot's events. With one, the state moved on:
+			// the sink's pending load is caught up with exactly this
+			// snapshot's events.
+			return
+		}
+		saved = true
+		if err := states.Save(ctx, next); err != nil {
+			log.Error("instrument events: state not saved", "err", err)
+			res.EventsSkipped = "state not saved (" + oneLine(err) + "); the next snapshot reports these changes again"
+			return
+		}
 	}
 	log.Info("instrument events", "events", stats.Events, "instruments", stats.Instruments)
 }
@@ -275,59 +308,63 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 // stateStore keeps the last known listing per source between snapshots.
 type stateStore interface {
 	// Load returns the state of source; hand it back with Release.
-	Load(source string) (*events.State, error)
+	Load(ctx context.Context, source string) (*events.State, error)
 	// Save stores the next state of its source and takes it over (also on
 	// error).
-	Save(*events.State) error
+	Save(ctx context.Context, s *events.State) error
 	// Release is done with a state returned by Load.
 	Release(*events.State)
 	// TempDir is where comparisons spill rows and write the next state.
 	TempDir() string
 }
 
-// fileStates keeps states in the data directory (live runs).
-type fileStates struct{ dir string }
-
-func (f fileStates) Load(source string) (*events.State, error) { return events.Load(f.dir, source) }
-
-func (f fileStates) Save(s *events.State) error {
-	err := s.Save(f.dir)
-	s.Close()
-	return err
+// states keeps the events state in the data directory's store, under the
+// name a local data directory has it (events.StatePath). The comparison
+// reads the state at random and writes the next one beside it, so it works
+// in a local folder: the data directory itself when the store is one
+// (storage.LocalDir), else the scratch folder, which Load fills from the
+// state object and Save uploads from as one object (visible whole or not
+// at all), the moment a local run renames its file.
+type states struct {
+	st    storage.Store
+	dir   string // the local folder the states are compared in
+	local bool   // dir is the store's own folder: nothing to copy
 }
 
-func (f fileStates) Release(s *events.State) { s.Close() }
-
-func (f fileStates) TempDir() string { return events.StateDir(f.dir) }
-
-// storeStates keeps states in a data directory that is not a local folder
-// (a bucket prefix): Load downloads the state object into a local scratch
-// folder (the comparison reads it at random and writes the next state
-// beside it); Save writes the next state there and uploads it as one object
-// (visible whole or not at all), the moment a local run renames its file.
-type storeStates struct {
-	ctx     context.Context
-	st      storage.Store
-	scratch string
+func newStates(st storage.Store, scratch string) *states {
+	if dir := storage.LocalDir(st); dir != "" {
+		return &states{st: st, dir: dir, local: true}
+	}
+	return &states{st: st, dir: scratch}
 }
 
-// object is the state's name in the store (as in a local data directory).
-func (s storeStates) object(source string) string {
+// object is the state's name in the store.
+func (s *states) object(source string) string {
 	return filepath.ToSlash(events.StatePath("", source))
 }
 
-func (s storeStates) Load(source string) (*events.State, error) {
-	r, err := s.st.Open(s.ctx, s.object(source))
-	if errors.Is(err, storage.ErrNotExist) {
-		return events.NewState(source), nil
+func (s *states) Load(ctx context.Context, source string) (*events.State, error) {
+	if !s.local {
+		if err := s.download(ctx, source); err != nil {
+			if errors.Is(err, storage.ErrNotExist) {
+				return events.NewState(source), nil
+			}
+			return nil, fmt.Errorf("instrument events: load state %s/%s: %w", s.st, s.object(source), err)
+		}
 	}
+	return events.Load(s.dir, source)
+}
+
+// download copies the state object of source into the scratch folder.
+func (s *states) download(ctx context.Context, source string) error {
+	r, err := s.st.Open(ctx, s.object(source))
 	if err != nil {
-		return nil, fmt.Errorf("instrument events: load state: %w", err)
+		return err
 	}
 	defer r.Close()
-	local := events.StatePath(s.scratch, source)
+	local := events.StatePath(s.dir, source)
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-		return nil, fmt.Errorf("instrument events: load state: %w", err)
+		return err
 	}
 	f, err := os.Create(local)
 	if err == nil {
@@ -338,24 +375,23 @@ func (s storeStates) Load(source string) (*events.State, error) {
 	}
 	if err != nil {
 		os.Remove(local)
-		return nil, fmt.Errorf("instrument events: load state %s/%s: %w", s.st, s.object(source), err)
 	}
-	return events.Load(s.scratch, source)
+	return err
 }
 
-func (s storeStates) Save(st *events.State) error {
-	err := st.Save(s.scratch)
+func (s *states) Save(ctx context.Context, st *events.State) error {
+	err := st.Save(s.dir)
 	st.Close()
-	if err != nil {
+	if err != nil || s.local {
 		return err
 	}
 	name := s.object(st.Source())
-	f, err := os.Open(events.StatePath(s.scratch, st.Source()))
+	f, err := os.Open(events.StatePath(s.dir, st.Source()))
 	if err != nil {
 		return fmt.Errorf("instrument events: save state: %w", err)
 	}
 	defer f.Close()
-	w, err := s.st.Create(s.ctx, name)
+	w, err := s.st.Create(ctx, name)
 	if err != nil {
 		return fmt.Errorf("instrument events: save state: %w", err)
 	}
@@ -369,35 +405,32 @@ func (s storeStates) Save(st *events.State) error {
 	return nil
 }
 
-func (s storeStates) Release(st *events.State) { st.Close() }
+func (s *states) Release(st *events.State) { st.Close() }
 
-func (s storeStates) TempDir() string { return events.StateDir(s.scratch) }
+func (s *states) TempDir() string { return events.StateDir(s.dir) }
 
 // memStates keeps states between the snapshots of a replay, starting from an
 // empty state per source. A large state is a temporary file in dir (the
-// data directory's state folder, where datadir.CleanTemp finds it after a
-// crash); Close removes them.
+// events' state folder, in the data directory when it is local, where
+// datadir.CleanTemp finds it after a crash); Close removes them.
 type memStates struct {
 	dir string
 	m   map[string]*events.State
 }
 
-func newMemStates(dataDir string) *memStates {
-	dir := os.TempDir() // a bucket data directory: spill locally
-	if dataDir != "" {
-		dir = events.StateDir(dataDir)
-	}
-	return &memStates{dir: dir, m: map[string]*events.State{}}
+// memStates returns the states of a replay or catch-up.
+func (r *Runner) memStates() *memStates {
+	return &memStates{dir: newStates(r.cfg.Store, r.cfg.Scratch).TempDir(), m: map[string]*events.State{}}
 }
 
-func (m *memStates) Load(source string) (*events.State, error) {
+func (m *memStates) Load(_ context.Context, source string) (*events.State, error) {
 	if s, ok := m.m[source]; ok {
 		return s, nil
 	}
 	return events.NewState(source), nil
 }
 
-func (m *memStates) Save(s *events.State) error {
+func (m *memStates) Save(_ context.Context, s *events.State) error {
 	if old, ok := m.m[s.Source()]; ok && old != s {
 		old.Close()
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/memsink"
+	"github.com/optlake/optlake/storage"
 )
 
 // fakeFetcher answers each endpoint path with a fixed body, or fails it
@@ -60,8 +61,8 @@ func newFakeRig(t *testing.T, endpoints []string, f *fakeFetcher) *fakeRig {
 	mem := memsink.New("mem")
 	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	r, err := pipeline.New(pipeline.Config{
-		Client: f, Archive: archive.New(dir), Sinks: []sinks.Sink{mem}, Endpoints: eps, Source: "fake",
-		Ledger: ledger.Open(dir), Schemas: infer.NewRegistry(),
+		Client: f, Store: storage.NewLocal(dir), Sinks: []sinks.Sink{mem}, Endpoints: eps, Source: "fake",
+		Ledger: true, Schemas: infer.NewRegistry(),
 		Now:      func() time.Time { return at },
 		NewRunID: func() string { return "run-1" },
 	})
@@ -89,7 +90,7 @@ func listingOf(insts ...string) string {
 // failed loads.
 func ledgerOf(t *testing.T, r *pipeline.Runner, s string) (pending int, failed []ledger.Failure) {
 	t.Helper()
-	st, err := r.Pending()
+	st, err := r.Pending(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestParamErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := pipeline.Config{Client: &fakeFetcher{}, Archive: archive.New(t.TempDir()), Endpoints: eps, Source: "fake"}
+	cfg := pipeline.Config{Client: &fakeFetcher{}, Store: storage.NewLocal(t.TempDir()), Endpoints: eps, Source: "fake"}
 	_, err = pipeline.New(cfg)
 	var mp *pipeline.MissingParamError
 	if !errors.As(err, &mp) || mp.Endpoint != "position" || mp.Key != "instrument_name" {

@@ -17,12 +17,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/optlake/optlake/pipeline"
-	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
-	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/memsink"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -102,8 +101,8 @@ func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 	now := memT0
 	n := 0
 	pc := pipeline.Config{
-		Client: client, Archive: archive.New(dir), Sinks: ss, Endpoints: eps, Source: "sim",
-		StateDir: dir, Ledger: ledger.Open(dir),
+		Client: client, Store: storage.NewLocal(dir), Sinks: ss, Endpoints: eps, Source: "sim",
+		Events: true, Ledger: true,
 		Now:       func() time.Time { now = now.Add(time.Minute); return now },
 		NewRunID:  func() string { n++; return fmt.Sprintf("run-%d", n) },
 		BatchRows: 7, // several batches per snapshot
@@ -181,7 +180,7 @@ func TestRunsRowsCaughtUp(t *testing.T) {
 
 			if how == "catch-up" {
 				// Still down: tried once, left pending, the rows still kept.
-				res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+				res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 				if err != nil || res.Loaded != 0 || res.Down["flaky"] == "" || len(res.Snapshots) != 1 || res.Snapshots[0].OK {
 					t.Fatalf("catch-up with the runs table still down: %+v %v", res, err)
 				}
@@ -192,7 +191,7 @@ func TestRunsRowsCaughtUp(t *testing.T) {
 			fl.runsDown.Store(false)
 			switch how {
 			case "catch-up":
-				res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+				res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -200,12 +199,12 @@ func TestRunsRowsCaughtUp(t *testing.T) {
 					t.Fatalf("catch-up: %+v", res)
 				}
 				// A second catch-up has nothing to do.
-				res, err = rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+				res, err = rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 				if err != nil || len(res.Snapshots) != 0 || res.Loaded != 0 {
 					t.Fatalf("second catch-up: %+v %v", res, err)
 				}
 			case "replay":
-				res, err := rig.r.Replay(ctx, pipeline.ReplayOptions{DataDir: rig.dir})
+				res, err := rig.r.Replay(ctx, pipeline.ReplayOptions{})
 				if err != nil || !res.OK() || len(res.Snapshots) != 1 {
 					t.Fatalf("replay: %+v %v", res, err)
 				}
@@ -329,12 +328,12 @@ func TestFanoutOneSinkFails(t *testing.T) {
 				t.Fatalf("flaky pending: %d", p)
 			}
 			// Still failing: catch-up tries once, leaves it pending.
-			res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+			res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 			if err != nil || res.Loaded != 0 || pendingOf(t, rig.r, "flaky") != 1 || fl.Rows(schema.Instruments.Name) != 0 {
 				t.Fatalf("catch-up while still failing: %+v %v", res, err)
 			}
 			tc.fixed(fl)
-			res, err = rig.r.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: rig.dir})
+			res, err = rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
 			if err != nil || len(res.Snapshots) != 1 || !res.Snapshots[0].OK {
 				t.Fatalf("catch-up: %+v %v", res, err)
 			}
@@ -432,13 +431,13 @@ func TestReplayGivesLiveRows(t *testing.T) {
 	}
 	again := memsink.New("replay")
 	cfg := rig.cfg
-	cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, nil
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, false
 	cfg.Now = func() time.Time { t.Fatal("a replay asked for the time"); return time.Time{} }
 	r, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Replay(ctx, pipeline.ReplayOptions{DataDir: rig.dir})
+	res, err := r.Replay(ctx, pipeline.ReplayOptions{})
 	if err != nil || !res.OK() || len(res.Snapshots) != 3 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
@@ -500,12 +499,12 @@ func TestStageTimings(t *testing.T) {
 	all := []string{pipeline.StageBody, pipeline.StageDecode, pipeline.StageCommit, pipeline.StageArchive, pipeline.StageEvents}
 	check(sum.Endpoints[0], all, "")
 	cfg := rig.cfg
-	cfg.Sinks, cfg.Ledger = []sinks.Sink{memsink.New("again")}, nil
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{memsink.New("again")}, false
 	r, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Replay(ctx, pipeline.ReplayOptions{DataDir: rig.dir})
+	res, err := r.Replay(ctx, pipeline.ReplayOptions{})
 	if err != nil || len(res.Snapshots) != 1 {
 		t.Fatalf("replay: %+v %v", res, err)
 	}
@@ -527,14 +526,14 @@ func TestReplayCancelled(t *testing.T) {
 	}
 	again := memsink.New("replay")
 	cfg := rig.cfg
-	cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, nil
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, false
 	r, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res, err := r.Replay(cctx, pipeline.ReplayOptions{DataDir: rig.dir, Progress: func(done, total int, _ *pipeline.Summary) {
+	res, err := r.Replay(cctx, pipeline.ReplayOptions{Progress: func(done, total int, _ *pipeline.Summary) {
 		if done == 1 {
 			cancel()
 		}

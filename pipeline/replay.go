@@ -20,9 +20,6 @@ import (
 
 // ReplayOptions select what to rebuild from the raw archive.
 type ReplayOptions struct {
-	// DataDir is the local data directory whose archive is replayed; ""
-	// replays Config.Archive's store (a bucket).
-	DataDir  string
 	From, To time.Time // [From, To); zero bounds are open
 	// Progress is called after each snapshot (for a progress bar).
 	Progress func(done, total int, s *Summary)
@@ -57,13 +54,13 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	for _, ep := range r.cfg.Endpoints {
 		names = append(names, ep.Name)
 	}
-	arc := r.archiveOf(opt.DataDir)
+	arc := r.archive
 	snaps, err := arc.List(ctx, names, opt.From, opt.To)
 	if err != nil {
 		return nil, err
 	}
 	res := &ReplayResult{}
-	states := newMemStates(opt.DataDir)
+	states := r.memStates()
 	defer states.Close()
 	seeded := false
 	if len(snaps) > 0 {
@@ -99,13 +96,13 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	}
 	// Carry the comparison on from where the replay ended when the live
 	// state is older (or gone): the next run's events continue from there.
-	if live := r.liveStates(ctx); live != nil {
+	if live := r.liveStates(); live != nil {
 		for src, st := range states.m {
 			last, ok := st.LastSnapshot()
 			if !ok {
 				continue
 			}
-			cur, err := live.Load(src)
+			cur, err := live.Load(ctx, src)
 			if err == nil {
 				t, ok := cur.LastSnapshot()
 				live.Release(cur)
@@ -113,7 +110,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 					continue
 				}
 			}
-			if err := live.Save(st); err != nil {
+			if err := live.Save(ctx, st); err != nil {
 				res.Problems = append(res.Problems, fmt.Sprintf("events state of %s not saved: %v", src, err))
 			}
 		}
@@ -259,7 +256,7 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		if m.Page > 0 && m.Request != r.Index || m.Page == 0 && !sameParams(m.Params, r.Params) {
 			continue
 		}
-		rc, err := f.arc.Open(ctx, m.File)
+		rc, err := f.arc.OpenVerified(ctx, m) // the object checked before anything of it is decoded
 		if err != nil {
 			f.problems = append(f.problems, m.File+": "+err.Error())
 			return fmt.Errorf("%w: open %s: %v", errArchive, m.File, err)
@@ -300,14 +297,4 @@ func sameParams(m map[string]string, p url.Values) bool {
 		}
 	}
 	return true
-}
-
-// archiveOf is the archive replay and catch-up read: the local dataDir's,
-// or with "" the one the runner archives into (Config.Archive, on the data
-// directory's store).
-func (r *Runner) archiveOf(dataDir string) *archive.Archive {
-	if dataDir == "" && r.cfg.Archive != nil {
-		return r.cfg.Archive
-	}
-	return archive.New(dataDir)
 }

@@ -40,24 +40,29 @@ type Fetcher interface {
 	Do(ctx context.Context, r extract.Request, hooks extract.Hooks, handle func(context.Context, *extract.Response) error) error
 }
 
-// Config is everything one snapshot needs. Client, Archive, Endpoints and
+// Config is everything one snapshot needs. Client, Store, Endpoints and
 // Source are required.
 type Config struct {
-	Client    Fetcher
-	Archive   *archive.Archive
-	Sinks     []sinks.Sink
-	Endpoints []Endpoint
-	Params    map[string]url.Values // per endpoint name
-	Source    string
-	// StateDir holds the state that instrument events are derived from
-	// (normally the data directory); empty disables instrument_events
-	// unless StateStore is set.
-	StateDir string
-	// StateStore keeps that state in a data directory that is not a local
-	// folder (a bucket prefix): read from there, compared in a local
-	// scratch folder, written back as one object when saved. Close the
-	// runner to remove the scratch folder.
-	StateStore    storage.Store
+	Client Fetcher
+	// Store is the data directory: the raw archive, the instrument events'
+	// state and the load ledger live there.
+	Store storage.Store
+	// Scratch is a local folder for the runner's temporary files when Store
+	// is not one ("": a folder made under the system's temp folder, removed
+	// by Close).
+	Scratch string
+	// Events derives instrument_events, comparing each listing with the
+	// state the previous one left in Store.
+	Events bool
+	// Ledger records in Store which loads of each snapshot every sink
+	// committed (off: a sink that was down misses its snapshots until a
+	// replay). A snapshot is recorded before it is loaded, each endpoint's
+	// outcome per sink after, and CatchUp loads what is pending.
+	Ledger        bool
+	Sinks         []sinks.Sink
+	Endpoints     []Endpoint
+	Params        map[string]url.Values // per endpoint name
+	Source        string
 	TimestampUnit transform.TimeUnit
 	// Accounts are snapshotted by every account endpoint, each with its
 	// label and headers (default: one account, "default", with the
@@ -78,12 +83,6 @@ type Config struct {
 	// Auth authenticates every request (nil: only the client's headers);
 	// an account's or an endpoint's Auth replaces it.
 	Auth auth.Authenticator
-	// Ledger records which loads of each snapshot every sink committed
-	// (nil: none; then a sink that was down misses its snapshots until a
-	// replay). With a ledger, a snapshot is recorded before it is loaded,
-	// each endpoint's outcome per sink after, and CatchUp loads what is
-	// pending.
-	Ledger *ledger.Ledger
 }
 
 // Account is one account snapshotted by the account endpoints.
@@ -97,7 +96,10 @@ type Account struct {
 type Runner struct {
 	cfg     Config
 	log     *slog.Logger
-	scratch string // local folder of StateStore's states
+	archive *archive.Archive
+	ledger  *ledger.Ledger // nil: off
+	states  *states        // the live events state; nil: events off
+	made    string         // the scratch folder New made ("": none)
 }
 
 // New returns a Runner after checking the config. An endpoint without the
@@ -121,35 +123,42 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{cfg: cfg, log: cfg.Logger}
-	if cfg.StateStore != nil {
-		dir, err := os.MkdirTemp("", "optlake-events-*")
+	if cfg.Store == nil {
+		return r, nil // checked by Run; Replay and CatchUp need it too
+	}
+	if r.cfg.Scratch == "" && storage.LocalDir(cfg.Store) == "" {
+		// A bucket: the events state is compared in a local folder.
+		dir, err := os.MkdirTemp("", "optlake-scratch-*")
 		if err != nil {
-			return nil, fmt.Errorf("instrument events: scratch folder: %w", err)
+			return nil, fmt.Errorf("scratch folder: %w", err)
 		}
-		r.scratch, r.cfg.StateDir = dir, dir
+		r.cfg.Scratch, r.made = dir, dir
+	}
+	r.archive = archive.OnStore(cfg.Store)
+	if cfg.Ledger {
+		r.ledger = ledger.New(cfg.Store, nil)
+	}
+	if cfg.Events {
+		r.states = newStates(cfg.Store, r.cfg.Scratch)
 	}
 	return r, nil
 }
 
-// Close removes what the runner keeps on local disk for a bucket data
-// directory (StateStore's scratch folder).
+// Close removes the scratch folder New made (never one it was given).
 func (r *Runner) Close() error {
-	if r.scratch == "" {
+	if r.made == "" {
 		return nil
 	}
-	return os.RemoveAll(r.scratch)
+	return os.RemoveAll(r.made)
 }
 
-// liveStates is where live runs keep the events state: the data
-// directory's store, or the local StateDir; nil when events are off.
-func (r *Runner) liveStates(ctx context.Context) stateStore {
-	if r.cfg.StateStore != nil {
-		return storeStates{ctx: ctx, st: r.cfg.StateStore, scratch: r.scratch}
+// liveStates is where live runs keep the events state; nil when events
+// are off.
+func (r *Runner) liveStates() stateStore {
+	if r.states == nil {
+		return nil
 	}
-	if r.cfg.StateDir != "" {
-		return fileStates{r.cfg.StateDir}
-	}
-	return nil
+	return r.states
 }
 
 // Summary reports one snapshot.
@@ -182,18 +191,24 @@ func (s *Summary) OnlySinksFailed() bool {
 
 // EndpointResult reports one endpoint of a snapshot.
 type EndpointResult struct {
-	Endpoint   string                `json:"endpoint"`
-	Status     string                `json:"status"` // ok | failed | archived
-	Requests   int                   `json:"requests"`
-	Rows       int64                 `json:"rows"`
-	Rejects    int64                 `json:"rejects"`
-	Events     int64                 `json:"events"`
-	Overflow   int64                 `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
-	Bytes      int64                 `json:"bytes"`
-	DurationMS int64                 `json:"duration_ms"`
-	Error      string                `json:"error,omitempty"`
-	Raw        []string              `json:"raw,omitempty"` // archived body files
-	Sinks      map[string]SinkResult `json:"sinks,omitempty"`
+	Endpoint   string `json:"endpoint"`
+	Status     string `json:"status"` // ok | failed | archived
+	Requests   int    `json:"requests"`
+	Rows       int64  `json:"rows"`
+	Rejects    int64  `json:"rejects"`
+	Events     int64  `json:"events"`
+	Overflow   int64  `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	// EventsSkipped says why this listing's instrument events were not
+	// written ("" when they were, or the endpoint has none): a snapshot
+	// older than the events state (a clock gone backwards, a late load),
+	// or a state that could not be saved. The snapshot is then partial
+	// (exit 3), never silently without its events.
+	EventsSkipped string                `json:"events_skipped,omitempty"`
+	Raw           []string              `json:"raw,omitempty"` // archived body files
+	Sinks         map[string]SinkResult `json:"sinks,omitempty"`
 	// Stages is where the endpoint's time went, in ms (see Stage*); the
 	// stages overlap (the body is decoded as it arrives), so they do not
 	// add up to DurationMS.
@@ -263,19 +278,19 @@ type SinkResult struct {
 // summary; Summary.OK is false when any endpoint or sink failed.
 func (r *Runner) Run(ctx context.Context) *Summary {
 	snapTime := r.cfg.Now().UTC().Truncate(time.Millisecond)
-	if r.cfg.Client == nil || r.cfg.Archive == nil || r.cfg.Source == "" {
-		return &Summary{SnapshotTime: snapTime, Error: "pipeline: Run needs Config.Client, Archive and Source"}
+	if r.cfg.Client == nil || r.cfg.Store == nil || r.cfg.Source == "" {
+		return &Summary{SnapshotTime: snapTime, Error: "pipeline: Run needs Config.Client, Store and Source"}
 	}
-	states := r.liveStates(ctx)
-	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.cfg.Archive, writeRuns: true, states: states, auth: r.cfg.Auth}
+	states := r.liveStates()
+	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth}
 	var ledgerErr error
-	if r.cfg.Ledger != nil && len(r.cfg.Sinks) > 0 {
+	if r.ledger != nil && len(r.cfg.Sinks) > 0 {
 		var eps []string
 		for _, ep := range r.cfg.Endpoints {
 			eps = append(eps, ep.Name)
 		}
 		eps = append(eps, ledger.Runs) // the runs table's rows, written last
-		ledgerErr = r.cfg.Ledger.Begin(sr.time, sr.runID, sr.source, eps, r.sinkNames())
+		ledgerErr = r.ledger.Begin(ctx, sr.time, sr.runID, sr.source, eps, r.sinkNames())
 		if ledgerErr != nil {
 			r.log.Error("load ledger not written: a sink that fails now will not be caught up automatically", "err", ledgerErr)
 		}
@@ -300,8 +315,8 @@ func (r *Runner) sinkNames() []string {
 // snapshot: committed, pending (with the error) or failed (a body that no
 // sink can load). A live endpoint whose venue request failed has nothing to
 // load and leaves the ledger.
-func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res EndpointResult) {
-	if r.cfg.Ledger == nil || len(r.cfg.Sinks) == 0 {
+func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, sum *Summary, res EndpointResult) {
+	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
 		return
 	}
 	k := ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}
@@ -311,7 +326,7 @@ func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res End
 	}
 	var err error
 	if sr.archive != nil && res.Status == "failed" && !res.unloadable && !sinkFailed {
-		err = r.cfg.Ledger.Drop(k, res.Endpoint)
+		err = r.ledger.Drop(ctx, k, res.Endpoint)
 	} else {
 		outs := map[string]ledger.Outcome{}
 		for _, name := range r.sinkNames() {
@@ -332,7 +347,7 @@ func (r *Runner) settle(log *slog.Logger, sr *snapshotRun, sum *Summary, res End
 			}
 			outs[name] = o
 		}
-		err = r.cfg.Ledger.Settle(k, res.Endpoint, outs)
+		err = r.ledger.Settle(ctx, k, res.Endpoint, outs)
 	}
 	if err != nil {
 		log.Error("load ledger not updated", "endpoint", res.Endpoint, "err", err)
@@ -374,11 +389,15 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 	log.Info("snapshot started", "snapshot_time", sr.time.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
 	for _, ep := range r.cfg.Endpoints {
 		res := r.endpoint(ctx, log, ep, sum, &sr)
-		r.settle(log, &sr, sum, res)
+		r.settle(ctx, log, &sr, sum, res)
 		sum.Endpoints = append(sum.Endpoints, res)
 		if res.Status == "failed" && sum.OK {
 			sum.OK = false
 			sum.Error = res.Endpoint + ": " + res.Error
+		}
+		if res.EventsSkipped != "" && sum.OK {
+			sum.OK = false
+			sum.Error = res.Endpoint + ": instrument events not written: " + res.EventsSkipped
 		}
 		if ctx.Err() != nil {
 			break
@@ -393,7 +412,7 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 				sum.Error = name + ": runs table: " + err.Error()
 			}
 		}
-		r.settleRuns(log, sum, rows, failed)
+		r.settleRuns(ctx, log, sum, rows, failed)
 	}
 	sum.DurationMS = time.Since(start).Milliseconds()
 	sum.Error = r.cfg.Redactor.String(sum.Error)
@@ -411,7 +430,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 	if sr.requests != nil {
 		reqs = sr.requests(ep)
 	} else {
-		sets := FanOut(r.cfg.Params[ep.Name])
+		sets := ParamSets(r.cfg.Params[ep.Name])
 		accounts := []Account{{}}
 		if ep.Kind == KindAccount && !ep.Public {
 			accounts = r.accounts()
@@ -432,7 +451,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		// Events need the whole listing: a filter would look like delistings.
 		log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
 	default:
-		if ev = r.startEvents(log, sr.states, sum, sr.turn); ev != nil {
+		if ev = r.startEvents(ctx, log, sr.states, sum, sr.turn); ev != nil {
 			ev.stateOnly = sr.eventsOnlyState
 		}
 	}
@@ -461,6 +480,8 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		start := time.Now()
 		r.finishEvents(ctx, log, ev, sr.states, &res)
 		res.stage(StageEvents, start)
+	} else if res.Status == "ok" {
+		res.EventsSkipped = ev.refused(log)
 	}
 	ev.close(sr.states)
 	for name, sr := range res.Sinks {
@@ -737,6 +758,7 @@ func writeAll(ctx context.Context, ss []sinks.Sink, t *schema.Table, snap sinks.
 // Line renders the summary as one human line.
 func (s *Summary) Line() string {
 	var parts []string
+	loaded := false
 	for _, e := range s.Endpoints {
 		p := fmt.Sprintf("%s %s: %d rows, %d rejects", e.Endpoint, e.Status, e.Rows, e.Rejects)
 		if e.Events > 0 {
@@ -748,16 +770,28 @@ func (s *Summary) Line() string {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		var ok []string
 		for _, n := range names {
 			if sr := e.Sinks[n]; sr.Error != "" {
 				p += fmt.Sprintf(" [%s failed]", n)
+			} else {
+				ok = append(ok, n)
 			}
 		}
+		if len(ok) < len(names) && len(ok) > 0 {
+			p += fmt.Sprintf(" [%s ok]", strings.Join(ok, ", "))
+		}
+		loaded = loaded || len(ok) > 0
 		parts = append(parts, p)
 	}
+	// partial: what loaded is in the sinks, what did not is named above
+	// (and waits in the load ledger).
 	status := "ok"
 	if !s.OK {
 		status = "FAILED"
+		if loaded {
+			status = "partial"
+		}
 	}
 	return fmt.Sprintf("run %s %s in %s — %s", s.RunID, status, (time.Duration(s.DurationMS) * time.Millisecond).String(), strings.Join(parts, "; "))
 }

@@ -44,18 +44,12 @@ func (s *Bucket) As(i any) bool { return s.b.As(i) }
 func (s *Bucket) wrap(op, name string, err error) error {
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
-		err = fmt.Errorf("%w (%v)", ErrNotExist, scrub(err))
+		err = fmt.Errorf("%w (%v)", ErrNotExist, err)
 	case gcerrors.FailedPrecondition:
-		err = fmt.Errorf("%w (%v)", ErrExist, scrub(err))
-	default:
-		err = scrub(err)
+		err = fmt.Errorf("%w (%v)", ErrExist, err)
 	}
 	return fmt.Errorf("%s %s/%s: %w", op, s.name, name, err)
 }
-
-// scrub keeps an error's chain but drops nothing a driver could have put in
-// it: the S3 driver errors carry request ids and status, not credentials.
-func scrub(err error) error { return err }
 
 type bucketWriter struct {
 	s      *Bucket

@@ -23,15 +23,15 @@ import (
 // dropped by the service after a week, Azure discards uncommitted blocks
 // after seven days; neither is ever visible as an object.
 func CleanIncomplete(ctx context.Context, s Store) (int, error) {
-	switch st := s.(type) {
-	case *Local:
-		n, err := cleanLocal(st.Root(), time.Now())
+	if dir := LocalDir(s); dir != "" {
+		n, err := cleanLocal(dir, time.Now())
 		if err != nil {
-			return n, fmt.Errorf("clean up %s: %w", st, err)
+			return n, fmt.Errorf("clean up %s: %w", s, err)
 		}
 		return n, nil
-	case *Bucket:
-		return st.abortUploads(ctx)
+	}
+	if b, ok := s.(*Bucket); ok {
+		return b.abortUploads(ctx)
 	}
 	return 0, nil
 }

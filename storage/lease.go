@@ -52,8 +52,8 @@ type Lease struct {
 // process dies), the lease object for a bucket. A refusal is a
 // *datadir.LockedError naming the holder (errors.Is datadir.ErrLocked).
 func AcquireDataDir(ctx context.Context, s Store, ttl time.Duration) (*Lease, error) {
-	if l, ok := s.(*Local); ok {
-		lk, err := datadir.Acquire(l.Root())
+	if dir := LocalDir(s); dir != "" {
+		lk, err := datadir.Acquire(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -236,4 +236,12 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release lease: %w", err)
 	}
 	return nil
+}
+
+// ReadLease returns the holder and expiry of the data directory's lease
+// (ErrNotExist when there is none: a local folder, or no command holds
+// it). An expiry in the past means the next command takes it over.
+func ReadLease(ctx context.Context, s Store) (holder string, expires time.Time, err error) {
+	r, err := readLease(ctx, s, LeaseName)
+	return r.Holder, r.Expires, err
 }

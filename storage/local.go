@@ -25,8 +25,8 @@ type Local struct{ root string }
 // NewLocal returns the store rooted at dir (created on first write).
 func NewLocal(dir string) *Local { return &Local{root: filepath.Clean(dir)} }
 
-// Root is the local folder.
-func (l *Local) Root() string { return l.root }
+// LocalDir implements LocalFolder.
+func (l *Local) LocalDir() string { return l.root }
 
 func (l *Local) String() string { return l.root }
 

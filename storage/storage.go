@@ -47,6 +47,24 @@ type Store interface {
 	Close() error
 }
 
+// LocalFolder is the optional ability of a store whose objects are files
+// under one local folder (name is LocalDir()/name): such a store can be
+// locked with a flock, swap folders in one rename, and lend files for
+// random access in place. Callers ask through LocalDir, never by the
+// store's type.
+type LocalFolder interface {
+	LocalDir() string
+}
+
+// LocalDir is the local folder of s, "" when its objects are not local
+// files (a bucket prefix).
+func LocalDir(s Store) string {
+	if l, ok := s.(LocalFolder); ok {
+		return l.LocalDir()
+	}
+	return ""
+}
+
 // Writer streams one object.
 type Writer interface {
 	io.Writer

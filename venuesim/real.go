@@ -215,11 +215,7 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, r, payload, nil, nil)
 		return
 	}
-	items, ok := payload.([]any)
-	if !ok {
-		items = []any{payload}
-	}
-	h.paginate(w, r, items, page, size)
+	h.paginate(w, r, pageItems(payload), page, size)
 }
 
 // aliases map the last segment of a real venue's path to the simulator's
@@ -258,6 +254,25 @@ func flatten(v any) any {
 		}
 	}
 	return out
+}
+
+// pageItems is what a paginated answer splits: an array's elements, the
+// array of an object whose only member is one ({"positions": [...]}), or
+// the value as one element.
+func pageItems(payload any) []any {
+	switch x := payload.(type) {
+	case []any:
+		return x
+	case map[string]any:
+		if len(x) == 1 {
+			for _, v := range x {
+				if list, ok := v.([]any); ok {
+					return list
+				}
+			}
+		}
+	}
+	return []any{payload}
 }
 
 // pageOf is the 1-based page a request asks for.

@@ -15,6 +15,7 @@ import (
 // turning into strings at tick 6) load into ClickHouse and Parquet without a
 // failed run and without losing a value.
 func TestAccountsEvolveEndToEnd(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	sim, url := startSim(t, venuesim.Config{Seed: 12, Faults: venuesim.Faults{SchemaDrift: true}})
@@ -86,6 +87,7 @@ func TestAccountsEvolveEndToEnd(t *testing.T) {
 // freeze fails the endpoint whose payload gained a field, naming the field;
 // discard-columns loads the known columns only.
 func TestSchemaContractModes(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 12, Faults: venuesim.Faults{SchemaDrift: true}})
 	dir := t.TempDir()
 	base := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "account_summary"}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestFlagsFirst(t *testing.T) {
+	t.Parallel()
 	app := newApp(io.Discard, io.Discard)
 	for _, tc := range []struct {
 		name string

@@ -458,6 +458,7 @@ func TestCatchUpKill9AtEachStep(t *testing.T) {
 // tick leaves its load pending; once it is back, a tick catches them all up
 // and the stores agree snapshot by snapshot.
 func TestCatchUpEveryProcess(t *testing.T) {
+	t.Parallel()
 	c := testenv.NewClickHouse(t)
 	db := "optlake"
 	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 {

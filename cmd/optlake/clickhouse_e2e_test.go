@@ -42,6 +42,7 @@ func lastLine(s string) string {
 // simulator → run --sink clickhouse --sink parquet → equal rows and values
 // in both stores.
 func TestRunBothSinksRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	_, url := startSim(t, venuesim.Config{Seed: 21, Faults: venuesim.Faults{IndexPriceVariants: true, ExtraFields: true, WrongTypes: true}})
@@ -148,6 +149,7 @@ func TestRunBothSinksRoundTrip(t *testing.T) {
 
 // An out-of-date schema is refused with a clear message; --migrate fixes it.
 func TestRunRefusesUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	_, url := startSim(t, venuesim.Config{Seed: 4})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
-	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -55,7 +53,7 @@ func compactCommand() *cli.Command {
 				return err
 			}
 			defer st.Close()
-			if dir := localDir(st); dir != "" {
+			if dir := storage.LocalDir(st); dir != "" {
 				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 					return usagef("--data-dir %s: not a directory", dir)
 				}
@@ -76,8 +74,8 @@ func compactCommand() *cli.Command {
 				return err
 			}
 			cst := compactStore(st)
-			defer closeCompactStore(cst)
-			opt := compact.Options{Store: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
+			defer cst.Close()
+			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep)
 			if err != nil {
@@ -108,8 +106,8 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 		return
 	}
 	cst := compactStore(b.store)
-	defer closeCompactStore(cst)
-	opt := compact.Options{Store: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+	defer cst.Close()
+	opt := compact.Options{Lake: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
 		Logger: b.log.With("step", "compact"), Crash: crashHook()}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
@@ -120,38 +118,21 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	}
 }
 
-// compactStore is the lake of a data directory as compaction sees it: a
-// local folder (partitions swapped in one step) or a bucket prefix
-// (compacted objects first, then the inputs deleted).
-func compactStore(st storage.Store) compact.Store {
-	if dir := localDir(st); dir != "" {
-		return &compact.LocalStore{Dir: dir, Crash: crashHook(), Now: snapshotClock}
-	}
-	return &compact.BucketStore{St: st, Crash: crashHook()}
-}
-
-// closeCompactStore removes a bucket compaction's local spill folder.
-func closeCompactStore(cst compact.Store) {
-	if b, ok := cst.(*compact.BucketStore); ok {
-		b.Close()
-	}
-}
-
 // recoverCompaction finishes or undoes a compaction a crash cut short
 // (every command that takes the lock calls it: the next run, replay or
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
 func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) {
-	if dir := localDir(st); dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, pq.CompactDir)); err != nil {
-			return // never compacted
-		}
-	}
 	cst := compactStore(st)
-	defer closeCompactStore(cst)
+	defer cst.Close()
 	if err := cst.Recover(ctx); err != nil {
 		log.Warn("recovering an interrupted compaction", "err", err)
 	}
+}
+
+// compactStore is the lake of a data directory as compaction sees it.
+func compactStore(st storage.Store) compact.Lake {
+	return compact.For(st, crashHook(), snapshotClock)
 }
 
 // crashHook returns the test-only crash hook (nil unless crashEnv is set).
@@ -207,5 +188,23 @@ func printCompactReport(w io.Writer, rep compact.Report) {
 		fmt.Fprintf(w, "%s: %d day(s), %d files -> %d, %d rows, %d -> %d bytes (%s -> %s bytes/row) in %s\n",
 			t, s.parts, s.filesIn, s.filesOut, s.rows, s.bytesIn, s.bytesOut, perRow(s.bytesIn, s.rows), perRow(s.bytesOut, s.rows), s.took.Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new\n", len(rep.Partitions), rep.Skipped)
+	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new (already compacted)\n", len(rep.Partitions), rep.Skipped)
+	printSkippedDays(w, rep)
+}
+
+// printSkippedDays names the days left out because they are not closed
+// (today UTC is still being written) or come at or after --to.
+func printSkippedDays(w io.Writer, rep compact.Report) {
+	today := snapshotClock().UTC().Format(time.DateOnly)
+	for _, d := range rep.Later {
+		next := d
+		if t, err := time.Parse(time.DateOnly, d); err == nil {
+			next = t.AddDate(0, 0, 1).Format(time.DateOnly)
+		}
+		why := fmt.Sprintf("on or after --to %s", rep.To)
+		if d >= today {
+			why = "still open: today (UTC) is being written"
+		}
+		fmt.Fprintf(w, "skipped %s: %s; --to %s includes it\n", d, why, next)
+	}
 }

@@ -100,7 +100,7 @@ func (j *job) validate() (*validJob, error) {
 	if v.unit, err = transform.ParseTimeUnit(j.TimestampUnit); err != nil {
 		return nil, usagef("--timestamp-unit: %v", err)
 	}
-	reg, err := venueRegistry(j.Venue)
+	reg, err := venueRegistry(j.Venue, j.Replay, j.Endpoints)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -140,12 +140,25 @@ func (j *job) validate() (*validJob, error) {
 }
 
 // venueRegistry is the venue's endpoints plus those of the config file
-// with a kind (account or public).
-func venueRegistry(v settings.Venue) ([]pipeline.Endpoint, error) {
+// with a kind (account or public). A replay, which reads no config file,
+// takes any other name it is asked for as an inferred table: its archived
+// bodies say how they were fetched.
+func venueRegistry(v settings.Venue, replay bool, names []string) ([]pipeline.Endpoint, error) {
 	extra := map[string]bool{}
 	for name, e := range v.Endpoints {
 		if e.Kind != "" {
 			extra[name] = e.Kind == "public"
+		}
+	}
+	if replay {
+		known := map[string]bool{}
+		for _, e := range pipeline.DefaultEndpoints() {
+			known[e.Name] = true
+		}
+		for _, n := range names {
+			if !known[n] {
+				extra[n] = false
+			}
 		}
 	}
 	return pipeline.Extra(pipeline.DefaultEndpoints(), extra)

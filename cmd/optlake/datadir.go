@@ -33,45 +33,13 @@ func openStore(ctx context.Context, dataDir string, mustExist bool) (storage.Sto
 	if err != nil {
 		return nil, usagef("--data-dir: %v", err)
 	}
-	if l, ok := st.(*storage.Local); ok && mustExist {
-		if _, err := os.Stat(l.Root()); err != nil {
+	if dir := storage.LocalDir(st); dir != "" && mustExist {
+		if _, err := os.Stat(dir); err != nil {
 			st.Close()
 			return nil, usagef("--data-dir: %v", err)
 		}
 	}
 	return st, nil
-}
-
-// localDir is the folder of a local store, "" for a bucket.
-func localDir(st storage.Store) string {
-	if l, ok := st.(*storage.Local); ok {
-		return l.Root()
-	}
-	return ""
-}
-
-// bucketOnly is st when it is a bucket, nil for a local folder.
-func bucketOnly(st storage.Store) storage.Store {
-	if localDir(st) != "" {
-		return nil
-	}
-	return st
-}
-
-// openDataDir opens a --data-dir that must be a local folder (compact works
-// on local files only so far) and returns its path; a bucket URL is refused
-// with a message naming the store, never a credential.
-func openDataDir(path string, mustExist bool) (string, error) {
-	st, err := openStore(context.Background(), path, mustExist)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	dir := localDir(st)
-	if dir == "" {
-		return "", usagef("--data-dir %s: this command works on a local data directory only (object storage: not yet)", st)
-	}
-	return dir, nil
 }
 
 // openLedger opens the load ledger of a --data-dir, a path or a URL (a
@@ -82,24 +50,8 @@ func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.
 	if err != nil {
 		return nil, nil, err
 	}
-	return ledgerOn(ctx, st), st.Close, nil
+	return ledger.New(st, nil), st.Close, nil
 }
-
-// ledgerOn is the load ledger of a store: DATA/_ledger/. On a bucket its
-// calls outlive ctx: the first SIGTERM or SIGINT cancels ctx, and the
-// snapshot in flight still finishes and must be recorded (a second signal
-// aborts it, and that too is recorded: pending); each call is bounded by
-// ledgerCallTimeout instead, so a store that hangs cannot hold the process.
-func ledgerOn(ctx context.Context, st storage.Store) *ledger.Ledger {
-	if dir := localDir(st); dir != "" {
-		return ledger.Open(dir)
-	}
-	return ledger.New(storage.KV(context.WithoutCancel(ctx), st, ledger.Dir+"/").Within(ledgerCallTimeout), nil)
-}
-
-// ledgerCallTimeout bounds one call of a bucket's load ledger (a small
-// object's PUT, GET, DELETE or a listing).
-const ledgerCallTimeout = 30 * time.Second
 
 // lockStore takes the data directory for this process (runs never
 // overlap): the flock of a local folder, the lease object of a bucket
@@ -117,7 +69,7 @@ func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, log *sl
 	if n, err := storage.CleanIncomplete(ctx, st); err != nil {
 		log.Warn("cleaning what an interrupted run left", "err", err)
 	} else if n > 0 {
-		if localDir(st) != "" {
+		if storage.LocalDir(st) != "" {
 			log.Info("removed temp files of an interrupted run", "files", n)
 		} else {
 			log.Info("aborted the incomplete uploads of an interrupted run", "uploads", n)

@@ -180,7 +180,7 @@ func printDemoNext(out io.Writer, st storage.Store, dataDir string, files int, n
 	if dataDir != "./data" && dataDir != "data" {
 		dd = " --data-dir " + dataDir
 	}
-	if localDir(st) == "" {
+	if storage.LocalDir(st) == "" {
 		fmt.Fprintf(out, "\nwrote %d files under %s.\n\nTry next:\n\n", files, st)
 		fmt.Fprintf(out, "  %s history%s %s\n  %s status%s\n  %s schema%s\n", bin, dd, name, bin, dd, bin, dd)
 		fmt.Fprintln(out, "\nand DuckDB (httpfs), pandas or polars on the bucket: see docs/object-storage.md.")

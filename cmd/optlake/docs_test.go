@@ -195,6 +195,11 @@ func TestDocsExamplesOnDemoLake(t *testing.T) {
 					if res.code != 0 || strings.TrimSpace(res.stdout) == "" {
 						t.Errorf("%s: %s: exit %d, stdout %q, stderr %s", where, line, res.code, res.stdout, res.stderr)
 					}
+					// The demo's snapshots are all of today: compact says why it
+					// leaves them, as its page promises.
+					if args[1] == "compact" && !strings.Contains(res.stdout, "still open: today (UTC)") {
+						t.Errorf("%s: %s does not say today is open:\n%s", where, line, res.stdout)
+					}
 				}
 			case "python":
 				for _, m := range pyPath.FindAllStringSubmatch(b.text, -1) {

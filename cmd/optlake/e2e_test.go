@@ -54,6 +54,7 @@ func duckScalar(t *testing.T, sql string) string {
 // The simulator's listing, through `optlake run`, into Parquet, read back by
 // DuckDB: same rows, same values, bad rows in rejects, raw body archived.
 func TestRunEndToEnd(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 7, Faults: venuesim.Faults{IndexPriceVariants: true, WrongTypes: true, ExtraFields: true}})
 	want := sim.Instruments()
 	dir := t.TempDir()
@@ -175,6 +176,7 @@ func TestRunEndToEnd(t *testing.T) {
 // Retries against the simulator's fault switches: 503 then 200, and 429 with
 // Retry-After waited out. Every attempt is archived.
 func TestRunRetriesFaults(t *testing.T) {
+	t.Parallel()
 	t.Run("503 then 200", func(t *testing.T) {
 		_, url := startSim(t, venuesim.Config{Seed: 1, Faults: venuesim.Faults{FailFirst: 2}})
 		dir := t.TempDir()
@@ -217,6 +219,7 @@ func TestRunRetriesFaults(t *testing.T) {
 // Bad bodies fail the run with a one-line reason, keep the raw body whole,
 // and write no instrument file.
 func TestRunBadBodies(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		faults   venuesim.Faults
@@ -259,6 +262,7 @@ func TestRunBadBodies(t *testing.T) {
 // A secret header value appears nowhere: not in the data directory (raw
 // bodies decompressed, metadata, Parquet), logs, stdout or the summary.
 func TestSecretsNeverWritten(t *testing.T) {
+	t.Parallel()
 	_, url := startSim(t, venuesim.Config{Seed: 5, RequireHeader: "X-Api-Key: " + testSecret, Faults: venuesim.Faults{FailFirst: 1}})
 	dir := t.TempDir()
 	res := optlake(t, "run", "--api-url", url+"/", "--data-dir", dir, "--header", "X-Api-Key: "+testSecret,
@@ -308,6 +312,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 // A wrong header is refused by the venue: the run fails, saying so, without
 // echoing the value.
 func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		code int
@@ -332,6 +337,7 @@ func TestRunUsageErrors(t *testing.T) {
 
 // --param with a comma list fans out into one request (and one file) per value.
 func TestRunParamFanOut(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 2})
 	dir := t.TempDir()
 	res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--param", "instruments.currency=BTC,ETH")

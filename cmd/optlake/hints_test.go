@@ -14,6 +14,7 @@ import (
 // Library errors name no flag; the one-line reason names the flag that
 // fixes them, also when the error reached cmd as a run summary's text.
 func TestFlagHints(t *testing.T) {
+	t.Parallel()
 	_, caErr := extract.New(extract.Options{BaseURL: "https://venue.example", CAFile: "/nonexistent/ca.pem"})
 	_, paramErr := pipeline.ParseParams([]string{"bad"})
 	_, missingErr := pipeline.New(pipeline.Config{Endpoints: []pipeline.Endpoint{{Name: "position", Requires: "instrument_name"}}})

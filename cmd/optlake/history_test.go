@@ -17,6 +17,7 @@ import (
 // optlake history gives the same timeline from the lake and from ClickHouse,
 // and it matches what was loaded.
 func TestHistoryCommand(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	sim, url := startSim(t, venuesim.Config{Seed: 9})

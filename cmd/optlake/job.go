@@ -24,7 +24,6 @@ import (
 	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
-	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/sinks"
@@ -219,7 +218,7 @@ func (j *job) build(ctx context.Context, stderr io.Writer) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dir := localDir(st); dir != "" {
+	if dir := storage.LocalDir(st); dir != "" {
 		j.DataDir = dir // a file:// URL is its path
 	}
 	b, err := j.wire(ctx, st, v, log)
@@ -276,9 +275,9 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 	}
 	runner, err := pipeline.New(pipeline.Config{
 		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
-		Client: client, Archive: archive.OnStore(st), Sinks: ss, Endpoints: v.endpoints, Params: v.params,
-		Source: v.source, StateDir: localDir(st), StateStore: bucketOnly(st), TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
-		Ledger: ledgerOn(ctx, st), Now: func() time.Time { return snapshotClock() },
+		Client: client, Store: st, Events: true, Ledger: true, Sinks: ss, Endpoints: v.endpoints, Params: v.params,
+		Source: v.source, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
+		Now: func() time.Time { return snapshotClock() },
 	})
 	if err != nil {
 		closeSinks(ss)
@@ -302,7 +301,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		ctx, cancel = context.WithTimeout(ctx, j.Deadline)
 		defer cancel()
 	}
-	cu, err := b.runner.CatchUp(ctx, pipeline.CatchUpOptions{DataDir: localDir(b.store), Budget: j.catchUpBudget(), Max: j.CatchUpMax})
+	cu, err := b.runner.CatchUp(ctx, pipeline.CatchUpOptions{Budget: j.catchUpBudget(), Max: j.CatchUpMax})
 	if err != nil && ctx.Err() == nil {
 		b.log.Error("catch-up failed", "err", err)
 	}
@@ -311,13 +310,17 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	sum := b.runner.Run(ctx)
 	sum.CatchUp = cu
-	pending, err := b.runner.Pending()
+	pending, err := b.runner.Pending(ctx)
 	if err != nil {
 		b.log.Error("load ledger not read", "err", err)
 	}
 	sum.Pending = pending
 	fmt.Fprintln(stdout, b.redactor.String(sum.Line()))
-	b.metrics.Observe(metricsRun(sum))
+	mr := metricsRun(sum)
+	if comps, err := unfinishedCompactions(ctx, b.store); err == nil {
+		mr.UnfinishedCompactions = len(comps)
+	}
+	b.metrics.Observe(mr)
 	if j.MetricsFile != "" {
 		if err := b.metrics.WriteTextfile(j.MetricsFile); err != nil {
 			b.log.Error("metrics file not written", "err", err)
@@ -377,7 +380,7 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 		b.close(ctx)
 		return nil, nil, nil, err
 	}
-	if localDir(b.store) == "" && os.Getenv("GOMEMLIMIT") == "" {
+	if storage.LocalDir(b.store) == "" && os.Getenv("GOMEMLIMIT") == "" {
 		// A bucket run holds upload buffers (a few parts per open object)
 		// besides the heap: a soft limit keeps a 1,000,000-instrument run
 		// within 256 MiB of RSS (measured 237–244 MiB, 285 without).

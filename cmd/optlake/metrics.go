@@ -14,7 +14,7 @@ func metricsRun(sum *pipeline.Summary) *metrics.Run {
 	r := &metrics.Run{SnapshotTime: sum.SnapshotTime, DurationMS: sum.DurationMS, OK: sum.OK, Error: sum.Error}
 	for _, e := range sum.Endpoints {
 		er := metrics.EndpointRun{Endpoint: e.Endpoint, Status: e.Status, Requests: e.Requests, Rows: e.Rows, Rejects: e.Rejects,
-			Events: e.Events, Overflow: e.Overflow, Bytes: e.Bytes, DurationMS: e.DurationMS, Error: e.Error,
+			Events: e.Events, EventsSkipped: e.EventsSkipped, Overflow: e.Overflow, Bytes: e.Bytes, DurationMS: e.DurationMS, Error: e.Error,
 			Sinks: make(map[string]metrics.SinkRun, len(e.Sinks))}
 		for name, s := range e.Sinks {
 			er.Sinks[name] = metrics.SinkRun{Rows: s.Rows, Rejects: s.Rejects, Bytes: s.Bytes, Error: s.Error}

@@ -58,6 +58,7 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 
 // One-shot runs write the textfile; counters carry on across runs.
 func TestMetricsFile(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 3})
 	dir := t.TempDir()
 	mf := filepath.Join(dir, "metrics", "optlake.prom")
@@ -86,6 +87,7 @@ func TestMetricsFile(t *testing.T) {
 
 // In --every mode /metrics and /healthz are served.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	_, url := startSim(t, venuesim.Config{Seed: 3})
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -14,6 +14,7 @@ import (
 // the version asked (the newest known by default), into the DSN's database
 // and --cluster's cluster; the password never appears.
 func TestMigratePrint(t *testing.T) {
+	t.Parallel()
 	const dsn = "clickhouse://admin:s3cret-pw@127.0.0.1:1/analytics"
 	cases := []struct {
 		name string
@@ -73,6 +74,7 @@ func TestMigratePrint(t *testing.T) {
 // A DBA who applies the printed DDL with clickhouse-client (twice: it is
 // idempotent) gets a database optlake finds up to date.
 func TestMigratePrintAppliedByHand(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	v := c.Version()

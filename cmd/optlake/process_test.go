@@ -65,6 +65,7 @@ func snapshotsOnDisk(dir string) []string {
 // --every 1s for three cycles, then SIGTERM: three snapshots, exit 0,
 // nothing partial; meanwhile a second process is refused the data dir.
 func TestEverySIGTERMAndLock(t *testing.T) {
+	t.Parallel()
 	_, url := startSim(t, venuesim.Config{Seed: 3})
 	dir := t.TempDir()
 	cmd, out, errb := startCLI(t, "run", "--api-url", url, "--data-dir", dir, "--every", "1s")
@@ -106,6 +107,7 @@ func TestEverySIGTERMAndLock(t *testing.T) {
 // kill -9 in the middle of a large snapshot leaves nothing a reader could
 // mistake for data; the next run cleans up and succeeds.
 func TestKill9MidRun(t *testing.T) {
+	t.Parallel()
 	sim := venuesim.New(venuesim.Config{Seed: 5, Instruments: 300_000})
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()

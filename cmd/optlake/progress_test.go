@@ -12,6 +12,7 @@ import (
 // On a terminal the replay draws a bar that ends at total/total with the
 // last snapshot and its rows, then a newline.
 func TestArgsProgressBar(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := progressBar(&buf)
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)

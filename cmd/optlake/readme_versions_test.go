@@ -218,6 +218,7 @@ func chdbEngine(t *testing.T, dir string) sqlEngine {
 // alias of distributed_foreground_insert (chDB cannot run a cluster: this
 // only checks the name is still understood).
 func TestCurrentClickHouseKnowsSettings(t *testing.T) {
+	t.Parallel()
 	ch := testenv.NewChDB(t)
 	got, err := ch.Query(context.Background(), "SET insert_distributed_sync = 1; SELECT alias_for, getSetting('distributed_foreground_insert') FROM system.settings WHERE name = 'insert_distributed_sync'")
 	if err != nil {

@@ -48,7 +48,7 @@ func replayCommand() *cli.Command {
 			}
 			defer release()
 			progress := progressPrinter(c.App.ErrWriter, b)
-			res, err := b.runner.Replay(ctx, pipeline.ReplayOptions{DataDir: localDir(b.store), From: from, To: to, Progress: progress})
+			res, err := b.runner.Replay(ctx, pipeline.ReplayOptions{From: from, To: to, Progress: progress})
 			if err != nil {
 				return err
 			}

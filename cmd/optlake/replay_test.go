@@ -37,6 +37,7 @@ func files(t *testing.T, dir string, tables ...string) []string {
 // Replay rebuilds the same rows, events and file names from the raw
 // archive; replaying twice changes nothing; ClickHouse gets exact counts.
 func TestReplayRebuildsExactly(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 8, Faults: venuesim.Faults{WrongTypes: true, IndexPriceVariants: true}})
 	dir := t.TempDir()
 	for i := 0; i < 3; i++ {
@@ -97,6 +98,7 @@ func TestReplayRebuildsExactly(t *testing.T) {
 
 // A corrupt raw file is reported and skipped; the rest replays.
 func TestReplaySkipsCorruptFiles(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 2})
 	dir := t.TempDir()
 	for i := 0; i < 2; i++ {

@@ -56,6 +56,7 @@ func shapeBodies() map[string]string {
 // Maps become rows and a wide object stops at the column budget, in
 // ClickHouse and in Parquet (read by DuckDB), through `optlake run`.
 func TestAccountShapesEndToEnd(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	bodies := shapeBodies()
@@ -147,6 +148,7 @@ func grepLines(s, sub string) string {
 // at the simulator. The bound counts from a time taken before the run, so
 // a slow machine only makes requests later; an early one is a real failure.
 func TestRateLimitAtSimulator(t *testing.T) {
+	t.Parallel()
 	const perSec = 25
 	sim := venuesim.New(venuesim.Config{Seed: 5, Faults: venuesim.Faults{FailFirst: 3}})
 	var mu sync.Mutex

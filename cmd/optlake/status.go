@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +14,8 @@ import (
 
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/ledger"
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 )
 
 // statusCommand prints, per sink, what the load ledger holds pending or
@@ -24,20 +30,26 @@ func statusCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
 		},
 		Action: func(c *cli.Context) error {
-			led, closeStore, err := openLedger(c.Context, c.String("data-dir"), true)
+			st0, err := openStore(c.Context, c.String("data-dir"), true)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
+			defer st0.Close()
+			led := ledger.New(st0, nil)
 			format := c.String("format")
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			recs, err := led.Open()
+			recs, err := led.Open(c.Context)
 			if err != nil {
 				return err
 			}
 			st := ledger.Summarize(recs)
+			comps, err := unfinishedCompactions(c.Context, st0)
+			if err != nil {
+				return err
+			}
+			lease := leaseOf(c.Context, st0)
 			w := c.App.Writer
 			if format == "json" {
 				if st == nil {
@@ -45,7 +57,17 @@ func statusCommand() *cli.Command {
 				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"sinks": st})
+				doc := map[string]any{"sinks": st, "compactions": comps}
+				if lease != nil {
+					doc["lease"] = lease
+				}
+				return enc.Encode(doc)
+			}
+			for _, cp := range comps {
+				fmt.Fprintf(w, "unfinished compaction: %s %s (%s): %s\n", cp.Table, cp.Date, cp.Journal, cp.Note)
+			}
+			if lease != nil {
+				fmt.Fprintln(w, lease.line())
 			}
 			if len(st) == 0 {
 				fmt.Fprintln(w, "nothing pending: every snapshot in the load ledger is loaded into every sink")
@@ -72,4 +94,67 @@ func statusCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// compactionStatus is a compaction whose journal a crash left behind: the
+// next command that takes the data directory (compact, run, replay)
+// finishes or undoes it.
+type compactionStatus struct {
+	Table   string `json:"table"`
+	Date    string `json:"date"`
+	Journal string `json:"journal"`
+	// Duplicates: readers may see some of the day's rows twice until it is
+	// recovered (on a bucket, where the compacted objects may be visible
+	// beside their inputs; a local folder swaps in one step).
+	Duplicates bool   `json:"duplicates_possible"`
+	Note       string `json:"note"`
+}
+
+// unfinishedCompactions lists the compaction journals of the data
+// directory (DATA/.compact/journal/<table>@<date>.json).
+func unfinishedCompactions(ctx context.Context, st storage.Store) ([]compactionStatus, error) {
+	dir := path.Join(pq.CompactDir, "journal") + "/"
+	infos, err := st.List(ctx, dir)
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("compaction journals: %w", err)
+	}
+	out := []compactionStatus{}
+	bucket := storage.LocalDir(st) == ""
+	for _, in := range infos {
+		table, date, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(in.Name, dir), ".json"), "@")
+		if !ok || !strings.HasSuffix(in.Name, ".json") {
+			continue
+		}
+		c := compactionStatus{Table: table, Date: date, Journal: in.Name, Duplicates: bucket,
+			Note: "readers see every row once; the next compact, run or replay finishes or undoes it"}
+		if bucket {
+			c.Note = "readers may see rows of that day twice until the next compact, run or replay recovers it"
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// leaseStatus is the lease of a bucket data directory.
+type leaseStatus struct {
+	Holder  string    `json:"holder"`
+	Expires time.Time `json:"expires"`
+	Expired bool      `json:"expired"`
+}
+
+// leaseOf reads the lease (nil: none, or a local folder, whose lock dies
+// with its process).
+func leaseOf(ctx context.Context, st storage.Store) *leaseStatus {
+	holder, exp, err := storage.ReadLease(ctx, st)
+	if err != nil {
+		return nil
+	}
+	return &leaseStatus{Holder: holder, Expires: exp.UTC(), Expired: !time.Now().Before(exp)}
+}
+
+func (l *leaseStatus) line() string {
+	if l.Expired {
+		return fmt.Sprintf("lease: held by %s, expired at %s: the next command takes it over", l.Holder, l.Expires.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("lease: held by %s until %s: another command is refused until then (unless the holder releases it)", l.Holder, l.Expires.Format(time.RFC3339))
 }

@@ -25,11 +25,11 @@ func TestStatusOnBucket(t *testing.T) {
 	}
 	defer st.Close()
 	snap := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	l := ledger.New(storage.KV(ctx, st, ledger.Dir), nil)
-	if err := l.Begin(snap, "run-1", "venue", []string{"instruments"}, []string{"parquet"}); err != nil {
+	l := ledger.New(st, nil)
+	if err := l.Begin(ctx, snap, "run-1", "venue", []string{"instruments"}, []string{"parquet"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Settle(ledger.Key{Time: snap, RunID: "run-1"}, "instruments", map[string]ledger.Outcome{"parquet": {State: ledger.Pending, Error: "bucket away"}}); err != nil {
+	if err := l.Settle(ctx, ledger.Key{Time: snap, RunID: "run-1"}, "instruments", map[string]ledger.Outcome{"parquet": {State: ledger.Pending, Error: "bucket away"}}); err != nil {
 		t.Fatal(err)
 	}
 	if s := statusJSON(t, url)["parquet"]; s.Pending != 1 || s.LastError != "bucket away" {

@@ -14,6 +14,7 @@ import (
 // TLS is verified by default; --ca-file trusts a private CA; the explicit
 // --insecure-skip-verify turns verification off, loudly.
 func TestTLSVerification(t *testing.T) {
+	t.Parallel()
 	sim := venuesim.New(venuesim.Config{Seed: 1})
 	srv := httptest.NewTLSServer(sim.Handler())
 	defer srv.Close()

@@ -109,6 +109,8 @@ type Metrics struct {
 	lastSuccess      *prometheus.GaugeVec
 	pendingLoads     *prometheus.GaugeVec
 	oldestPending    *prometheus.GaugeVec
+	unfinished       *prometheus.GaugeVec
+	eventsSkipped    *prometheus.CounterVec
 	caughtUp         *prometheus.CounterVec
 
 	// families maps a full metric name to what LoadTextfile needs to seed it.
@@ -169,6 +171,8 @@ func New(opts ...Option) *Metrics {
 	m.lastSuccess = m.gauge("last_success_timestamp_seconds", "Snapshot time of the endpoint's last successful snapshot, as a Unix time.", "endpoint")
 	m.pendingLoads = m.gauge("pending_loads", "Snapshots the load ledger holds pending for the sink (to be caught up) at the end of the last run.", "sink")
 	m.oldestPending = m.gauge("oldest_pending_load_age_seconds", "Age of the oldest snapshot pending for the sink at the end of the last run (0 when none).", "sink")
+	m.eventsSkipped = m.counter("events_skipped_total", "Snapshots whose instrument events were not written (older than the events state: a clock gone backwards or a late load; or the state could not be saved), per endpoint.", "endpoint")
+	m.unfinished = m.gauge("unfinished_compactions", "Compaction journals left in the data directory at the end of the last run (a crash mid-publish; on a bucket readers may see rows twice until a command recovers it).")
 	m.caughtUp = m.counter("caught_up_loads_total", "Loads of missed snapshots (snapshot x sink) committed by catch-up.", "sink")
 
 	// Series that exist before the first run, so rate() and absent() alerts
@@ -255,6 +259,7 @@ func (m *Metrics) Observe(sum *Run) {
 	m.lastRunOK.WithLabelValues().Set(ok)
 	m.lastRunDuration.WithLabelValues().Set(dur)
 
+	m.unfinished.WithLabelValues().Set(float64(sum.UnfinishedCompactions))
 	for _, p := range sum.Pending {
 		m.pendingLoads.WithLabelValues(p.Sink).Set(float64(p.Pending))
 		age := 0.0
@@ -280,6 +285,9 @@ func (m *Metrics) Observe(sum *Run) {
 		add(m.requests.WithLabelValues(ep), e.Requests)
 		add(m.rejects.WithLabelValues(ep), e.Rejects)
 		add(m.events.WithLabelValues(ep), e.Events)
+		if e.EventsSkipped != "" {
+			m.eventsSkipped.WithLabelValues(ep).Inc()
+		}
 		add(m.bytes.WithLabelValues(ep), e.Bytes)
 		add(m.overflow.WithLabelValues(ep), e.Overflow)
 		m.endpointDuration.observe(seconds(e.DurationMS), ep)

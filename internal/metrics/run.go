@@ -15,6 +15,10 @@ type Run struct {
 	Pending []Pending
 	// CaughtUp are the earlier snapshots loaded (or tried) before the run.
 	CaughtUp []CaughtUp
+	// UnfinishedCompactions counts compaction journals left in the data
+	// directory after the run (a crash; readers of a bucket may see rows
+	// twice until the next command recovers them).
+	UnfinishedCompactions int
 }
 
 // EndpointRun is one endpoint of a run.
@@ -30,6 +34,10 @@ type EndpointRun struct {
 	DurationMS int64
 	Error      string
 	Sinks      map[string]SinkRun
+	// EventsSkipped is why the listing's instrument events were not
+	// written ("" when they were): a snapshot older than the events
+	// state, a state not saved.
+	EventsSkipped string
 }
 
 // SinkRun is what one sink made of one endpoint.

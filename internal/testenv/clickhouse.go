@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,9 +67,8 @@ type ClickHouse struct {
 	log       io.Writer
 	out       *tailBuffer // the server's stdout+stderr, last bytes
 
+	proc    process
 	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited
 	version string
 	startup time.Duration
 }
@@ -170,20 +168,7 @@ func (c *ClickHouse) StartupTime() time.Duration {
 }
 
 // Running reports whether the server process is alive.
-func (c *ClickHouse) Running() bool {
-	c.mu.Lock()
-	exited := c.exited
-	c.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
+func (c *ClickHouse) Running() bool { return c.proc.running() }
 
 // Stop shuts the server down (SIGTERM; SIGKILL after 10s) and waits for it to
 // exit. The data directory is kept. Stopping a stopped server is a no-op.
@@ -276,16 +261,9 @@ func (c *ClickHouse) LogTail(n int) string {
 var errPortInUse = errors.New("port already in use")
 
 func (c *ClickHouse) start(ctx context.Context) error {
-	c.mu.Lock()
-	if c.exited != nil {
-		select {
-		case <-c.exited:
-		default:
-			c.mu.Unlock()
-			return fmt.Errorf("clickhouse-server already running (pid %d)", c.cmd.Process.Pid)
-		}
+	if c.proc.running() {
+		return fmt.Errorf("clickhouse-server already running (pid %d)", c.proc.pid())
 	}
-	c.mu.Unlock()
 
 	logPath := filepath.Join(c.dir, "log", "clickhouse-server.log")
 	var logOffset int64
@@ -304,18 +282,10 @@ func (c *ClickHouse) start(ctx context.Context) error {
 	cmd.Dir = c.dir
 	w := io.MultiWriter(c.out, c.log)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := startOnLockedThread(cmd); err != nil {
+	exited, err := c.proc.start(cmd, nil)
+	if err != nil {
 		return fmt.Errorf("starting %s: %w", c.server[0], err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	c.mu.Lock()
-	c.cmd, c.exited = cmd, exited
-	c.mu.Unlock()
 
 	fail := func(err error) error {
 		_ = c.terminate(syscall.SIGKILL, stopTimeout)
@@ -388,64 +358,8 @@ func (c *ClickHouse) httpQuery(ctx context.Context, sql string) (string, error) 
 	return strings.TrimSuffix(string(body), "\n"), nil
 }
 
-// terminate sends sig to the server's process group and waits for it to exit,
-// escalating to SIGKILL after timeout.
 func (c *ClickHouse) terminate(sig syscall.Signal, timeout time.Duration) error {
-	c.mu.Lock()
-	cmd, exited := c.cmd, c.exited
-	c.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	select {
-	case <-exited:
-		return nil
-	default:
-	}
-	pid := cmd.Process.Pid
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signalling clickhouse-server (pid %d): %w", pid, err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(timeout):
-	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("killing clickhouse-server (pid %d): %w", pid, err)
-	}
-	<-exited
-	if sig != syscall.SIGKILL {
-		return fmt.Errorf("clickhouse-server (pid %d) did not stop within %s of %s; killed", pid, timeout, sig)
-	}
-	return nil
-}
-
-// spawn requests go to one goroutine locked to its OS thread for the life of
-// the process. Pdeathsig fires when the *thread* that started the child exits,
-// and the Go runtime may retire threads; this one never is.
-type spawnReq struct {
-	cmd *exec.Cmd
-	err chan error
-}
-
-var (
-	spawnOnce sync.Once
-	spawnCh   = make(chan spawnReq)
-)
-
-func startOnLockedThread(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-			for r := range spawnCh {
-				r.err <- r.cmd.Start()
-			}
-		}()
-	})
-	req := spawnReq{cmd: cmd, err: make(chan error, 1)}
-	spawnCh <- req
-	return <-req.err
+	return c.proc.terminate(sig, timeout)
 }
 
 // ---- configuration ----------------------------------------------------------------

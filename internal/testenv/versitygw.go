@@ -33,8 +33,7 @@ const EnvVersityGW = "OPTLAKE_TEST_VERSITYGW"
 type VersityGW struct {
 	bin, base, dir, iam string
 	port                int
-	cmd                 *exec.Cmd
-	done                chan struct{}
+	proc                process
 }
 
 // VersityGWBin finds the versitygw binary: $OPTLAKE_TEST_VERSITYGW, then
@@ -107,18 +106,13 @@ func (g *VersityGW) launch() error {
 	if err != nil {
 		return err
 	}
-	g.done = make(chan struct{})
-	g.cmd = exec.Command(g.bin, "--port", g.Addr(), "--iam-dir", g.iam, "posix", g.dir)
-	g.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+S3AccessKey, "ROOT_SECRET_KEY="+S3SecretKey)
-	g.cmd.Stdout, g.cmd.Stderr = logf, logf
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := g.cmd.Start(); err != nil {
+	cmd := exec.Command(g.bin, "--port", g.Addr(), "--iam-dir", g.iam, "posix", g.dir)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+S3AccessKey, "ROOT_SECRET_KEY="+S3SecretKey)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if _, err := g.proc.start(cmd, func() { logf.Close() }); err != nil {
 		logf.Close()
 		return err
 	}
-	done := g.done
-	cmd := g.cmd
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
 	return nil
 }
 
@@ -141,7 +135,7 @@ func (g *VersityGW) wait() error {
 	defer cancel()
 	for {
 		select {
-		case <-g.done:
+		case <-g.proc.done():
 			return errors.New("versitygw exited")
 		case <-ctx.Done():
 			return ctx.Err()
@@ -186,20 +180,4 @@ func (g *VersityGW) SetCredentials(t testing.TB) {
 }
 
 // Stop ends the server (SIGTERM, then SIGKILL).
-func (g *VersityGW) Stop() {
-	if g.cmd == nil || g.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	syscall.Kill(-g.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(stopTimeout):
-		syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
-		<-g.done
-	}
-}
+func (g *VersityGW) Stop() { g.proc.terminate(syscall.SIGTERM, stopTimeout) }

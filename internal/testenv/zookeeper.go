@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -39,9 +38,7 @@ type ZooKeeper struct {
 	out  *tailBuffer
 	log  io.Writer
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc process
 }
 
 // StartZooKeeper writes a config into dir (created if needed) and starts a
@@ -94,32 +91,11 @@ func (z *ZooKeeper) Addr() string { return net.JoinHostPort("127.0.0.1", strconv
 func (z *ZooKeeper) Dir() string { return z.dir }
 
 // Running reports whether the server process is alive.
-func (z *ZooKeeper) Running() bool {
-	z.mu.Lock()
-	exited := z.exited
-	z.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
+func (z *ZooKeeper) Running() bool { return z.proc.running() }
 
 // Stop terminates the server (SIGTERM, SIGKILL after 10s) and waits for it.
 // Stopping a stopped server is a no-op.
-func (z *ZooKeeper) Stop() error {
-	z.mu.Lock()
-	cmd, exited := z.cmd, z.exited
-	z.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	return terminateGroup("zookeeper", cmd, exited, syscall.SIGTERM, stopTimeout)
-}
+func (z *ZooKeeper) Stop() error { return z.proc.terminate(syscall.SIGTERM, stopTimeout) }
 
 // LogTail returns the last n lines of the server's output.
 func (z *ZooKeeper) LogTail(n int) string {
@@ -177,21 +153,13 @@ func (z *ZooKeeper) start(ctx context.Context) error {
 	cmd.Dir = z.dir
 	w := io.MultiWriter(z.out, z.log, logFile)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := startOnLockedThread(cmd); err != nil {
+	exited, err := z.proc.start(cmd, nil)
+	if err != nil {
 		return fmt.Errorf("starting zookeeper: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	z.mu.Lock()
-	z.cmd, z.exited = cmd, exited
-	z.mu.Unlock()
 
 	fail := func(err error) error {
-		_ = terminateGroup("zookeeper", cmd, exited, syscall.SIGKILL, stopTimeout)
+		_ = z.proc.terminate(syscall.SIGKILL, stopTimeout)
 		return err
 	}
 	deadline := time.NewTimer(startTimeout)
@@ -244,31 +212,4 @@ func zooKeeperCommand() ([]string, error) {
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain"}, nil
-}
-
-// terminateGroup sends sig to cmd's process group, waits for exited, and
-// escalates to SIGKILL after timeout.
-func terminateGroup(what string, cmd *exec.Cmd, exited chan struct{}, sig syscall.Signal, timeout time.Duration) error {
-	select {
-	case <-exited:
-		return nil
-	default:
-	}
-	pid := cmd.Process.Pid
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signalling %s (pid %d): %w", what, pid, err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(timeout):
-	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("killing %s (pid %d): %w", what, pid, err)
-	}
-	<-exited
-	if sig != syscall.SIGKILL {
-		return fmt.Errorf("%s (pid %d) did not stop within %s of %s; killed", what, pid, timeout, sig)
-	}
-	return nil
 }

@@ -14,6 +14,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,9 +36,6 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
-// TimeLayout formats snapshot times in file names (sortable, UTC, ms).
-const TimeLayout = "20060102T150405.000Z"
-
 // Meta describes one archived response. It never holds secrets: URL is
 // redacted by the caller and request headers are not recorded.
 type Meta struct {
@@ -54,12 +52,18 @@ type Meta struct {
 	RunID        string            `json:"run_id"`
 	Source       string            `json:"source"`
 	FetchTime    time.Time         `json:"fetch_time"`
-	Bytes        int64             `json:"bytes"`  // body bytes as received (after HTTP content decoding)
-	SHA256       string            `json:"sha256"` // of those bytes
-	Complete     bool              `json:"complete"`
-	Error        string            `json:"error,omitempty"`
-	Compression  string            `json:"compression"`
-	File         string            `json:"file"` // body file, relative to the data directory
+	Bytes        int64             `json:"bytes"` // body bytes as received (after HTTP content decoding)
+	// ObjectSHA256 is the hex sha256 of the stored object (the .json.zst
+	// file's bytes as written): `sha256sum FILE.json.zst` checks it, and
+	// replay and catch-up verify it before decoding (OpenVerified).
+	ObjectSHA256 string `json:"object_sha256,omitempty"`
+	// SHA256 is the sha256 of the body (the decompressed bytes), written
+	// by archives before object_sha256 and no longer: kept to read them.
+	SHA256      string `json:"sha256,omitempty"`
+	Complete    bool   `json:"complete"`
+	Error       string `json:"error,omitempty"`
+	Compression string `json:"compression"`
+	File        string `json:"file"` // body file, relative to the data directory
 	// Paginated requests: each page is its own body, numbered from 1;
 	// the last one says so (a request without it is incomplete).
 	Page     int  `json:"page,omitempty"`
@@ -79,6 +83,8 @@ type Archive struct {
 	// decoder allocates and clears its history window for every body,
 	// 6% of a replay's CPU on 3,000-instrument snapshots.
 	decoders sync.Pool
+	// buffers hold objects OpenVerified reads whole (*bytes.Buffer).
+	buffers sync.Pool
 }
 
 // New returns the archive of a local data directory (bodies go to
@@ -95,21 +101,8 @@ func BodyPath(m Meta) string {
 	if m.Page > 0 {
 		page = fmt.Sprintf("-p%05d", m.Page)
 	}
-	name := fmt.Sprintf("%s-%s-r%03d%s-a%d.json.zst", ts.Format(TimeLayout), safe(m.RunID), m.Request, page, m.Attempt)
-	return path.Join("raw", safe(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
-}
-
-func safe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "_"
-	}
-	return string(b)
+	name := fmt.Sprintf("%s-%s-r%03d%s-a%d.json.zst", ts.Format(storage.TimeLayout), storage.SafeName(m.RunID), m.Request, page, m.Attempt)
+	return path.Join("raw", storage.SafeName(m.Endpoint), "date="+ts.Format("2006-01-02"), name)
 }
 
 // Entry is one body being archived. It is an io.Writer: tee the response
@@ -120,13 +113,13 @@ type Entry struct {
 	st   storage.Store
 	w    storage.Writer
 	zw   *zstd.Encoder
-	h    hash.Hash
+	h    hash.Hash // of the object, as zw writes it to w
 	n    int64
 	done bool
 	werr error
 
-	// The hash and the compression run on their own goroutine (started
-	// by the first Write), fed copies of the body's chunks through a
+	// The compression (and the object's hash) run on their own goroutine
+	// (started by the first Write), fed copies of the body's chunks through a
 	// bounded queue, so that they do not slow the decoder reading the
 	// tee. async holds the first error they met; wait stops them.
 	queue chan []byte
@@ -135,12 +128,12 @@ type Entry struct {
 	async atomic.Pointer[error]
 }
 
-// entryQueue bounds the chunks in flight between Write and the hashing
-// and compressing goroutine (each chunk is one Read of the response body).
+// entryQueue bounds the chunks in flight between Write and the
+// compressing goroutine (each chunk is one Read of the response body).
 const entryQueue = 4
 
-// Create starts archiving a body described by m (Status, Bytes, SHA256,
-// Complete and Error are filled in by Finish). Cancelling ctx abandons the
+// Create starts archiving a body described by m (Status, Bytes,
+// ObjectSHA256, Complete and Error are filled in by Finish). Cancelling ctx abandons the
 // body (nothing becomes visible).
 func (a *Archive) Create(ctx context.Context, m Meta) (*Entry, error) {
 	m.File = BodyPath(m)
@@ -149,12 +142,27 @@ func (a *Archive) Create(ctx context.Context, m Meta) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
+	// The object is hashed as the encoder writes it (no second read); the
+	// frame keeps zstd's content checksum (the encoder's default).
+	h := sha256.New()
+	zw, err := zstd.NewWriter(hashingWriter{w, h}, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2), zstd.WithEncoderCRC(true))
 	if err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("archive: %w", err)
 	}
-	return &Entry{meta: m, ctx: ctx, st: a.st, w: w, zw: zw, h: sha256.New()}, nil
+	return &Entry{meta: m, ctx: ctx, st: a.st, w: w, zw: zw, h: h}, nil
+}
+
+// hashingWriter writes to w what it adds to h: the object as stored.
+type hashingWriter struct {
+	w io.Writer
+	h hash.Hash
+}
+
+func (hw hashingWriter) Write(p []byte) (int, error) {
+	n, err := hw.w.Write(p)
+	hw.h.Write(p[:n])
+	return n, err
 }
 
 // MarkPage records, before Finish, whether the body is the last page of
@@ -167,7 +175,7 @@ func (e *Entry) MarkPage(last, venueError bool) {
 // Write compresses p into the archive. An archive write error is sticky and
 // reported by Write and Finish: losing the raw copy fails the fetch.
 //
-// Write copies p to a bounded queue; a goroutine hashes and compresses it.
+// Write copies p to a bounded queue; a goroutine compresses it.
 // An error of that goroutine is returned by the next Write (and Finish).
 func (e *Entry) Write(p []byte) (int, error) {
 	if e.werr != nil {
@@ -196,7 +204,7 @@ func (e *Entry) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// start starts the goroutine that hashes and compresses the queued chunks.
+// start starts the goroutine that compresses the queued chunks.
 func (e *Entry) start() {
 	e.queue = make(chan []byte, entryQueue)
 	e.free = make(chan []byte, entryQueue+1)
@@ -206,7 +214,6 @@ func (e *Entry) start() {
 		failed := false
 		for b := range e.queue {
 			if !failed {
-				e.h.Write(b)
 				if _, err := e.zw.Write(b); err != nil {
 					err = fmt.Errorf("archive %s: %w", e.meta.File, err)
 					e.async.Store(&err)
@@ -250,11 +257,11 @@ func (e *Entry) Finish(status int, contentType string, complete bool, errMsg str
 	m := e.meta
 	m.Status, m.ContentType, m.Complete, m.Error = status, contentType, complete, errMsg
 	m.Bytes = e.n
-	m.SHA256 = hex.EncodeToString(e.h.Sum(nil))
 	err := e.werr
 	if cerr := e.zw.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	m.ObjectSHA256 = hex.EncodeToString(e.h.Sum(nil)) // the frame is whole once closed
 	if err != nil {
 		e.w.Abort()
 		return m, fmt.Errorf("archive %s: %w", m.File, err)
@@ -336,7 +343,14 @@ func (a *Archive) Open(ctx context.Context, file string) (io.ReadCloser, error) 
 	if err != nil {
 		return nil, err
 	}
+	return a.decode(r)
+}
+
+// decode returns the decompressing reader of the object r, closing r when
+// it cannot.
+func (a *Archive) decode(r io.ReadCloser) (io.ReadCloser, error) {
 	zr, _ := a.decoders.Get().(*zstd.Decoder)
+	var err error
 	if zr == nil {
 		zr, err = zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
 	} else {
@@ -349,10 +363,74 @@ func (a *Archive) Open(ctx context.Context, file string) (io.ReadCloser, error) 
 	return &readCloser{a: a, zr: zr, r: r}, nil
 }
 
+// ErrObjectHash marks a stored object whose sha256 is not its metadata's
+// object_sha256: the file changed after it was written.
+var ErrObjectHash = errors.New("stored object does not match its metadata's object_sha256")
+
+// verifyInMemory is the largest object OpenVerified keeps in memory to
+// hash and decode it from one read; a larger one is read twice (hashed,
+// then decoded), so that memory stays bounded. Replay's snapshots are
+// a few hundred KiB compressed; a 1M listing is about 60 MiB.
+const verifyInMemory = 8 << 20
+
+// OpenVerified is Open of m's body that first checks the stored object
+// against m.ObjectSHA256: a mismatch is an error wrapping ErrObjectHash,
+// returned before anything is decoded. Metadata written before
+// object_sha256 existed has only the body's hash; such a body is opened
+// unchecked (zstd's frame checksum still checks it as it is decoded).
+func (a *Archive) OpenVerified(ctx context.Context, m Meta) (io.ReadCloser, error) {
+	if m.ObjectSHA256 == "" {
+		return a.Open(ctx, m.File)
+	}
+	r, err := a.st.Open(ctx, m.File)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	buf, _ := a.buffers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	n, err := buf.ReadFrom(io.LimitReader(r, verifyInMemory+1))
+	h.Write(buf.Bytes())
+	whole := n <= verifyInMemory
+	if err == nil && !whole {
+		_, err = io.Copy(h, r)
+	}
+	r.Close()
+	if err == nil {
+		if got := hex.EncodeToString(h.Sum(nil)); got != m.ObjectSHA256 {
+			err = fmt.Errorf("%w (sha256 %s, metadata %s)", ErrObjectHash, got, m.ObjectSHA256)
+		}
+	}
+	if err != nil || !whole {
+		a.buffers.Put(buf)
+		if err != nil {
+			return nil, fmt.Errorf("verify: %w", err)
+		}
+		return a.Open(ctx, m.File)
+	}
+	return a.decode(bufferReader{bytes.NewReader(buf.Bytes()), buf, a})
+}
+
+// bufferReader is an object held in memory, its buffer handed back to the
+// archive on Close.
+type bufferReader struct {
+	*bytes.Reader
+	buf *bytes.Buffer
+	a   *Archive
+}
+
+func (b bufferReader) Close() error {
+	b.a.buffers.Put(b.buf)
+	return nil
+}
+
 type readCloser struct {
 	a  *Archive
 	zr *zstd.Decoder // nil once closed
-	r  storage.Reader
+	r  io.ReadCloser
 }
 
 func (r *readCloser) Read(p []byte) (int, error) {
@@ -431,7 +509,7 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 		days = all
 	}
 	for _, ep := range endpoints {
-		d, err := a.dayFiles(ctx, safe(ep))
+		d, err := a.dayFiles(ctx, storage.SafeName(ep))
 		if err != nil {
 			return nil, err
 		}
@@ -544,7 +622,7 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 // Days lists the days (UTC midnights) that have archived bodies of
 // endpoint, oldest first.
 func (a *Archive) Days(ctx context.Context, endpoint string) ([]time.Time, error) {
-	d, err := a.dayFiles(ctx, safe(endpoint))
+	d, err := a.dayFiles(ctx, storage.SafeName(endpoint))
 	if err != nil {
 		return nil, err
 	}
@@ -566,14 +644,14 @@ func parseDay(name string) (time.Time, bool) {
 
 // parseBodyName splits <snapshot>-<run_id>-rNNN-aN into its time and run id.
 func parseBodyName(base string) (time.Time, string, bool) {
-	if len(base) < len(TimeLayout)+1 {
+	if len(base) < len(storage.TimeLayout)+1 {
 		return time.Time{}, "", false
 	}
-	ts, err := time.Parse(TimeLayout, base[:len(TimeLayout)])
+	ts, err := time.Parse(storage.TimeLayout, base[:len(storage.TimeLayout)])
 	if err != nil {
 		return time.Time{}, "", false
 	}
-	rest := base[len(TimeLayout)+1:]
+	rest := base[len(storage.TimeLayout)+1:]
 	i := strings.LastIndex(rest, "-r")
 	if i < 0 {
 		return time.Time{}, "", false

@@ -3,8 +3,6 @@ package archive
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -61,8 +59,7 @@ func TestRoundTrip(t *testing.T) {
 	a := New(dir)
 	body := bytes.Repeat([]byte(`{"instrument_name":"BTC-27DEC26-100000-C","index_price":"97000.5"},`), 5000)
 	m := put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Source: "sim", Attempt: 1, URL: "http://venue/x"}, body, 200, true)
-	sum := sha256.Sum256(body)
-	if m.Bytes != int64(len(body)) || m.SHA256 != hex.EncodeToString(sum[:]) || !m.Complete || m.Compression != "zstd" {
+	if m.Bytes != int64(len(body)) || m.ObjectSHA256 != fileSHA256(t, filepath.Join(dir, m.File)) || m.SHA256 != "" || !m.Complete || m.Compression != "zstd" {
 		t.Fatalf("meta %+v", m)
 	}
 	want := filepath.Join("raw", "instruments", "date=2026-11-22", "20261122T101500.250Z-run-1-r000-a1.json.zst")
@@ -77,7 +74,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("body file is %v bytes (%v): not compressed", st.Size(), err)
 	}
 	back, err := ReadMeta(filepath.Join(dir, MetaPath(m.File)))
-	if err != nil || back.SHA256 != m.SHA256 || back.RunID != "run-1" || !back.SnapshotTime.Equal(t0) {
+	if err != nil || back.ObjectSHA256 != m.ObjectSHA256 || back.RunID != "run-1" || !back.SnapshotTime.Equal(t0) {
 		t.Fatalf("sidecar %+v (%v)", back, err)
 	}
 	ents, _ := os.ReadDir(filepath.Join(dir, filepath.Dir(m.File)))

@@ -296,7 +296,7 @@ func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(con
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return fmt.Errorf("no time left to retry before the deadline: %w", err)
 		}
-		c.log.Info("retrying", "endpoint", r.Endpoint, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", c.opt.Redactor.String(err.Error()))
+		c.log.Info("retrying", "endpoint", r.Endpoint, "attempt", attempt, "of", c.opt.MaxAttempts, "wait", wait.Round(time.Millisecond), "err", c.opt.Redactor.String(err.Error()))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -135,7 +135,7 @@ func BenchmarkDecodeWide(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := reg.Save(); err != nil {
+				if err := reg.Save(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 				schemaBytes = dirSize(b, filepath.Join(dir, SchemaDir))

@@ -65,7 +65,7 @@ func TestEvolution(t *testing.T) {
 	if got := resA.changes; len(got) != 2 || got[0].Kind != ChangeTable || got[1].Table != "orders__legs" {
 		t.Fatalf("changes of A: %v", got)
 	}
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, SchemaDir, "orders.json")); err != nil {
@@ -130,7 +130,7 @@ func TestEvolution(t *testing.T) {
 	}
 
 	// Save + LoadRegistry keeps columns, order, types and first-seen times.
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := LoadRegistry(dataDir)
@@ -548,14 +548,14 @@ func TestConcurrentUse(t *testing.T) {
 			for i := 0; i < 20; i++ {
 				_ = reg.Tables()
 				_ = reg.Print(&strings.Builder{})
-				if err := reg.Save(); err != nil {
+				if err := reg.Save(context.Background()); err != nil {
 					t.Error(err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := LoadRegistry(dataDir)

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -207,7 +208,7 @@ func lineDiff(want, got string) string {
 // back: same tables, columns, order, types and first-seen times.
 func checkRoundTrip(t *testing.T, reg *Registry, dataDir string) {
 	t.Helper()
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	loaded, err := LoadRegistry(dataDir)

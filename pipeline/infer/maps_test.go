@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -102,7 +103,7 @@ func TestMapPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustDecode(t, reg, `{"balances": {"BTC": {"available": "1"}, "ETH": {"available": "2"}}}`, t0, Options{})
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reg, err = LoadRegistry(dir)
@@ -237,7 +238,7 @@ func TestSchemaFileSize(t *testing.T) {
 	if res.stats.Overflow["orders"] != 5000-(DefaultColumnBudget-6) {
 		t.Errorf("overflow = %v", res.stats.Overflow)
 	}
-	if err := reg.Save(); err != nil {
+	if err := reg.Save(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, SchemaDir, "orders.json"))

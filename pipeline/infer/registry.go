@@ -351,7 +351,7 @@ func (r *Registry) link() error {
 // saved, each to SchemaDir/<table>.json, each whole or not at all (the
 // store's Put: temp file, fsync, rename and folder fsync locally; one PUT on
 // a bucket). An in-memory registry saves nothing.
-func (r *Registry) Save() error {
+func (r *Registry) Save(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.st == nil || len(r.dirty) == 0 {
@@ -367,7 +367,7 @@ func (r *Registry) Save() error {
 		if err != nil {
 			return fmt.Errorf("infer: save registry table %s: %w", n, err)
 		}
-		if err := r.st.Put(context.Background(), SchemaDir+"/"+n+".json", b); err != nil {
+		if err := r.st.Put(ctx, SchemaDir+"/"+n+".json", b); err != nil {
 			return fmt.Errorf("infer: save registry table %s: %w", n, err)
 		}
 		delete(r.dirty, n)

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -151,7 +152,7 @@ func TestSimulatorNothingLost(t *testing.T) {
 				}
 			}
 		}
-		if err := reg.Save(); err != nil {
+		if err := reg.Save(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		loaded, err := LoadRegistry(dataDir)

@@ -22,22 +22,20 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/optlake/optlake/storage"
 )
 
 // Dir is the ledger's folder inside the data directory.
 const Dir = "_ledger"
-
-// TimeLayout formats snapshot times in record names (sortable, UTC, ms).
-const TimeLayout = "20060102T150405.000Z"
 
 // State is where one load (snapshot × endpoint × sink) stands.
 type State string
@@ -128,55 +126,30 @@ type Outcome struct {
 	Error string // one line, already redacted
 }
 
-// Store holds the ledger's objects. Implementations (a folder, an object
-// store bucket):
-//
-//  1. Put replaces the object name with data atomically: a reader sees the
-//     old object or the new one, never a part, also after a crash.
-//  2. Get returns an error satisfying errors.Is(err, fs.ErrNotExist) when
-//     name does not exist.
-//  3. List returns the names of the objects whose name starts with prefix
-//     (names use "/" separators), in any order.
-//  4. Delete of a missing object is not an error.
-type Store interface {
-	Put(name string, data []byte) error
-	Get(name string) ([]byte, error)
-	List(prefix string) ([]string, error)
-	Delete(name string) error
-}
-
 // Ledger reads and writes the records of one data directory. Its methods
 // are safe for concurrent use; only one process writes a data directory at
 // a time (the data directory's lock), while readers (optlake status) may
 // read at any time.
 type Ledger struct {
-	st  Store
+	st  objects
 	now func() time.Time
 
 	mu   sync.Mutex
 	open map[Key]*Record // records in open/ that this process wrote or read
 }
 
-// New returns a ledger over st; now (default time.Now) stamps updates.
-func New(st Store, now func() time.Time) *Ledger {
+// New returns the ledger of the data directory st (its objects under
+// Dir/); now (default time.Now) stamps updates. Its calls outlive their
+// ctx's cancellation, each bounded by CallTimeout.
+func New(st storage.Store, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{st: st, now: now, open: map[Key]*Record{}}
-}
-
-func safe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
+	return &Ledger{st: objects{st}, now: now, open: map[Key]*Record{}}
 }
 
 func baseName(k Key) string {
-	return k.Time.UTC().Format(TimeLayout) + "-" + safe(k.RunID) + ".json"
+	return k.Time.UTC().Format(storage.TimeLayout) + "-" + storage.SafeName(k.RunID) + ".json"
 }
 
 func openName(k Key) string { return path.Join("open", baseName(k)) }
@@ -187,7 +160,7 @@ func doneName(k Key) string {
 
 // Begin records a snapshot about to be loaded: every endpoint × sink is
 // pending until Settle says otherwise.
-func (l *Ledger) Begin(snapshotTime time.Time, runID, source string, endpoints, sinks []string) error {
+func (l *Ledger) Begin(ctx context.Context, snapshotTime time.Time, runID, source string, endpoints, sinks []string) error {
 	now := l.now().UTC()
 	rec := &Record{SnapshotTime: snapshotTime.UTC(), RunID: runID, Source: source}
 	for _, ep := range endpoints {
@@ -197,7 +170,7 @@ func (l *Ledger) Begin(snapshotTime time.Time, runID, source string, endpoints, 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.write(rec)
+	return l.write(ctx, rec)
 }
 
 // Settle records the outcome of an attempt to load endpoint into each sink
@@ -205,18 +178,18 @@ func (l *Ledger) Begin(snapshotTime time.Time, runID, source string, endpoints, 
 // does not list are ignored (a replay into a new sink), as is a snapshot
 // the ledger does not hold open (already settled). Once nothing is pending
 // or failed the record moves to done/.
-func (l *Ledger) Settle(k Key, endpoint string, outcomes map[string]Outcome) error {
+func (l *Ledger) Settle(ctx context.Context, k Key, endpoint string, outcomes map[string]Outcome) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec, err := l.get(k)
+	rec, err := l.get(ctx, k)
 	if err != nil || rec == nil {
 		return err
 	}
-	return l.settle(rec, endpoint, outcomes)
+	return l.settle(ctx, rec, endpoint, outcomes)
 }
 
 // settle is Settle on the open record rec. Call with mu held.
-func (l *Ledger) settle(rec *Record, endpoint string, outcomes map[string]Outcome) error {
+func (l *Ledger) settle(ctx context.Context, rec *Record, endpoint string, outcomes map[string]Outcome) error {
 	now := l.now().UTC()
 	changed := false
 	for i := range rec.Loads {
@@ -232,16 +205,16 @@ func (l *Ledger) settle(rec *Record, endpoint string, outcomes map[string]Outcom
 	if !changed {
 		return nil
 	}
-	return l.write(rec)
+	return l.write(ctx, rec)
 }
 
 // SettleRuns is Settle for the snapshot's runs rows (endpoint Runs): when
 // an outcome is not Committed the rows are kept in the record for the
 // catch-up that loads them into the sinks that missed them.
-func (l *Ledger) SettleRuns(k Key, rows []RunRow, outcomes map[string]Outcome) error {
+func (l *Ledger) SettleRuns(ctx context.Context, k Key, rows []RunRow, outcomes map[string]Outcome) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec, err := l.get(k)
+	rec, err := l.get(ctx, k)
 	if err != nil || rec == nil {
 		return err
 	}
@@ -250,15 +223,15 @@ func (l *Ledger) SettleRuns(k Key, rows []RunRow, outcomes map[string]Outcome) e
 			rec.Runs = append([]RunRow(nil), rows...) // not the caller's slice
 		}
 	}
-	return l.settle(rec, Runs, outcomes)
+	return l.settle(ctx, rec, Runs, outcomes)
 }
 
 // Drop removes endpoint's loads from the snapshot's record: there is nothing
 // to load (the venue was not reached, so nothing was archived).
-func (l *Ledger) Drop(k Key, endpoint string) error {
+func (l *Ledger) Drop(ctx context.Context, k Key, endpoint string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec, err := l.get(k)
+	rec, err := l.get(ctx, k)
 	if err != nil || rec == nil {
 		return err
 	}
@@ -272,15 +245,15 @@ func (l *Ledger) Drop(k Key, endpoint string) error {
 		return nil
 	}
 	rec.Loads = kept
-	return l.write(rec)
+	return l.write(ctx, rec)
 }
 
 // Get returns a copy of the open record of snapshot k (nil when the
 // ledger holds none open: settled, or never recorded).
-func (l *Ledger) Get(k Key) (*Record, error) {
+func (l *Ledger) Get(ctx context.Context, k Key) (*Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec, err := l.get(k)
+	rec, err := l.get(ctx, k)
 	if err != nil || rec == nil {
 		return nil, err
 	}
@@ -292,17 +265,14 @@ func (l *Ledger) Get(k Key) (*Record, error) {
 
 // get returns the open record of k (nil when there is none). Call with mu
 // held.
-func (l *Ledger) get(k Key) (*Record, error) {
+func (l *Ledger) get(ctx context.Context, k Key) (*Record, error) {
 	k.Time = k.Time.UTC()
 	if rec, ok := l.open[k]; ok {
 		return rec, nil
 	}
-	b, err := l.st.Get(openName(k))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+	b, err := l.st.get(ctx, openName(k))
+	if err != nil || b == nil {
+		return nil, wrap(err)
 	}
 	rec := &Record{}
 	if err := json.Unmarshal(b, rec); err != nil {
@@ -312,9 +282,17 @@ func (l *Ledger) get(k Key) (*Record, error) {
 	return rec, nil
 }
 
+// wrap prefixes a store's error (nil stays nil).
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("ledger: %w", err)
+}
+
 // write stores rec: in open/ while anything is pending or failed, else in
 // done/ (and removed from open/). Call with mu held.
-func (l *Ledger) write(rec *Record) error {
+func (l *Ledger) write(ctx context.Context, rec *Record) error {
 	k := rec.Key()
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -322,7 +300,7 @@ func (l *Ledger) write(rec *Record) error {
 	}
 	b = append(b, '\n')
 	if !rec.Settled() {
-		if err := l.st.Put(openName(k), b); err != nil {
+		if err := l.st.put(ctx, openName(k), b); err != nil {
 			return fmt.Errorf("ledger: %w", err)
 		}
 		l.open[k] = rec
@@ -330,11 +308,11 @@ func (l *Ledger) write(rec *Record) error {
 	}
 	// The done object first: a crash before the delete leaves the open one,
 	// whose pending loads are loaded again, harmlessly.
-	if err := l.st.Put(doneName(k), b); err != nil {
+	if err := l.st.put(ctx, doneName(k), b); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	delete(l.open, k)
-	if err := l.st.Delete(openName(k)); err != nil {
+	if err := l.st.delete(ctx, openName(k)); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
@@ -342,8 +320,8 @@ func (l *Ledger) write(rec *Record) error {
 
 // Open returns the records in open/ (snapshots with a load pending or
 // failed), oldest first.
-func (l *Ledger) Open() ([]Record, error) {
-	names, err := l.st.List("open/")
+func (l *Ledger) Open(ctx context.Context) ([]Record, error) {
+	names, err := l.st.list(ctx, "open/")
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -354,12 +332,12 @@ func (l *Ledger) Open() ([]Record, error) {
 		if !strings.HasSuffix(n, ".json") {
 			continue
 		}
-		b, err := l.st.Get(n)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // settled meanwhile (a reader racing a run)
-		}
+		b, err := l.st.get(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		if b == nil {
+			continue // settled meanwhile (a reader racing a run)
 		}
 		rec := Record{}
 		if err := json.Unmarshal(b, &rec); err != nil {

@@ -1,13 +1,18 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/optlake/optlake/storage"
 )
+
+var ctx = context.Background()
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 250_000_000, time.UTC)
 
@@ -20,10 +25,10 @@ func clock() func() time.Time {
 // moved to done/ once every load is committed; failed loads keep it open.
 func TestLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	l := New(DirStore(dir), clock())
+	l := New(storage.NewLocal(dir), clock())
 	a, b := Key{t0, "run-a"}, Key{t0.Add(time.Minute), "run-b"}
 	for _, k := range []Key{b, a} { // written out of order: Open sorts
-		if err := l.Begin(k.Time, k.RunID, "sim", []string{"instruments", "positions"}, []string{"parquet", "clickhouse"}); err != nil {
+		if err := l.Begin(ctx, k.Time, k.RunID, "sim", []string{"instruments", "positions"}, []string{"parquet", "clickhouse"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,13 +38,13 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(l.Settle(a, "instruments", map[string]Outcome{"parquet": {State: Committed}, "clickhouse": {State: Pending, Error: "connection refused"}}))
-	must(l.Drop(a, "positions")) // nothing was fetched
-	must(l.Settle(b, "instruments", map[string]Outcome{"parquet": {State: Committed}, "clickhouse": {State: Committed}}))
-	must(l.Settle(b, "positions", map[string]Outcome{"parquet": {State: Failed, Error: "raw archive: corrupt"}, "clickhouse": {State: Committed}}))
+	must(l.Settle(ctx, a, "instruments", map[string]Outcome{"parquet": {State: Committed}, "clickhouse": {State: Pending, Error: "connection refused"}}))
+	must(l.Drop(ctx, a, "positions")) // nothing was fetched
+	must(l.Settle(ctx, b, "instruments", map[string]Outcome{"parquet": {State: Committed}, "clickhouse": {State: Committed}}))
+	must(l.Settle(ctx, b, "positions", map[string]Outcome{"parquet": {State: Failed, Error: "raw archive: corrupt"}, "clickhouse": {State: Committed}}))
 
 	// A fresh reader (optlake status) sees the same.
-	recs, err := Open(dir).Open()
+	recs, err := New(storage.NewLocal(dir), nil).Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +63,9 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// Catch-up commits a: it moves to done/; a replay settles b's failure.
-	must(l.Settle(a, "instruments", map[string]Outcome{"clickhouse": {State: Committed}}))
-	must(l.Settle(b, "positions", map[string]Outcome{"parquet": {State: Committed}}))
-	if recs, _ := l.Open(); len(recs) != 0 {
+	must(l.Settle(ctx, a, "instruments", map[string]Outcome{"clickhouse": {State: Committed}}))
+	must(l.Settle(ctx, b, "positions", map[string]Outcome{"parquet": {State: Committed}}))
+	if recs, _ := l.Open(ctx); len(recs) != 0 {
 		t.Errorf("still open: %+v", recs)
 	}
 	done, _ := filepath.Glob(filepath.Join(dir, Dir, "done", "date=2026-11-23", "*.json"))
@@ -73,8 +78,8 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("done record: %s (%v)", b0, err)
 	}
 	// Settling a snapshot that is no longer open changes nothing.
-	must(l.Settle(a, "instruments", map[string]Outcome{"clickhouse": {State: Pending, Error: "x"}}))
-	if recs, _ := Open(dir).Open(); len(recs) != 0 {
+	must(l.Settle(ctx, a, "instruments", map[string]Outcome{"clickhouse": {State: Pending, Error: "x"}}))
+	if recs, _ := New(storage.NewLocal(dir), nil).Open(ctx); len(recs) != 0 {
 		t.Errorf("a settled record was reopened: %+v", recs)
 	}
 }
@@ -84,9 +89,9 @@ func TestLifecycle(t *testing.T) {
 // temporary files of an interrupted write are never read as records.
 func TestCrashLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	l := New(DirStore(dir), clock())
+	l := New(storage.NewLocal(dir), clock())
 	k := Key{t0, "run-a"}
-	if err := l.Begin(k.Time, k.RunID, "sim", []string{"instruments"}, []string{"parquet"}); err != nil {
+	if err := l.Begin(ctx, k.Time, k.RunID, "sim", []string{"instruments"}, []string{"parquet"}); err != nil {
 		t.Fatal(err)
 	}
 	open := filepath.Join(dir, Dir, "open")
@@ -101,7 +106,7 @@ func TestCrashLeftovers(t *testing.T) {
 	if err := os.WriteFile(twin, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := Open(dir).Open()
+	recs, err := New(storage.NewLocal(dir), nil).Open(ctx)
 	if err != nil || len(recs) != 1 || len(recs[0].Pending("parquet")) != 1 {
 		t.Fatalf("open after a crash: %+v %v", recs, err)
 	}
@@ -109,7 +114,7 @@ func TestCrashLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(open, "20261123T100001.000Z-run-b.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir).Open(); err == nil || !strings.Contains(err.Error(), "run-b.json") {
+	if _, err := New(storage.NewLocal(dir), nil).Open(ctx); err == nil || !strings.Contains(err.Error(), "run-b.json") {
 		t.Errorf("corrupt record: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package ledger
 import (
 	"reflect"
 	"testing"
+
+	"github.com/optlake/optlake/storage"
 )
 
 // SettleRuns keeps the live run's runs rows in the record only when a sink
@@ -24,19 +26,19 @@ func TestSettleRunsKeepsRowsOnlyWhenMissed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			l := New(DirStore(dir), clock())
+			l := New(storage.NewLocal(dir), clock())
 			k := Key{t0, "run-1"}
 			// instruments stays pending so that the record stays open
-			if err := l.Begin(k.Time, k.RunID, "sim", []string{"instruments", Runs}, []string{"a", "b"}); err != nil {
+			if err := l.Begin(ctx, k.Time, k.RunID, "sim", []string{"instruments", Runs}, []string{"a", "b"}); err != nil {
 				t.Fatal(err)
 			}
 			in := append([]RunRow(nil), rows...)
-			if err := l.SettleRuns(k, in, tc.outcomes); err != nil {
+			if err := l.SettleRuns(ctx, k, in, tc.outcomes); err != nil {
 				t.Fatal(err)
 			}
 			in[0].Rows = -1 // the caller's slice is not the record's
-			for _, rd := range []*Ledger{l, Open(dir)} {
-				rec, err := rd.Get(k)
+			for _, rd := range []*Ledger{l, New(storage.NewLocal(dir), nil)} {
+				rec, err := rd.Get(ctx, k)
 				if err != nil || rec == nil {
 					t.Fatalf("get: %v %v", rec, err)
 				}
@@ -63,22 +65,22 @@ func TestSettleRunsKeepsRowsOnlyWhenMissed(t *testing.T) {
 // what is written next.
 func TestGetReturnsCopy(t *testing.T) {
 	dir := t.TempDir()
-	l := New(DirStore(dir), clock())
+	l := New(storage.NewLocal(dir), clock())
 	k := Key{t0, "run-1"}
-	if err := l.Begin(k.Time, k.RunID, "sim", []string{"instruments", Runs}, []string{"a"}); err != nil {
+	if err := l.Begin(ctx, k.Time, k.RunID, "sim", []string{"instruments", Runs}, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SettleRuns(k, []RunRow{{Endpoint: "instruments", Status: "ok", Rows: 7}}, map[string]Outcome{"a": {State: Pending, Error: "down"}}); err != nil {
+	if err := l.SettleRuns(ctx, k, []RunRow{{Endpoint: "instruments", Status: "ok", Rows: 7}}, map[string]Outcome{"a": {State: Pending, Error: "down"}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Get(k)
+	got, err := l.Get(ctx, k)
 	if err != nil || got == nil {
 		t.Fatalf("get: %v %v", got, err)
 	}
 	got.Loads[0].State = Committed
 	got.Runs[0].Rows = 99
 	got.RunID = "changed"
-	again, err := l.Get(k)
+	again, err := l.Get(ctx, k)
 	if err != nil || again == nil {
 		t.Fatalf("get again: %v %v", again, err)
 	}
@@ -86,17 +88,17 @@ func TestGetReturnsCopy(t *testing.T) {
 		t.Errorf("Get shares its record: %+v", again)
 	}
 	// A later write stores the ledger's record, not the caller's changes.
-	if err := l.Settle(k, "instruments", map[string]Outcome{"a": {State: Committed}}); err != nil {
+	if err := l.Settle(ctx, k, "instruments", map[string]Outcome{"a": {State: Committed}}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := Open(dir).Get(k)
+	fresh, err := New(storage.NewLocal(dir), nil).Get(ctx, k)
 	if err != nil || fresh == nil {
 		t.Fatalf("fresh get: %v %v", fresh, err)
 	}
 	if len(fresh.Runs) != 1 || fresh.Runs[0].Rows != 7 || len(fresh.Pending("a")) != 1 || fresh.Pending("a")[0].Endpoint != Runs {
 		t.Errorf("written record: %+v", fresh)
 	}
-	if rec, err := l.Get(Key{t0, "unknown"}); rec != nil || err != nil {
+	if rec, err := l.Get(ctx, Key{t0, "unknown"}); rec != nil || err != nil {
 		t.Errorf("get of an unknown snapshot: %+v %v", rec, err)
 	}
 }

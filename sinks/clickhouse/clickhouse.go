@@ -232,7 +232,7 @@ func (s *Sink) connect(ctx context.Context) (driver.Conn, schema.Features, error
 	if err != nil {
 		return nil, s.feat, s.wrap("connect", err)
 	}
-	if err := withRetry(ctx, s.opt.MaxAttempts, s.opt.Backoff, func() error { return conn.Ping(ctx) }); err != nil {
+	if err := s.retry(ctx, "connect", func() error { return conn.Ping(ctx) }); err != nil {
 		conn.Close()
 		return nil, s.feat, s.wrap("connect", err)
 	}
@@ -507,7 +507,7 @@ func (w *writer) appendLast(ctx context.Context) error {
 		w.s.log.Debug("insert failed, re-sending its records", "table", w.t.Name, "records", len(w.held), "error", w.s.opt.Redactor.String(err.Error()))
 		// fall through: re-send everything on a fresh INSERT
 	}
-	return withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error { return w.reopen(ctx) })
+	return w.s.retry(ctx, "insert into "+w.t.Name, func() error { return w.reopen(ctx) })
 }
 
 // reopen aborts the open INSERT, if any, prepares a new one and appends and
@@ -544,7 +544,7 @@ func (w *writer) send(ctx context.Context) error {
 		return nil
 	}
 	first := true
-	err := withRetry(ctx, w.s.opt.MaxAttempts, w.s.opt.Backoff, func() error {
+	err := w.s.retry(ctx, "insert into "+w.t.Name, func() error {
 		if !first {
 			w.s.log.Debug("insert failed, re-sending its records", "table", w.t.Name, "records", len(w.held))
 			if err := w.reopen(ctx); err != nil {
@@ -637,8 +637,11 @@ type permanent struct{ error }
 
 func (p permanent) Unwrap() error { return p.error }
 
-// withRetry runs f until it succeeds, fails permanently, or attempts run out.
-func withRetry(ctx context.Context, attempts int, backoff time.Duration, f func() error) error {
+// retry runs f until it succeeds, fails permanently, or attempts run out;
+// each retry is logged (info) with the attempt and the wait, so a server
+// that is down shows as retries rather than a silent pause.
+func (s *Sink) retry(ctx context.Context, op string, f func() error) error {
+	attempts, backoff := s.opt.MaxAttempts, s.opt.Backoff
 	var err error
 	for i := 0; i < attempts; i++ {
 		if err = f(); err == nil {
@@ -651,6 +654,7 @@ func withRetry(ctx context.Context, attempts int, backoff time.Duration, f func(
 		if i == attempts-1 {
 			break
 		}
+		s.log.Info("retrying", "op", op, "attempt", i+1, "of", attempts, "wait", backoff<<i, "error", s.opt.Redactor.String(err.Error()))
 		t := time.NewTimer(backoff << i)
 		select {
 		case <-ctx.Done():

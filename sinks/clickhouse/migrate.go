@@ -156,7 +156,7 @@ func (s *Sink) Migrate(ctx context.Context) ([]Applied, int, error) {
 		return nil, 0, s.wrap("connect", err)
 	}
 	defer conn.Close()
-	if err := withRetry(ctx, s.opt.MaxAttempts, s.opt.Backoff, func() error { return conn.Ping(ctx) }); err != nil {
+	if err := s.retry(ctx, "connect", func() error { return conn.Ping(ctx) }); err != nil {
 		return nil, 0, s.wrap("connect", err)
 	}
 	v, err := conn.ServerVersion()

@@ -27,10 +27,10 @@ const (
 	// state (staging, journal, parked replays, trash, spills): outside
 	// every table folder, so lake readers never see it.
 	CompactDir = ".compact"
-	// PendingDir (under CompactDir) parks files that a replay or a late
+	// ParkedDir (under CompactDir) parks files that a replay or a late
 	// load wrote for a snapshot a compacted file already holds; the next
 	// compaction of the day merges them in, replacing that snapshot's rows.
-	PendingDir = "pending"
+	ParkedDir = "pending"
 )
 
 // Manifest is the record of a compacted file.
@@ -150,5 +150,5 @@ func parkName(ctx context.Context, st storage.Store, rel string) (string, error)
 	if !m.Has(path.Base(rel)) {
 		return "", nil
 	}
-	return path.Join(CompactDir, PendingDir, rel), nil
+	return path.Join(CompactDir, ParkedDir, rel), nil
 }

@@ -66,7 +66,7 @@ func (duckReader) Time(ms int64) (int64, bool) { return ms, true }
 func TestConformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Harness{New: func(t testing.TB) (sinks.Sink, sinktest.Reader) {
 		dir := t.TempDir()
-		s, err := New(Options{Dir: dir})
+		s, err := New(Options{Store: storage.NewLocal(dir)})
 		if err != nil {
 			t.Fatal(err)
 		}

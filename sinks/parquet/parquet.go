@@ -28,8 +28,7 @@ import (
 
 // Options configure the sink.
 type Options struct {
-	Dir              string        // the data directory (--data-dir), when Store is nil
-	Store            storage.Store // the data directory's store (a bucket prefix or a folder)
+	Store            storage.Store // the data directory (a bucket prefix or a folder); required
 	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
 	Logger           *slog.Logger
 }
@@ -43,17 +42,14 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// New returns a Parquet sink writing under opt.Dir, which is created if
-// missing. Temporary files left by a crashed run are removed.
+// New returns a Parquet sink writing into opt.Store (a local folder is
+// created if missing).
 func New(opt Options) (*Sink, error) {
 	st := opt.Store
 	if st == nil {
-		if opt.Dir == "" {
-			return nil, errors.New("parquet sink: no data directory")
-		}
-		st = storage.NewLocal(opt.Dir)
+		return nil, errors.New("parquet sink: no data directory")
 	}
-	if dir := localRoot(st); dir != "" {
+	if dir := storage.LocalDir(st); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("parquet sink: %w", err)
 		}
@@ -77,9 +73,6 @@ func (s *Sink) CommitsAtomically() bool { return true }
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
-// TimeLayout formats snapshot times in file names: sortable, UTC, ms.
-const TimeLayout = "20060102T150405.000Z"
-
 // Path returns the file that holds table t's rows of snap, relative to the
 // data directory: <table>/date=YYYY-MM-DD/<snapshot>-<run_id>.parquet, with
 // the endpoint appended for tables shared by endpoints (rejects, runs are
@@ -87,7 +80,7 @@ const TimeLayout = "20060102T150405.000Z"
 // replaces the file instead of adding a second one.
 func Path(t *schema.Table, snap sinks.Snapshot) string {
 	ts := snap.Time.UTC()
-	name := ts.Format(TimeLayout) + "-" + SafeName(snap.RunID)
+	name := ts.Format(storage.TimeLayout) + "-" + SafeName(snap.RunID)
 	if t == schema.Rejects {
 		name += "-" + SafeName(snap.Endpoint)
 	}
@@ -118,18 +111,10 @@ func SafeName(s string) string {
 	return out
 }
 
-// localRoot is the folder of a local store, "" for a bucket.
-func localRoot(st storage.Store) string {
-	if l, ok := st.(*storage.Local); ok {
-		return l.Root()
-	}
-	return ""
-}
-
 // where names an object of the store for summaries: its path in a local
 // folder, its URL-like name on a bucket (never a credential).
 func (s *Sink) where(name string) string {
-	if dir := localRoot(s.st); dir != "" {
+	if dir := storage.LocalDir(s.st); dir != "" {
 		return filepath.Join(dir, filepath.FromSlash(name))
 	}
 	return s.st.String() + "/" + name

@@ -87,7 +87,7 @@ func write(t *testing.T, s *Sink, recs ...arrow.Record) sinks.Committed {
 
 func TestWriteReadByDuckDB(t *testing.T) {
 	dir := t.TempDir()
-	s, err := New(Options{Dir: dir})
+	s, err := New(Options{Store: storage.NewLocal(dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestWriteReadByDuckDB(t *testing.T) {
 func TestAtomicReplaceAndAbort(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, _ := New(Options{Dir: dir})
+	s, _ := New(Options{Store: storage.NewLocal(dir)})
 	r := record(t, 10)
 	defer r.Release()
 	write(t, s, r)
@@ -219,7 +219,7 @@ func TestPathCannotEscape(t *testing.T) {
 func TestCommitFailsWhenDirVanishes(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, _ := New(Options{Dir: dir})
+	s, _ := New(Options{Store: storage.NewLocal(dir)})
 	w, err := s.Open(ctx, schema.Instruments, snap)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
-	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -289,26 +288,6 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 			}
 			if got := mustRead(t, s, "lake.lease"); !strings.Contains(string(got), "thief") {
 				t.Fatalf("release deleted or replaced another holder's lease: %s", got)
-			}
-		}},
-		{"load ledger on the store", func(t *testing.T, s storage.Store) {
-			mustPut(t, s, "hist/x", []byte("not the ledger's"))
-			l := ledger.New(storage.KV(ctx, s, ledger.Dir), nil)
-			snap := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-			if err := l.Begin(snap, "run-1", "venue", []string{"instruments"}, []string{"parquet", "clickhouse"}); err != nil {
-				t.Fatal(err)
-			}
-			k := ledger.Key{Time: snap, RunID: "run-1"}
-			if err := l.Settle(k, "instruments", map[string]ledger.Outcome{"parquet": {State: ledger.Committed}, "clickhouse": {State: ledger.Pending, Error: "down"}}); err != nil {
-				t.Fatal(err)
-			}
-			recs, err := ledger.New(storage.KV(ctx, s, ledger.Dir), nil).Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := ledger.Summarize(recs)
-			if len(recs) != 1 || len(st) != 2 || st[0].Sink != "clickhouse" || st[0].Pending != 1 || st[0].LastError != "down" || st[1].Pending != 0 {
-				t.Fatalf("ledger read back: %d records, status %+v", len(recs), st)
 			}
 		}},
 		{"missing object", func(t *testing.T, s storage.Store) {

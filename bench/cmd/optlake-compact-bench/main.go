@@ -38,6 +38,7 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -193,7 +194,7 @@ func run(ctx context.Context, cfg config) error {
 // optlake's decoder and Parquet sink, the simulator one tick per snapshot.
 func generate(ctx context.Context, dir string, cfg config) (int64, error) {
 	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: cfg.instruments})
-	sink, err := pq.New(pq.Options{Dir: dir})
+	sink, err := pq.New(pq.Options{Store: storage.NewLocal(dir)})
 	if err != nil {
 		return 0, err
 	}

@@ -2,17 +2,11 @@ package compact
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"sort"
-	"strings"
-	"time"
 
-	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -36,11 +30,14 @@ import (
 // or undone (some missing: the visible ones go) by Recover.
 type BucketStore struct {
 	St storage.Store
-	// Tmp is the local folder for spilled sorted runs ("" = a folder under
-	// the system's temp folder, made on first use).
+	// Tmp is the local folder under which the spilled sorted runs get a
+	// folder of their own, made on first use ("" = the system's temp
+	// folder). Only that folder is ever removed, never Tmp itself.
 	Tmp string
 	// Crash, when set, is called at each step of a publish (tests).
 	Crash func(step string)
+
+	spill string // the folder this store made for its spills ("" = none yet)
 }
 
 // BucketSteps are the steps of a bucket publish, in order; Crash is called
@@ -53,132 +50,48 @@ func (s *BucketStore) crash(step string) {
 	}
 }
 
-func (s *BucketStore) part(p Partition) string { return p.Table + "/date=" + p.Date + "/" }
-func (s *BucketStore) pending(p Partition) string {
-	return path.Join(pq.CompactDir, pq.PendingDir, p.Table, "date="+p.Date) + "/"
-}
-func (s *BucketStore) journal(p Partition) string {
-	return path.Join(pq.CompactDir, "journal", p.Table+"@"+p.Date+".json")
-}
-
-// TempDir implements Store.
-func (s *BucketStore) TempDir() string {
-	if s.Tmp == "" {
-		dir, err := os.MkdirTemp("", "optlake-compact-")
+// TempDir implements Lake: a folder of its own under Tmp, made on first
+// use. When it cannot be made, the error says so: spilling into (and then
+// removing) a folder optlake did not make is never the fallback.
+func (s *BucketStore) TempDir() (string, error) {
+	if s.spill == "" {
+		dir, err := os.MkdirTemp(s.Tmp, "optlake-compact-")
 		if err != nil {
-			dir = os.TempDir()
+			return "", fmt.Errorf("spill folder: %w", err)
 		}
-		s.Tmp = dir
+		s.spill = dir
 	}
-	return s.Tmp
+	return s.spill, nil
 }
 
-// Close removes the local temp folder.
+// Close removes the spill folder TempDir made, if any.
 func (s *BucketStore) Close() error {
-	if s.Tmp == "" {
+	if s.spill == "" {
 		return nil
 	}
-	return os.RemoveAll(s.Tmp)
+	err := os.RemoveAll(s.spill)
+	s.spill = ""
+	return err
 }
 
-// partitionOf parses TABLE/date=YYYY-MM-DD/NAME.parquet (rel to the lake or
-// to the parked folder).
-func partitionOf(rel string) (Partition, string, bool) {
-	parts := strings.Split(rel, "/")
-	if len(parts) != 3 {
-		return Partition{}, "", false
-	}
-	table, day, name := parts[0], parts[1], parts[2]
-	if table == "" || strings.HasPrefix(table, ".") || strings.HasPrefix(table, "_") || table == "raw" {
-		return Partition{}, "", false
-	}
-	date, ok := strings.CutPrefix(day, "date=")
-	if !ok {
-		return Partition{}, "", false
-	}
-	if _, err := time.Parse(time.DateOnly, date); err != nil {
-		return Partition{}, "", false
-	}
-	if !strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, ".") {
-		return Partition{}, "", false
-	}
-	return Partition{Table: table, Date: date}, name, true
-}
+func (s *BucketStore) lake() reader { return reader{s.St} }
 
-// Partitions implements Store. It lists the whole prefix (one paged LIST;
-// the raw archive's objects are skipped, not read).
+// Partitions implements Lake.
 func (s *BucketStore) Partitions(ctx context.Context) ([]Partition, error) {
-	objs, err := s.St.List(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	seen := map[Partition]bool{}
-	var out []Partition
-	parked := pq.CompactDir + "/" + pq.PendingDir + "/"
-	for _, o := range objs {
-		rel := o.Name
-		if r, ok := strings.CutPrefix(rel, parked); ok {
-			rel = r
-		}
-		p, _, ok := partitionOf(rel)
-		if ok && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Table != out[j].Table {
-			return out[i].Table < out[j].Table
-		}
-		return out[i].Date < out[j].Date
-	})
-	return out, ctx.Err()
+	return s.lake().Partitions(ctx)
 }
 
-// files lists the .parquet objects directly under prefix.
-func (s *BucketStore) files(ctx context.Context, prefix string) ([]File, error) {
-	objs, err := s.St.List(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	var out []File
-	for _, o := range objs {
-		name := strings.TrimPrefix(o.Name, prefix)
-		if strings.Contains(name, "/") || !strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		out = append(out, File{Name: name, Size: o.Size})
-	}
-	return out, nil
-}
-
-// List implements Store.
+// List implements Lake.
 func (s *BucketStore) List(ctx context.Context, p Partition) ([]File, error) {
-	list := func(prefix string) ([]File, error) { return s.files(ctx, prefix) }
-	return listWithParked(p, list, s.part(p), s.pending(p))
+	return s.lake().List(ctx, p)
 }
 
-// Open implements Store.
+// Open implements Lake.
 func (s *BucketStore) Open(ctx context.Context, p Partition, f File) (Input, error) {
-	name := s.part(p) + f.Name
-	if f.Pending {
-		name = s.pending(p) + f.Name
-	}
-	r, err := s.St.Open(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return &bucketInput{SectionReader: io.NewSectionReader(r, 0, r.Size()), r: r}, nil
+	return s.lake().Open(ctx, p, f)
 }
 
-type bucketInput struct {
-	*io.SectionReader
-	r storage.Reader
-}
-
-func (in *bucketInput) Close() error { return in.r.Close() }
-
-// Stage implements Store.
+// Stage implements Lake.
 func (s *BucketStore) Stage(ctx context.Context, p Partition) (Staged, error) {
 	return &bucketStaged{s: s, p: p, ctx: ctx}, nil
 }
@@ -191,22 +104,13 @@ type bucketStaged struct {
 	ws    []storage.Writer
 }
 
-// bucketJournal is what a bucket publish records before any compacted file
-// is visible.
-type bucketJournal struct {
-	ID      string   `json:"id"`
-	Files   []string `json:"files"`   // the compacted files (names in the partition)
-	Inputs  []string `json:"inputs"`  // the partition's files they replace
-	Pending []string `json:"pending"` // parked files consumed
-}
-
 // held keeps the upload open until Publish: Close only ends the writing.
 type held struct{ storage.Writer }
 
 func (held) Close() error { return nil }
 
 func (st *bucketStaged) Create(name string) (io.WriteCloser, error) {
-	w, err := st.s.St.Create(st.ctx, st.s.part(st.p)+name)
+	w, err := st.s.St.Create(st.ctx, partName(st.p)+name)
 	if err != nil {
 		return nil, err
 	}
@@ -226,17 +130,16 @@ func (st *bucketStaged) Abort() error {
 func (st *bucketStaged) Publish(ctx context.Context, id string, consumed []File) error {
 	s, p := st.s, st.p
 	s.crash("staged")
-	j := bucketJournal{ID: id, Files: st.names}
+	j := journal{ID: id, Files: st.names}
 	for _, f := range consumed {
-		if f.Pending {
-			j.Pending = append(j.Pending, f.Name)
+		if f.Parked {
+			j.Parked = append(j.Parked, f.Name)
 		} else {
 			j.Inputs = append(j.Inputs, f.Name)
 		}
 	}
-	b, _ := json.Marshal(j)
-	if err := s.St.Put(ctx, s.journal(p), b); err != nil {
-		return fmt.Errorf("publish %s: journal: %w", p, err)
+	if err := s.lake().writeJournal(ctx, p, j); err != nil {
+		return err
 	}
 	s.crash("journal")
 	if err := ctx.Err(); err != nil {
@@ -260,7 +163,7 @@ func (st *bucketStaged) Publish(ctx context.Context, id string, consumed []File)
 
 // rollForward deletes what the visible compacted files replace: the
 // inputs, the parked files consumed, then the journal.
-func (s *BucketStore) rollForward(ctx context.Context, p Partition, j bucketJournal) error {
+func (s *BucketStore) rollForward(ctx context.Context, p Partition, j journal) error {
 	ours := map[string]bool{}
 	for _, f := range j.Files {
 		ours[f] = true
@@ -269,18 +172,18 @@ func (s *BucketStore) rollForward(ctx context.Context, p Partition, j bucketJour
 		if ours[name] {
 			continue
 		}
-		if err := s.St.Delete(ctx, s.part(p)+name); err != nil {
+		if err := s.St.Delete(ctx, partName(p)+name); err != nil {
 			return fmt.Errorf("retire %s: %w", p, err)
 		}
 	}
 	s.crash("retire")
-	for _, name := range j.Pending {
-		if err := s.St.Delete(ctx, s.pending(p)+name); err != nil {
+	for _, name := range j.Parked {
+		if err := s.St.Delete(ctx, parkedName(p)+name); err != nil {
 			return fmt.Errorf("remove parked %s: %w", name, err)
 		}
 	}
 	s.crash("pending")
-	if err := s.St.Delete(ctx, s.journal(p)); err != nil {
+	if err := s.St.Delete(ctx, journalName(p)); err != nil {
 		return fmt.Errorf("remove journal: %w", err)
 	}
 	s.crash("done")
@@ -290,59 +193,31 @@ func (s *BucketStore) rollForward(ctx context.Context, p Partition, j bucketJour
 // rollBack undoes a publish not every file of which became visible: the
 // visible ones are deleted, then the journal. The inputs were never
 // touched.
-func (s *BucketStore) rollBack(ctx context.Context, p Partition, j bucketJournal) error {
+func (s *BucketStore) rollBack(ctx context.Context, p Partition, j journal) error {
 	for _, name := range j.Files {
-		if err := s.St.Delete(ctx, s.part(p)+name); err != nil {
+		if err := s.St.Delete(ctx, partName(p)+name); err != nil {
 			return err
 		}
 	}
-	return s.St.Delete(ctx, s.journal(p))
+	return s.St.Delete(ctx, journalName(p))
 }
 
-// Recover implements Store: each journal left by a crash is finished when
+// Recover implements Lake: each journal left by a crash is finished when
 // every compacted file it names is visible and undone otherwise; the local
 // spills are deleted. (Incomplete uploads are storage.CleanIncomplete's.)
 func (s *BucketStore) Recover(ctx context.Context) error {
-	prefix := path.Join(pq.CompactDir, "journal") + "/"
-	objs, err := s.St.List(ctx, prefix)
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
-	for _, o := range objs {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Name, prefix), ".json")
-		table, date, ok2 := strings.Cut(name, "@")
-		if !ok || !ok2 {
-			continue
-		}
-		p := Partition{Table: table, Date: date}
-		b, err := storage.ReadAll(ctx, s.St, o.Name)
-		var j bucketJournal
-		if err == nil {
-			err = json.Unmarshal(b, &j)
-		}
-		if err != nil {
-			return fmt.Errorf("recover %s: journal: %w", p, err)
-		}
-		all := true
+	err := s.lake().journals(ctx, func(p Partition, j journal) error {
 		for _, f := range j.Files {
-			if _, err := s.St.Stat(ctx, s.part(p)+f); errors.Is(err, storage.ErrNotExist) {
-				all = false
+			if _, err := s.St.Stat(ctx, partName(p)+f); errors.Is(err, storage.ErrNotExist) {
+				return s.rollBack(ctx, p, j)
 			} else if err != nil {
-				return fmt.Errorf("recover %s: %w", p, err)
+				return err
 			}
 		}
-		if all {
-			err = s.rollForward(ctx, p, j)
-		} else {
-			err = s.rollBack(ctx, p, j)
-		}
-		if err != nil {
-			return fmt.Errorf("recover %s: %w", p, err)
-		}
+		return s.rollForward(ctx, p, j)
+	})
+	if err != nil {
+		return err
 	}
-	if s.Tmp != "" {
-		os.RemoveAll(s.Tmp)
-		s.Tmp = ""
-	}
-	return nil
+	return s.Close()
 }

@@ -101,7 +101,7 @@ func TestBucketCompaction(t *testing.T) {
 	now := func() time.Time { return day2.Add(time.Hour) }
 	bs := &BucketStore{St: l.st}
 	defer bs.Close()
-	rep, err := Compact(context.Background(), Options{Store: bs, Now: now})
+	rep, err := Compact(context.Background(), Options{Lake: bs, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestBucketCompaction(t *testing.T) {
 	}
 
 	// Nothing new: nothing rewritten.
-	rep, err = Compact(context.Background(), Options{Store: bs, Now: now})
+	rep, err = Compact(context.Background(), Options{Lake: bs, Now: now})
 	if err != nil || len(rep.Partitions) != 0 {
 		t.Fatalf("second compaction: %+v %v", rep, err)
 	}
@@ -149,7 +149,7 @@ func TestBucketCompaction(t *testing.T) {
 	writeSnap(t, ref, schema.Instruments, late, 40, 5)
 	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-	rep, err = Compact(context.Background(), Options{Store: bs, Now: now, Tables: []string{"instruments"}})
+	rep, err = Compact(context.Background(), Options{Lake: bs, Now: now, Tables: []string{"instruments"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			// A second compaction's publish is the one cut (it replaces a
 			// compacted file and consumes a parked one).
 			bs := &BucketStore{St: l.st}
-			if _, err := Compact(context.Background(), Options{Store: bs, Now: now}); err != nil {
+			if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err != nil {
 				t.Fatal(err)
 			}
 			l.write(t, schema.Instruments, snapAt(day1, 1), 100, 77) // parked
@@ -200,7 +200,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
 			crash := &BucketStore{St: l.st, Crash: crashAt(step)}
-			if !compactCrashing(t, Options{Store: crash, Now: now, Crash: crashAt(step)}) {
+			if !compactCrashing(t, Options{Lake: crash, Now: now, Crash: crashAt(step)}) {
 				t.Fatalf("never reached step %s", step)
 			}
 			crash.Close()
@@ -223,7 +223,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 
 			bs2 := &BucketStore{St: l.st}
 			defer bs2.Close()
-			if _, err := Compact(context.Background(), Options{Store: bs2, Now: now}); err != nil {
+			if _, err := Compact(context.Background(), Options{Lake: bs2, Now: now}); err != nil {
 				t.Fatal(err)
 			}
 			sameRows(t, "after recovery", rows(t, glob), want)

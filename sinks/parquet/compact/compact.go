@@ -16,10 +16,10 @@
 // snapshot lands in the partition as usual and the next compaction merges
 // it in. A compaction with nothing new does nothing.
 //
-// Crash and reader safety are the Store's: LocalStore stages the new
+// Crash and reader safety are the Lake's: LocalStore stages the new
 // partition outside the table folder and exchanges the two folders in one
 // step; a crash at any point is finished or undone by the next Compact
-// (Store.Recover), which callers run under the data directory's lock.
+// (Lake.Recover), which callers run under the data directory's lock.
 package compact
 
 import (
@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,9 +43,8 @@ import (
 
 // Options configure a compaction. Zero values take the defaults.
 type Options struct {
-	// DataDir is the lake (used when Store is nil: a LocalStore).
-	DataDir string
-	Store   Store
+	// Lake is the lake (required; For makes it from the data directory).
+	Lake Lake
 	// From and To bound the days compacted, To exclusive ("YYYY-MM-DD";
 	// From "" = the first day, To "" = today UTC: every closed day).
 	From, To string
@@ -58,8 +58,7 @@ type Options struct {
 	Deadline time.Time
 	Logger   *slog.Logger
 	// Crash is the crash-injection hook of tests, called after each of
-	// MergeSteps (the Store's own hook covers its publish; a LocalStore
-	// made from DataDir gets this one).
+	// MergeSteps (the Lake's own hook covers its publish).
 	Crash func(step string)
 
 	ChunkBytes       int64 // Arrow bytes sorted in memory at once (default 32 MiB)
@@ -129,6 +128,11 @@ func (o *Options) defaults() {
 type Report struct {
 	Partitions []PartitionReport
 	Skipped    int // partitions with nothing new
+	// To is the first day not compacted (Options.To, default today UTC),
+	// and Later the days from To on that hold partitions (of the tables
+	// asked for): today's is still being written.
+	To    string
+	Later []string
 }
 
 // PartitionReport is one partition's compaction.
@@ -151,12 +155,9 @@ type PartitionReport struct {
 // left as it was, logged and reported in the error; the others go on.
 func Compact(ctx context.Context, opt Options) (Report, error) {
 	opt.defaults()
-	st := opt.Store
+	st := opt.Lake
 	if st == nil {
-		if opt.DataDir == "" {
-			return Report{}, errors.New("compact: no data directory")
-		}
-		st = &LocalStore{Dir: opt.DataDir, Crash: opt.Crash, Now: opt.Now}
+		return Report{}, errors.New("compact: no store")
 	}
 	var rep Report
 	if err := st.Recover(ctx); err != nil {
@@ -175,7 +176,11 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 		return rep, fmt.Errorf("compact: %w", err)
 	}
 	var errs []error
+	rep.To = to
 	for _, p := range parts {
+		if p.Date >= to && (len(want) == 0 || want[p.Table]) && !slices.Contains(rep.Later, p.Date) {
+			rep.Later = append(rep.Later, p.Date)
+		}
 		if len(want) > 0 && !want[p.Table] || p.Date < opt.From || p.Date >= to || schema.SortKey(p.Table) == nil {
 			continue
 		}
@@ -207,150 +212,216 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 }
 
 // compactPartition compacts one partition; did is false when it had
-// nothing new.
-func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
+// nothing new. Its steps: plan (the files and what replaces what), sort
+// the fresh files into runs ("sorted"), write the merged partition into
+// the store's stage ("written"), and the store's publish (Steps,
+// BucketSteps).
+func compactPartition(ctx context.Context, st Lake, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
 	start := time.Now()
-	pr.Partition = p
-	files, err := st.List(ctx, p)
-	if err != nil {
-		return pr, false, err
+	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, key: schema.SortKey(p.Table)}
+	j.pr.Partition = p
+	defer j.close()
+	if did, err = j.plan(ctx); err != nil || !did {
+		return j.pr, false, err
 	}
-	var compacted, fresh []File
+	if err := j.sort(ctx); err != nil {
+		return j.pr, false, err
+	}
+	opt.crash("sorted")
+	staged, out, err := j.write(ctx)
+	if err != nil {
+		return j.pr, false, err
+	}
+	opt.crash("written")
+	if err := staged.Publish(ctx, out.manifest.ID, j.files); err != nil {
+		staged.Abort()
+		return j.pr, false, err
+	}
+	j.pr.Rows, j.pr.OutputFiles, j.pr.OutputBytes, j.pr.Encodings = out.total, out.parts, out.bytes, out.chose
+	j.pr.Took = time.Since(start)
+	return j.pr, true, nil
+}
+
+// partitionJob is one partition's compaction under way.
+type partitionJob struct {
+	st  Lake
+	opt *Options
+	mem memory.Allocator
+	key []string
+	pr  PartitionReport
+
+	files   []File           // every input (List), the publish's consumed
+	fresh   []File           // per-snapshot and parked files, by name
+	sources []*parquetSource // every input opened (compacted ones first)
+	old     []*parquetSource // the earlier compacted files
+
+	held      map[string]pq.ManifestFile // what the earlier compaction holds
+	heldOrder []string
+	drop      groupSet        // snapshot groups the fresh files replace
+	replacing map[string]bool // fresh files that replace held ones
+	discard   map[string]bool // replacements not applied
+	u         *arrow.Schema   // the union of the inputs' columns
+
+	so       *sorter
+	newFiles map[string]pq.ManifestFile // what each fresh file holds
+	runs     []string                   // sorted runs of the fresh files
+}
+
+func (j *partitionJob) close() {
+	for _, s := range j.sources {
+		s.close()
+	}
+	if j.so != nil {
+		for _, r := range j.so.runs {
+			removeQuiet(r)
+		}
+	}
+}
+
+// plan lists the partition, opens its inputs, works out which earlier
+// rows the fresh files replace and the union schema; false when nothing
+// is new.
+func (j *partitionJob) plan(ctx context.Context) (bool, error) {
+	p := j.pr.Partition
+	files, err := j.st.List(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	j.files = files
+	var compacted []File
 	parked := map[string]bool{}
 	for _, f := range files {
 		switch {
-		case f.Pending:
-			fresh = append(fresh, f)
+		case f.Parked:
+			j.fresh = append(j.fresh, f)
 			parked[f.Name] = true
 		case pq.IsCompacted(f.Name):
 			compacted = append(compacted, f)
 		}
 	}
 	for _, f := range files {
-		if !f.Pending && !pq.IsCompacted(f.Name) && !parked[f.Name] {
-			fresh = append(fresh, f) // a parked copy of the same name is newer
+		if !f.Parked && !pq.IsCompacted(f.Name) && !parked[f.Name] {
+			j.fresh = append(j.fresh, f) // a parked copy of the same name is newer
 		}
 	}
-	if len(fresh) == 0 {
-		return pr, false, nil
+	if len(j.fresh) == 0 {
+		return false, nil
 	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Name < fresh[j].Name })
-	key := schema.SortKey(p.Table)
-	mem := memory.DefaultAllocator
+	sort.Slice(j.fresh, func(a, b int) bool { return j.fresh[a].Name < j.fresh[b].Name })
 
 	// Open every input: compacted files first (their columns come first).
-	var sources []*parquetSource
-	defer func() {
-		for _, s := range sources {
-			s.close()
-		}
-	}()
-	var old []*parquetSource
-	for _, f := range append(append([]File{}, compacted...), fresh...) {
-		s, err := openSource(ctx, st, p, f, mem, 1024)
+	for _, f := range append(append([]File{}, compacted...), j.fresh...) {
+		s, err := openSource(ctx, j.st, p, f, j.mem, 1024)
 		if err != nil {
-			return pr, false, err
+			return false, err
 		}
-		sources = append(sources, s)
+		j.sources = append(j.sources, s)
 		if s.man != nil {
-			old = append(old, s)
+			j.old = append(j.old, s)
 		} else {
 			s.close() // one open input at a time: a day has hundreds (their footers alone weigh tens of MB)
 		}
-		pr.InputFiles++
-		pr.InputBytes += f.Size
+		j.pr.InputFiles++
+		j.pr.InputBytes += f.Size
+	}
+	if err := j.replacements(); err != nil {
+		return false, err
 	}
 
-	// What the earlier compaction holds, and which of it fresh files replace.
-	held := map[string]pq.ManifestFile{}
-	var heldOrder []string
+	schemas := make([]*arrow.Schema, 0, len(j.sources))
+	for _, s := range j.sources {
+		if !j.discard[s.f.Name] || s.man != nil {
+			schemas = append(schemas, s.schema)
+		}
+	}
+	if j.u, err = unionSchema(schemas); err != nil {
+		return false, err
+	}
+	for _, k := range j.key {
+		if len(j.u.FieldIndices(k)) == 0 {
+			return false, fmt.Errorf("no key column %s: not an optlake table", k)
+		}
+	}
+	return true, nil
+}
+
+// replacements works out what the earlier compaction holds and which of
+// it the fresh files replace.
+func (j *partitionJob) replacements() error {
+	j.held = map[string]pq.ManifestFile{}
 	var oldID string
-	for _, s := range old {
+	for _, s := range j.old {
 		if oldID != "" && s.man.ID != oldID {
-			return pr, false, fmt.Errorf("compacted files of two compactions (%s, %s) in one partition", oldID, s.man.ID)
+			return fmt.Errorf("compacted files of two compactions (%s, %s) in one partition", oldID, s.man.ID)
 		}
 		oldID = s.man.ID
 		for _, mf := range s.man.Files {
-			if _, ok := held[mf.Name]; !ok {
-				heldOrder = append(heldOrder, mf.Name)
+			if _, ok := j.held[mf.Name]; !ok {
+				j.heldOrder = append(j.heldOrder, mf.Name)
 			}
-			held[mf.Name] = mf
+			j.held[mf.Name] = mf
 		}
 	}
-	drop := groupSet{}
-	replacing := map[string]bool{}
-	for _, f := range fresh {
-		if mf, ok := held[f.Name]; ok {
-			replacing[f.Name] = true
+	j.drop = groupSet{}
+	j.replacing = map[string]bool{}
+	for _, f := range j.fresh {
+		if mf, ok := j.held[f.Name]; ok {
+			j.replacing[f.Name] = true
 			for _, g := range mf.Groups {
-				drop[g] = struct{}{}
+				j.drop[g] = struct{}{}
 			}
 		}
 	}
 	// A dropped group must belong only to replaced files; otherwise the
 	// rows of a file not replaced would go too. Then the replacement is
 	// not applied: the earlier rows stay, the fresh file is discarded.
-	discard := map[string]bool{}
-	for name, mf := range held {
-		if replacing[name] {
+	j.discard = map[string]bool{}
+	for name, mf := range j.held {
+		if j.replacing[name] {
 			continue
 		}
 		for _, g := range mf.Groups {
-			if _, ok := drop[g]; ok {
-				for _, f := range fresh {
-					if replacing[f.Name] && hasGroup(held[f.Name], g) {
-						discard[f.Name] = true
+			if _, ok := j.drop[g]; ok {
+				for _, f := range j.fresh {
+					if j.replacing[f.Name] && hasGroup(j.held[f.Name], g) {
+						j.discard[f.Name] = true
 					}
 				}
 			}
 		}
 	}
-	if len(discard) > 0 {
-		drop = groupSet{}
-		for name := range replacing {
-			if discard[name] {
-				opt.Logger.Warn("replacement shares its snapshot with files it does not replace; the compacted rows stay", "partition", p.String(), "file", name)
+	if len(j.discard) > 0 {
+		j.drop = groupSet{}
+		for name := range j.replacing {
+			if j.discard[name] {
+				j.opt.Logger.Warn("replacement shares its snapshot with files it does not replace; the compacted rows stay", "partition", j.pr.String(), "file", name)
 				continue
 			}
-			for _, g := range held[name].Groups {
-				drop[g] = struct{}{}
+			for _, g := range j.held[name].Groups {
+				j.drop[g] = struct{}{}
 			}
 		}
 	}
+	return nil
+}
 
-	schemas := make([]*arrow.Schema, 0, len(sources))
-	for _, s := range sources {
-		if !discard[s.f.Name] || s.man != nil {
-			schemas = append(schemas, s.schema)
-		}
-	}
-	u, err := unionSchema(schemas)
+// sort sorts the fresh files into runs spilled to the store's TempDir,
+// merged down to what the output merge takes at once.
+func (j *partitionJob) sort(ctx context.Context) error {
+	tmp, err := j.st.TempDir()
 	if err != nil {
-		return pr, false, err
+		return err
 	}
-	for _, k := range key {
-		if len(u.FieldIndices(k)) == 0 {
-			return pr, false, fmt.Errorf("no key column %s: not an optlake table", k)
-		}
-	}
-
-	// 1. Sort the fresh files into runs.
-	nInputs := len(old)
-	so := &sorter{mem: mem, u: u, key: key, tmp: st.TempDir(), budget: opt.ChunkBytes, runBatch: 1024}
-	defer func() {
-		for _, r := range so.runs {
-			removeQuiet(r)
-		}
-	}()
-	newFiles := map[string]pq.ManifestFile{}
-	for _, s := range sources {
-		if s.man != nil || discard[s.f.Name] {
+	j.so = &sorter{mem: j.mem, u: j.u, key: j.key, tmp: tmp, budget: j.opt.ChunkBytes, runBatch: 1024}
+	j.newFiles = map[string]pq.ManifestFile{}
+	for _, s := range j.sources {
+		if s.man != nil || j.discard[s.f.Name] {
 			continue
 		}
 		mf := pq.ManifestFile{Name: s.f.Name}
 		seen := groupSet{}
-		err := s.batches(ctx, mem, u, func(rec arrow.Record) error {
-			kv, err := newKeyView(rec, key)
+		err := s.batches(ctx, j.mem, j.u, func(rec arrow.Record) error {
+			kv, err := newKeyView(rec, j.key)
 			if err != nil {
 				return err
 			}
@@ -362,82 +433,85 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 				}
 			}
 			mf.Rows += rec.NumRows()
-			return so.add(rec)
+			return j.so.add(rec)
 		})
 		if err != nil {
-			return pr, false, err
+			return err
 		}
-		pr.InputRows += mf.Rows
-		newFiles[s.f.Name] = mf
+		j.pr.InputRows += mf.Rows
+		j.newFiles[s.f.Name] = mf
 		s.close() // done with it: one input open at a time
 	}
-	runs, err := so.finish()
+	runs, err := j.so.finish()
 	if err != nil {
-		return pr, false, err
+		return err
 	}
-	fanIn := max(2, opt.FanIn-len(old))
-	batch := batchRows(opt, u, fanIn)
-	runs, err = mergeRuns(ctx, mem, u, key, st.TempDir(), runs, fanIn, batch)
-	so.runs = runs
-	if err != nil {
-		return pr, false, err
-	}
-	opt.crash("sorted")
-	nInputs += len(runs)
+	fanIn := max(2, j.opt.FanIn-len(j.old))
+	runs, err = mergeRuns(ctx, j.mem, j.u, j.key, tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
+	j.so.runs, j.runs = runs, runs
+	return err
+}
 
-	// 2. Merge the earlier compacted files (less the replaced groups) and
-	// the runs into the staged partition.
-	var cursors []cursor
-	var olds []*sourceCursor
-	for _, s := range old {
-		c, err := newSourceCursor(ctx, s, mem, u, key, drop)
-		if err != nil {
-			closeAll(cursors)
-			return pr, false, err
-		}
-		pr.InputRows += s.rows()
-		cursors = append(cursors, c)
-		olds = append(olds, c)
-	}
-	for _, r := range runs {
-		c, err := openRun(mem, r)
-		if err != nil {
-			closeAll(cursors)
-			return pr, false, err
-		}
-		cursors = append(cursors, c)
-	}
-	so.runs = nil // the cursors delete them
-
-	id := newID()
-	man := pq.Manifest{Version: 1, ID: id, Table: p.Table, Date: p.Date}
-	for _, name := range heldOrder {
-		if replacing[name] && !discard[name] {
+// manifest is what the new compacted files hold: the earlier files kept
+// and the fresh ones.
+func (j *partitionJob) manifest() pq.Manifest {
+	p := j.pr.Partition
+	man := pq.Manifest{Version: 1, ID: newID(), Table: p.Table, Date: p.Date}
+	for _, name := range j.heldOrder {
+		if j.replacing[name] && !j.discard[name] {
 			continue
 		}
-		man.Files = append(man.Files, held[name])
+		man.Files = append(man.Files, j.held[name])
 	}
-	for _, f := range fresh {
-		if mf, ok := newFiles[f.Name]; ok {
+	for _, f := range j.fresh {
+		if mf, ok := j.newFiles[f.Name]; ok {
 			man.Files = append(man.Files, mf)
 		}
 	}
-	sort.Slice(man.Files, func(i, j int) bool { return man.Files[i].Name < man.Files[j].Name })
+	sort.Slice(man.Files, func(a, b int) bool { return man.Files[a].Name < man.Files[b].Name })
+	return man
+}
 
-	staged, err := st.Stage(ctx, p)
+// write merges the earlier compacted files (less the replaced groups) and
+// the runs into the staged partition, and checks every row read is
+// written, less the replaced ones. On error the stage is dropped.
+func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
+	var cursors []cursor
+	var olds []*sourceCursor
+	for _, s := range j.old {
+		c, err := newSourceCursor(ctx, s, j.mem, j.u, j.key, j.drop)
+		if err != nil {
+			closeAll(cursors)
+			return nil, nil, err
+		}
+		j.pr.InputRows += s.rows()
+		cursors = append(cursors, c)
+		olds = append(olds, c)
+	}
+	for _, r := range j.runs {
+		c, err := openRun(j.mem, r)
+		if err != nil {
+			closeAll(cursors)
+			return nil, nil, err
+		}
+		cursors = append(cursors, c)
+	}
+	j.so.runs = nil // the cursors delete them
+
+	staged, err := j.st.Stage(ctx, j.pr.Partition)
 	if err != nil {
 		closeAll(cursors)
-		return pr, false, err
+		return nil, nil, err
 	}
-	out := &output{opt: opt, mem: mem, u: u, st: staged, manifest: man}
-	rb, err := newRowBuilder(mem, u)
+	out := &output{opt: j.opt, mem: j.mem, u: j.u, st: staged, manifest: j.manifest()}
+	rb, err := newRowBuilder(j.mem, j.u)
 	if err != nil {
 		closeAll(cursors)
 		staged.Abort()
-		return pr, false, err
+		return nil, nil, err
 	}
-	outBatch := min(8<<10, opt.RowGroupRows) // a file is split between batches
-	err = merge(ctx, cursors, key, func(rec arrow.Record, row int) error {
+	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
+	err = merge(ctx, cursors, j.key, func(rec arrow.Record, row int) error {
 		rb.add(rec, row)
 		if rb.n >= outBatch {
 			return out.write(rb.flush())
@@ -456,29 +530,21 @@ func compactPartition(ctx context.Context, st Store, p Partition, opt *Options) 
 	if err != nil {
 		out.abort()
 		staged.Abort()
-		return pr, false, err
+		return nil, nil, err
 	}
-	// Every row read is written, less the replaced ones.
 	var want int64
 	for _, c := range olds {
 		want += c.kept
-		pr.Replaced += c.s.rows() - c.kept
+		j.pr.Replaced += c.s.rows() - c.kept
 	}
-	for _, mf := range newFiles {
+	for _, mf := range j.newFiles {
 		want += mf.Rows
 	}
 	if out.total != want {
 		staged.Abort()
-		return pr, false, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)
+		return nil, nil, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)
 	}
-	opt.crash("written")
-	if err := staged.Publish(ctx, id, files); err != nil {
-		staged.Abort()
-		return pr, false, err
-	}
-	pr.Rows, pr.OutputFiles, pr.OutputBytes, pr.Encodings = out.total, out.parts, out.bytes, out.chose
-	pr.Took = time.Since(start)
-	return pr, true, nil
+	return staged, out, nil
 }
 
 func hasGroup(mf pq.ManifestFile, g pq.Group) bool {

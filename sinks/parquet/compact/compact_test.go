@@ -25,6 +25,7 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 )
 
 var day1 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
@@ -105,7 +106,7 @@ func appendRandom(f array.Builder, ty schema.Type, r *rand.Rand) {
 // writeSnap writes table t's rows of snap through the Parquet sink.
 func writeSnap(tb testing.TB, dir string, t *schema.Table, snap sinks.Snapshot, n int, seed uint64) {
 	tb.Helper()
-	s, err := pq.New(pq.Options{Dir: dir})
+	s, err := pq.New(pq.Options{Store: storage.NewLocal(dir)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 	day2Before := names(t, filepath.Join(dir, "instruments", "date=2026-11-21"))
 
 	now := func() time.Time { return day2.Add(time.Hour) } // day2 is today: not closed
-	rep, err := Compact(context.Background(), Options{DataDir: dir, Now: now})
+	rep, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 
 	// A second compaction has nothing to do.
 	m1 := manifestOf(t, onlyCompacted(t, filepath.Join(dir, "instruments", "date=2026-11-20")))
-	rep, err = Compact(context.Background(), Options{DataDir: dir, Now: now})
+	rep, err = Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 		t.Fatal("second compaction rewrote the day")
 	}
 	// --to tomorrow includes today.
-	rep, err = Compact(context.Background(), Options{DataDir: dir, Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
+	rep, err = Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
 	if err != nil || len(rep.Partitions) != 1 || rep.Partitions[0].Date != "2026-11-21" {
 		t.Fatalf("--to: %+v %v", rep, err)
 	}
@@ -306,7 +307,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
-	if _, err := Compact(context.Background(), Options{DataDir: dir, Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	compacted := rows(t, glob)
@@ -333,7 +334,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	writeSnap(t, ref, schema.Instruments, snapAt(day1, 2), 60, 9)
 	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-	rep, err := Compact(context.Background(), Options{DataDir: dir, Now: now})
+	rep, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +352,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	}
 	// The same replay once more: parked again, compacted again, same rows.
 	writeSnap(t, dir, schema.Instruments, snapAt(day1, 2), 60, 9)
-	if _, err := Compact(context.Background(), Options{DataDir: dir, Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "after a second replay", rows(t, glob), want)
@@ -382,7 +383,7 @@ func TestEvolvingAccountSchema(t *testing.T) {
 	part := filepath.Join(dir, "position", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	before := rows(t, glob)
-	if _, err := Compact(context.Background(), Options{DataDir: dir, Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "position", rows(t, glob), before)
@@ -442,7 +443,7 @@ func TestReaderNeverSeesDuplicatesOrGaps(t *testing.T) {
 			// and a replay of a compacted snapshot: same rows, parked
 			writeSnap(t, dir, schema.Instruments, snapAt(day1, k-2), 300, 1)
 		}
-		if _, err := Compact(context.Background(), Options{DataDir: dir, Now: now}); err != nil {
+		if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -559,14 +560,14 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 			}
 			part := filepath.Join(dir, "instruments", "date=2026-11-20")
 			opt := Options{Now: clock, ChunkBytes: 64 << 10, FanIn: 3, MergeBatchBytes: 64 << 10, RowGroupRows: 1000, MaxFileBytes: 8 << 10, SampleRows: 500}
-			opt.Store = &LocalStore{Dir: dir, Now: clock, Crash: crashAt(step), noExchange: true}
+			opt.Lake = &LocalStore{Dir: dir, Now: clock, Crash: crashAt(step), noExchange: true}
 			if !compactCrashing(t, opt) {
 				t.Fatalf("never reached %s", step)
 			}
 			if step != "moved" { // between the renames the day is missing: the fallback's window
 				sameRows(t, "right after the crash", rows(t, filepath.Join(part, "*.parquet")), want)
 			}
-			opt.Store = &LocalStore{Dir: dir, Now: clock, noExchange: true}
+			opt.Lake = &LocalStore{Dir: dir, Now: clock, noExchange: true}
 			if _, err := Compact(context.Background(), opt); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
@@ -65,7 +66,7 @@ func (s *sorter) add(rec arrow.Record) error {
 	rec.Retain()
 	s.chunk = append(s.chunk, rec)
 	s.views = append(s.views, kv)
-	s.size += recordBytes(rec)
+	s.size += util.TotalRecordSize(rec)
 	if s.size >= s.budget {
 		return s.spill()
 	}
@@ -385,25 +386,3 @@ func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key 
 
 // groupSet is a set of snapshot groups.
 type groupSet map[pq.Group]struct{}
-
-// recordBytes is the size of rec's buffers (slices count whole buffers).
-func recordBytes(rec arrow.Record) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		n += dataBytes(c.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	return n
-}

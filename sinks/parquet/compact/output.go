@@ -20,7 +20,7 @@ import (
 
 // parquetSource is one input Parquet file.
 type parquetSource struct {
-	st     Store
+	st     Lake
 	p      Partition
 	batch  int
 	f      File
@@ -32,7 +32,7 @@ type parquetSource struct {
 	nrows  int64
 }
 
-func openSource(ctx context.Context, st Store, p Partition, f File, mem memory.Allocator, batch int) (*parquetSource, error) {
+func openSource(ctx context.Context, st Lake, p Partition, f File, mem memory.Allocator, batch int) (*parquetSource, error) {
 	in, err := st.Open(ctx, p, f)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", f.Name, err)
@@ -56,7 +56,7 @@ func openSource(ctx context.Context, st Store, p Partition, f File, mem memory.A
 		return nil, fmt.Errorf("read %s: schema: %w", f.Name, err)
 	}
 	s := &parquetSource{st: st, p: p, batch: batch, f: f, in: in, r: r, fr: fr, schema: sc, nrows: r.NumRows()}
-	if pq.IsCompacted(f.Name) && !f.Pending {
+	if pq.IsCompacted(f.Name) && !f.Parked {
 		if s.man, err = pq.ManifestOf(r); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("read %s: %w", f.Name, err)

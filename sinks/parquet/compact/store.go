@@ -2,14 +2,12 @@ package compact
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	pq "github.com/optlake/optlake/sinks/parquet"
 
 	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/storage"
 )
 
 // Partition is one table's day: DATA/<Table>/date=<Date>/.
@@ -30,9 +29,9 @@ func (p Partition) String() string { return p.Table + "/date=" + p.Date }
 
 // File is one Parquet file of a partition (or parked for it).
 type File struct {
-	Name    string // base name
-	Size    int64
-	Pending bool // parked by the sink (a replay of a compacted snapshot)
+	Name   string // base name
+	Size   int64
+	Parked bool // parked by the sink (a replay of a compacted snapshot)
 }
 
 // Input is an open input file.
@@ -42,28 +41,42 @@ type Input interface {
 	io.Closer
 }
 
-// Store is where the lake lives. Compact reads partitions through it and
+// Lake is where the lake lives. Compact reads partitions through it and
 // publishes the compacted files with it; the local filesystem is one
 // (LocalStore), object storage can be another. Every method is called
 // with the data directory's lock held: no other writer is at work.
-type Store interface {
+type Lake interface {
 	// Partitions lists every table's date partitions that hold Parquet
 	// files or have parked files.
 	Partitions(ctx context.Context) ([]Partition, error)
 	// List returns the partition's Parquet files (compacted ones and
-	// per-snapshot ones) and the files parked for it (Pending set).
+	// per-snapshot ones) and the files parked for it (Parked set).
 	List(ctx context.Context, p Partition) ([]File, error)
 	// Open opens a file List returned.
 	Open(ctx context.Context, p Partition, f File) (Input, error)
 	// Stage starts the replacement of the partition: files created with
 	// it are invisible to readers until Publish.
 	Stage(ctx context.Context, p Partition) (Staged, error)
-	// TempDir is a local folder for spilled sorted runs (emptied by
-	// Recover).
-	TempDir() string
+	// TempDir is a local folder for spilled sorted runs that the store
+	// made and owns (emptied by Recover); an error when it cannot be made.
+	TempDir() (string, error)
 	// Recover finishes or undoes a Publish interrupted by a crash, and
 	// deletes retired files past their grace period.
 	Recover(ctx context.Context) error
+	// Close removes the local files the store made (its spills).
+	Close() error
+}
+
+// For is the compaction store of the data directory st: a local folder
+// (storage.LocalDir) swaps a partition's folder in one rename; any other
+// store publishes the compacted objects first and deletes the inputs
+// after (BucketStore). crash is the tests' hook (nil: none), now the clock
+// of the trash's grace (nil: time.Now).
+func For(st storage.Store, crash func(step string), now func() time.Time) Lake {
+	if dir := storage.LocalDir(st); dir != "" {
+		return &LocalStore{Dir: dir, Crash: crash, Now: now}
+	}
+	return &BucketStore{St: st, Crash: crash}
 }
 
 // Staged is a partition's replacement under construction.
@@ -116,140 +129,45 @@ func (s *LocalStore) now() time.Time {
 	return time.Now()
 }
 
-func (s *LocalStore) root() string            { return filepath.Join(s.Dir, pq.CompactDir) }
-func (s *LocalStore) part(p Partition) string { return filepath.Join(s.Dir, p.Table, "date="+p.Date) }
+// lake reads the partitions through the folder's storage.Store, as a
+// bucket's are read; only the publish is the folder's own.
+func (s *LocalStore) lake() reader { return reader{storage.NewLocal(s.Dir)} }
+
+func (s *LocalStore) local(name string) string { return filepath.Join(s.Dir, filepath.FromSlash(name)) }
+func (s *LocalStore) root() string             { return filepath.Join(s.Dir, pq.CompactDir) }
+func (s *LocalStore) part(p Partition) string  { return s.local(partName(p)) }
 func (s *LocalStore) pending(p Partition) string {
-	return filepath.Join(s.root(), pq.PendingDir, p.Table, "date="+p.Date)
+	return s.local(parkedName(p))
 }
 func (s *LocalStore) stage(p Partition) string {
 	return filepath.Join(s.root(), "stage", p.Table, "date="+p.Date)
 }
-func (s *LocalStore) journal(p Partition) string {
-	return filepath.Join(s.root(), "journal", p.Table+"@"+p.Date+".json")
-}
 
-// TempDir implements Store.
-func (s *LocalStore) TempDir() string { return filepath.Join(s.root(), "tmp") }
+// Close implements Lake: the spills are in the lake's .compact/tmp,
+// emptied by Recover.
+func (s *LocalStore) Close() error { return nil }
 
-// Partitions implements Store.
+// TempDir implements Lake.
+func (s *LocalStore) TempDir() (string, error) { return s.tmp(), nil }
+
+func (s *LocalStore) tmp() string { return filepath.Join(s.root(), "tmp") }
+
+// Partitions implements Lake.
 func (s *LocalStore) Partitions(ctx context.Context) ([]Partition, error) {
-	seen := map[Partition]bool{}
-	var out []Partition
-	add := func(base string, requireParquet bool) error {
-		tables, err := os.ReadDir(base)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		for _, t := range tables {
-			name := t.Name()
-			if !t.IsDir() || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "raw" {
-				continue
-			}
-			days, err := os.ReadDir(filepath.Join(base, name))
-			if err != nil {
-				return err
-			}
-			for _, d := range days {
-				date, ok := strings.CutPrefix(d.Name(), "date=")
-				if !d.IsDir() || !ok {
-					continue
-				}
-				if _, err := time.Parse(time.DateOnly, date); err != nil {
-					continue
-				}
-				p := Partition{Table: name, Date: date}
-				if seen[p] {
-					continue
-				}
-				if requireParquet {
-					files, err := parquetFiles(filepath.Join(base, name, d.Name()))
-					if err != nil {
-						return err
-					}
-					if len(files) == 0 {
-						continue
-					}
-				}
-				seen[p] = true
-				out = append(out, p)
-			}
-		}
-		return nil
-	}
-	if err := add(s.Dir, true); err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	if err := add(filepath.Join(s.root(), pq.PendingDir), false); err != nil {
-		return nil, fmt.Errorf("list parked files: %w", err)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Table != out[j].Table {
-			return out[i].Table < out[j].Table
-		}
-		return out[i].Date < out[j].Date
-	})
-	return out, ctx.Err()
+	return s.lake().Partitions(ctx)
 }
 
-// parquetFiles lists the visible .parquet files of a folder.
-func parquetFiles(dir string) ([]File, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var out []File
-	for _, e := range ents {
-		n := e.Name()
-		if e.Type().IsRegular() && strings.HasSuffix(n, ".parquet") && !strings.HasPrefix(n, ".") {
-			fi, err := e.Info()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, File{Name: n, Size: fi.Size()})
-		}
-	}
-	return out, nil
+// List implements Lake.
+func (s *LocalStore) List(ctx context.Context, p Partition) ([]File, error) {
+	return s.lake().List(ctx, p)
 }
 
-// List implements Store.
-func (s *LocalStore) List(_ context.Context, p Partition) ([]File, error) {
-	return listWithParked(p, parquetFiles, s.part(p), s.pending(p))
+// Open implements Lake.
+func (s *LocalStore) Open(ctx context.Context, p Partition, f File) (Input, error) {
+	return s.lake().Open(ctx, p, f)
 }
 
-// listWithParked lists a partition's files (in folder part) and then its
-// parked ones (in folder pending, marked Pending), with list.
-func listWithParked(p Partition, list func(folder string) ([]File, error), part, pending string) ([]File, error) {
-	files, err := list(part)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", p, err)
-	}
-	parked, err := list(pending)
-	if err != nil {
-		return nil, fmt.Errorf("list parked %s: %w", p, err)
-	}
-	for _, f := range parked {
-		f.Pending = true
-		files = append(files, f)
-	}
-	return files, nil
-}
-
-// Open implements Store.
-func (s *LocalStore) Open(_ context.Context, p Partition, f File) (Input, error) {
-	dir := s.part(p)
-	if f.Pending {
-		dir = s.pending(p)
-	}
-	return os.Open(filepath.Join(dir, f.Name))
-}
-
-// Stage implements Store.
+// Stage implements Lake.
 func (s *LocalStore) Stage(_ context.Context, p Partition) (Staged, error) {
 	dir := s.stage(p)
 	if err := os.RemoveAll(dir); err != nil {
@@ -266,14 +184,6 @@ type localStaged struct {
 	p     Partition
 	dir   string
 	files []string
-}
-
-// journal is what a publish records before it touches the partition, so
-// that Recover can finish it or undo it after a crash.
-type journal struct {
-	ID      string   `json:"id"`
-	Pending []string `json:"pending"` // parked files consumed (names)
-	Trash   string   `json:"trash"`   // where the replaced files go
 }
 
 func (st *localStaged) Create(name string) (io.WriteCloser, error) {
@@ -306,27 +216,23 @@ func (st *localStaged) Publish(ctx context.Context, id string, consumed []File) 
 	s.crash("staged")
 	j := journal{ID: id, Trash: filepath.Join(s.root(), "trash", s.now().UTC().Format("20060102T150405Z")+"-"+id, p.Table, "date="+p.Date)}
 	for _, f := range consumed {
-		if f.Pending {
-			j.Pending = append(j.Pending, f.Name)
+		if f.Parked {
+			j.Parked = append(j.Parked, f.Name)
 		}
 	}
-	b, _ := json.Marshal(j)
-	if err := os.MkdirAll(filepath.Dir(s.journal(p)), 0o755); err != nil {
-		return fmt.Errorf("publish %s: %w", p, err)
-	}
-	if err := datadir.WriteFile(s.journal(p), b); err != nil {
-		return fmt.Errorf("publish %s: journal: %w", p, err)
+	if err := s.lake().writeJournal(ctx, p, j); err != nil {
+		return err
 	}
 	s.crash("journal")
 	if err := ctx.Err(); err != nil {
 		// Nothing visible changed yet: undo.
-		s.rollBack(p)
+		s.rollBack(context.WithoutCancel(ctx), p)
 		return err
 	}
 	if err := s.swap(p, j); err != nil {
 		return fmt.Errorf("publish %s: %w", p, err)
 	}
-	return s.rollForward(p, j)
+	return s.rollForward(ctx, p, j)
 }
 
 // swap puts the staged folder in the partition's place. With
@@ -369,7 +275,7 @@ func (s *LocalStore) swap(p Partition, j journal) error {
 // rollForward finishes a publish whose new files are in place: the
 // replaced files (now in the stage folder) go to the trash, the parked
 // files consumed are deleted, then the journal.
-func (s *LocalStore) rollForward(p Partition, j journal) error {
+func (s *LocalStore) rollForward(ctx context.Context, p Partition, j journal) error {
 	if err := datadir.SyncDir(filepath.Dir(s.part(p))); err != nil {
 		return err
 	}
@@ -383,14 +289,14 @@ func (s *LocalStore) rollForward(p Partition, j journal) error {
 		}
 	}
 	s.crash("retire")
-	for _, name := range j.Pending {
+	for _, name := range j.Parked {
 		if err := os.Remove(filepath.Join(s.pending(p), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove parked %s: %w", name, err)
 		}
 	}
 	os.Remove(s.pending(p)) // when empty
 	s.crash("pending")
-	if err := os.Remove(s.journal(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.lake().st.Delete(ctx, journalName(p)); err != nil {
 		return fmt.Errorf("remove journal: %w", err)
 	}
 	s.crash("done")
@@ -398,69 +304,46 @@ func (s *LocalStore) rollForward(p Partition, j journal) error {
 }
 
 // rollBack undoes a publish that had not swapped: the stage is dropped.
-func (s *LocalStore) rollBack(p Partition) error {
+func (s *LocalStore) rollBack(ctx context.Context, p Partition) error {
 	if err := os.RemoveAll(s.stage(p)); err != nil {
 		return err
 	}
-	if err := os.Remove(s.journal(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return s.lake().st.Delete(ctx, journalName(p))
 }
 
-// Recover implements Store: for each journal left by a crash, the publish
+// Recover implements Lake: for each journal left by a crash, the publish
 // is finished when the partition already holds the new files (the first
 // compacted file of the journal's id, or the partition is missing after a
 // fallback swap's first rename) and undone otherwise. Stages without a
 // journal, spills, and trash past its grace period are deleted.
 func (s *LocalStore) Recover(ctx context.Context) error {
-	jdir := filepath.Join(s.root(), "journal")
-	ents, err := os.ReadDir(jdir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("recover: %w", err)
-	}
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		table, date, ok2 := strings.Cut(name, "@")
-		if !ok || !ok2 {
-			continue
-		}
-		p := Partition{Table: table, Date: date}
-		b, err := os.ReadFile(filepath.Join(jdir, e.Name()))
-		var j journal
-		if err == nil {
-			err = json.Unmarshal(b, &j)
-		}
-		if err != nil {
-			return fmt.Errorf("recover %s: journal: %w", p, err)
-		}
-		if err := s.recoverOne(p, j); err != nil {
-			return fmt.Errorf("recover %s: %w", p, err)
-		}
+	err := s.lake().journals(ctx, func(p Partition, j journal) error { return s.recoverOne(ctx, p, j) })
+	if err != nil {
+		return err
 	}
 	// Stages without a journal never became visible.
 	if err := os.RemoveAll(filepath.Join(s.root(), "stage")); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if err := os.RemoveAll(s.TempDir()); err != nil {
+	if err := os.RemoveAll(s.tmp()); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	return s.emptyTrash(ctx)
 }
 
-func (s *LocalStore) recoverOne(p Partition, j journal) error {
+func (s *LocalStore) recoverOne(ctx context.Context, p Partition, j journal) error {
 	part := s.part(p)
 	if _, err := os.Stat(part); errors.Is(err, fs.ErrNotExist) {
 		// A fallback swap stopped between its two renames.
 		if err := os.Rename(s.stage(p), part); err != nil {
 			return err
 		}
-		return s.rollForward(p, j)
+		return s.rollForward(ctx, p, j)
 	}
 	if _, err := os.Stat(filepath.Join(part, pq.CompactedName(j.ID, 0))); err == nil {
-		return s.rollForward(p, j)
+		return s.rollForward(ctx, p, j)
 	}
-	return s.rollBack(p)
+	return s.rollBack(ctx, p)
 }
 
 // emptyTrash deletes retired partitions older than the grace period (the
