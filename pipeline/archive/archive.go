@@ -10,7 +10,8 @@
 // file renamed, or a completed multipart upload); the sidecar
 // (<name>.meta.json) is written last, so a body with a sidecar is complete
 // as far as the response went, and a body without one was cut off by a
-// crash.
+// crash. The sidecar's object_sha256 is the sha256 of the stored object
+// (what `sha256sum` prints for the .json.zst); OpenVerified checks it.
 package archive
 
 import (
