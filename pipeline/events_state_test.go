@@ -83,6 +83,7 @@ func TestEventsStateNotSaved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { r.Close() }) // its scratch folder
 		return rg, mem, r
 	}
 	ctx := context.Background()
