@@ -221,8 +221,11 @@ func TestReplicaDownDuringLoad(t *testing.T) {
 	})
 	want := fmt.Sprint(l.rows)
 	waitReplicated(t, c, db, "instruments") // the running replicas
-	if got := query(t, c.Node(0, 1), fmt.Sprintf("SELECT count() FROM %s.instruments", db)); got != want {
-		t.Errorf("with a replica down: count through Distributed = %s, want %s", got, want)
+	// FINAL: the INSERT the stopped replica broke is re-sent on its peer,
+	// which may then hold that block twice until a merge (3207 of 3000
+	// rows once, on a loaded machine); the keys collapse it.
+	if got := query(t, c.Node(0, 1), fmt.Sprintf("SELECT count() FROM %s.instruments FINAL", db)); got != want {
+		t.Errorf("with a replica down: count() FINAL through Distributed = %s, want %s", got, want)
 	}
 
 	began := time.Now()
