@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -54,20 +55,43 @@ func (l reader) writeJournal(ctx context.Context, p Partition, j journal) error 
 	return nil
 }
 
-// journals calls fn with each journal a crash left, in name order.
-func (l reader) journals(ctx context.Context, fn func(Partition, journal) error) error {
-	objs, err := l.st.List(ctx, journalDir)
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
+// Journal names a compaction journal a crash left behind: the partition
+// whose publish it records, and its object name in the data directory
+// (.compact/journal/<table>@<date>.json). The next Recover finishes or
+// undoes it.
+type Journal struct {
+	Partition
+	Name string
+}
+
+// Journals lists the compaction journals of the data directory st, in name
+// order: the one parser of their names (read by Recover and by status).
+func Journals(ctx context.Context, st storage.Store) ([]Journal, error) {
+	objs, err := st.List(ctx, journalDir)
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("compaction journals: %w", err)
 	}
+	var out []Journal
 	for _, o := range objs {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Name, journalDir), ".json")
 		table, date, ok2 := strings.Cut(name, "@")
 		if !ok || !ok2 {
 			continue
 		}
-		p := Partition{Table: table, Date: date}
-		b, err := storage.ReadAll(ctx, l.st, o.Name)
+		out = append(out, Journal{Partition: Partition{Table: table, Date: date}, Name: o.Name})
+	}
+	return out, nil
+}
+
+// journals calls fn with each journal a crash left, in name order.
+func (l reader) journals(ctx context.Context, fn func(Partition, journal) error) error {
+	js, err := Journals(ctx, l.st)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, jn := range js {
+		p := jn.Partition
+		b, err := storage.ReadAll(ctx, l.st, jn.Name)
 		var j journal
 		if err == nil {
 			err = json.Unmarshal(b, &j)
