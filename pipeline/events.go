@@ -302,6 +302,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 			return
 		}
 	}
+	res.eventsWritten = true
 	log.Info("instrument events", "events", stats.Events, "instruments", stats.Instruments)
 }
 

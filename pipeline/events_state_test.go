@@ -98,11 +98,13 @@ func TestEventsStateNotSaved(t *testing.T) {
 	if sum.OK || !strings.Contains(sum.Error, "state not saved") || sum.Endpoints[0].EventsSkipped == "" {
 		t.Fatalf("run whose state was not saved: ok=%v %q", sum.OK, sum.Error)
 	}
+	wantNote(t, rg.dir, sum, "state not saved")
 	fail.Store(false)
 	rg.sim.Advance(1)
 	if sum := r.Run(ctx); !sum.OK {
 		t.Fatal(sum.Error)
 	}
+	wantNote(t, rg.dir, nil, "")
 
 	var never atomic.Bool
 	ref, refMem, refR := rig(t, &never)
@@ -143,8 +145,31 @@ func TestEventsClockBackwards(t *testing.T) {
 	if sum.OK || !strings.Contains(sum.Error, "instrument events not written") || !strings.Contains(sum.Endpoints[0].EventsSkipped, "older than the state") || sum.Endpoints[0].Rows != 50 {
 		t.Fatalf("snapshot before the state: ok=%v %q %+v", sum.OK, sum.Error, sum.Endpoints[0])
 	}
+	wantNote(t, rg.dir, sum, "older than the state")
 	at = memT0.Add(time.Minute)
 	if sum := r.Run(ctx); !sum.OK || sum.Endpoints[0].Events == 0 {
 		t.Fatalf("the next snapshot: ok=%v %q events %d", sum.OK, sum.Error, sum.Endpoints[0].Events)
+	}
+	wantNote(t, rg.dir, nil, "")
+}
+
+// wantNote checks the data directory's note of skipped instrument events
+// (what `status` shows): the snapshot of sum with a reason containing
+// reason, or none when sum is nil.
+func wantNote(t *testing.T, dir string, sum *pipeline.Summary, reason string) {
+	t.Helper()
+	notes, err := pipeline.EventsNotes(context.Background(), storage.NewLocal(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum == nil {
+		if len(notes) != 0 {
+			t.Fatalf("notes after a snapshot whose events were written: %+v", notes)
+		}
+		return
+	}
+	if len(notes) != 1 || notes[0].Source != sum.Source || notes[0].RunID != sum.RunID ||
+		!notes[0].SnapshotTime.Equal(sum.SnapshotTime) || !strings.Contains(notes[0].Reason, reason) {
+		t.Fatalf("notes: %+v, want the snapshot %s (%s)", notes, sum.RunID, reason)
 	}
 }

@@ -219,6 +219,9 @@ type EndpointResult struct {
 	// fetchFailed: a request of the endpoint failed before its body was
 	// read whole.
 	fetchFailed bool
+	// eventsWritten: the instrument events were compared and handed to
+	// the sinks (or their loads left pending in the ledger).
+	eventsWritten bool
 }
 
 // The stages of an endpoint's time (EndpointResult.Stages).
@@ -482,6 +485,9 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		res.stage(StageEvents, start)
 	} else if res.Status == "ok" {
 		res.EventsSkipped = ev.refused(log)
+	}
+	if ev != nil && res.Status == "ok" {
+		r.noteEvents(ctx, log, sr, &res)
 	}
 	ev.close(sr.states)
 	for name, sr := range res.Sinks {

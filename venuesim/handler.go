@@ -106,7 +106,7 @@ func (s *Sim) Handler() http.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.real == nil {
-		s.real = newRealHandler(s.cfg.Real, &handler{s: s})
+		s.real = newRealHandler(s.cfg.Real, &handler{s: s}, s.Tick)
 	}
 	return s.real
 }

@@ -74,6 +74,9 @@ type RealVenue struct {
 	// requests; 0: never.
 	SessionUses int
 	Envelope    string // "", EnvelopeJSONRPC or EnvelopeData
+	// Bare lists bare instruments (no {"instruments": [...]} groups), as
+	// a real venue does; an envelope or pages imply it.
+	Bare bool
 	// Paginate splits the listing (bare instruments) and array account
 	// payloads into pages of PageSize (default 100) elements.
 	Paginate string
@@ -91,7 +94,7 @@ type RealVenue struct {
 
 // Enabled reports whether rv changes anything.
 func (rv RealVenue) Enabled() bool {
-	return rv.Auth != "" || rv.Envelope != "" || rv.Paginate != "" || rv.VenueErrorFirst > 0
+	return rv.Auth != "" || rv.Envelope != "" || rv.Paginate != "" || rv.VenueErrorFirst > 0 || rv.Bare
 }
 
 // Check reports a scheme, style or envelope that does not exist.
@@ -126,6 +129,14 @@ type realHandler struct {
 
 	mu     sync.Mutex
 	tokens map[string]*issued
+	// listing is the last listing paginated, so that its later pages do
+	// not rebuild it: a 1M-instrument listing in 100 pages would be built
+	// 100 times. tick reports the simulator's tick, part of the key.
+	tick    func() int
+	listing struct {
+		key   string
+		items []any // json.RawMessage instruments
+	}
 	// Logins and TokenRequests count the session logins and oauth2 token
 	// requests served.
 	logins, tokenReqs atomic.Int64
@@ -136,7 +147,7 @@ type issued struct {
 	uses    int
 }
 
-func newRealHandler(rv RealVenue, inner http.Handler) *realHandler {
+func newRealHandler(rv RealVenue, inner http.Handler, tick func() int) *realHandler {
 	if rv.TokenTTL <= 0 {
 		rv.TokenTTL = time.Hour
 	}
@@ -146,7 +157,7 @@ func newRealHandler(rv RealVenue, inner http.Handler) *realHandler {
 	if rv.VenueErrorCode == 0 {
 		rv.VenueErrorCode = 10028
 	}
-	return &realHandler{rv: rv, inner: inner, tokens: map[string]*issued{}}
+	return &realHandler{rv: rv, inner: inner, tokens: map[string]*issued{}, tick: tick}
 }
 
 func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -191,6 +202,18 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.URL.RawQuery = q.Encode()
 	in.URL.Path = simPath(in.URL.Path)
 	in.RequestURI = ""
+	// A real venue lists bare instruments (with an envelope or pages).
+	bare := in.URL.Path == PathInstruments && (h.rv.Bare || h.rv.Envelope+h.rv.Paginate != "")
+	key := ""
+	if bare && h.rv.Paginate != "" {
+		key = in.URL.String() + "@" + strconv.Itoa(h.tick())
+		// The first page builds the listing anew (the simulator's faults
+		// apply to it); the next ones of the same tick reuse it.
+		if items := h.cachedListing(key); items != nil && page > 1 {
+			h.paginate(w, r, items, page, size)
+			return
+		}
+	}
 	rec := httptest.NewRecorder()
 	h.inner.ServeHTTP(rec, in)
 	if rec.Code != http.StatusOK {
@@ -202,14 +225,25 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var payload any
-	d := json.NewDecoder(rec.Body)
-	d.UseNumber()
-	if err := d.Decode(&payload); err != nil {
-		writeError(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	if simPath(r.URL.Path) == PathInstruments && h.rv.Envelope+h.rv.Paginate != "" {
-		payload = flatten(payload) // a real venue lists bare instruments
+	if bare {
+		items, err := flatten(rec.Body.Bytes())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal error")
+			return
+		}
+		if key != "" {
+			h.mu.Lock()
+			h.listing.key, h.listing.items = key, items
+			h.mu.Unlock()
+		}
+		payload = items
+	} else {
+		d := json.NewDecoder(rec.Body)
+		d.UseNumber()
+		if err := d.Decode(&payload); err != nil {
+			writeError(w, http.StatusInternalServerError, "internal error")
+			return
+		}
 	}
 	if h.rv.Paginate == "" {
 		h.write(w, r, payload, nil, nil)
@@ -239,21 +273,33 @@ func simPath(p string) string {
 	return "/v1/public/" + base
 }
 
-// flatten turns the seed's [{"instruments": [...]}] groups into one array.
-func flatten(v any) any {
-	groups, ok := v.([]any)
-	if !ok {
-		return v
+// flatten turns the seed's [{"instruments": [...]}] groups into one array
+// of the instruments as sent (json.RawMessage: far smaller than decoded
+// maps for a listing of millions).
+func flatten(body []byte) ([]any, error) {
+	var groups []struct {
+		Instruments []json.RawMessage `json:"instruments"`
+	}
+	if err := json.Unmarshal(body, &groups); err != nil {
+		return nil, err
 	}
 	out := []any{}
 	for _, g := range groups {
-		if m, ok := g.(map[string]any); ok {
-			if list, ok := m["instruments"].([]any); ok {
-				out = append(out, list...)
-			}
+		for _, in := range g.Instruments {
+			out = append(out, in)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// cachedListing returns the listing cached under key, or nil.
+func (h *realHandler) cachedListing(key string) []any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.listing.key != key {
+		return nil
+	}
+	return h.listing.items
 }
 
 // pageItems is what a paginated answer splits: an array's elements, the

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
@@ -46,15 +47,22 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			notes, err := pipeline.EventsNotes(c.Context, st0)
+			if err != nil {
+				return err
+			}
 			lease := leaseOf(c.Context, st0)
 			w := c.App.Writer
 			if format == "json" {
 				if st == nil {
 					st = []ledger.SinkStatus{}
 				}
+				if notes == nil {
+					notes = []pipeline.EventsNote{}
+				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				doc := map[string]any{"sinks": st, "compactions": comps}
+				doc := map[string]any{"sinks": st, "compactions": comps, "events_not_written": notes}
 				if lease != nil {
 					doc["lease"] = lease
 				}
@@ -65,6 +73,10 @@ func statusCommand() *cli.Command {
 			}
 			if lease != nil {
 				fmt.Fprintln(w, lease.line())
+			}
+			for _, n := range notes {
+				fmt.Fprintf(w, "instrument events not written: %s snapshot %s (run %s, %s): %s; cleared by the next snapshot whose events are written\n",
+					n.Source, n.SnapshotTime.UTC().Format(time.RFC3339Nano), n.RunID, n.Endpoint, n.Reason)
 			}
 			if len(st) == 0 {
 				fmt.Fprintln(w, "nothing pending: every snapshot in the load ledger is loaded into every sink")

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/storage"
+	"github.com/optlake/optlake/venuesim"
 )
 
 // statusDoc is `status --format json` whole.
@@ -93,5 +95,44 @@ func TestStatusOnBucketShowsJournalAndLease(t *testing.T) {
 	lease(time.Now().Add(-time.Minute))
 	if doc, text := statusDocOf(t, url); !doc.Lease.Expired || !strings.Contains(text, "the next command takes it over") {
 		t.Fatalf("expired lease: %+v\n%s", doc.Lease, text)
+	}
+}
+
+// A snapshot whose instrument events were not written (its time is before
+// the events state: a clock gone backwards) exits 3, and `status` keeps
+// saying so, in text and JSON, until a later snapshot writes its events.
+func TestStatusShowsEventsNotWritten(t *testing.T) {
+	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	pinClock(t, base) // restored at the end
+	sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 60})
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+	if res := optlake(t, args...); res.code != 0 {
+		t.Fatalf("first run: exit %d %s", res.code, res.stderr)
+	}
+	snapshotClock = func() time.Time { return base.Add(-time.Hour) }
+	sim.Advance(1)
+	res := optlake(t, args...)
+	if res.code != 3 || !strings.Contains(res.stderr, "instrument events not written") {
+		t.Fatalf("run before the events state: exit %d\n%s", res.code, res.stderr)
+	}
+	var doc struct {
+		Events []pipeline.EventsNote `json:"events_not_written"`
+	}
+	js := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	if err := json.Unmarshal([]byte(js.stdout), &doc); err != nil || len(doc.Events) != 1 ||
+		!doc.Events[0].SnapshotTime.Equal(base.Add(-time.Hour)) || !strings.Contains(doc.Events[0].Reason, "older than the state") {
+		t.Fatalf("status json: %v %+v\n%s", err, doc, js.stdout)
+	}
+	if text := optlake(t, "status", "--data-dir", dir).stdout; !strings.Contains(text, "instrument events not written: ") {
+		t.Fatalf("status text:\n%s", text)
+	}
+	snapshotClock = func() time.Time { return base.Add(time.Minute) }
+	sim.Advance(1)
+	if res := optlake(t, args...); res.code != 0 {
+		t.Fatalf("run after: exit %d %s", res.code, res.stderr)
+	}
+	if text := optlake(t, "status", "--data-dir", dir).stdout; strings.Contains(text, "instrument events not written") {
+		t.Fatalf("status after a snapshot with its events:\n%s", text)
 	}
 }

@@ -424,3 +424,26 @@ func TestCatchUpPaginatedSnapshot(t *testing.T) {
 		t.Errorf("status after the catch-up: %+v", st)
 	}
 }
+
+// A venue that lists bare instruments (no {"instruments": [...]} groups, no
+// envelope, no pages: the default decoder) loads the rows of the grouped
+// listing.
+func TestBareListingLoadsTheGroupedRows(t *testing.T) {
+	_, grouped := startSim(t, venuesim.Config{Seed: 5, Instruments: 1200})
+	base := t.TempDir()
+	if res := optlake(t, "run", "--api-url", grouped, "--data-dir", base, "--endpoints", "instruments"); res.code != 0 {
+		t.Fatalf("grouped run: exit %d: %s", res.code, res.stderr)
+	}
+	want := listingDigest(t, base)
+	if strings.HasPrefix(want, "0 ") {
+		t.Fatalf("grouped run loaded nothing: %s", want)
+	}
+	_, bare := realSim(t, 5, venuesim.RealVenue{Bare: true})
+	dir := t.TempDir()
+	if res := optlake(t, "run", "--api-url", bare, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+		t.Fatalf("bare run: exit %d: %s", res.code, res.stderr)
+	}
+	if got := listingDigest(t, dir); got != want {
+		t.Errorf("bare listing loaded %s, grouped %s", got, want)
+	}
+}

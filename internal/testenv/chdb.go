@@ -56,3 +56,29 @@ func (c *ChDB) Query(ctx context.Context, sql string) (string, error) {
 func chdbTool() (node, script string, err error) {
 	return nodeTool("chdb", "chdb/package.json", "@chdb/lib-linux-x64-gnu/libchdb.so")
 }
+
+// IcebergDigest reads the Iceberg table at path (relative to Workdir) with
+// icebergLocal and its Parquet files (path/date=*/*.parquet) with file()
+// under the same column types, and returns each one's row count and
+// order-free hash of every row ("count\thash"), filtered by where ("" for
+// none) on the Iceberg side.
+func (c *ChDB) IcebergDigest(ctx context.Context, path, where string) (iceberg, files string, err error) {
+	desc, err := c.Query(ctx, fmt.Sprintf("DESCRIBE icebergLocal('%s') FORMAT TSV;", path))
+	if err != nil {
+		return "", "", err
+	}
+	var cols []string
+	for _, line := range strings.Split(desc, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 2 {
+			return "", "", fmt.Errorf("describe %s: %q", path, line)
+		}
+		cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
+	}
+	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s %s FORMAT TSV;"
+	if files, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, strings.Join(cols, ", ")), "")); err != nil {
+		return "", "", err
+	}
+	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("icebergLocal('%s')", path), where))
+	return iceberg, files, err
+}

@@ -77,6 +77,8 @@ func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, err
 // optlake.run-id). It returns the new Iceberg snapshot's id. A file the
 // table already references (a replay rewrote it in place) is replaced by
 // its new version in the same commit, so its rows never count twice.
+// Files without rows are left out (no bounds place them in a partition);
+// when every file is empty nothing is committed and the id is 0.
 func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
 	var o appendOptions
 	for _, f := range opts {
@@ -152,10 +154,19 @@ func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, prop
 		if err != nil {
 			return 0, fmt.Errorf("iceberg table %s: read %s: %w", t.Name, n, err)
 		}
+		if df.Count() == 0 {
+			// No rows, no bounds to place it in a partition: an empty
+			// snapshot adds nothing to read (the file stays for the
+			// Parquet readers).
+			continue
+		}
 		if df, err = fixTimestamps(df, t, sc, tbl.Spec()); err != nil {
 			return 0, fmt.Errorf("iceberg table %s: %s: %w", t.Name, n, err)
 		}
 		files = append(files, df)
+	}
+	if len(files) == 0 {
+		return 0, nil
 	}
 	var old []icego.DataFile
 	if !o.fresh {

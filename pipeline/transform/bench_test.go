@@ -18,12 +18,22 @@ func BenchmarkDecodeInstruments(b *testing.B) {
 	for _, shape := range []struct {
 		name  string
 		group int
-	}{{"groups200", 200}, {"groups3", 33334}} {
+		bare  bool
+	}{{"groups200", 200, false}, {"groups3", 33334, false}, {"bare", 200, true}} {
 		b.Run(shape.name, func(b *testing.B) {
 			sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: 100_000, GroupSize: shape.group})
 			var body bytes.Buffer
 			if err := sim.WriteInstruments(&body); err != nil {
 				b.Fatal(err)
+			}
+			if shape.bare {
+				// The same instruments without their groups (they hold
+				// no arrays, so "]}" only closes a group).
+				bare := bytes.ReplaceAll(body.Bytes(), []byte(`]},{"instruments":[`), []byte(","))
+				bare = bytes.Replace(bare, []byte(`[{"instruments":[`), []byte("["), 1)
+				bare = append(bytes.TrimSuffix(bytes.TrimSpace(bare), []byte("]}]")), ']')
+				body.Reset()
+				body.Write(bare)
 			}
 			d := NewInstrumentDecoder(Options{})
 			defer d.Release()
@@ -35,6 +45,9 @@ func BenchmarkDecodeInstruments(b *testing.B) {
 				st, err := d.Decode(context.Background(), bytes.NewReader(body.Bytes()), testMeta, func(*schema.Table, arrow.Record) error { return nil })
 				if err != nil {
 					b.Fatal(err)
+				}
+				if st.Rows != 100_000 {
+					b.Fatalf("%d rows", st.Rows)
 				}
 				rows += st.Rows
 			}

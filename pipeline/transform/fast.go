@@ -19,7 +19,9 @@ import (
 //     have no escapes;
 //   - every value has its field's type (or is null), strings are ASCII
 //     without escapes, numbers fit the fast conversions below;
-//   - instrument_name is a non-empty string.
+//   - instrument_name is a non-empty string;
+//   - no member is named "instruments" (a listing element with one is a
+//     group, see InstrumentDecoder.element).
 //
 // Anything else — nested unknown members, wrong types, rejects, escapes,
 // UTF-8, odd numbers, malformed JSON — returns 0 before anything is written,
@@ -59,6 +61,9 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 				return 0
 			}
 			if fi = fieldIndex(w[p+1 : q]); fi < 0 {
+				if string(w[p+1:q]) == "instruments" {
+					return 0 // a group, or an instrument with that member: the general path decides
+				}
 				// An unknown member goes to extra as received, when its
 				// value is a scalar the fast path can check.
 				start := p

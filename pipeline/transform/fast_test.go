@@ -157,6 +157,8 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(listing(fullInstrument, fullInstrument)))
 	f.Add([]byte(listing(inst(map[string]string{"strike": "1e22", "index_price": `"+1"`}))))
 	f.Add([]byte(`[{"instruments":[{"instrument_name":"a","tick_size":0.5},{"instrument_name":"b","rfq":true} ,{}]}]`))
+	f.Add([]byte(`[` + fullInstrument + `,{"instrument_name":"b","instruments":null},{"instruments":[{"instrument_name":"c","instruments":1}]},{}]`))
+	f.Add([]byte(`[{"instrument_name":"g","rfq":true,"instruments":[{"instrument_name":"a"}]},{"instrument_name":"b","x":"y"}]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if bytes.Count(body, []byte("[")) > 200 || bytes.Count(body, []byte("{")) > 200 {
 			t.Skip()

@@ -16,15 +16,18 @@ import (
 
 // FuzzDecodeInstruments checks the decoder against encoding/json: it never
 // panics or hangs, it fails exactly the bodies that are not valid JSON or not
-// the listing's shape, and every instrument element of a valid listing comes
-// out either as a row or as a reject.
+// the listing's shape, and every instrument of a valid listing (in a group or
+// bare) comes out either as a row or as a reject.
 func FuzzDecodeInstruments(f *testing.F) {
 	seeds := []string{
 		listing(fullInstrument),
 		listing(fullInstrument, inst(map[string]string{"strike": `"x"`}), inst(map[string]string{"instrument_name": ""})),
 		listing(inst(map[string]string{"index_price": `"1e3"`, "extra": `{"a":[1,{"b":null}]}`})),
 		`[{"instruments":null},{},{"x":1,"instruments":[1,"a",null,{}]}]`,
-		`[]`, `{}`, `[[]]`, `"\ud800"`, `[{"instruments":[{"instrument_name":"\u00e9\ud83d\ude00"}]}]`,
+		`[]`, `{}`, `[[]]`, `[null]`, `[1]`, `"\ud800"`,
+		// Bare instruments, mixed with groups; a group's key anywhere.
+		`[` + fullInstrument + `,{"instrument_name":"b","instruments":null},{"kind":"option"},{"instruments":[` + fullInstrument + `]}]`,
+		`[{"instrument_name":"g","strike":"x","instruments":[{"instrument_name":"a"}],"instruments":[]},{},{"instrument_name":"c","x":[1]}]`, `[{"instruments":[{"instrument_name":"\u00e9\ud83d\ude00"}]}]`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -58,26 +61,39 @@ func FuzzDecodeInstruments(f *testing.F) {
 			}
 			return
 		}
-		var groups []map[string]json.RawMessage
-		shapeOK := json.Unmarshal(body, &groups) == nil
-		want := 0
-		for _, g := range groups {
-			raw, ok := g["instruments"]
-			if !ok || string(raw) == "null" {
-				continue
-			}
-			var elems []json.RawMessage
-			if json.Unmarshal(raw, &elems) != nil {
+		// Each element is a group (an object with "instruments": null or
+		// an array) or, without that key, one instrument; {} is an empty
+		// group. Anything but an object fails the listing.
+		var elems []json.RawMessage
+		shapeOK := json.Unmarshal(body, &elems) == nil
+		want, groups := 0, 0
+		for _, e := range elems {
+			var g map[string]json.RawMessage
+			if len(bytes.TrimSpace(e)) == 0 || bytes.TrimSpace(e)[0] != '{' || json.Unmarshal(e, &g) != nil {
 				shapeOK = false
 				break
 			}
-			want += len(elems)
+			raw, ok := g["instruments"]
+			switch {
+			case !ok && len(g) > 0:
+				want++
+				continue
+			case !ok || string(raw) == "null":
+				continue
+			}
+			groups++
+			var list []json.RawMessage
+			if json.Unmarshal(raw, &list) != nil {
+				shapeOK = false
+				break
+			}
+			want += len(list)
 		}
 		if shapeOK != (err == nil) {
 			t.Fatalf("shape ok=%v but decode err=%v for %q", shapeOK, err, body)
 		}
 		// Duplicate "instruments" keys make encoding/json keep the last one.
-		if err == nil && bytes.Count(body, []byte(`"instruments"`)) <= len(groups) && int64(want) != rows+rejects {
+		if err == nil && bytes.Count(body, []byte(`"instruments"`)) <= groups && int64(want) != rows+rejects {
 			t.Fatalf("%d instrument elements, %d rows + %d rejects", want, rows, rejects)
 		}
 	})

@@ -194,11 +194,15 @@ func (d *InstrumentDecoder) Release() {
 	d.rjb.Release()
 }
 
-// Decode reads one get_instruments body and emits its rows. Rows that break
-// the value rules go to rejects with a reason and the rest loads. A body that
-// is malformed or not a JSON array of {"instruments": [...]} groups fails with
-// an error that is values.ErrBadInput; rows of earlier batches may have
-// been emitted already, and the caller decides what to do with them.
+// Decode reads one get_instruments body and emits its rows. The body is a
+// JSON array whose elements are {"instruments": [...]} groups (an object
+// with an "instruments" key, wherever the key is; its other members are
+// ignored) or bare instruments (an object without one), mixed freely; {} is
+// an empty group. Rows that break the value rules go to rejects with a
+// reason and the rest loads. A body that is malformed, not an array, or has
+// an element that is not an object fails with an error that is
+// values.ErrBadInput; rows of earlier batches may have been emitted already,
+// and the caller decides what to do with them.
 // meta identifies the snapshot every row belongs to (its Part is not used).
 func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.Snapshot, emit Emit) (Stats, error) {
 	d.meta, d.emit = meta, emit
@@ -214,18 +218,20 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	return d.stats, values.BadInput(err)
 }
 
+const elementShape = `an instrument or an {"instruments": [...]} group`
+
 func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) error {
 	k, err := sc.PeekKind()
 	if err != nil {
 		return err
 	}
 	if k != jsontok.Array {
-		return shapeError("listing is a JSON %s, expected an array of {\"instruments\": [...]} groups", k)
+		return shapeError("listing is a JSON %s, expected an array of %ss", k, elementShape)
 	}
 	if err := sc.Expect('['); err != nil {
 		return err
 	}
-	for group, first := 0, true; ; group, first = group+1, false {
+	for elem, first := 0, true; ; elem, first = elem+1, false {
 		more, err := sc.More(']', first)
 		if err != nil {
 			return err
@@ -236,9 +242,9 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 		if k, err := sc.PeekKind(); err != nil {
 			return err
 		} else if k != jsontok.Object {
-			return shapeError("listing element %d is a JSON %s, expected an object with \"instruments\"", group, k)
+			return shapeError("listing element %d is a JSON %s, expected %s", elem, k, elementShape)
 		}
-		if err := d.group(ctx, sc, group); err != nil {
+		if err := d.element(ctx, sc, elem); err != nil {
 			return err
 		}
 	}
@@ -250,14 +256,54 @@ func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) err
 	return nil
 }
 
-// group decodes one {"instruments": [...]} element. Other members of the
-// group are ignored (they are in the raw archive).
-func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, group int) error {
+// objectKind is what the members of a listing element made of it.
+type objectKind uint8
+
+const (
+	objInstrument objectKind = iota // the object ended without an "instruments" key
+	objGroup                        // stopped just after `"instruments":`
+	objEmpty                        // {}: an empty group
+)
+
+// element decodes one object of the listing. Whether it is a group is known
+// only when its "instruments" key comes, which need not be first: its
+// members are decoded as an instrument until then, and that row is dropped
+// when the key comes. So the group's members before "instruments" are held
+// in memory (a bare instrument is anyway); its instruments stream.
+func (d *InstrumentDecoder) element(ctx context.Context, sc *jsontok.Scanner, elem int) error {
+	if d.fastElement(sc) {
+		return d.rowDone(ctx)
+	}
+	r := &d.r
+	r.reset()
+	if err := sc.StartCapture(); err != nil {
+		return err
+	}
 	if err := sc.Expect('{'); err != nil {
 		return err
 	}
-	for first := true; ; first = false {
-		more, err := sc.More('}', first)
+	kind, err := d.members(sc, true)
+	if err != nil {
+		return err
+	}
+	raw := sc.EndCapture()
+	switch kind {
+	case objEmpty:
+		return nil
+	case objInstrument:
+		idx := d.index
+		d.index++
+		d.finish(idx, raw)
+		return d.rowDone(ctx)
+	}
+	r.reset() // the members before "instruments" were the group's
+	if err := d.list(ctx, sc, elem); err != nil {
+		return err
+	}
+	// The rest of the group: other members are ignored (they are in the
+	// raw archive); another "instruments" key is read as well.
+	for {
+		more, err := sc.More('}', false)
 		if err != nil || !more {
 			return err
 		}
@@ -275,63 +321,84 @@ func (d *InstrumentDecoder) group(ctx context.Context, sc *jsontok.Scanner, grou
 			}
 			continue
 		}
-		k, err := sc.PeekKind()
+		if err := d.list(ctx, sc, elem); err != nil {
+			return err
+		}
+	}
+}
+
+// list decodes the value of a group's "instruments" member (the scanner is
+// just after its ':'): null or an array of instruments.
+func (d *InstrumentDecoder) list(ctx context.Context, sc *jsontok.Scanner, elem int) error {
+	k, err := sc.PeekKind()
+	if err != nil {
+		return err
+	}
+	switch k {
+	case jsontok.Null:
+		_, err := sc.Literal()
+		return err
+	case jsontok.Array:
+	default:
+		return shapeError("listing element %d: \"instruments\" is a JSON %s, expected an array", elem, k)
+	}
+	if err := sc.Expect('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := sc.More(']', first)
 		if err != nil {
 			return err
 		}
-		switch k {
-		case jsontok.Null:
-			if _, err := sc.Literal(); err != nil {
+		if !more {
+			return nil
+		}
+		if !d.fastElement(sc) {
+			if err := d.instrument(sc); err != nil {
 				return err
 			}
-			continue
-		case jsontok.Array:
-		default:
-			return shapeError("listing element %d: \"instruments\" is a JSON %s, expected an array", group, k)
 		}
-		if err := sc.Expect('['); err != nil {
+		if err := d.rowDone(ctx); err != nil {
 			return err
 		}
-		for first := true; ; first = false {
-			more, err := sc.More(']', first)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			// The fast path takes a well-formed instrument that is
-			// whole in the scanner's buffer and loads without a reject;
-			// anything else is decoded again by the general path.
-			w := sc.Window()
-			if len(w) < fastWindow {
-				w = sc.Fill(fastWindow)
-			}
-			if n := d.fastInstrument(w); n > 0 {
-				sc.Advance(n)
-				d.index++
-				d.fastRows++
-				d.appendRow(w)
-			} else if err := d.instrument(sc); err != nil {
-				return err
-			}
-			if d.b.full {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if err := d.flush(false); err != nil {
-					return err
-				}
-			}
-		}
 	}
+}
+
+// fastElement decodes the instrument at the scanner with the fast path when
+// it can: a well-formed instrument that is whole in the scanner's buffer and
+// loads without a reject. Otherwise it consumes nothing and returns false,
+// and the general path decodes the value from its first byte.
+func (d *InstrumentDecoder) fastElement(sc *jsontok.Scanner) bool {
+	w := sc.Window()
+	if len(w) < fastWindow {
+		w = sc.Fill(fastWindow)
+	}
+	n := d.fastInstrument(w)
+	if n == 0 {
+		return false
+	}
+	sc.Advance(n)
+	d.index++
+	d.fastRows++
+	d.appendRow(w)
+	return true
+}
+
+// rowDone emits the batch when it is full.
+func (d *InstrumentDecoder) rowDone(ctx context.Context) error {
+	if !d.b.full {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.flush(false)
 }
 
 // instrument decodes one element of an instruments array into the row
 // builders, or into rejects.
 func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
-	r := &d.r
-	r.reset()
+	d.r.reset()
 	idx := d.index
 	d.index++
 	if err := sc.StartCapture(); err != nil {
@@ -351,19 +418,35 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 	if err := sc.Expect('{'); err != nil {
 		return err
 	}
+	if _, err := d.members(sc, false); err != nil {
+		return err
+	}
+	d.finish(idx, sc.EndCapture())
+	return nil
+}
+
+// members decodes the members of an instrument object (the scanner is just
+// after its '{', capturing) into d.r. For a listing element (top), an
+// "instruments" key stops it just after the key's ':' (objGroup), and {} is
+// objEmpty.
+func (d *InstrumentDecoder) members(sc *jsontok.Scanner, top bool) (objectKind, error) {
+	r := &d.r
 	next := 0
 	for first := true; ; first = false {
 		more, err := sc.More('}', first)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !more {
-			break
+			if top && first {
+				return objEmpty, nil
+			}
+			return objInstrument, nil
 		}
 		memberStart := sc.CaptureLen()
 		key, err := sc.String()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		// Venues send fields in a fixed order: try the field after the
 		// previous one before the map.
@@ -376,22 +459,31 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 		if fi >= 0 {
 			next = fi + 1
 		}
+		group := fi < 0 && top && string(key) == "instruments"
 		if err := sc.Expect(':'); err != nil {
-			return err
+			return 0, err
+		}
+		if group {
+			return objGroup, nil
 		}
 		if fi < 0 {
 			if err := sc.Skip(); err != nil {
-				return err
+				return 0, err
 			}
 			// Keep the member as received; the capture holds it.
 			r.extra = append(r.extra, memberStart, sc.CaptureLen())
 			continue
 		}
 		if err := d.field(sc, fi); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	raw := sc.EndCapture()
+}
+
+// finish appends the instrument decoded into d.r (raw as received) as a
+// row, or as a reject with its first reason.
+func (d *InstrumentDecoder) finish(idx int64, raw []byte) {
+	r := &d.r
 	r.src = r.arena
 	name := &r.vals[nameField]
 	switch {
@@ -405,10 +497,9 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 	}
 	if r.reason != "" {
 		d.addReject(idx, r.reason, raw)
-		return nil
+		return
 	}
 	d.appendRow(raw)
-	return nil
 }
 
 // fastWindow is the input kept in the scanner's buffer for the fast path:

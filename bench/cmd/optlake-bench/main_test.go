@@ -64,3 +64,28 @@ func TestBounds(t *testing.T) {
 		t.Errorf("replay bounds:\n%s", out)
 	}
 }
+
+// The paged run gets its own row, met by its peak RSS alone.
+func TestPagedRow(t *testing.T) {
+	for _, tc := range []struct {
+		rss int64
+		met string
+	}{{240 << 20, "yes"}, {300 << 20, "**no**"}} {
+		r := &Report{}
+		m := r.add("e2e_paged", "1m/100 pages", "optlake")
+		m.Runs = []bench.Result{{Rows: 1_000_000, Seconds: 80, PeakRSS: tc.rss}}
+		m.finish()
+		var found bool
+		for _, row := range r.rows() {
+			if row.Listing == "1m/100 pages" {
+				found = true
+				if row.Met != tc.met || row.Target != "peak RSS ≤ 256 MiB" {
+					t.Errorf("RSS %d: met %q target %q, want %q", tc.rss, row.Met, row.Target, tc.met)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for the paged run in %+v", r.rows())
+		}
+	}
+}

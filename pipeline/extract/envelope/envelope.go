@@ -347,7 +347,7 @@ func (sp *splicer) records() error {
 }
 
 // element writes one record. For instruments, a group {"instruments":
-// [...]} (its first key is "instruments") gives its array's elements; any
+// [...]} (the key anywhere in the object) gives its array's elements; any
 // other object is an instrument itself.
 func (sp *splicer) element() error {
 	sc := sp.sc
@@ -395,9 +395,19 @@ func (sp *splicer) element() error {
 	for {
 		more, err := sc.More('}', false)
 		if err == nil && more {
-			if _, err = sc.String(); err == nil {
+			var k []byte
+			if k, err = sc.String(); err == nil {
 				if err = sc.Expect(':'); err == nil {
-					err = sc.Skip()
+					if !group && string(k) == "instruments" {
+						// A group after all (its key need not come first,
+						// as in the default decoder): the members before it
+						// are not an instrument.
+						sc.EndCapture()
+						group = true
+						err = sp.records()
+					} else {
+						err = sc.Skip()
+					}
 				}
 			}
 		}

@@ -46,6 +46,8 @@ func TestSplice(t *testing.T) {
 			want: `[{"instruments":[{"instrument_name":"A"},{"instrument_name":"B"}]}]`},
 		{name: "bare instruments", body: `{"result":[{"instrument_name":"A","strike":1},{"instrument_name":"B"}]}`, spec: Spec{Records: "result", Instruments: true},
 			want: `[{"instruments":[{"instrument_name":"A","strike":1},{"instrument_name":"B"}]}]`},
+		{name: "group whose instruments key is not first", body: `{"result":[{"currency":"BTC","n":[1,{"a":2}],"instruments":[{"instrument_name":"A"}],"x":1},{"instrument_name":"B"}]}`, spec: Spec{Records: "result", Instruments: true},
+			want: `[{"instruments":[{"instrument_name":"A"},{"instrument_name":"B"}]}]`},
 		{name: "no instruments", body: `{"result":[]}`, spec: Spec{Records: "result", Instruments: true}, want: `[]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

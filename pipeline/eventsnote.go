@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/optlake/optlake/pipeline/events"
+	"github.com/optlake/optlake/storage"
+)
+
+// EventsNote says that a snapshot's instrument events were not written
+// (EndpointResult.EventsSkipped): the events state could not be saved, or
+// the snapshot is older than the state. It is kept in the data directory,
+// one per source, until a later snapshot of that source writes its events,
+// so that `status` shows it after the run that exited 3 is gone.
+type EventsNote struct {
+	Source       string    `json:"source"`
+	SnapshotTime time.Time `json:"snapshot_time"`
+	RunID        string    `json:"run_id"`
+	Endpoint     string    `json:"endpoint"`
+	Reason       string    `json:"reason"`
+}
+
+const eventsNoteSuffix = ".skipped.json"
+
+// eventsNoteName is the note's object name: beside the source's state.
+func eventsNoteName(source string) string {
+	state := filepath.ToSlash(events.StatePath("", source))
+	return strings.TrimSuffix(state, ".state.zst") + eventsNoteSuffix
+}
+
+// noteEvents keeps or clears the source's note after an endpoint whose
+// instrument events were compared: kept when they were skipped, removed
+// once they were written. A note that cannot be written is logged: the
+// run already exits 3 for the skip itself.
+func (r *Runner) noteEvents(ctx context.Context, log *slog.Logger, sr *snapshotRun, res *EndpointResult) {
+	if r.cfg.Store == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	name := eventsNoteName(sr.source)
+	switch {
+	case res.EventsSkipped != "":
+		b, err := json.MarshalIndent(EventsNote{Source: sr.source, SnapshotTime: sr.time.UTC(), RunID: sr.runID,
+			Endpoint: res.Endpoint, Reason: res.EventsSkipped}, "", "  ")
+		if err == nil {
+			err = r.cfg.Store.Put(ctx, name, append(b, '\n'))
+		}
+		if err != nil {
+			log.Warn("instrument events: cannot record that they were not written", "err", err)
+		}
+	case res.eventsWritten:
+		if err := r.cfg.Store.Delete(ctx, name); err != nil && !errors.Is(err, storage.ErrNotExist) {
+			log.Warn("instrument events: cannot clear the note of an earlier skip", "err", err)
+		}
+	}
+}
+
+// EventsNotes returns the notes of every source whose last compared
+// snapshot did not get its instrument events, by source.
+func EventsNotes(ctx context.Context, st storage.Store) ([]EventsNote, error) {
+	dir := filepath.ToSlash(events.StateDir("")) + "/"
+	infos, err := st.List(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("instrument events notes: %w", err)
+	}
+	var out []EventsNote
+	for _, in := range infos {
+		if !strings.HasSuffix(in.Name, eventsNoteSuffix) {
+			continue
+		}
+		b, err := storage.ReadAll(ctx, st, in.Name)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue // cleared since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("instrument events notes: %w", err)
+		}
+		var n EventsNote
+		if err := json.Unmarshal(b, &n); err != nil {
+			return nil, fmt.Errorf("instrument events notes: %s: %w", in.Name, err)
+		}
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b EventsNote) int { return strings.Compare(a.Source, b.Source) })
+	return out, nil
+}
