@@ -13,7 +13,7 @@ import (
 	"github.com/optlake/optlake/schema"
 )
 
-// The fixtures are the records of the simulator's listing at ticks 0 to 3
+// The fixtures are the records of the simulator's listing at ticks 0 to 5
 // (seed 18, 600 instruments, wrong types, index price variants and extra
 // fields), decoded by package transform: testdata/tick-N.TABLE.arrow, one
 // Arrow IPC file each. TestFixturesAreTransformOutput checks them against
@@ -23,7 +23,7 @@ import (
 var fixtures embed.FS
 
 // FixtureTicks is the number of ticks with fixtures.
-const FixtureTicks = 4
+const FixtureTicks = 6
 
 // BodyBytesKey is the metadata key of the instruments fixture's schema
 // that holds the size of the tick's listing body (for the runs row).

@@ -145,7 +145,7 @@ func (d *Data) Records(tb *schema.Table) []arrow.Record {
 var Tables = []*schema.Table{schema.Instruments, schema.Rejects, schema.Runs}
 
 // Snapshot returns the records of the simulator's listing at tick (0 to
-// 3), as package transform decodes them, in batches of batch rows. They are
+// 5), as package transform decodes them, in batches of batch rows. They are
 // read from testdata fixtures (see fixtures.go), so the suite depends on
 // nothing above the sinks. The simulator sends wrong types and index price
 // variants, so there are rejects and null prices.
