@@ -234,6 +234,33 @@ func (s *Bucket) List(ctx context.Context, prefix string) ([]Info, error) {
 	return out, nil
 }
 
+func (s *Bucket) ListDir(ctx context.Context, dir string) ([]Info, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	var out []Info
+	it := s.b.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, s.wrap("list", dir, err)
+		}
+		if o.IsDir {
+			out = append(out, Info{Name: o.Key})
+			continue
+		}
+		if IsTemp(o.Key[strings.LastIndexByte(o.Key, '/')+1:]) {
+			continue
+		}
+		out = append(out, Info{Name: o.Key, Size: o.Size, ModTime: o.ModTime})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
 func (s *Bucket) Delete(ctx context.Context, name string) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)

@@ -238,6 +238,50 @@ func (l *Local) List(_ context.Context, prefix string) ([]Info, error) {
 	return out, nil
 }
 
+func (l *Local) ListDir(_ context.Context, dir string) ([]Info, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.root, err)
+	}
+	ents, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s/%s: %w", l.root, dir, err)
+	}
+	var out []Info
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, Info{Name: dir + e.Name() + "/"})
+			continue
+		}
+		if IsTemp(e.Name()) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s/%s: %w", l.root, dir, err)
+		}
+		out = append(out, Info{Name: dir + e.Name(), Size: info.Size(), ModTime: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// checkDir accepts the dir of ListDir: "" or a relative name ending in '/'.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !strings.HasSuffix(dir, "/") {
+		return fmt.Errorf("list dir %q: want \"\" or a name ending in '/'", dir)
+	}
+	return checkName(strings.TrimSuffix(dir, "/"))
+}
+
 func (l *Local) Delete(_ context.Context, name string) error {
 	p, err := l.path(name)
 	if err != nil {

@@ -39,6 +39,12 @@ type Store interface {
 	Stat(ctx context.Context, name string) (Info, error)
 	// List returns the objects whose names start with prefix, sorted by name.
 	List(ctx context.Context, prefix string) ([]Info, error)
+	// ListDir lists one level below dir ("" or a name ending in '/'),
+	// sorted by name: the objects directly in it, and its sub-folders as
+	// names ending in '/' (Size 0), the common prefixes of a delimiter
+	// listing. An absent dir lists nothing. A local folder may also list
+	// an empty sub-folder, which a bucket cannot hold.
+	ListDir(ctx context.Context, dir string) ([]Info, error)
 	// Delete removes name; deleting an absent name is not an error.
 	Delete(ctx context.Context, name string) error
 	// String names the store (a path, or scheme://bucket/prefix), never a
@@ -82,7 +88,8 @@ type Reader interface {
 	Close() error
 }
 
-// Info describes one object.
+// Info describes one object (or, from ListDir, a folder: Name ends in
+// '/').
 type Info struct {
 	Name    string
 	Size    int64

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +12,7 @@ import (
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/ledger"
-	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -123,21 +120,16 @@ type compactionStatus struct {
 }
 
 // unfinishedCompactions lists the compaction journals of the data
-// directory (DATA/.compact/journal/<table>@<date>.json).
+// directory (parsed by compact.Journals).
 func unfinishedCompactions(ctx context.Context, st storage.Store) ([]compactionStatus, error) {
-	dir := path.Join(pq.CompactDir, "journal") + "/"
-	infos, err := st.List(ctx, dir)
-	if err != nil && !errors.Is(err, storage.ErrNotExist) {
-		return nil, fmt.Errorf("compaction journals: %w", err)
+	js, err := compact.Journals(ctx, st)
+	if err != nil {
+		return nil, err
 	}
 	out := []compactionStatus{}
 	bucket := storage.LocalDir(st) == ""
-	for _, in := range infos {
-		table, date, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(in.Name, dir), ".json"), "@")
-		if !ok || !strings.HasSuffix(in.Name, ".json") {
-			continue
-		}
-		c := compactionStatus{Table: table, Date: date, Journal: in.Name, Duplicates: bucket,
+	for _, j := range js {
+		c := compactionStatus{Table: j.Table, Date: j.Date, Journal: j.Name, Duplicates: bucket,
 			Note: "readers see every row once; the next compact, run or replay finishes or undoes it"}
 		if bucket {
 			c.Note = "readers may see rows of that day twice until the next compact, run or replay recovers it"

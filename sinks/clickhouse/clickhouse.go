@@ -33,6 +33,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/schema"
@@ -479,7 +480,7 @@ func (w *writer) Write(ctx context.Context, rec arrow.Record) error {
 	}
 	rec.Retain()
 	w.held = append(w.held, rec)
-	w.heldBytes += recordBytes(rec)
+	w.heldBytes += util.TotalRecordSize(rec) // buffers, children and dictionaries, each shared buffer once
 	w.heldRows += rec.NumRows()
 	err := w.appendLast(ctx)
 	if err == nil && w.heldBytes >= insertBudget {
@@ -581,28 +582,6 @@ func (w *writer) abortInsert() {
 		w.batch = nil
 	}
 	w.releaseHeld()
-}
-
-// recordBytes is the size of rec's buffers.
-func recordBytes(rec arrow.Record) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		n += arrayBytes(c.Data())
-	}
-	return n
-}
-
-func arrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	return n
 }
 
 // Commit implements sinks.Writer: it sends the open INSERT; the rows of

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -80,35 +79,14 @@ func (s *Sink) Close(context.Context) error { return nil }
 // replaces the file instead of adding a second one.
 func Path(t *schema.Table, snap sinks.Snapshot) string {
 	ts := snap.Time.UTC()
-	name := ts.Format(storage.TimeLayout) + "-" + SafeName(snap.RunID)
+	name := ts.Format(storage.TimeLayout) + "-" + storage.SafeNameDots(snap.RunID)
 	if t == schema.Rejects {
-		name += "-" + SafeName(snap.Endpoint)
+		name += "-" + storage.SafeNameDots(snap.Endpoint)
 	}
 	if snap.Part != "" {
-		name += "-" + SafeName(snap.Part)
+		name += "-" + storage.SafeNameDots(snap.Part)
 	}
-	return filepath.Join(SafeName(t.Name), "date="+ts.Format("2006-01-02"), name+".parquet")
-}
-
-// SafeName keeps a path element from escaping its folder: anything but
-// letters, digits, '-', '_' and '.' becomes '_', and dot-only names are
-// refused by replacing their dots.
-func SafeName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok {
-			b[i] = '_'
-		}
-	}
-	out := string(b)
-	if strings.Trim(out, ".") == "" {
-		out = strings.ReplaceAll(out, ".", "_")
-	}
-	if out == "" {
-		out = "_"
-	}
-	return out
+	return filepath.Join(storage.SafeNameDots(t.Name), "date="+ts.Format("2006-01-02"), name+".parquet")
 }
 
 // where names an object of the store for summaries: its path in a local

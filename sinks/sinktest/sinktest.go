@@ -4,13 +4,12 @@
 // server with FINAL for ClickHouse), so that the same records in give the
 // same rows out whatever the store.
 //
-// The records come from the venue simulator through package transform
-// (instruments and rejects) and from a hand-built runs record, as a run
-// produces them.
+// The records are those the venue simulator's listings decode into through
+// package transform (instruments and rejects), kept as testdata fixtures,
+// and a hand-built runs record, as a run produces them.
 package sinktest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -24,10 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
-	"github.com/optlake/optlake/venuesim"
 )
 
 // Null is the canonical text of a null value.
@@ -147,47 +144,44 @@ func (d *Data) Records(tb *schema.Table) []arrow.Record {
 // Tables are the tables the suite loads.
 var Tables = []*schema.Table{schema.Instruments, schema.Rejects, schema.Runs}
 
-// Snapshot decodes the simulator's listing at tick into records, batches of
-// batch rows. The simulator sends wrong types and index price variants, so
-// there are rejects and null prices.
+// Snapshot returns the records of the simulator's listing at tick (0 to
+// 5), as package transform decodes them, in batches of batch rows. They are
+// read from testdata fixtures (see fixtures.go), so the suite depends on
+// nothing above the sinks. The simulator sends wrong types and index price
+// variants, so there are rejects and null prices.
 func Snapshot(t testing.TB, tick int, batch int) *Data {
 	t.Helper()
-	sim := venuesim.New(venuesim.Config{Seed: 18, Instruments: 600,
-		Faults: venuesim.Faults{IndexPriceVariants: true, WrongTypes: true, ExtraFields: true}})
-	sim.Advance(tick)
-	snap := sinks.Snapshot{
+	snap := SnapshotOf(tick)
+	d := &Data{Snap: snap}
+	var md arrow.Metadata
+	var body int64
+	var err error
+	if d.Instruments, md, err = fixture(tick, schema.Instruments, batch); err == nil {
+		d.Rejects, _, err = fixture(tick, schema.Rejects, batch)
+	}
+	if i := md.FindKey(BodyBytesKey); err == nil && i < 0 {
+		err = fmt.Errorf("sinktest: %s: no %s", FixtureName(tick, schema.Instruments), BodyBytesKey)
+	} else if err == nil {
+		body, err = strconv.ParseInt(md.Values()[i], 10, 64)
+	}
+	if err != nil {
+		d.Release()
+		t.Fatal(err)
+	}
+	d.Runs = []arrow.Record{Build(t, schema.Runs, [][]any{{
+		snap.Time, snap.RunID, snap.Source, snap.Endpoint, "ok", int64(590), int64(10), body, int64(1234), nil,
+	}})}
+	return d
+}
+
+// SnapshotOf is the snapshot of the simulator's listing at tick.
+func SnapshotOf(tick int) sinks.Snapshot {
+	return sinks.Snapshot{
 		Time:     time.Date(2026, 11, 22, 9, 30, tick, 250e6, time.UTC),
 		RunID:    fmt.Sprintf("01936f0e-7c00-7000-8000-%012d", tick),
 		Source:   "sim",
 		Endpoint: "instruments",
 	}
-	var body bytes.Buffer
-	if err := sim.WriteInstruments(&body); err != nil {
-		t.Fatal(err)
-	}
-	d := &Data{Snap: snap}
-	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: batch})
-	defer dec.Release()
-	_, err := dec.Decode(context.Background(), &body, snap, func(tb *schema.Table, rec arrow.Record) error {
-		rec.Retain()
-		switch tb {
-		case schema.Instruments:
-			d.Instruments = append(d.Instruments, rec)
-		case schema.Rejects:
-			d.Rejects = append(d.Rejects, rec)
-		default:
-			rec.Release()
-			return fmt.Errorf("unexpected table %s", tb.Name)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Runs = []arrow.Record{Build(t, schema.Runs, [][]any{{
-		snap.Time, snap.RunID, snap.Source, snap.Endpoint, "ok", int64(590), int64(10), int64(body.Len()), int64(1234), nil,
-	}})}
-	return d
 }
 
 // Build makes a record of tb from rows of Go values in column order: string,

@@ -299,6 +299,43 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 				t.Fatalf("error %q does not name the store %s", err, s)
 			}
 		}},
+		{"delimiter listing: one level", func(t *testing.T, s storage.Store) {
+			for _, n := range []string{"t1/date=2026-11-24/a.parquet", "t1/date=2026-11-25/b.parquet", "t1/top.json",
+				"t2/x", "root.json", "raw/e/date=2026-11-24/y.json.zst"} {
+				mustPut(t, s, n, []byte("12345"))
+			}
+			w, err := s.Create(ctx, "t1/in-flight.parquet")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort()
+			w.Write([]byte("not yet"))
+			for _, tc := range []struct {
+				dir  string
+				want []string
+			}{
+				{"", []string{"raw/", "root.json", "t1/", "t2/"}},
+				{"t1/", []string{"t1/date=2026-11-24/", "t1/date=2026-11-25/", "t1/top.json"}},
+				{"t1/date=2026-11-24/", []string{"t1/date=2026-11-24/a.parquet"}},
+				{"absent/", nil},
+			} {
+				l, err := s.ListDir(ctx, tc.dir)
+				if err != nil {
+					t.Fatalf("ListDir(%q): %v", tc.dir, err)
+				}
+				if got := names0(l); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+					t.Fatalf("ListDir(%q) = %q, want %q", tc.dir, got, tc.want)
+				}
+				for _, in := range l {
+					if want := int64(5); !strings.HasSuffix(in.Name, "/") && in.Size != want {
+						t.Fatalf("ListDir(%q): %+v, want size %d", tc.dir, in, want)
+					}
+				}
+			}
+			if _, err := s.ListDir(ctx, "t1"); err == nil {
+				t.Fatal(`ListDir("t1") (no trailing '/'): no error`)
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, open(t)) })

@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -54,20 +55,43 @@ func (l reader) writeJournal(ctx context.Context, p Partition, j journal) error 
 	return nil
 }
 
-// journals calls fn with each journal a crash left, in name order.
-func (l reader) journals(ctx context.Context, fn func(Partition, journal) error) error {
-	objs, err := l.st.List(ctx, journalDir)
-	if err != nil {
-		return fmt.Errorf("recover: %w", err)
+// Journal names a compaction journal a crash left behind: the partition
+// whose publish it records, and its object name in the data directory
+// (.compact/journal/<table>@<date>.json). The next Recover finishes or
+// undoes it.
+type Journal struct {
+	Partition
+	Name string
+}
+
+// Journals lists the compaction journals of the data directory st, in name
+// order: the one parser of their names (read by Recover and by status).
+func Journals(ctx context.Context, st storage.Store) ([]Journal, error) {
+	objs, err := st.List(ctx, journalDir)
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("compaction journals: %w", err)
 	}
+	var out []Journal
 	for _, o := range objs {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Name, journalDir), ".json")
 		table, date, ok2 := strings.Cut(name, "@")
 		if !ok || !ok2 {
 			continue
 		}
-		p := Partition{Table: table, Date: date}
-		b, err := storage.ReadAll(ctx, l.st, o.Name)
+		out = append(out, Journal{Partition: Partition{Table: table, Date: date}, Name: o.Name})
+	}
+	return out, nil
+}
+
+// journals calls fn with each journal a crash left, in name order.
+func (l reader) journals(ctx context.Context, fn func(Partition, journal) error) error {
+	js, err := Journals(ctx, l.st)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, jn := range js {
+		p := jn.Partition
+		b, err := storage.ReadAll(ctx, l.st, jn.Name)
 		var j journal
 		if err == nil {
 			err = json.Unmarshal(b, &j)
@@ -90,7 +114,7 @@ func partitionOf(rel string) (Partition, string, bool) {
 		return Partition{}, "", false
 	}
 	table, day, name := parts[0], parts[1], parts[2]
-	if table == "" || strings.HasPrefix(table, ".") || strings.HasPrefix(table, "_") || table == "raw" {
+	if !isTable(table) {
 		return Partition{}, "", false
 	}
 	date, ok := strings.CutPrefix(day, "date=")
@@ -106,25 +130,44 @@ func partitionOf(rel string) (Partition, string, bool) {
 	return Partition{Table: table, Date: date}, name, true
 }
 
-// Partitions implements Lake. It lists the whole prefix (one paged LIST;
-// the raw archive's objects are skipped, not read).
+// isTable tells a table's folder from the data directory's others: the
+// raw archive, hidden (".compact", ".ledger") and "_" folders.
+func isTable(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") && name != "raw"
+}
+
+// Partitions implements Lake. It lists the data directory one level deep
+// (ListDir) for the tables, then only each table's objects (TABLE/date=*/)
+// and the parked ones: never the raw archive.
 func (l reader) Partitions(ctx context.Context) ([]Partition, error) {
-	objs, err := l.st.List(ctx, "")
+	top, err := l.st.ListDir(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
+	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
+	prefixes := []string{parked}
+	for _, in := range top {
+		if table, ok := strings.CutSuffix(in.Name, "/"); ok && isTable(table) {
+			prefixes = append(prefixes, in.Name)
+		}
+	}
 	seen := map[Partition]bool{}
 	var out []Partition
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
-	for _, o := range objs {
-		rel := o.Name
-		if r, ok := strings.CutPrefix(rel, parked); ok {
-			rel = r
+	for _, prefix := range prefixes {
+		objs, err := l.st.List(ctx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("list partitions: %w", err)
 		}
-		p, _, ok := partitionOf(rel)
-		if ok && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+		for _, o := range objs {
+			rel := o.Name
+			if prefix == parked {
+				rel = strings.TrimPrefix(rel, parked)
+			}
+			p, _, ok := partitionOf(rel)
+			if ok && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -1,0 +1,79 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/optlake/optlake/internal/testenv"
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
+)
+
+// listLog records the prefixes a store is listed under.
+type listLog struct {
+	storage.Store
+	lists []string // "List p" or "ListDir p"
+}
+
+func (s *listLog) List(ctx context.Context, prefix string) ([]storage.Info, error) {
+	s.lists = append(s.lists, "List "+prefix)
+	return s.Store.List(ctx, prefix)
+}
+
+func (s *listLog) ListDir(ctx context.Context, dir string) ([]storage.Info, error) {
+	s.lists = append(s.lists, "ListDir "+dir)
+	return s.Store.ListDir(ctx, dir)
+}
+
+// Partitions finds every table's days and the parked ones through a
+// one-level listing of the data directory: it never lists the raw archive
+// (nor the whole directory, which holds it), on a local folder and on a
+// bucket alike.
+func TestPartitionsSkipsRawArchive(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) storage.Store
+	}{
+		{"local", func(t *testing.T) storage.Store { return storage.NewLocal(t.TempDir()) }},
+		{"bucket", func(t *testing.T) storage.Store {
+			g := testenv.StartVersityGW(t, "lake")
+			g.SetCredentials(t)
+			st, err := storage.Open(ctx, g.URL("lake", "hist"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &listLog{Store: tc.open(t)}
+			for _, n := range []string{
+				"instruments/date=2026-11-24/a.parquet", "instruments/date=2026-11-25/b.parquet",
+				"rejects/date=2026-11-24/c.parquet", "rejects/notes.txt",
+				pq.CompactDir + "/" + pq.ParkedDir + "/runs/date=2026-11-23/d.parquet",
+				"raw/instruments/date=2026-11-24/e.json.zst", "_tmp/date=2026-11-24/f.parquet",
+			} {
+				if err := st.Put(ctx, n, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			parts, err := reader{st}.Partitions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprint(parts), fmt.Sprint([]Partition{{"instruments", "2026-11-24"}, {"instruments", "2026-11-25"},
+				{"rejects", "2026-11-24"}, {"runs", "2026-11-23"}}); got != want {
+				t.Fatalf("partitions %s, want %s", got, want)
+			}
+			for _, l := range st.lists {
+				if l == "List " || strings.Contains(l, "raw/") || strings.Contains(l, "_tmp/") {
+					t.Fatalf("listed %q (all lists: %q)", l, st.lists)
+				}
+			}
+		})
+	}
+}
