@@ -85,6 +85,18 @@ type Config struct {
 	Auth auth.Authenticator
 }
 
+// CheckParams fails with a *MissingParamError for the first endpoint
+// without the parameter it requires (New checks it too; a command checks
+// it before it touches the data directory).
+func CheckParams(eps []Endpoint, params map[string]url.Values) error {
+	for _, ep := range eps {
+		if ep.Requires != "" && params[ep.Name].Get(ep.Requires) == "" {
+			return &MissingParamError{Endpoint: ep.Name, Key: ep.Requires}
+		}
+	}
+	return nil
+}
+
 // Account is one account snapshotted by the account endpoints.
 type Account struct {
 	Label   string
@@ -105,10 +117,8 @@ type Runner struct {
 // New returns a Runner after checking the config. An endpoint without the
 // parameter it requires fails with a *MissingParamError.
 func New(cfg Config) (*Runner, error) {
-	for _, ep := range cfg.Endpoints {
-		if ep.Requires != "" && cfg.Params[ep.Name].Get(ep.Requires) == "" {
-			return nil, &MissingParamError{Endpoint: ep.Name, Key: ep.Requires}
-		}
+	if err := CheckParams(cfg.Endpoints, cfg.Params); err != nil {
+		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -328,9 +329,15 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--nope"}, exitUsage, "flag provided but not defined"},
 	}
 	for _, tc := range cases {
-		res := optlake(t, tc.args...)
+		// A usage error leaves the data directory untouched (it wrote
+		// the lake's table format before checking --param).
+		dir := filepath.Join(t.TempDir(), "data")
+		res := optlake(t, append(tc.args, "--data-dir", dir)...)
 		if res.code != tc.code || !strings.Contains(res.stderr, tc.msg) || strings.Contains(res.stderr, testSecret) {
 			t.Errorf("%v: exit %d, stderr %q", tc.args, res.code, res.stderr)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%v: the data directory was made (%v)", tc.args, err)
 		}
 	}
 }

@@ -209,6 +209,9 @@ func (j *job) build(ctx context.Context, stderr io.Writer) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := pipeline.CheckParams(v.endpoints, v.params); err != nil {
+		return nil, usageError{err} // before the data directory is touched
+	}
 	red := v.red
 	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
 	if err != nil {
