@@ -492,7 +492,7 @@ func (r *Report) bounds() string {
 		}
 		if !head {
 			fmt.Fprintf(&b, "\nWhat bounds `optlake run` (first snapshot): the CPU of its parts, each measured alone in this run (CPU-s), added up and divided by the %d cores — the least wall time any scheduling of the same work reaches here:\n\n", int(cores))
-			b.WriteString("| listing | decode+flatten | Parquet (1-thread JSON→Parquet − decode) | raw archive (sha256 + zstd, fsync) | events (observe, compare, state saved) | sum | least wall | `optlake run` wall (CPU) | DuckDB best | highest ratio reachable | target |\n")
+			b.WriteString("| listing | decode+flatten | Parquet (1-thread JSON→Parquet − decode) | raw archive (zstd + object sha256, fsync) | events (observe, compare, state saved) | sum | least wall | `optlake run` wall (CPU) | DuckDB best | highest ratio reachable | target |\n")
 			b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 			head = true
 		}
