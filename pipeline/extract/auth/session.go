@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/optlake/optlake/pipeline/extract/dotpath"
 )
 
 // expiryMargin is how long before its expiry a token is replaced.
@@ -139,48 +141,20 @@ func (s *session) login(ctx context.Context) (string, time.Duration, error) {
 	if err := d.Decode(&doc); err != nil {
 		return "", 0, fmt.Errorf("session login: answer is not JSON")
 	}
-	v, ok := Lookup(doc, s.spec.TokenPath)
+	v, ok := dotpath.Lookup(doc, s.spec.TokenPath)
 	tok, isStr := v.(string)
 	if !ok || !isStr || tok == "" {
 		return "", 0, fmt.Errorf("session login: no token string at %q in the answer", s.spec.TokenPath)
 	}
 	var life time.Duration
 	if s.spec.ExpiresPath != "" {
-		if v, ok := Lookup(doc, s.spec.ExpiresPath); ok {
+		if v, ok := dotpath.Lookup(doc, s.spec.ExpiresPath); ok {
 			if f, err := strconv.ParseFloat(fmt.Sprint(v), 64); err == nil && f > 0 {
 				life = time.Duration(f * float64(time.Second))
 			}
 		}
 	}
 	return tok, life, nil
-}
-
-// Lookup returns the value at a dotted path ("result.access_token"; a
-// number selects an array element) of a decoded JSON document.
-func Lookup(doc any, path string) (any, bool) {
-	if path == "" {
-		return doc, true
-	}
-	cur := doc
-	for _, seg := range strings.Split(path, ".") {
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // resolve makes p absolute against the API URL (p may be absolute itself,

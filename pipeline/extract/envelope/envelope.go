@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/optlake/optlake/internal/jsontok"
+	"github.com/optlake/optlake/pipeline/extract/dotpath"
 	"github.com/optlake/optlake/pipeline/values"
 )
 
@@ -288,7 +289,7 @@ func (sp *splicer) capture(path string) error {
 	if sp.leads(path) && json.Unmarshal(raw, &doc) == nil {
 		for _, w := range sp.want {
 			if rest, ok := strings.CutPrefix(w, path+"."); ok {
-				if v, ok := lookup(doc, rest); ok {
+				if v, ok := dotpath.Lookup(doc, rest); ok {
 					b, _ := json.Marshal(v)
 					sp.res.Values[w] = b
 				}
@@ -296,29 +297,6 @@ func (sp *splicer) capture(path string) error {
 		}
 	}
 	return nil
-}
-
-func lookup(doc any, path string) (any, bool) {
-	cur := doc
-	for _, seg := range strings.Split(path, ".") {
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func (sp *splicer) records() error {
