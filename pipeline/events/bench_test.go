@@ -69,13 +69,9 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// BenchmarkDiff1M compares a 1,000,000-instrument snapshot with the state of
-// the previous tick, loaded from its file as a live run does: rows/s is the
-// throughput of Observe + Finish (emitting the events into a counter,
-// writing the next state). It also reports the size of the state file and
-// the live heap of a comparison after Observe (bounded by Options.MemBytes,
-// whatever the listing size).
-func BenchmarkDiff1M(b *testing.B) {
+// savedBenchState returns the fixture and a data directory holding the
+// saved state of its first snapshot.
+func savedBenchState(b *testing.B) (*fixture, string) {
 	f, err := benchFixture()
 	if err != nil {
 		b.Fatal(err)
@@ -89,6 +85,17 @@ func BenchmarkDiff1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	st.Close()
+	return f, dir
+}
+
+// BenchmarkDiff1M compares a 1,000,000-instrument snapshot with the state of
+// the previous tick, loaded from its file as a live run does: rows/s is the
+// throughput of Observe + Finish (emitting the events into a counter,
+// writing the next state). It also reports the size of the state file and
+// the live heap of a comparison after Observe (bounded by Options.MemBytes,
+// whatever the listing size).
+func BenchmarkDiff1M(b *testing.B) {
+	f, dir := savedBenchState(b)
 	prev, err := Load(dir, "venue-sim")
 	if err != nil {
 		b.Fatal(err)
