@@ -317,7 +317,7 @@ func (l *Local) Rename(_ context.Context, from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("rename %s: %w", from, err)
 	}
-	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, 0)
+	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if unsupported(err) {
 		if _, err = os.Lstat(dst); err == nil {
 			err = unix.EEXIST
