@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -602,6 +603,46 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// placeFails is a file system without RENAME_EXCHANGE whose rename of the
+// stage into the partition's place fails (as on EIO), after the partition
+// went to the trash.
+type placeFails struct{ noExchange }
+
+func (s placeFails) Rename(ctx context.Context, from, to string) error {
+	if strings.HasPrefix(from, stageDir) && !strings.HasPrefix(to, trashDir) {
+		return fmt.Errorf("rename %s: %w", from, syscall.EIO)
+	}
+	return s.noExchange.Rename(ctx, from, to)
+}
+
+// A fallback swap whose second rename fails leaves the day missing and the
+// compaction failed, but the stage stays for the journal: the next
+// compaction puts it in place, rows exact (without it the day would be
+// lost).
+func TestFallbackSwapFailedPlaceIsRecovered(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for k := range 3 {
+		writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 100, 1)
+	}
+	part := filepath.Join(dir, "instruments", "date=2026-11-20")
+	want := rows(t, filepath.Join(part, "*.parquet"))
+	now := func() time.Time { return day1.AddDate(0, 0, 1) }
+	l := &ParquetLake{St: placeFails{noExchange{storage.NewLocal(dir)}}, Now: now}
+	if _, err := Compact(ctx, Options{Lake: l, Now: now}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("compaction: %v, want the failed rename's EIO", err)
+	}
+	l.Close()
+	if _, err := os.Stat(part); !os.IsNotExist(err) {
+		t.Fatalf("the day is there (%v): the failure was not between the renames", err)
+	}
+	if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	onlyCompacted(t, part)
+	sameRows(t, "after recovery", rows(t, filepath.Join(part, "*.parquet")), want)
 }
 
 // localLake is the lake of the local folder dir.
