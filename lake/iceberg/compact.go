@@ -54,8 +54,8 @@ type Compaction struct {
 	// Now names the compacted files (newest first, see stampName).
 	Now func() time.Time
 
-	tmp    string // where spill folders go ("" = the system's temp folder)
-	spill  string // the spill folder made ("" = none yet)
+	tmp    string                                          // where spill folders go ("" = the system's temp folder)
+	spill  string                                          // the spill folder made ("" = none yet)
 	tables map[string]map[string]map[string]icego.DataFile // table -> date -> file name -> data file
 }
 
