@@ -10,14 +10,19 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
 // An Iceberg lake through `optlake run`: the format chosen at the first run
 // is kept by the later runs (no flag), the other format is refused (exit
-// 2), compaction is refused, and ClickHouse 26.7 (chDB, icebergLocal) reads
-// every table with the rows of its Parquet files; the account field that
-// appears at tick 4 reads back null in the earlier snapshots.
+// 2), and ClickHouse 26.7 (chDB, icebergLocal) reads every table with the
+// rows of its Parquet files; the account field that appears at tick 4 reads
+// back null in the earlier snapshots. Then `optlake compact` leaves one
+// data file per table and day in the current snapshots (one replace
+// commit each), ClickHouse reads the same rows, and its upkeep expires
+// the snapshots older than --iceberg-keep-snapshots.
 func TestIcebergLakeEndToEnd(t *testing.T) {
 	sim, url := startSim(t, venuesim.Config{Seed: 12, Faults: venuesim.Faults{SchemaDrift: true}})
 	dir := t.TempDir()
@@ -42,10 +47,6 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	if res.code != exitUsage || !strings.Contains(res.stderr, "is iceberg") {
 		t.Errorf("--table-format parquet on an Iceberg lake: exit %d, %q", res.code, lastLine(res.stderr))
 	}
-	if res := optlake(t, "compact", "--data-dir", dir); res.code != exitUsage {
-		t.Errorf("compact of an Iceberg lake: exit %d, %q", res.code, lastLine(res.stderr))
-	}
-
 	ch := testenv.NewChDB(t)
 	ch.Workdir = dir
 	q := func(sql string) string {
@@ -60,6 +61,7 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	if len(tables) < 4 { // instruments, instrument_events, runs, account_summary, …
 		t.Fatalf("Iceberg tables: %v", tables)
 	}
+	before := map[string]string{}
 	for _, md := range tables {
 		name := filepath.Base(filepath.Dir(filepath.Dir(md)))
 		ice, files, err := ch.IcebergDigest(context.Background(), name, "")
@@ -69,8 +71,36 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		if ice != files || strings.HasPrefix(ice, "0\t") {
 			t.Errorf("%s: icebergLocal %s, Parquet files %s", name, ice, files)
 		}
+		before[name] = ice
 	}
-	if got := q("SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(snapshot_time) FROM icebergLocal('account_summary') FORMAT TSV;"); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
+	const summary = "SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(snapshot_time) FROM icebergLocal('account_summary') FORMAT TSV;"
+	if got := q(summary); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
 		t.Errorf("account_summary (rows, null portfolio_margin, snapshots) = %q", got)
+	}
+
+	res = optlake(t, "compact", "--data-dir", dir, "--to", "2100-01-01", "--iceberg-keep-snapshots", "0s")
+	if res.code != 0 || !strings.Contains(res.stdout, "iceberg: expired") {
+		t.Fatalf("compact of an Iceberg lake: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	ice := iceberg.New(storage.NewLocal(dir), nil)
+	for name, want := range before {
+		if got := q(fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') FORMAT TSV;", name)); got != want {
+			t.Errorf("%s after compaction: %s, want %s", name, got, want)
+		}
+		tbl, _, err := ice.Table(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tbl.Spec().IsUnpartitioned() {
+			continue // no partition time: not compacted
+		}
+		cur := tbl.CurrentSnapshot()
+		days := q(fmt.Sprintf("SELECT uniqExact(toDate(snapshot_time)) FROM icebergLocal('%s') FORMAT TSV;", name))
+		if files := cur.Summary.Properties["total-data-files"]; files != days || len(tbl.Metadata().Snapshots()) != 1 {
+			t.Errorf("%s after compaction: %s data files for %s day(s), %d snapshots (want 1 after expiry)", name, files, days, len(tbl.Metadata().Snapshots()))
+		}
+	}
+	if got := q(summary); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
+		t.Errorf("account_summary after compaction (rows, null portfolio_margin, snapshots) = %q", got)
 	}
 }

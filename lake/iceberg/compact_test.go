@@ -210,7 +210,7 @@ func TestExpire(t *testing.T) {
 	}
 
 	// A week's retention: nothing is that old.
-	rep, err := lake.Expire(context.Background(), nil, iceberg.DefaultKeepSnapshots, time.Hour)
+	rep, err := lake.Expire(context.Background(), nil, 7*24*time.Hour, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,6 @@ import (
 	icetable "github.com/apache/iceberg-go/table"
 )
 
-// Defaults of Expire's retention: what --iceberg-keep-snapshots and
-// --iceberg-orphan-grace default to (internal/settings).
-const (
-	DefaultKeepSnapshots = 7 * 24 * time.Hour
-	DefaultOrphanGrace   = time.Hour
-)
-
 // ExpireReport is what Expire did to one table.
 type ExpireReport struct {
 	Table        string
