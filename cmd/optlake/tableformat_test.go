@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake"
@@ -102,5 +103,53 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	}
 	if got := q(summary); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
 		t.Errorf("account_summary after compaction (rows, null portfolio_margin, snapshots) = %q", got)
+	}
+}
+
+// run --compact on an Iceberg lake: the run after midnight compacts the
+// closed day in one replace commit and runs the upkeep (here keeping no
+// snapshot but the current one); ClickHouse reads the closed day's rows
+// unchanged, and the table holds one file for it beside today's.
+func TestRunCompactIceberg(t *testing.T) {
+	dir := t.TempDir()
+	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
+	next := pinClock(t, compactDay) // 23:57
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	day := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('instruments') WHERE toDate(snapshot_time) = '%s' FORMAT TSV;", compactDay.Format(time.DateOnly))
+	var before string
+	for k := range 4 {
+		args := []string{"run", "--compact", "--iceberg-keep-snapshots", "0s", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+		if k == 0 {
+			args = append(args, "--table-format", "iceberg")
+		} else {
+			next()
+		}
+		if k == 3 {
+			var err error
+			if before, err = ch.Query(context.Background(), day); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := optlake(t, args...)
+		if res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
+		}
+		if k < 3 && strings.Contains(res.stdout, "compacted") {
+			t.Fatalf("run %d compacted an open day:\n%s", k, res.stdout)
+		}
+		if k == 3 && (!strings.Contains(res.stdout, "instruments: 1 day(s), 3 files -> 1") || !strings.Contains(res.stdout, "iceberg: expired")) {
+			t.Fatalf("run after midnight did not compact the closed day and expire:\n%s", res.stdout)
+		}
+	}
+	if after, err := ch.Query(context.Background(), day); err != nil || after != before || strings.HasPrefix(after, "0\t") {
+		t.Errorf("the closed day after run --compact: %q %v, before %q", after, err, before)
+	}
+	tbl, _, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := tbl.CurrentSnapshot().Summary.Properties["total-data-files"]; files != "2" || len(tbl.Metadata().Snapshots()) != 1 {
+		t.Errorf("instruments: %s data files (want 2: the compacted day and today's), %d snapshots (want 1)", files, len(tbl.Metadata().Snapshots()))
 	}
 }
