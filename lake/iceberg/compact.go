@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +43,10 @@ import (
 //
 // Every method runs under the data directory's lock, as compact.Lake says.
 type Compaction struct {
+	// The Parquet lake of the same data directory: its partitions, file
+	// reading, spills and Recover (a Parquet compaction's journal left
+	// from before the lake was Iceberg) are this lake's too.
+	*compact.ParquetLake
 	lake *Lake
 	st   storage.Store
 	// Crash, when set, is called after each of PublishSteps (tests kill
@@ -54,8 +55,6 @@ type Compaction struct {
 	// Now names the compacted files (newest first, see stampName).
 	Now func() time.Time
 
-	tmp    string                                          // where spill folders go ("" = the system's temp folder)
-	spill  string                                          // the spill folder made ("" = none yet)
 	tables map[string]map[string]map[string]icego.DataFile // table -> date -> file name -> data file
 }
 
@@ -69,11 +68,7 @@ var _ compact.Lake = (*Compaction)(nil)
 // Compaction returns the lake's compaction store; crash is the tests' hook
 // (nil: none).
 func (l *Lake) Compaction(crash func(step string)) *Compaction {
-	c := &Compaction{lake: l, st: l.cat.st, Crash: crash, Now: time.Now}
-	if dir := storage.LocalDir(c.st); dir != "" {
-		c.tmp = filepath.Join(dir, pq.CompactDir, "tmp") // the lake's disk, not /tmp
-	}
-	return c
+	return &Compaction{ParquetLake: &compact.ParquetLake{St: l.cat.st}, lake: l, st: l.cat.st, Crash: crash, Now: time.Now}
 }
 
 func (c *Compaction) crash(step string) {
@@ -88,44 +83,6 @@ func parkedDir(p compact.Partition) string {
 }
 
 func partDir(p compact.Partition) string { return p.Table + "/date=" + p.Date + "/" }
-
-// Partitions implements compact.Lake: the days of every table's current
-// snapshot, and the days with parked files.
-func (c *Compaction) Partitions(ctx context.Context) ([]compact.Partition, error) {
-	names, err := c.lake.tableNames(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	seen := map[compact.Partition]bool{}
-	var out []compact.Partition
-	add := func(p compact.Partition) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for _, name := range names {
-		days, err := c.files(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		for d := range days {
-			add(compact.Partition{Table: name, Date: d})
-		}
-	}
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
-	objs, err := c.st.List(ctx, parked)
-	if err != nil {
-		return nil, fmt.Errorf("list parked: %w", err)
-	}
-	for _, o := range objs {
-		if p, _, ok := splitPartition(strings.TrimPrefix(o.Name, parked)); ok {
-			add(p)
-		}
-	}
-	sortPartitions(out)
-	return out, ctx.Err()
-}
 
 // files is the data files of the current snapshot of table, by day and
 // name (read once per compaction; a publish updates its day).
@@ -166,7 +123,9 @@ func (c *Compaction) files(ctx context.Context, table string) (map[string]map[st
 	return days, nil
 }
 
-// List implements compact.Lake.
+// List implements compact.Lake: the day's data files of the table's
+// current snapshot (not the folder's: it keeps files of older snapshots
+// until they expire), and the files parked for it.
 func (c *Compaction) List(ctx context.Context, p compact.Partition) ([]compact.File, error) {
 	days, err := c.files(ctx, p.Table)
 	if err != nil {
@@ -176,75 +135,16 @@ func (c *Compaction) List(ctx context.Context, p compact.Partition) ([]compact.F
 	for name, df := range days[p.Date] {
 		out = append(out, compact.File{Name: name, Size: df.FileSizeBytes()})
 	}
-	objs, err := c.st.List(ctx, parkedDir(p))
-	if err != nil {
-		return nil, fmt.Errorf("list parked %s: %w", p, err)
-	}
-	for _, o := range objs {
-		name := strings.TrimPrefix(o.Name, parkedDir(p))
-		if !strings.Contains(name, "/") && strings.HasSuffix(name, ".parquet") {
-			out = append(out, compact.File{Name: name, Size: o.Size, Parked: true})
-		}
-	}
-	return out, nil
-}
-
-// Open implements compact.Lake.
-func (c *Compaction) Open(ctx context.Context, p compact.Partition, f compact.File) (compact.Input, error) {
-	name := partDir(p) + f.Name
-	if f.Parked {
-		name = parkedDir(p) + f.Name
-	}
-	r, err := c.st.Open(ctx, name)
+	all, err := c.ParquetLake.List(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &input{SectionReader: io.NewSectionReader(r, 0, r.Size()), r: r}, nil
-}
-
-type input struct {
-	*io.SectionReader
-	r storage.Reader
-}
-
-func (in *input) Close() error { return in.r.Close() }
-
-// TempDir implements compact.Lake: a folder of its own, made on first use.
-func (c *Compaction) TempDir() (string, error) {
-	if c.spill == "" {
-		if c.tmp != "" {
-			if err := os.MkdirAll(c.tmp, 0o755); err != nil {
-				return "", fmt.Errorf("spill folder: %w", err)
-			}
-		}
-		dir, err := os.MkdirTemp(c.tmp, "optlake-compact-")
-		if err != nil {
-			return "", fmt.Errorf("spill folder: %w", err)
-		}
-		c.spill = dir
-	}
-	return c.spill, nil
-}
-
-// Close implements compact.Lake: the spills go.
-func (c *Compaction) Close() error {
-	if c.spill == "" {
-		return nil
-	}
-	err := os.RemoveAll(c.spill)
-	c.spill = ""
-	return err
-}
-
-// Recover implements compact.Lake. An Iceberg publish needs no recovery
-// (see Compaction); what is left is spills of a process a crash stopped.
-func (c *Compaction) Recover(ctx context.Context) error {
-	if c.tmp != "" {
-		if err := os.RemoveAll(c.tmp); err != nil {
-			return fmt.Errorf("recover: %w", err)
+	for _, f := range all {
+		if f.Parked {
+			out = append(out, f)
 		}
 	}
-	return c.Close()
+	return out, nil
 }
 
 // Stage implements compact.Lake.
@@ -449,13 +349,4 @@ func splitPartition(rel string) (compact.Partition, string, bool) {
 		return compact.Partition{}, "", false
 	}
 	return compact.Partition{Table: parts[0], Date: date}, parts[2], true
-}
-
-func sortPartitions(ps []compact.Partition) {
-	slices.SortFunc(ps, func(a, b compact.Partition) int {
-		if c := strings.Compare(a.Table, b.Table); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Date, b.Date)
-	})
 }
