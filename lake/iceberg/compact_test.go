@@ -347,3 +347,48 @@ func TestCompactOnBucket(t *testing.T) {
 		t.Errorf("after expiry: %d rows, want %d", got, want)
 	}
 }
+
+// TestCompactCrashAfterCommit: a compaction stopped after its commit,
+// before it deleted the parked files it consumed, leaves them; the next
+// compaction applies them again to the same rows: the same table.
+func TestCompactCrashAfterCommit(t *testing.T) {
+	dir := t.TempDir()
+	st := storage.NewLocal(dir)
+	lake := load(t, st, 1, 2)
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	name := schema.Instruments.Name
+	want := digest(t, ch, name, 0)
+	compactLake(t, lake, nil)
+	load(t, st, 1) // a replay: parked
+	parked := pq.CompactDir + "/" + pq.ParkedDir + "/" + name + "/"
+	func() {
+		defer func() {
+			if r := recover(); r != errCrashed {
+				t.Fatalf("compaction did not stop at the hook: %v", r)
+			}
+		}()
+		compactLake(t, lake, func(step string) {
+			if step == "committed" {
+				panic(errCrashed)
+			}
+		})
+	}()
+	if objs, _ := st.List(context.Background(), parked); len(objs) != 1 {
+		t.Fatalf("parked files after a crash past the commit: %v, want the 1 consumed", objs)
+	}
+	if got := digest(t, ch, name, 0); got != want {
+		t.Errorf("after the crash: %s, want %s", got, want)
+	}
+	lake = iceberg.New(st, nil)
+	compactLake(t, lake, nil)
+	if objs, _ := st.List(context.Background(), parked); len(objs) != 0 {
+		t.Errorf("parked files after the next compaction: %v", objs)
+	}
+	if files, _, _, _ := table(t, lake, name); files != 1 {
+		t.Errorf("after the next compaction: %d data files, want 1", files)
+	}
+	if got := digest(t, ch, name, 0); got != want {
+		t.Errorf("after the next compaction: %s, want %s", got, want)
+	}
+}
