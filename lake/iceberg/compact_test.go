@@ -109,6 +109,13 @@ func TestCompactIsOneReplace(t *testing.T) {
 	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
 		t.Errorf("instruments after a second compaction reads %s, want %s", got, want)
 	}
+	// A replay of the snapshot only the second compaction holds is parked
+	// (the sink asks the first compacted file it lists, the newest), not
+	// appended beside it.
+	load(t, storage.NewLocal(dir), 4)
+	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
+		t.Errorf("instruments after a replay of the second compaction's snapshot reads %s, want %s", got, want)
+	}
 }
 
 // TestCompactReplayParked: a replay of a compacted snapshot is parked, not
