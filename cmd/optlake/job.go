@@ -262,6 +262,12 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		return nil, err
 	}
 	ss = wrapped
+	if j.Replay {
+		if ss, err = replayDays(ctx, st, ss, log); err != nil {
+			closeSinks(wrapped)
+			return nil, err
+		}
+	}
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {
 		if ep.Kind == pipeline.KindAccount {
