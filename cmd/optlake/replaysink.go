@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"slices"
 
 	"github.com/optlake/optlake/lake"
@@ -28,6 +30,11 @@ func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slo
 	}})
 	if err != nil {
 		return nil, err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The day's merge is compaction's: the same bounded working set,
+		// and the same soft limit keeps garbage from growing past it.
+		debug.SetMemoryLimit(compactMemoryLimit)
 	}
 	out := slices.Clone(ss)
 	out[i] = ds
