@@ -531,26 +531,26 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 		return nil, nil, err
 	}
 	out := &output{opt: j.opt, mem: j.mem, u: j.u, st: staged, manifest: j.manifest()}
-	rb, err := newRowBuilder(j.mem, j.u)
-	if err != nil {
+	if err := copyable(j.mem, j.u); err != nil {
 		closeAll(cursors)
 		staged.Abort()
 		return nil, nil, err
 	}
+	g := newGatherer(j.mem, j.u)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
 	err = merge(ctx, cursors, j.key, func(rec arrow.Record, row int) error {
-		rb.add(rec, row)
-		if rb.n >= outBatch {
-			return out.write(rb.flush())
+		g.add(rec, row)
+		if g.rows() >= outBatch {
+			return out.write(g.flush())
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := rb.flush(); rec != nil {
+		if rec := g.flush(); rec != nil {
 			err = out.write(rec)
 		}
 	}
-	rb.release()
+	g.release()
 	if err == nil {
 		err = out.finish()
 	}
