@@ -11,16 +11,15 @@ import (
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	pq "github.com/optlake/optlake/sinks/parquet"
-	"github.com/optlake/optlake/storage"
 )
 
 var day2 = day1.AddDate(0, 0, 1)
 
-// newDaySink is a replay sink on dir with small memory budgets, so that
+// newDaySink is a replay sink on the lake with small memory budgets, so that
 // writers and days spill runs and the merge works through them.
-func newDaySink(t *testing.T, lake Lake) *DaySink {
+func newDaySink(t *testing.T, lake *ParquetLake) *DaySink {
 	t.Helper()
-	fb, err := pq.New(pq.Options{Store: storage.NewLocal(lake.(*LocalStore).Dir)})
+	fb, err := pq.New(pq.Options{Store: lake.St})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func TestDaySinkWritesTheCompactedLayout(t *testing.T) {
 	rj.Endpoint = "tickers"
 	writeSnap(t, ref, schema.Rejects, rj, 40, 1)
 
-	lake := &LocalStore{Dir: dir}
+	lake := localLake(dir)
 	ds := newDaySink(t, lake)
 	for _, d := range []time.Time{day1, day2} {
 		for k := range 6 {
@@ -150,7 +149,8 @@ func TestDaySinkCrashAtEveryStep(t *testing.T) {
 			for k := range 4 {
 				writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 120, 1)
 			}
-			lake := &LocalStore{Dir: dir, Crash: crashAt(step)}
+			lake := localLake(dir)
+			lake.Crash = crashAt(step)
 			ds := newDaySink(t, lake)
 			ds.opt.Compact.Crash = crashAt(step)
 			for k := range 4 {
@@ -179,7 +179,7 @@ func TestDaySinkCrashAtEveryStep(t *testing.T) {
 			}
 			// The next replay recovers first (as the CLI does), then
 			// writes the day.
-			lake = &LocalStore{Dir: dir}
+			lake = localLake(dir)
 			if err := lake.Recover(ctx); err != nil {
 				t.Fatal(err)
 			}
