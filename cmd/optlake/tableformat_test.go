@@ -56,12 +56,7 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		}
 		return out
 	}
-	tables, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v1.metadata.json"))
-	if len(tables) < 4 { // instruments, instrument_events, runs, account_summary, …
-		t.Fatalf("Iceberg tables: %v", tables)
-	}
-	for _, md := range tables {
-		name := filepath.Base(filepath.Dir(filepath.Dir(md)))
+	for _, name := range icebergTables(t, dir, 4) { // instruments, instrument_events, runs, account_summary, …
 		ice, files, err := ch.IcebergDigest(context.Background(), name, "")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -96,17 +91,14 @@ func TestIcebergLakeOnBucket(t *testing.T) {
 			t.Fatalf("run %d on the bucket: exit %d\n%s", i, res.code, res.stderr)
 		}
 	}
-	mds, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v1.metadata.json"))
-	if len(mds) < 4 {
-		t.Fatalf("Iceberg tables on the bucket: %v", mds)
-	}
-	if b, err := os.ReadFile(mds[0]); err != nil || !strings.Contains(string(b), `"location":"s3://lake/hist/`) {
-		t.Fatalf("table location in %s: %.200s %v", mds[0], b, err)
-	}
+	tables := icebergTables(t, dir, 4)
 	ch := testenv.NewChDB(t)
 	ch.Workdir = dir
-	for _, md := range mds {
-		name := filepath.Base(filepath.Dir(filepath.Dir(md)))
+	for _, name := range tables {
+		md := filepath.Join(dir, name, "metadata", "v1.metadata.json")
+		if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), `"location":"s3://lake/hist/`+name+`"`) {
+			t.Fatalf("table location in %s: %.200s %v", md, b, err)
+		}
 		src := g.Endpoint() + "/lake/hist/" + name + "/"
 		wheres := []string{""}
 		if b, _ := os.ReadFile(md); strings.Contains(string(b), `"name":"snapshot_time"`) {
@@ -125,4 +117,19 @@ func TestIcebergLakeOnBucket(t *testing.T) {
 			}
 		}
 	}
+}
+
+// icebergTables are the names of the Iceberg tables of the lake in dir (a
+// folder with metadata/v1.metadata.json); fewer than least fails the test.
+func icebergTables(t *testing.T, dir string, least int) []string {
+	t.Helper()
+	mds, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v1.metadata.json"))
+	if len(mds) < least {
+		t.Fatalf("Iceberg tables in %s: %v, want at least %d", dir, mds, least)
+	}
+	names := make([]string, len(mds))
+	for i, md := range mds {
+		names[i] = filepath.Base(filepath.Dir(filepath.Dir(md)))
+	}
+	return names
 }
