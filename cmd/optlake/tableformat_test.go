@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -67,6 +71,46 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	}
 	if got := q("SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(snapshot_time) FROM icebergLocal('account_summary') FORMAT TSV;"); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
 		t.Errorf("account_summary (rows, null portfolio_margin, snapshots) = %q", got)
+	}
+	checkLedgerSnapshots(t, dir, ticks)
+}
+
+// checkLedgerSnapshots: every settled instruments load of the lake in dir
+// records the Iceberg snapshot id of its append, the instruments table's
+// snapshot summarized with the load's run id; want loads in all.
+func checkLedgerSnapshots(t *testing.T, dir string, want int) {
+	t.Helper()
+	tbl, ok, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
+	if err != nil || !ok {
+		t.Fatalf("instruments table: %v %v", ok, err)
+	}
+	runOf := map[int64]string{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		runOf[s.SnapshotID] = s.Summary.Properties["optlake.run-id"]
+	}
+	recs, _ := filepath.Glob(filepath.Join(dir, ledger.Dir, "done", "*", "*.json"))
+	loads := 0
+	for _, name := range recs {
+		b, err := os.ReadFile(name)
+		var rec ledger.Record
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ld := range rec.Loads {
+			if ld.Endpoint != "instruments" || ld.Sink != "parquet" {
+				continue
+			}
+			loads++
+			if id := ld.Snapshots["instruments"]; id == 0 || runOf[id] != rec.RunID {
+				t.Errorf("%s: iceberg_snapshots %v: instruments snapshot of run %q, want %q", name, ld.Snapshots, runOf[id], rec.RunID)
+			}
+		}
+	}
+	if loads != want {
+		t.Errorf("%d instruments loads in the ledger, want %d", loads, want)
 	}
 }
 
