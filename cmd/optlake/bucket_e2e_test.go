@@ -23,6 +23,7 @@ import (
 // rows, events, rejects); a replay on the bucket changes nothing; no
 // output and no object holds the secret key.
 func TestLakeOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")
@@ -172,12 +173,15 @@ func TestLakeOnBucket(t *testing.T) {
 // has passed, then a run takes it over. The holder's SIGTERM-free death
 // leaves no partial object.
 func TestLeaseOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")
 	lake := filepath.Join(g.Dir(), "lake", "hist")
 	_, api := startSim(t, venuesim.Config{Seed: 3})
-	const ttl = 3 * time.Second
+	// Renewed every ttl/3: a TTL of 6s leaves a busy machine (this test runs
+	// beside others) 4s to renew before the lease could be taken.
+	const ttl = 6 * time.Second
 
 	cmd, _, errb := startCLI(t, "run", "--api-url", api, "--data-dir", url, "--every", "1s", "--lease-ttl", ttl.String())
 	waitFor(t, "the first snapshot on the bucket", func() bool { return len(snapshotsOnDisk(lake)) >= 1 })
@@ -218,6 +222,7 @@ func TestLeaseOnBucket(t *testing.T) {
 // loaded), and the lease released at once (a run right after succeeds
 // although the lease's TTL is a minute).
 func TestEverySIGTERMOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")
@@ -257,6 +262,7 @@ func TestEverySIGTERMOnBucket(t *testing.T) {
 // A bucket that does not answer: the run fails at once with one line
 // naming the store (never a credential), exit non-zero.
 func TestBucketUnreachable(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")
@@ -373,6 +379,7 @@ func TestMillionInstrumentsOnBucket(t *testing.T) {
 // the server is back; the ledger (written before the fetch) shows the
 // snapshot pending; the next run succeeds.
 func TestBucketStoppedMidRun(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")

@@ -292,7 +292,12 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db), "--source", "sim"}
-	for i, res := range missSnapshots(t, 3, next, sim, args...) {
+	// No retries while the server is down (the default waits 3.5s per
+	// table): the run gives up on ClickHouse at once, and logs no retry.
+	for i, res := range missSnapshots(t, 3, next, sim, append(args, "--clickhouse-max-attempts", "1")...) {
+		if strings.Contains(res.stderr, "retrying") {
+			t.Errorf("run %d retried with --clickhouse-max-attempts 1:\n%s", i, res.stderr)
+		}
 		last := lastLine(res.stderr)
 		if !strings.HasPrefix(last, "optlake: instruments: clickhouse: ") || strings.Count(strings.TrimSpace(res.stderr), "optlake: ") != 1 {
 			t.Errorf("run %d: last line %q", i, last)
@@ -519,7 +524,7 @@ func TestCatchUpOnCluster(t *testing.T) {
 	sim, url := startSim(t, venuesim.Config{Seed: 10, Instruments: 300})
 	dir := t.TempDir()
 	base := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--sink", "parquet", "--sink", "clickhouse", "--cluster", c.Name()}
-	missSnapshots(t, 2, next, sim, append(base, "--clickhouse-dsn", "clickhouse://default@127.0.0.1:1/"+db)...)
+	missSnapshots(t, 2, next, sim, append(base, "--clickhouse-dsn", "clickhouse://default@127.0.0.1:1/"+db, "--clickhouse-max-attempts", "1")...)
 	res := optlake(t, append(base, "--clickhouse-dsn", c.DSN(db))...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 2 of 2 snapshots") {
 		t.Fatalf("back on the cluster: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"golang.org/x/time/rate"
 
@@ -135,6 +136,9 @@ func (j *job) validate() (*validJob, error) {
 	}
 	if j.BatchRows <= 0 || (!j.Replay && (j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0)) {
 		return nil, usagef("--batch-rows, --max-attempts and --max-body-size must be positive")
+	}
+	if j.CHMaxAttempts <= 0 && slices.Contains(j.Sinks, "clickhouse") {
+		return nil, usagef("--clickhouse-max-attempts must be positive")
 	}
 	return v, nil
 }

@@ -327,6 +327,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "--api-url", "http://x", "--timestamp-unit", "days"}, exitUsage, "unknown timestamp unit"},
 		{[]string{"run", "--api-url", "http://x", "--header", testSecret}, exitUsage, "--header: want 'Name: value'"},
 		{[]string{"run", "--nope"}, exitUsage, "flag provided but not defined"},
+		{[]string{"run", "--api-url", "http://x", "--sink", "clickhouse", "--clickhouse-dsn", "clickhouse://u@h:9000/db", "--clickhouse-max-attempts", "0"}, exitUsage, "--clickhouse-max-attempts must be positive"},
 	}
 	for _, tc := range cases {
 		// A usage error leaves the data directory untouched (it wrote

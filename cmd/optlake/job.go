@@ -43,8 +43,9 @@ type job struct {
 	Sinks              []string                  `setting:"sink,split"`
 	DataDir            string                    `setting:"data-dir"`
 	ClickHouseDSN      string                    `setting:"clickhouse-dsn"`
-	Migrate            bool                      `setting:"migrate"` // apply pending ClickHouse migrations before loading
-	Cluster            string                    `setting:"cluster"` // ClickHouse cluster name (remote_servers); empty = one server
+	Migrate            bool                      `setting:"migrate"`                 // apply pending ClickHouse migrations before loading
+	Cluster            string                    `setting:"cluster"`                 // ClickHouse cluster name (remote_servers); empty = one server
+	CHMaxAttempts      int                       `setting:"clickhouse-max-attempts"` // per ClickHouse connect or insert
 	Source             string                    `setting:"source"`
 	TimestampUnit      string                    `setting:"timestamp-unit"`
 	Timeout            time.Duration             `setting:"timeout"`

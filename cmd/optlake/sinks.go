@@ -37,7 +37,7 @@ func sinkKinds() map[string]sinkKind {
 				return usageErr(err)
 			},
 			open: func(j *job, _ storage.Store, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
-				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, Logger: log, Redactor: red})
+				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, MaxAttempts: j.CHMaxAttempts, Logger: log, Redactor: red})
 				if err != nil {
 					return nil, usageError{err}
 				}

@@ -15,6 +15,7 @@ import (
 // bucket prefix (a real versitygw); compact works there too (nothing to
 // compact: exit 0); a credential in the URL is refused and never echoed.
 func TestStatusOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	ctx := context.Background()

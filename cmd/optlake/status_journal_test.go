@@ -64,6 +64,7 @@ func TestStatusShowsUnfinishedCompaction(t *testing.T) {
 // readers may see rows twice, and the lease says until when it keeps the
 // next command out (then that it has expired).
 func TestStatusOnBucketShowsJournalAndLease(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	ctx := context.Background()

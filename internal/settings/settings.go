@@ -131,6 +131,7 @@ var list = []Setting{
 	{Name: "cluster", Kind: String, Usage: "ClickHouse cluster `NAME`: Replicated tables per shard behind Distributed ones (see docs/sql-and-clickhouse.md)", Commands: []string{Run, Replay, Migrate},
 		Overrides: map[string]Override{Migrate: {Usage: "create Replicated + Distributed tables ON CLUSTER `NAME`"}}},
 	{Name: "migrate", Kind: Bool, Usage: "apply pending ClickHouse migrations before loading (otherwise an out-of-date schema is an error)", Commands: runReplay},
+	{Name: "clickhouse-max-attempts", Kind: Int, Default: 4, Usage: "attempts per ClickHouse connect or insert on a transient error (server down, network), 0.5s, 1s, 2s… apart; a load that gives up stays pending for the next run's catch-up (1 = no retry)", Commands: runReplay},
 	{Name: "source", Kind: String, Usage: "venue name stored in every row (default: the API URL's host)", Commands: runOnly},
 	{Name: "timestamp-unit", Kind: String, Default: "auto", Usage: "unit of creation/expiration timestamps: auto, s, ms, us, ns", Commands: runReplay},
 	{Name: "timeout", Kind: Duration, Default: 60 * time.Second, Usage: "per request: wait for headers and for each chunk of the body", Commands: runOnly},

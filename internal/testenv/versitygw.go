@@ -10,14 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// Credentials of the versitygw root account the tests use; tests put them
-// in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (t.Setenv) and check that the
-// secret shows up in no error, output or object.
+// Credentials of the versitygw root account the tests use; SetCredentials
+// puts them in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and tests check
+// that the secret shows up in no error, output or object.
 const (
 	S3AccessKey = "optlaketestkey"
 	S3SecretKey = "optlake-s3-secret-Xq7Zp2"
@@ -168,15 +169,46 @@ func (g *VersityGW) URL(bucket, prefix string) string {
 	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s", bucket, prefix, g.Endpoint(), S3Region)
 }
 
-// SetCredentials puts the root account's keys into the test's environment.
+// SetCredentials puts the root account's keys into the environment of the
+// test process, where the AWS SDK finds them (and so does every CLI process
+// a test starts, which inherits it). Every server StartVersityGW starts has
+// the same root account, so the values are the same for every test: they
+// are set once per process and left set. Unlike t.Setenv, this lets bucket
+// tests run in parallel (t.Parallel). A test may still t.Setenv one of them
+// (a wrong key) if it does not run in parallel: t.Setenv puts these values
+// back when it ends.
 func (g *VersityGW) SetCredentials(t testing.TB) {
-	t.Setenv("AWS_ACCESS_KEY_ID", S3AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", S3SecretKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_REGION", S3Region)
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Helper()
+	if err := setS3Credentials(); err != nil {
+		t.Fatalf("setting the S3 credentials: %v", err)
+	}
+}
+
+var s3Credentials struct {
+	once sync.Once
+	err  error
+}
+
+// setS3Credentials sets the root account's keys in the process's
+// environment, once.
+func setS3Credentials() error {
+	s3Credentials.once.Do(func() {
+		for _, kv := range [][2]string{
+			{"AWS_ACCESS_KEY_ID", S3AccessKey},
+			{"AWS_SECRET_ACCESS_KEY", S3SecretKey},
+			{"AWS_SESSION_TOKEN", ""},
+			{"AWS_REGION", S3Region},
+			{"AWS_CONFIG_FILE", os.DevNull},
+			{"AWS_SHARED_CREDENTIALS_FILE", os.DevNull},
+			{"AWS_EC2_METADATA_DISABLED", "true"},
+		} {
+			if err := os.Setenv(kv[0], kv[1]); err != nil {
+				s3Credentials.err = fmt.Errorf("%s: %w", kv[0], err)
+				return
+			}
+		}
+	})
+	return s3Credentials.err
 }
 
 // Stop ends the server (SIGTERM, then SIGKILL).

@@ -35,3 +35,18 @@ func TestVersityGW(t *testing.T) {
 		t.Fatal("server still answers after Stop")
 	}
 }
+
+// SetCredentials works in parallel tests (t.Setenv would panic there) and
+// leaves the keys set for the process and the CLI processes it starts.
+func TestSetCredentialsInParallel(t *testing.T) {
+	for _, name := range []string{"a", "b"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var g VersityGW
+			g.SetCredentials(t)
+			if os.Getenv("AWS_ACCESS_KEY_ID") != S3AccessKey || os.Getenv("AWS_SECRET_ACCESS_KEY") != S3SecretKey {
+				t.Fatalf("keys not set: %q", os.Getenv("AWS_ACCESS_KEY_ID"))
+			}
+		})
+	}
+}
