@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/optlake/optlake/internal/datadir"
 )
 
@@ -301,3 +303,95 @@ func (l *Local) Delete(_ context.Context, name string) error {
 }
 
 var _ io.ReaderAt = (*localReader)(nil)
+
+var _ Swapper = (*Local)(nil)
+
+// Rename implements Swapper with renameat2(RENAME_NOREPLACE). Where the
+// file system refuses the flag, it checks that to is absent, then renames
+// (not atomic against a second writer; callers hold the lock).
+func (l *Local) Rename(_ context.Context, from, to string) error {
+	src, dst, err := l.paths(from, to)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("rename %s: %w", from, err)
+	}
+	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if unsupported(err) {
+		if _, err = os.Lstat(dst); err == nil {
+			err = unix.EEXIST
+		} else if errors.Is(err, fs.ErrNotExist) {
+			err = os.Rename(src, dst)
+		}
+	}
+	if err == nil {
+		err = syncDirs(src, dst)
+	}
+	if err != nil {
+		return fmt.Errorf("rename %s to %s: %w", from, to, err)
+	}
+	return nil
+}
+
+// Exchange implements Swapper with renameat2(RENAME_EXCHANGE).
+func (l *Local) Exchange(_ context.Context, a, b string) error {
+	pa, pb, err := l.paths(a, b)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(pa); err != nil {
+		return fmt.Errorf("exchange %s: %w", a, err)
+	}
+	if err := os.MkdirAll(pb, 0o755); err != nil {
+		return fmt.Errorf("exchange %s: %w", b, err)
+	}
+	err = unix.Renameat2(unix.AT_FDCWD, pa, unix.AT_FDCWD, pb, unix.RENAME_EXCHANGE)
+	if unsupported(err) {
+		err = errors.ErrUnsupported
+	}
+	if err == nil {
+		err = syncDirs(pa, pb)
+	}
+	if err != nil {
+		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+	}
+	return nil
+}
+
+// RemoveAll implements Swapper.
+func (l *Local) RemoveAll(_ context.Context, dir string) error {
+	p, err := l.path(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (l *Local) paths(a, b string) (string, string, error) {
+	pa, err := l.path(a)
+	if err != nil {
+		return "", "", err
+	}
+	pb, err := l.path(b)
+	return pa, pb, err
+}
+
+// unsupported tells a file system's refusal of a renameat2 flag.
+func unsupported(err error) bool {
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)
+}
+
+// syncDirs fsyncs the folders holding a and b (once when the same).
+func syncDirs(a, b string) error {
+	if err := datadir.SyncDir(filepath.Dir(a)); err != nil {
+		return err
+	}
+	if filepath.Dir(b) == filepath.Dir(a) {
+		return nil
+	}
+	return datadir.SyncDir(filepath.Dir(b))
+}

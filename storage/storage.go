@@ -55,9 +55,9 @@ type Store interface {
 
 // LocalFolder is the optional ability of a store whose objects are files
 // under one local folder (name is LocalDir()/name): such a store can be
-// locked with a flock, swap folders in one rename, and lend files for
-// random access in place. Callers ask through LocalDir, never by the
-// store's type.
+// locked with a flock and lend files for random access in place (its
+// folder moves are the Swapper ability). Callers ask through LocalDir,
+// never by the store's type.
 type LocalFolder interface {
 	LocalDir() string
 }

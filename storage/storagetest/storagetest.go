@@ -340,6 +340,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, open(t)) })
 	}
+	t.Run("swapper", func(t *testing.T) { swap(t, open) })
 }
 
 func randBytes(n int) []byte {

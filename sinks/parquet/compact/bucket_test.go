@@ -99,7 +99,7 @@ func TestBucketCompaction(t *testing.T) {
 	before, beforeAcct := rows(t, instGlob), rows(t, acctGlob)
 
 	now := func() time.Time { return day2.Add(time.Hour) }
-	bs := &BucketStore{St: l.st}
+	bs := &ParquetLake{St: l.st}
 	defer bs.Close()
 	rep, err := Compact(context.Background(), Options{Lake: bs, Now: now})
 	if err != nil {
@@ -179,7 +179,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			}
 			// A second compaction's publish is the one cut (it replaces a
 			// compacted file and consumes a parked one).
-			bs := &BucketStore{St: l.st}
+			bs := &ParquetLake{St: l.st}
 			if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			writeSnap(t, ref, schema.Instruments, snapAt(day1, 9), 30, 9)
 			want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-			crash := &BucketStore{St: l.st, Crash: crashAt(step)}
+			crash := &ParquetLake{St: l.st, Crash: crashAt(step)}
 			if !compactCrashing(t, Options{Lake: crash, Now: now, Crash: crashAt(step)}) {
 				t.Fatalf("never reached step %s", step)
 			}
@@ -221,7 +221,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("%d rows both before and after, want 330", kept)
 			}
 
-			bs2 := &BucketStore{St: l.st}
+			bs2 := &ParquetLake{St: l.st}
 			defer bs2.Close()
 			if _, err := Compact(context.Background(), Options{Lake: bs2, Now: now}); err != nil {
 				t.Fatal(err)

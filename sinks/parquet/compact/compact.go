@@ -16,10 +16,12 @@
 // snapshot lands in the partition as usual and the next compaction merges
 // it in. A compaction with nothing new does nothing.
 //
-// Crash and reader safety are the Lake's: LocalStore stages the new
+// Crash and reader safety are the Lake's: ParquetLake stages the new
 // partition outside the table folder and exchanges the two folders in one
-// step; a crash at any point is finished or undone by the next Compact
-// (Lake.Recover), which callers run under the data directory's lock.
+// step on a local folder, or holds the uploads until a journal names them
+// on a bucket; a crash at any point is finished or undone by the next
+// Compact (Lake.Recover), which callers run under the data directory's
+// lock.
 package compact
 
 import (

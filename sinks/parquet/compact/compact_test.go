@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,7 +240,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 	day2Before := names(t, filepath.Join(dir, "instruments", "date=2026-11-21"))
 
 	now := func() time.Time { return day2.Add(time.Hour) } // day2 is today: not closed
-	rep, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
+	rep, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 
 	// A second compaction has nothing to do.
 	m1 := manifestOf(t, onlyCompacted(t, filepath.Join(dir, "instruments", "date=2026-11-20")))
-	rep, err = Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
+	rep, err = Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 		t.Fatal("second compaction rewrote the day")
 	}
 	// --to tomorrow includes today.
-	rep, err = Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
+	rep, err = Compact(context.Background(), Options{Lake: localLake(dir), Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
 	if err != nil || len(rep.Partitions) != 1 || rep.Partitions[0].Date != "2026-11-21" {
 		t.Fatalf("--to: %+v %v", rep, err)
 	}
@@ -307,7 +309,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
-	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	compacted := rows(t, glob)
@@ -334,7 +336,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	writeSnap(t, ref, schema.Instruments, snapAt(day1, 2), 60, 9)
 	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-	rep, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now})
+	rep, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +354,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	}
 	// The same replay once more: parked again, compacted again, same rows.
 	writeSnap(t, dir, schema.Instruments, snapAt(day1, 2), 60, 9)
-	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "after a second replay", rows(t, glob), want)
@@ -383,7 +385,7 @@ func TestEvolvingAccountSchema(t *testing.T) {
 	part := filepath.Join(dir, "position", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	before := rows(t, glob)
-	if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
+	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "position", rows(t, glob), before)
@@ -443,7 +445,7 @@ func TestReaderNeverSeesDuplicatesOrGaps(t *testing.T) {
 			// and a replay of a compacted snapshot: same rows, parked
 			writeSnap(t, dir, schema.Instruments, snapAt(day1, k-2), 300, 1)
 		}
-		if _, err := Compact(context.Background(), Options{Lake: &LocalStore{Dir: dir}, Now: now}); err != nil {
+		if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -560,14 +562,14 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 			}
 			part := filepath.Join(dir, "instruments", "date=2026-11-20")
 			opt := Options{Now: clock, ChunkBytes: 64 << 10, FanIn: 3, MergeBatchBytes: 64 << 10, RowGroupRows: 1000, MaxFileBytes: 8 << 10, SampleRows: 500}
-			opt.Lake = &LocalStore{Dir: dir, Now: clock, Crash: crashAt(step), noExchange: true}
+			opt.Lake = &ParquetLake{St: noExchange{storage.NewLocal(dir)}, Now: clock, Crash: crashAt(step)}
 			if !compactCrashing(t, opt) {
 				t.Fatalf("never reached %s", step)
 			}
 			if step != "moved" { // between the renames the day is missing: the fallback's window
 				sameRows(t, "right after the crash", rows(t, filepath.Join(part, "*.parquet")), want)
 			}
-			opt.Lake = &LocalStore{Dir: dir, Now: clock, noExchange: true}
+			opt.Lake = &ParquetLake{St: noExchange{storage.NewLocal(dir)}, Now: clock}
 			if _, err := Compact(context.Background(), opt); err != nil {
 				t.Fatal(err)
 			}
@@ -593,7 +595,7 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 			}
 			now = now.Add(2 * DefaultGrace)
 			defer func() { now = day1.AddDate(0, 0, 1) }()
-			if err := (&LocalStore{Dir: dir, Now: clock}).Recover(context.Background()); err != nil {
+			if err := (&ParquetLake{St: storage.NewLocal(dir), Now: clock}).Recover(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if ents, _ := os.ReadDir(trash); len(ents) != 0 {
@@ -602,3 +604,56 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 		})
 	}
 }
+
+// placeFails is a file system without RENAME_EXCHANGE whose rename of the
+// stage into the partition's place fails (as on EIO), after the partition
+// went to the trash.
+type placeFails struct{ noExchange }
+
+func (s placeFails) Rename(ctx context.Context, from, to string) error {
+	if strings.HasPrefix(from, stageDir) && !strings.HasPrefix(to, trashDir) {
+		return fmt.Errorf("rename %s: %w", from, syscall.EIO)
+	}
+	return s.noExchange.Rename(ctx, from, to)
+}
+
+// A fallback swap whose second rename fails leaves the day missing and the
+// compaction failed, but the stage stays for the journal: the next
+// compaction puts it in place, rows exact (without it the day would be
+// lost).
+func TestFallbackSwapFailedPlaceIsRecovered(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for k := range 3 {
+		writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 100, 1)
+	}
+	part := filepath.Join(dir, "instruments", "date=2026-11-20")
+	want := rows(t, filepath.Join(part, "*.parquet"))
+	now := func() time.Time { return day1.AddDate(0, 0, 1) }
+	l := &ParquetLake{St: placeFails{noExchange{storage.NewLocal(dir)}}, Now: now}
+	if _, err := Compact(ctx, Options{Lake: l, Now: now}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("compaction: %v, want the failed rename's EIO", err)
+	}
+	l.Close()
+	if _, err := os.Stat(part); !os.IsNotExist(err) {
+		t.Fatalf("the day is there (%v): the failure was not between the renames", err)
+	}
+	if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	onlyCompacted(t, part)
+	sameRows(t, "after recovery", rows(t, filepath.Join(part, "*.parquet")), want)
+}
+
+// localLake is the lake of the local folder dir.
+func localLake(dir string) *ParquetLake { return &ParquetLake{St: storage.NewLocal(dir)} }
+
+// noExchange is a local folder whose file system refuses RENAME_EXCHANGE:
+// publishes take the fallback swap.
+type noExchange struct{ *storage.Local }
+
+func (noExchange) Exchange(context.Context, string, string) error { return errors.ErrUnsupported }
+
+// notLocal hides a store's optional abilities (storage.Swapper,
+// storage.LocalFolder): a local folder published as a bucket is.
+type notLocal struct{ storage.Store }

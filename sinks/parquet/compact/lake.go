@@ -15,14 +15,72 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
-// lake is the read side of every Lake, and the journal they write: the
-// partitions, their files and the parked ones, read through the data
-// directory's storage.Store (a local folder or a bucket prefix alike).
-// Names are relative to the store.
-type reader struct{ st storage.Store }
+// Partition is one table's day: DATA/<Table>/date=<Date>/.
+type Partition struct {
+	Table string
+	Date  string // YYYY-MM-DD
+}
 
-// partName is the partition's folder: TABLE/date=YYYY-MM-DD/.
-func partName(p Partition) string { return p.Table + "/date=" + p.Date + "/" }
+func (p Partition) String() string { return p.Table + "/date=" + p.Date }
+
+// File is one Parquet file of a partition (or parked for it).
+type File struct {
+	Name   string // base name
+	Size   int64
+	Parked bool // parked by the sink (a replay of a compacted snapshot)
+}
+
+// Input is an open input file.
+type Input interface {
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+}
+
+// Lake is where the lake lives. Compact reads partitions through it and
+// publishes the compacted files with it: ParquetLake is the parquet table
+// format's, on any storage.Store. Every method is called with the data
+// directory's lock held: no other writer is at work.
+type Lake interface {
+	// Partitions lists every table's date partitions that hold Parquet
+	// files or have parked files.
+	Partitions(ctx context.Context) ([]Partition, error)
+	// List returns the partition's Parquet files (compacted ones and
+	// per-snapshot ones) and the files parked for it (Parked set).
+	List(ctx context.Context, p Partition) ([]File, error)
+	// Open opens a file List returned.
+	Open(ctx context.Context, p Partition, f File) (Input, error)
+	// Stage starts the replacement of the partition: files created with
+	// it are invisible to readers until Publish.
+	Stage(ctx context.Context, p Partition) (Staged, error)
+	// TempDir is a local folder for spilled sorted runs that the store
+	// made and owns (emptied by Recover); an error when it cannot be made.
+	TempDir() (string, error)
+	// Recover finishes or undoes a Publish interrupted by a crash, and
+	// deletes retired files past their grace period.
+	Recover(ctx context.Context) error
+	// Close removes the local files the store made (its spills).
+	Close() error
+}
+
+// Staged is a partition's replacement under construction.
+type Staged interface {
+	// Create creates a file of the new partition.
+	Create(name string) (io.WriteCloser, error)
+	// Publish makes the staged files the partition's only files, in one
+	// step a reader cannot observe halfway where the store allows it,
+	// and retires the replaced files and the parked ones in consumed.
+	// id identifies the compaction (the manifest's ID).
+	Publish(ctx context.Context, id string, consumed []File) error
+	// Abort drops the staged files.
+	Abort() error
+}
+
+// folderName is the partition's folder: TABLE/date=YYYY-MM-DD.
+func folderName(p Partition) string { return p.Table + "/date=" + p.Date }
+
+// partName is the prefix of the partition's files: TABLE/date=YYYY-MM-DD/.
+func partName(p Partition) string { return folderName(p) + "/" }
 
 // parkedName is the folder of the files parked for the partition.
 func parkedName(p Partition) string {
@@ -35,19 +93,20 @@ const journalDir = pq.CompactDir + "/journal/"
 func journalName(p Partition) string { return journalDir + p.Table + "@" + p.Date + ".json" }
 
 // journal is what a publish records before it changes anything a reader
-// sees, so that Recover can finish or undo it after a crash.
+// sees, so that Recover can finish or undo it after a crash. (A journal
+// of an earlier version, written on a local folder, names no files: its
+// first compacted file is CompactedName(ID, 0).)
 type journal struct {
 	ID     string   `json:"id"`
-	Files  []string `json:"files,omitempty"`  // the compacted files (bucket)
-	Inputs []string `json:"inputs,omitempty"` // the partition's files they replace (bucket)
+	Files  []string `json:"files,omitempty"`  // the compacted files
+	Inputs []string `json:"inputs,omitempty"` // the partition's files they replace
 	Parked []string `json:"pending"`          // parked files consumed
-	Trash  string   `json:"trash,omitempty"`  // where the replaced folder goes (local)
 }
 
-func (l reader) writeJournal(ctx context.Context, p Partition, j journal) error {
+func (l *ParquetLake) writeJournal(ctx context.Context, p Partition, j journal) error {
 	b, err := json.Marshal(j)
 	if err == nil {
-		err = l.st.Put(ctx, journalName(p), b)
+		err = l.St.Put(ctx, journalName(p), b)
 	}
 	if err != nil {
 		return fmt.Errorf("publish %s: journal: %w", p, err)
@@ -84,14 +143,14 @@ func Journals(ctx context.Context, st storage.Store) ([]Journal, error) {
 }
 
 // journals calls fn with each journal a crash left, in name order.
-func (l reader) journals(ctx context.Context, fn func(Partition, journal) error) error {
-	js, err := Journals(ctx, l.st)
+func (l *ParquetLake) journals(ctx context.Context, fn func(Partition, journal) error) error {
+	js, err := Journals(ctx, l.St)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	for _, jn := range js {
 		p := jn.Partition
-		b, err := storage.ReadAll(ctx, l.st, jn.Name)
+		b, err := storage.ReadAll(ctx, l.St, jn.Name)
 		var j journal
 		if err == nil {
 			err = json.Unmarshal(b, &j)
@@ -139,8 +198,8 @@ func isTable(name string) bool {
 // Partitions implements Lake. It lists the data directory one level deep
 // (ListDir) for the tables, then only each table's objects (TABLE/date=*/)
 // and the parked ones: never the raw archive.
-func (l reader) Partitions(ctx context.Context) ([]Partition, error) {
-	top, err := l.st.ListDir(ctx, "")
+func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
+	top, err := l.St.ListDir(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
@@ -154,7 +213,7 @@ func (l reader) Partitions(ctx context.Context) ([]Partition, error) {
 	seen := map[Partition]bool{}
 	var out []Partition
 	for _, prefix := range prefixes {
-		objs, err := l.st.List(ctx, prefix)
+		objs, err := l.St.List(ctx, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("list partitions: %w", err)
 		}
@@ -180,8 +239,8 @@ func (l reader) Partitions(ctx context.Context) ([]Partition, error) {
 }
 
 // files lists the .parquet objects directly under prefix.
-func (l reader) files(ctx context.Context, prefix string) ([]File, error) {
-	objs, err := l.st.List(ctx, prefix)
+func (l *ParquetLake) files(ctx context.Context, prefix string) ([]File, error) {
+	objs, err := l.St.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +257,7 @@ func (l reader) files(ctx context.Context, prefix string) ([]File, error) {
 
 // List implements Lake: the partition's files, then its parked ones
 // (Parked set).
-func (l reader) List(ctx context.Context, p Partition) ([]File, error) {
+func (l *ParquetLake) List(ctx context.Context, p Partition) ([]File, error) {
 	files, err := l.files(ctx, partName(p))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", p, err)
@@ -215,12 +274,12 @@ func (l reader) List(ctx context.Context, p Partition) ([]File, error) {
 }
 
 // Open implements Lake.
-func (l reader) Open(ctx context.Context, p Partition, f File) (Input, error) {
+func (l *ParquetLake) Open(ctx context.Context, p Partition, f File) (Input, error) {
 	name := partName(p) + f.Name
 	if f.Parked {
 		name = parkedName(p) + f.Name
 	}
-	r, err := l.st.Open(ctx, name)
+	r, err := l.St.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func TestPartitionsSkipsRawArchive(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			parts, err := reader{st}.Partitions(ctx)
+			parts, err := (&ParquetLake{St: st}).Partitions(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,7 +33,7 @@ func TestSpillFolderNotMade(t *testing.T) {
 	}
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	before := names(t, part)
-	bs := &BucketStore{St: storage.NewLocal(dir)}
+	bs := &ParquetLake{St: notLocal{storage.NewLocal(dir)}}
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
 	if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err == nil {
 		t.Fatal("compaction without a spill folder succeeded")
