@@ -266,6 +266,12 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		return nil, err
 	}
 	ss = wrapped
+	if j.Replay {
+		if ss, err = replayDays(ctx, st, ss, log); err != nil {
+			closeSinks(wrapped)
+			return nil, err
+		}
+	}
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {
 		if ep.Kind == pipeline.KindAccount {
@@ -387,13 +393,20 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 		b.close(ctx)
 		return nil, nil, nil, err
 	}
-	if storage.LocalDir(b.store) == "" && os.Getenv("GOMEMLIMIT") == "" {
+	if os.Getenv("GOMEMLIMIT") == "" {
 		// A bucket run holds upload buffers (a few parts per open object)
 		// besides the heap (about 64 MiB more than the heap's limit): a
 		// soft limit keeps a 1,000,000-instrument run within 256 MiB of RSS
 		// (measured 193–194 MiB at 128 MiB, 252–258 at 192, 285 without;
-		// the wall time was the same).
-		debug.SetMemoryLimit(bucketMemoryLimit)
+		// the wall time was the same). A local run without a limit peaked
+		// at 248–264 MiB (the heap doubling past the live set while the
+		// events merge beside the Parquet writers); at 160 MiB, 223–226,
+		// at the same CPU (alternating A/B, docs/PERFORMANCE.md).
+		limit := int64(localMemoryLimit)
+		if storage.LocalDir(b.store) == "" {
+			limit = bucketMemoryLimit
+		}
+		debug.SetMemoryLimit(limit)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -413,9 +426,13 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 	}, nil
 }
 
-// bucketMemoryLimit is the Go heap's soft limit of a run, replay or demo on
-// a bucket data directory (unless GOMEMLIMIT is set).
-const bucketMemoryLimit = 128 << 20
+// bucketMemoryLimit and localMemoryLimit are the Go heap's soft limit of a
+// run, replay or demo on a bucket or a local data directory (unless
+// GOMEMLIMIT is set).
+const (
+	bucketMemoryLimit = 128 << 20
+	localMemoryLimit  = 160 << 20
+)
 
 // leaseErr is the error of a run whose lease was lost (nil if it was not).
 func (b *built) leaseErr() error {
