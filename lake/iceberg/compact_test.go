@@ -399,3 +399,19 @@ func TestCompactCrashAfterCommit(t *testing.T) {
 		t.Errorf("after the next compaction: %s, want %s", got, want)
 	}
 }
+
+// TestStampNameListsFirst: a later compaction's file name sorts before an
+// earlier one's and before any Parquet compaction's (any id).
+func TestStampNameListsFirst(t *testing.T) {
+	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	older := iceberg.StampName(pq.CompactedName("ffffffffffffffff", 0), at)
+	newer := iceberg.StampName(pq.CompactedName("ffffffffffffffff", 0), at.Add(time.Millisecond))
+	for _, later := range []string{older, pq.CompactedName("0000000000000000", 0)} {
+		if !(newer < later) {
+			t.Errorf("%s does not sort before %s", newer, later)
+		}
+	}
+	if !pq.IsCompacted(newer) {
+		t.Errorf("%s is not a compacted file's name", newer)
+	}
+}
