@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,12 +86,16 @@ func TestDaySinkWritesTheCompactedLayout(t *testing.T) {
 	lake := localLake(dir)
 	ds := newDaySink(t, lake)
 	for _, d := range []time.Time{day1, day2} {
+		var wg sync.WaitGroup // snapshots load at once, as replay's do
 		for k := range 6 {
-			replaySnap(t, ds, schema.Instruments, snapAt(d, k), 150+k, 1, true)
-			if d == day1 && k == 1 {
-				replaySnap(t, ds, schema.Rejects, rj, 40, 1, true)
-			}
+			wg.Go(func() {
+				replaySnap(t, ds, schema.Instruments, snapAt(d, k), 150+k, 1, true)
+				if d == day1 && k == 1 {
+					replaySnap(t, ds, schema.Rejects, rj, 40, 1, true)
+				}
+			})
 		}
+		wg.Wait()
 		replaySnap(t, ds, schema.Instruments, snapAt(d, 7), 50, 1, false) // a snapshot that failed
 		if err := ds.FlushDay(ctx, d.Format(time.DateOnly)); err != nil {
 			t.Fatal(err)
