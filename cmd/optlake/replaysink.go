@@ -26,7 +26,7 @@ func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slo
 		return ss, err
 	}
 	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: ss[i], Compact: compact.Options{
-		Lake: compactStore(st), Logger: log.With("step", "replay"), Crash: crashHook(),
+		Lake: compact.For(st, crashHook(), snapshotClock), Logger: log.With("step", "replay"), Crash: crashHook(),
 	}})
 	if err != nil {
 		return nil, err
