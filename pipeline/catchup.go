@@ -474,7 +474,7 @@ func (r *Runner) settleRuns(ctx context.Context, log *slog.Logger, sum *Summary,
 // no rows kept is a live run that died before writing its runs rows
 // anywhere: there is nothing to load, and the loads leave the ledger. It
 // returns the sinks that failed.
-func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.Record, names []string, byName map[string]sinks.Sink) (committed int, failed map[string]error) {
+func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.Record, names []string, byName map[string]sinks.Sink, held *dayLoads) (committed int, failed map[string]error) {
 	k := rec.Key()
 	if len(rec.Runs) == 0 {
 		if err := r.ledger.Drop(ctx, k, ledger.Runs); err != nil {
@@ -494,6 +494,7 @@ func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.R
 			committed++
 		}
 	}
+	held.hold(k, ledger.Runs, outs)
 	if err := r.ledger.Settle(ctx, k, ledger.Runs, outs); err != nil {
 		log.Error("load ledger not updated", "endpoint", ledger.Runs, "err", err)
 	}
@@ -502,8 +503,9 @@ func (r *Runner) catchUpRuns(ctx context.Context, log *slog.Logger, rec ledger.R
 
 // replayRuns, after a replay of snapshot k into the configured sinks,
 // writes the runs rows the ledger kept for k into those of them that
-// missed them: a replay by hand settles the snapshot like a catch-up.
-func (r *Runner) replayRuns(ctx context.Context, k ledger.Key) {
+// missed them: a replay by hand settles the snapshot like a catch-up
+// (a DaySink's loads once its day is written, held).
+func (r *Runner) replayRuns(ctx context.Context, k ledger.Key, held *dayLoads) {
 	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
 		return
 	}
@@ -526,7 +528,7 @@ func (r *Runner) replayRuns(ctx context.Context, k ledger.Key) {
 		}
 	}
 	if len(names) > 0 {
-		r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID), *rec, names, byName)
+		r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID), *rec, names, byName, held)
 	}
 }
 
@@ -543,7 +545,7 @@ func (r *Runner) catchUpRunsOf(ctx context.Context, rec ledger.Record, names []s
 	if len(up) == 0 || ctx.Err() != nil {
 		return
 	}
-	committed, failed := r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID, "catch_up", true), rec, up, byName)
+	committed, failed := r.catchUpRuns(ctx, r.log.With("run_id", rec.RunID, "catch_up", true), rec, up, byName, nil)
 	res.Loaded += committed
 	for _, n := range up {
 		err := failed[n]

@@ -72,8 +72,9 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		// events are reproduced; later starts seed the state first.
 		seeded = len(all) > 0 && all[0].Time.Equal(snaps[0].Time) && all[0].RunID == snaps[0].RunID
 	}
+	held := r.dayLoads()
 	dayStart := 0 // the first of res.Snapshots on the current day
-	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded) {
+	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded, held) {
 		if out == nil {
 			return res, ctx.Err()
 		}
@@ -82,7 +83,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 			res.add(out, i, len(snaps), opt.Progress)
 		}
 		if day := snapDay(snaps[i]); i+1 == len(snaps) || snapDay(snaps[i+1]) != day {
-			r.flushDay(ctx, res, day, dayStart)
+			r.flushDay(ctx, res, day, dayStart, held)
 			dayStart = len(res.Snapshots)
 		}
 	}
@@ -138,16 +139,20 @@ type DaySink interface {
 // snapDay is the day (UTC) of a snapshot: its tables' partition.
 func snapDay(s archive.Snapshot) string { return s.Time.UTC().Format(time.DateOnly) }
 
-// flushDay has each DaySink write the day just replayed. When one fails,
-// the day's snapshots (res.Snapshots[from:]) did not reach it: they are
-// marked failed, and the lake keeps the day as it was.
-func (r *Runner) flushDay(ctx context.Context, res *ReplayResult, day string, from int) {
+// flushDay has each DaySink write the day just replayed, then settles in
+// the ledger the loads it held of the day: committed once written. When
+// one fails, the day's snapshots (res.Snapshots[from:]) did not reach it:
+// they are marked failed, their loads stay pending in the ledger (catch-up
+// or the next replay loads them), and the lake keeps the day as it was.
+func (r *Runner) flushDay(ctx context.Context, res *ReplayResult, day string, from int, held *dayLoads) {
+	loads := held.take(day)
 	for _, s := range r.cfg.Sinks {
 		ds, ok := s.(DaySink)
 		if !ok {
 			continue
 		}
 		err := ds.FlushDay(ctx, day)
+		r.settleDay(ctx, s.Name(), day, loads, err)
 		if err == nil {
 			continue
 		}
@@ -162,6 +167,88 @@ func (r *Runner) flushDay(ctx context.Context, res *ReplayResult, day string, fr
 			}
 		}
 	}
+}
+
+// settleDay records in the ledger what became of the loads of sink held
+// for a day: committed when its FlushDay did (err nil), else pending with
+// the error.
+func (r *Runner) settleDay(ctx context.Context, sink, day string, loads []heldLoad, err error) {
+	for _, l := range loads {
+		if l.sink != sink {
+			continue
+		}
+		o := l.outcome
+		if err != nil {
+			o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(fmt.Sprintf("day %s not written: %s", day, oneLine(err)))}
+		}
+		if err := r.ledger.Settle(ctx, l.key, l.endpoint, map[string]ledger.Outcome{sink: o}); err != nil {
+			r.log.Error("load ledger not updated", "run_id", l.key.RunID, "endpoint", l.endpoint, "err", err)
+		}
+	}
+}
+
+// dayLoads holds, during a replay, the loads that DaySinks took but have
+// not written yet: the ledger records them committed only once their day
+// is (flushDay), so that a day that fails, or a replay that stops before
+// its day's end, leaves them pending. Safe for concurrent use.
+type dayLoads struct {
+	sinks map[string]bool // the DaySinks, by name
+	mu    sync.Mutex
+	held  map[string][]heldLoad // by day
+}
+
+// heldLoad is one load a DaySink took (outcome: committed).
+type heldLoad struct {
+	key            ledger.Key
+	endpoint, sink string
+	outcome        ledger.Outcome
+}
+
+// dayLoads returns the replay's holder of DaySink loads (nil without a
+// ledger or a DaySink: loads settle at once).
+func (r *Runner) dayLoads() *dayLoads {
+	if r.ledger == nil {
+		return nil
+	}
+	d := &dayLoads{sinks: map[string]bool{}, held: map[string][]heldLoad{}}
+	for _, s := range r.cfg.Sinks {
+		if _, ok := s.(DaySink); ok {
+			d.sinks[s.Name()] = true
+		}
+	}
+	if len(d.sinks) == 0 {
+		return nil
+	}
+	return d
+}
+
+// hold takes out of outs (endpoint of snapshot k) the committed loads of
+// DaySinks, to be settled once their day is written.
+func (d *dayLoads) hold(k ledger.Key, endpoint string, outs map[string]ledger.Outcome) {
+	if d == nil {
+		return
+	}
+	day := snapDay(archive.Snapshot{Time: k.Time})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, o := range outs {
+		if d.sinks[name] && o.State == ledger.Committed {
+			delete(outs, name)
+			d.held[day] = append(d.held[day], heldLoad{key: k, endpoint: endpoint, sink: name, outcome: o})
+		}
+	}
+}
+
+// take returns and forgets the loads held for day.
+func (d *dayLoads) take(day string) []heldLoad {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.held[day]
+	delete(d.held, day)
+	return out
 }
 
 // replayed is one snapshot's replay: nil sum when it had no usable body.
@@ -190,7 +277,7 @@ func replayWeight(bodies int64, workers int) int64 {
 // replaySnapshots loads snaps into the sinks, several at once, and yields
 // each one's outcome in snapshot order; a nil outcome means the context was
 // cancelled before that snapshot started (nothing after it is yielded).
-func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool) iter.Seq2[int, *replayed] {
+func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool, held *dayLoads) iter.Seq2[int, *replayed] {
 	return func(yield func(int, *replayed) bool) {
 		outs := make([]chan *replayed, len(snaps))
 		for i := range outs {
@@ -232,7 +319,7 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 					defer wg.Done()
 					defer sem.Release(weight)
 					defer turn.finish()
-					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded)
+					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded, held)
 				}()
 			}
 		}()
@@ -245,16 +332,16 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 }
 
 // replayOne loads one archived snapshot into the sinks.
-func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool) *replayed {
+func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool, held *dayLoads) *replayed {
 	if len(s.Bodies) == 0 {
 		return &replayed{}
 	}
 	fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
 	sum := r.snapshot(ctx, snapshotRun{
 		time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
-		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn,
+		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn, held: held,
 	})
-	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID})
+	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, held)
 	return &replayed{sum: sum, problems: fetch.problems}
 }
 

@@ -374,6 +374,7 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 			}
 			outs[name] = o
 		}
+		sr.held.hold(k, res.Endpoint, outs)
 		err = r.ledger.Settle(ctx, k, res.Endpoint, outs)
 	}
 	if err != nil {
@@ -407,6 +408,9 @@ type snapshotRun struct {
 	// auth authenticates requests that have no account or endpoint auth
 	// (live runs: Config.Auth).
 	auth auth.Authenticator
+	// held keeps the loads a DaySink took until its day is written
+	// (replay; nil: settle at once).
+	held *dayLoads
 }
 
 func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
