@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/optlake/optlake/venuesim"
 )
 
 // kill -9 during a replay's publish of a day (the new file written, the
@@ -52,5 +55,62 @@ func TestReplayKill9MidPublish(t *testing.T) {
 			}
 			sameLake(t, "after the next replay", lakeRows(t, dir), want)
 		})
+	}
+}
+
+// The Parquet sink misses two snapshots (its folder unwritable); a replay
+// while it is still unwritable cannot write their day: the ledger keeps
+// them pending (not loaded), so the next run, the folder repaired, loads
+// them from the raw archive: every snapshot's rows exactly once, as
+// without the fault.
+func TestReplayDayNotWrittenStaysPending(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	run := func(t *testing.T, fault bool) (rows, events []string) {
+		next := pinClock(t, base)
+		sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 200})
+		dir := t.TempDir()
+		args := []string{"--data-dir", dir, "--endpoints", "instruments"}
+		var repair func()
+		if fault {
+			repair = blockParquet(t, dir)
+		}
+		for i := 0; i < 3; i++ {
+			if i == 2 && fault {
+				res := optlake(t, append([]string{"replay"}, args...)...)
+				if res.code == 0 || !strings.Contains(res.stderr+res.stdout, "not written") {
+					t.Fatalf("replay into the unwritable lake: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+				}
+				if st := statusJSON(t, dir)["parquet"]; st.Pending != 2 || !strings.Contains(st.LastError, "not written") {
+					t.Fatalf("after a replay whose day was not written the ledger says %+v, want both snapshots pending", st)
+				}
+				repair()
+			}
+			res := optlake(t, append([]string{"run", "--api-url", url, "--source", "sim"}, args...)...)
+			want := 0
+			if fault && i < 2 {
+				want = exitPartial
+			}
+			if res.code != want {
+				t.Fatalf("run %d: exit %d, want %d: %s", i, res.code, want, res.stderr)
+			}
+			if fault && i == 2 && !strings.Contains(res.stdout, "caught up 2 of 2 snapshots") {
+				t.Errorf("run after the failed replay did not catch the day up: %s", res.stdout)
+			}
+			sim.Advance(1)
+			next()
+		}
+		if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+			t.Errorf("ledger at the end: %+v", st)
+		}
+		return lakeCounts(t, dir, "instruments", "instrument_name"),
+			lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')")
+	}
+	wantRows, wantEvents := run(t, false)
+	gotRows, gotEvents := run(t, true)
+	if len(wantRows) != 3 || strings.Join(gotRows, " ") != strings.Join(wantRows, " ") {
+		t.Errorf("instruments per snapshot: got %v, want %v", gotRows, wantRows)
+	}
+	if len(wantEvents) < 2 || strings.Join(gotEvents, " ") != strings.Join(wantEvents, " ") {
+		t.Errorf("instrument_events per snapshot: got %v, want %v", gotEvents, wantEvents)
 	}
 }
