@@ -139,6 +139,7 @@ func (f *Fanout) Commit(ctx context.Context) map[string]SinkResult {
 					}
 					sr.Bytes += c.Bytes
 					sr.Files = append(sr.Files, c.Where)
+					sr.addSnapshot(t.Name, c.TableSnapshot)
 				}
 			}
 			mu.Lock()

@@ -283,8 +283,22 @@ type SinkResult struct {
 	Bytes   int64    `json:"bytes"`
 	Files   []string `json:"files,omitempty"`
 	Error   string   `json:"error,omitempty"`
+	// Snapshots are the Iceberg snapshot ids of the tables the sink
+	// committed (an Iceberg lake), by table.
+	Snapshots map[string]int64 `json:"iceberg_snapshots,omitempty"`
 	// rejected: the sink refused the rows themselves (sinks.RejectedError).
 	rejected bool
+}
+
+// addSnapshot records table's snapshot id (0: none).
+func (sr *SinkResult) addSnapshot(table string, id int64) {
+	if id == 0 {
+		return
+	}
+	if sr.Snapshots == nil {
+		sr.Snapshots = map[string]int64{}
+	}
+	sr.Snapshots[table] = id
 }
 
 // Run takes one snapshot of every configured endpoint. It always returns a
@@ -343,7 +357,7 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 	} else {
 		outs := map[string]ledger.Outcome{}
 		for _, name := range r.sinkNames() {
-			o := ledger.Outcome{State: ledger.Committed}
+			o := ledger.Outcome{State: ledger.Committed, Snapshots: res.Sinks[name].Snapshots}
 			switch {
 			case res.unloadable:
 				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Error)}
@@ -678,6 +692,9 @@ func (res *EndpointResult) merge(outs map[string]SinkResult) {
 		acc.Rejects += o.Rejects
 		acc.Bytes += o.Bytes
 		acc.Files = append(acc.Files, o.Files...)
+		for t, id := range o.Snapshots {
+			acc.addSnapshot(t, id)
+		}
 		if acc.Error == "" {
 			acc.Error = o.Error
 		}

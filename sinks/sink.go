@@ -76,4 +76,7 @@ type Committed struct {
 	Rows  int64
 	Bytes int64  // bytes written to the store, when known
 	Where string // a file path or table name, for the run summary
+	// TableSnapshot is the table format's commit of the rows: the
+	// Iceberg snapshot id of an Iceberg lake's append, 0 for none.
+	TableSnapshot int64
 }

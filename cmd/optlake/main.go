@@ -123,6 +123,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			configCommand(),
 			statusCommand(),
 			compactCommand(),
+			lakeCommand(),
 			docsCommand(),
 		},
 	}

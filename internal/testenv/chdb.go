@@ -63,7 +63,19 @@ func chdbTool() (node, script string, err error) {
 // order-free hash of every row ("count\thash"), filtered by where ("" for
 // none) on the Iceberg side.
 func (c *ChDB) IcebergDigest(ctx context.Context, path, where string) (iceberg, files string, err error) {
-	desc, err := c.Query(ctx, fmt.Sprintf("DESCRIBE icebergLocal('%s') FORMAT TSV;", path))
+	return c.icebergDigest(ctx, fmt.Sprintf("icebergLocal('%s')", path), path, where)
+}
+
+// IcebergS3Digest is IcebergDigest with the Iceberg table read from an S3
+// server with icebergS3 (url: http://host:port/bucket/prefix/table/, with
+// the root account's keys of versitygw) and its Parquet files from path
+// (relative to Workdir: the server's folder of the same objects).
+func (c *ChDB) IcebergS3Digest(ctx context.Context, url, path, where string) (iceberg, files string, err error) {
+	return c.icebergDigest(ctx, fmt.Sprintf("icebergS3('%s', '%s', '%s')", url, S3AccessKey, S3SecretKey), path, where)
+}
+
+func (c *ChDB) icebergDigest(ctx context.Context, table, path, where string) (iceberg, files string, err error) {
+	desc, err := c.Query(ctx, fmt.Sprintf("DESCRIBE %s FORMAT TSV;", table))
 	if err != nil {
 		return "", "", err
 	}
@@ -79,6 +91,6 @@ func (c *ChDB) IcebergDigest(ctx context.Context, path, where string) (iceberg, 
 	if files, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, strings.Join(cols, ", ")), "")); err != nil {
 		return "", "", err
 	}
-	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("icebergLocal('%s')", path), where))
+	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, table, where))
 	return iceberg, files, err
 }

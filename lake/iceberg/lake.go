@@ -87,9 +87,13 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 	if len(names) == 0 {
 		return 0, errors.New("iceberg append: no files")
 	}
-	// iceberg-go retries a lost race itself (refresh, rebuild the
-	// manifest list, commit again) a few times; past that the whole
-	// append is done again on the new state.
+	return l.retry(ctx, t.Name, func() (int64, error) { return l.append(ctx, t, names, props, o) })
+}
+
+// retry runs commit until it does not lose a race: iceberg-go retries a
+// lost race itself (refresh, rebuild the manifest list, commit again) a
+// few times; past that the whole commit is done again on the new state.
+func (l *Lake) retry(ctx context.Context, table string, commit func() (int64, error)) (int64, error) {
 	var err error
 	for attempt := range commitAttempts {
 		if attempt > 0 {
@@ -100,10 +104,10 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 			}
 		}
 		var id int64
-		if id, err = l.append(ctx, t, names, props, o); !errors.Is(err, icetable.ErrCommitFailed) {
+		if id, err = commit(); !errors.Is(err, icetable.ErrCommitFailed) {
 			return id, err
 		}
-		l.log.Info("iceberg commit conflict; appending again on the new state", "table", t.Name, "attempt", attempt+1)
+		l.log.Info("iceberg commit conflict; committing again on the new state", "table", table, "attempt", attempt+1)
 	}
 	return 0, err
 }
@@ -127,43 +131,13 @@ func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, prop
 		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
 	}
 	tx := tbl.NewTransaction()
-	sc := tbl.Schema()
-	if add := newColumns(t, sc); len(add) > 0 {
-		us := tx.UpdateSchema(true, false, icetable.WithNameMapping(tbl.NameMapping()))
-		for _, c := range add {
-			typ, err := fieldType(c, 0)
-			if err != nil {
-				return 0, err
-			}
-			us.AddColumn([]string{c.Name}, typ, c.Doc, false, nil)
-		}
-		if err := us.Commit(); err != nil {
-			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
-		}
-		staged, err := tx.StagedTable()
-		if err != nil {
-			return 0, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
-		}
-		sc = staged.Schema()
-		l.log.Info("iceberg schema evolved", "table", t.Name, "columns", len(add))
+	sc, err := l.evolve(tx, tbl, t)
+	if err != nil {
+		return 0, err
 	}
-	io := l.cat.io(ctx)
-	files := make([]icego.DataFile, 0, len(names))
-	for _, n := range names {
-		df, err := icetable.FileToDataFile(ctx, io, io.location(n), sc, tbl.Spec(), 0, tbl.Properties())
-		if err != nil {
-			return 0, fmt.Errorf("iceberg table %s: read %s: %w", t.Name, n, err)
-		}
-		if df.Count() == 0 {
-			// No rows, no bounds to place it in a partition: an empty
-			// snapshot adds nothing to read (the file stays for the
-			// Parquet readers).
-			continue
-		}
-		if df, err = fixTimestamps(df, t, sc, tbl.Spec()); err != nil {
-			return 0, fmt.Errorf("iceberg table %s: %s: %w", t.Name, n, err)
-		}
-		files = append(files, df)
+	files, err := l.dataFiles(ctx, tbl, t, sc, names)
+	if err != nil {
+		return 0, err
 	}
 	if len(files) == 0 {
 		return 0, nil
@@ -186,15 +160,69 @@ func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, prop
 	if err := tx.AddDataFiles(ctx, files, summary, icetable.WithoutDuplicateCheck()); err != nil {
 		return 0, fmt.Errorf("iceberg table %s: stage append: %w", t.Name, err)
 	}
+	return commit(ctx, tx, t.Name)
+}
+
+// commit commits tx and returns the new current snapshot's id.
+func commit(ctx context.Context, tx *icetable.Transaction, table string) (int64, error) {
 	out, err := tx.Commit(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("iceberg table %s: commit: %w", t.Name, err)
+		return 0, fmt.Errorf("iceberg table %s: commit: %w", table, err)
 	}
 	snap := out.CurrentSnapshot()
 	if snap == nil {
-		return 0, fmt.Errorf("iceberg table %s: commit left no snapshot", t.Name)
+		return 0, fmt.Errorf("iceberg table %s: commit left no snapshot", table)
 	}
 	return snap.SnapshotID, nil
+}
+
+// evolve stages in tx the columns of t that tbl lacks (new field ids) and
+// returns the schema the files are read with.
+func (l *Lake) evolve(tx *icetable.Transaction, tbl *icetable.Table, t *schema.Table) (*icego.Schema, error) {
+	add := newColumns(t, tbl.Schema())
+	if len(add) == 0 {
+		return tbl.Schema(), nil
+	}
+	us := tx.UpdateSchema(true, false, icetable.WithNameMapping(tbl.NameMapping()))
+	for _, c := range add {
+		typ, err := fieldType(c, 0)
+		if err != nil {
+			return nil, err
+		}
+		us.AddColumn([]string{c.Name}, typ, c.Doc, false, nil)
+	}
+	if err := us.Commit(); err != nil {
+		return nil, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return nil, fmt.Errorf("iceberg table %s: evolve schema: %w", t.Name, err)
+	}
+	l.log.Info("iceberg schema evolved", "table", t.Name, "columns", len(add))
+	return staged.Schema(), nil
+}
+
+// dataFiles reads the footers of the Parquet files names (store names) as
+// data files of tbl under the schema sc. Files without rows are left out:
+// no bounds place them in a partition, and an empty snapshot adds nothing
+// to read (the file stays for the Parquet readers).
+func (l *Lake) dataFiles(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, names []string) ([]icego.DataFile, error) {
+	io := l.cat.io(ctx)
+	files := make([]icego.DataFile, 0, len(names))
+	for _, n := range names {
+		df, err := icetable.FileToDataFile(ctx, io, io.location(n), sc, tbl.Spec(), 0, tbl.Properties())
+		if err != nil {
+			return nil, fmt.Errorf("iceberg table %s: read %s: %w", t.Name, n, err)
+		}
+		if df.Count() == 0 {
+			continue
+		}
+		if df, err = fixTimestamps(df, t, sc, tbl.Spec()); err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %s: %w", t.Name, n, err)
+		}
+		files = append(files, df)
+	}
+	return files, nil
 }
 
 // referenced returns the data files of tbl's current snapshot whose paths

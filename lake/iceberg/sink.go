@@ -96,5 +96,6 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 		return sinks.Committed{}, fmt.Errorf("iceberg: %w", err)
 	}
 	w.s.log.Debug("iceberg append", "table", w.t.Name, "snapshot-id", id, "rows", c.Rows, "took", time.Since(start))
+	c.TableSnapshot = id
 	return c, nil
 }

@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -59,6 +60,9 @@ type Load struct {
 	Attempts int       `json:"attempts"`        // loads tried (live and catch-up)
 	Error    string    `json:"error,omitempty"` // the last error (pending) or the reason (failed)
 	Updated  time.Time `json:"updated"`
+	// Snapshots are the Iceberg snapshot ids of the committed load's
+	// appends (an Iceberg lake), by table.
+	Snapshots map[string]int64 `json:"iceberg_snapshots,omitempty"`
 }
 
 // Record is one snapshot's loads.
@@ -124,6 +128,8 @@ func (r *Record) Pending(sink string) []Load {
 type Outcome struct {
 	State State  // Committed, Pending (a transient error) or Failed
 	Error string // one line, already redacted
+	// Snapshots (Committed) are the Iceberg snapshot ids of its appends.
+	Snapshots map[string]int64
 }
 
 // Ledger reads and writes the records of one data directory. Its methods
@@ -199,6 +205,9 @@ func (l *Ledger) settle(ctx context.Context, rec *Record, endpoint string, outco
 			continue
 		}
 		ld.State, ld.Error, ld.Updated = o.State, o.Error, now
+		if o.State == Committed && len(o.Snapshots) > 0 {
+			ld.Snapshots = maps.Clone(o.Snapshots)
+		}
 		ld.Attempts++
 		changed = true
 	}

@@ -118,3 +118,39 @@ func TestCrashLeftovers(t *testing.T) {
 		t.Errorf("corrupt record: %v", err)
 	}
 }
+
+// A committed load keeps the Iceberg snapshot ids of its appends (an
+// Iceberg lake), in the done record; a pending attempt records none.
+func TestSettleKeepsIcebergSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	l := New(storage.NewLocal(dir), clock())
+	k := Key{t0, "run-a"}
+	if err := l.Begin(ctx, k.Time, k.RunID, "sim", []string{"instruments"}, []string{"parquet"}); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{"instruments": 7001, "instrument_events": 7002}
+	if err := l.Settle(ctx, k, "instruments", map[string]Outcome{"parquet": {State: Pending, Error: "x", Snapshots: map[string]int64{"instruments": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := l.Get(ctx, k); rec == nil || rec.Loads[0].Snapshots != nil {
+		t.Fatalf("a pending load's snapshots: %+v", rec)
+	}
+	if err := l.Settle(ctx, k, "instruments", map[string]Outcome{"parquet": {State: Committed, Snapshots: ids}}); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, Dir, "done", "*", "*.json"))
+	if len(names) != 1 {
+		t.Fatalf("done records: %v", names)
+	}
+	b, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Loads[0].Snapshots; len(got) != 2 || got["instruments"] != 7001 || got["instrument_events"] != 7002 {
+		t.Errorf("done record's iceberg_snapshots = %v\n%s", got, b)
+	}
+}

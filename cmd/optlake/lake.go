@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/schema"
+)
+
+// convertCrashEnv names the test-only crash hook of `lake convert`: the
+// process kills itself (SIGKILL) right after registering the named table.
+// Not documented for users.
+const convertCrashEnv = "OPTLAKE_TEST_CONVERT_CRASH_AT"
+
+func lakeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lake",
+		Usage: "manage the lake's table format",
+		Subcommands: []*cli.Command{{
+			Name:  "convert",
+			Usage: "register an existing Parquet lake's files in place (not rewritten) as Iceberg tables, then record the lake's format as iceberg; safe to run again",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "to", Usage: "the table format to convert to: iceberg", EnvVars: envs("convert-to")},
+				&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose lake is converted", EnvVars: envs("data-dir")},
+				&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
+			},
+			Action: convertAction,
+		}},
+	}
+}
+
+func convertAction(c *cli.Context) error {
+	to, err := lake.ParseFormat(c.String("to"))
+	if err != nil {
+		return usageError{err}
+	}
+	if to != lake.Iceberg {
+		return usagef("--to %q: only iceberg (a Parquet lake's files registered as Iceberg tables)", c.String("to"))
+	}
+	st, err := openStore(c.Context, c.String("data-dir"), true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log, err := newLogger(c.App.ErrWriter, "text", c.String("log-level"), redact.New())
+	if err != nil {
+		return err
+	}
+	lease, err := lockStore(c.Context, st, 0, log)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.WithoutCancel(c.Context))
+	reg, err := infer.LoadRegistryFrom(c.Context, st)
+	if err != nil {
+		return err
+	}
+	fixed := map[string]*schema.Table{}
+	for _, t := range schema.Tables() {
+		fixed[t.Name] = t
+	}
+	opt := lake.ConvertOptions{
+		Schema: func(name string) *schema.Table {
+			if t, ok := fixed[name]; ok {
+				return t
+			}
+			return reg.Table(name)
+		},
+		Log: log,
+	}
+	if at := os.Getenv(convertCrashEnv); at != "" {
+		opt.Crash = func(table string) error {
+			if table == at {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+			return nil
+		}
+	}
+	done, err := lake.Convert(c.Context, st, opt)
+	for _, t := range done {
+		fmt.Fprintf(c.App.Writer, "%-28s %6d files  +%d -%d", t.Table, t.Files, t.Added, t.Removed)
+		if t.SnapshotID != 0 {
+			fmt.Fprintf(c.App.Writer, "  snapshot %d", t.SnapshotID)
+		}
+		fmt.Fprintln(c.App.Writer)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg: %d tables\n", st, len(done))
+	return nil
+}

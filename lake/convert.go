@@ -1,0 +1,147 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/schema"
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/compact"
+	"github.com/optlake/optlake/storage"
+)
+
+// ConvertOptions are the inputs of Convert.
+type ConvertOptions struct {
+	// Schema is the schema of the table folder name: the fixed tables'
+	// and the inferred account tables'; nil for a name it does not know.
+	Schema func(name string) *schema.Table
+	// Log receives a line per table; nil for none.
+	Log *slog.Logger
+	// Crash, for tests, is called after each table is registered, with
+	// its name; an error stops the conversion there, as a crash would.
+	Crash func(table string) error
+}
+
+// Converted is one table of a conversion.
+type Converted struct {
+	Table string
+	Files int // the table's Parquet files, each registered once
+	iceberg.Synced
+}
+
+// ErrUnfinishedCompaction refuses a conversion while a compaction is cut
+// short or replays wait parked for the next compaction of their day.
+var ErrUnfinishedCompaction = errors.New("the lake has an unfinished compaction")
+
+// Convert makes the Parquet lake st an Iceberg lake (`optlake lake convert
+// --to iceberg`): every table folder's Parquet files are registered in
+// place, without being rewritten, as one commit of its Iceberg table (the
+// files carry no field ids; the table's name mapping resolves their
+// columns), and only then is the format recorded as iceberg. The caller
+// holds the data directory (its lock or lease).
+//
+// A conversion cut short leaves a lake that is still Parquet (its readers
+// never look at metadata/) with some tables registered; converting again
+// registers what they lack and drops what a compaction replaced meanwhile
+// (Sync), so a rerun converts it. Converting an Iceberg lake changes
+// nothing unless files are missing from its tables. It refuses a lake
+// whose compaction is unfinished (a journal, or parked files): run
+// `optlake compact` first.
+func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Converted, error) {
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := refuseUnfinishedCompaction(ctx, st); err != nil {
+		return nil, err
+	}
+	tables, err := tableFiles(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	lk := iceberg.New(st, log)
+	var out []Converted
+	for _, name := range sortedKeys(tables) {
+		t := opt.Schema(name)
+		if t == nil {
+			return out, fmt.Errorf("convert: no schema for the table folder %s (not a table of optlake's?)", name)
+		}
+		s, err := lk.Sync(ctx, t, tables[name], map[string]string{"optlake.operation": "convert"})
+		if err != nil {
+			return out, fmt.Errorf("convert %s: %w", name, err)
+		}
+		out = append(out, Converted{Table: name, Files: len(tables[name]), Synced: s})
+		log.Info("registered as an Iceberg table", "table", name, "files", len(tables[name]), "added", s.Added, "removed", s.Removed)
+		if opt.Crash != nil {
+			if err := opt.Crash(name); err != nil {
+				return out, err
+			}
+		}
+	}
+	if err := st.Put(ctx, FormatName, []byte(string(Iceberg)+"\n")); err != nil {
+		return out, fmt.Errorf("convert: record the format: %w", err)
+	}
+	return out, nil
+}
+
+func refuseUnfinishedCompaction(ctx context.Context, st storage.Store) error {
+	js, err := compact.Journals(ctx, st)
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	if len(js) > 0 {
+		return fmt.Errorf("%w: %s (%s); the next run or `optlake compact` finishes it, then convert", ErrUnfinishedCompaction, js[0].Partition, js[0].Name)
+	}
+	parked, err := st.List(ctx, pq.CompactDir+"/"+pq.ParkedDir+"/")
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return fmt.Errorf("convert: %w", err)
+	}
+	if len(parked) > 0 {
+		return fmt.Errorf("%w: %d files wait parked in %s for the next compaction of their day (%s); run `optlake compact`, then convert",
+			ErrUnfinishedCompaction, len(parked), pq.CompactDir+"/"+pq.ParkedDir, parked[0].Name)
+	}
+	return nil
+}
+
+// tableFiles lists the Parquet files of every table folder of st:
+// TABLE/date=YYYY-MM-DD/NAME.parquet, by table. Folders that are not
+// tables (raw/, _ledger/, _state/, .compact/, …) and a table's metadata/
+// are not listed.
+func tableFiles(ctx context.Context, st storage.Store) (map[string][]string, error) {
+	top, err := st.ListDir(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("convert: list tables: %w", err)
+	}
+	out := map[string][]string{}
+	for _, in := range top {
+		table, ok := strings.CutSuffix(in.Name, "/")
+		if !ok || table == "" || table == "raw" || strings.HasPrefix(table, ".") || strings.HasPrefix(table, "_") {
+			continue
+		}
+		objs, err := st.List(ctx, table+"/date=")
+		if err != nil {
+			return nil, fmt.Errorf("convert: list %s: %w", table, err)
+		}
+		for _, o := range objs {
+			parts := strings.Split(o.Name, "/")
+			if len(parts) == 3 && strings.HasSuffix(parts[2], ".parquet") && !strings.HasPrefix(parts[2], ".") {
+				out[table] = append(out[table], o.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
