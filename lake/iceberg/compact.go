@@ -165,10 +165,12 @@ type staged struct {
 // the Parquet sink decides whether to park a replayed snapshot by the
 // first compacted file it lists (sinks/parquet parkName), and in an
 // Iceberg lake the files of earlier compactions stay there for time
-// travel until their snapshots expire.
+// travel until their snapshots expire. The "-" before the stamp sorts
+// before any hex digit, so the stamped files list before a Parquet
+// compaction's "compacted-<id>" files too (a lake converted to Iceberg).
 func stampName(name string, now time.Time) string {
 	rest := strings.TrimPrefix(name, pq.CompactedPrefix)
-	return fmt.Sprintf("%s%016x-%s", pq.CompactedPrefix, uint64(math.MaxInt64-now.UnixNano()), rest)
+	return fmt.Sprintf("%s-%016x-%s", pq.CompactedPrefix, uint64(math.MaxInt64-now.UnixNano()), rest)
 }
 
 // Create implements compact.Staged: the file is written into the day's

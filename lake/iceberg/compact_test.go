@@ -109,6 +109,13 @@ func TestCompactIsOneReplace(t *testing.T) {
 	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
 		t.Errorf("instruments after a second compaction reads %s, want %s", got, want)
 	}
+	// A replay of the snapshot only the second compaction holds is parked
+	// (the sink asks the first compacted file it lists, the newest), not
+	// appended beside it.
+	load(t, storage.NewLocal(dir), 4)
+	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
+		t.Errorf("instruments after a replay of the second compaction's snapshot reads %s, want %s", got, want)
+	}
 }
 
 // TestCompactReplayParked: a replay of a compacted snapshot is parked, not
@@ -390,5 +397,21 @@ func TestCompactCrashAfterCommit(t *testing.T) {
 	}
 	if got := digest(t, ch, name, 0); got != want {
 		t.Errorf("after the next compaction: %s, want %s", got, want)
+	}
+}
+
+// TestStampNameListsFirst: a later compaction's file name sorts before an
+// earlier one's and before any Parquet compaction's (any id).
+func TestStampNameListsFirst(t *testing.T) {
+	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	older := iceberg.StampName(pq.CompactedName("ffffffffffffffff", 0), at)
+	newer := iceberg.StampName(pq.CompactedName("ffffffffffffffff", 0), at.Add(time.Millisecond))
+	for _, later := range []string{older, pq.CompactedName("0000000000000000", 0)} {
+		if !(newer < later) {
+			t.Errorf("%s does not sort before %s", newer, later)
+		}
+	}
+	if !pq.IsCompacted(newer) {
+		t.Errorf("%s is not a compacted file's name", newer)
 	}
 }

@@ -37,6 +37,7 @@ type DaySink struct {
 	mem  memory.Allocator
 	mu   sync.Mutex
 	days map[Partition]*dayRows
+	tmp  string // the Lake's TempDir
 }
 
 // DayOptions configure a DaySink.
@@ -82,7 +83,7 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 	if !ok || key == nil {
 		return s.opt.Fallback.Open(ctx, t, snap)
 	}
-	tmp, err := s.opt.Compact.Lake.TempDir()
+	tmp, err := s.tempDir()
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
 	}
@@ -90,6 +91,21 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{},
 		file: pq.ManifestFile{Name: name},
 		so:   &sorter{mem: s.mem, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024}}, nil
+}
+
+// tempDir is the Lake's spill folder, asked once: Lake methods are not
+// safe for concurrent use, and writers open at once.
+func (s *DaySink) tempDir() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tmp == "" {
+		tmp, err := s.opt.Compact.Lake.TempDir()
+		if err != nil {
+			return "", err
+		}
+		s.tmp = tmp
+	}
+	return s.tmp, nil
 }
 
 // FlushDay publishes the partitions of date (YYYY-MM-DD) the replay wrote:
