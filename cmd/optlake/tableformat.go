@@ -4,13 +4,21 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
 )
+
+// icebergCrashPrefix marks the steps of loadCrashEnv inside an Iceberg
+// commit: iceberg-file, iceberg-manifest, iceberg-manifest-list,
+// iceberg-metadata (see iceberg.Lake.SetCrash).
+const icebergCrashPrefix = "iceberg-"
 
 // withTableFormat settles the lake's table format for run and replay
 // (--table-format; recorded at the lake's first run, kept after) and, for
@@ -36,8 +44,19 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 	if j.Compact {
 		return nil, usagef("--compact: compaction of an Iceberg lake (one replace commit) is not built yet")
 	}
+	lk := iceberg.New(st, log)
+	if at := os.Getenv(loadCrashEnv); strings.HasPrefix(at, icebergCrashPrefix) {
+		// The test-only crash hook at a step of the instruments table's
+		// Iceberg commit (iceberg.Lake.SetCrash), e.g. iceberg-manifest.
+		cs := crashSink{at: at}
+		lk.SetCrash(func(table, step string) {
+			if table == schema.Instruments.Name {
+				cs.crash(icebergCrashPrefix + step)
+			}
+		})
+	}
 	out := slices.Clone(ss)
-	out[i] = iceberg.NewSink(ss[i], iceberg.New(st, log))
+	out[i] = iceberg.NewSink(ss[i], lk)
 	return out, nil
 }
 

@@ -40,6 +40,14 @@ func New(st storage.Store, log *slog.Logger) *Lake {
 	return &Lake{cat: &catalog{st: st, root: st.String()}, log: log.With("table-format", "iceberg")}
 }
 
+// SetCrash sets a test-only crash hook: fn is called with the table and the
+// step of an Iceberg commit just done, in order: "file" (the snapshot's
+// Parquet file committed, not appended yet), "manifest", "manifest-list",
+// "metadata" (the next version created: the commit is done). A test's fn
+// kills the process to check that a crash at any step leaves the table
+// readable at its last commit. Call before the lake is used.
+func (l *Lake) SetCrash(fn func(table, step string)) { l.cat.crash = fn }
+
 // tableProps are the properties of every new table.
 var tableProps = icego.Properties{
 	"format-version":                  "2",
