@@ -120,7 +120,7 @@ func tableFiles(ctx context.Context, st storage.Store) (map[string][]string, err
 	out := map[string][]string{}
 	for _, in := range top {
 		table, ok := strings.CutSuffix(in.Name, "/")
-		if !ok || table == "" || table == "raw" || strings.HasPrefix(table, ".") || strings.HasPrefix(table, "_") {
+		if !ok || !iceberg.IsTableFolder(table) {
 			continue
 		}
 		objs, err := st.List(ctx, table+"/date=")

@@ -91,6 +91,8 @@ func TestLakeConvert(t *testing.T) {
 		}
 	}
 
+	checkStatusFormat(t, dir)
+
 	// Again: nothing to register, no commit.
 	versions, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v*.metadata.json"))
 	if res := optlake(t, args...); res.code != 0 || strings.Contains(res.stdout, "snapshot ") {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -71,6 +73,48 @@ func refuseIceberg(ctx context.Context, st storage.Store, command string) error 
 		return usagef("%s: the lake in %s is Iceberg; %s of an Iceberg lake is not built yet", command, st, command)
 	}
 	return nil
+}
+
+// formatStatus is the lake's table format as `optlake status` shows it.
+type formatStatus struct {
+	Format lake.Format           // "" when none is recorded yet
+	Tables []iceberg.TableStatus // an Iceberg lake's tables
+}
+
+// lakeFormatStatus reads the lake's format and, for an Iceberg lake, each
+// table's current metadata version and snapshot.
+func lakeFormatStatus(ctx context.Context, st storage.Store) (formatStatus, error) {
+	f, err := lake.Recorded(ctx, st)
+	if err != nil || f != lake.Iceberg {
+		return formatStatus{Format: f}, err
+	}
+	tables, err := iceberg.New(st, nil).Tables(ctx)
+	return formatStatus{Format: f, Tables: tables}, err
+}
+
+// addJSON adds the format to status's JSON document: table_format
+// ("parquet", "iceberg", or "" for a lake no run wrote yet) and, for an
+// Iceberg lake, iceberg_tables.
+func (s formatStatus) addJSON(doc map[string]any) {
+	doc["table_format"] = s.Format
+	if s.Format == lake.Iceberg {
+		tables := s.Tables
+		if tables == nil {
+			tables = []iceberg.TableStatus{}
+		}
+		doc["iceberg_tables"] = tables
+	}
+}
+
+// writeText writes the format's lines of status's text.
+func (s formatStatus) writeText(w io.Writer) {
+	if s.Format == "" {
+		return
+	}
+	fmt.Fprintf(w, "table format: %s\n", s.Format)
+	for _, t := range s.Tables {
+		fmt.Fprintf(w, "iceberg table %s: snapshot %d (metadata v%d, %d snapshots)\n", t.Table, t.SnapshotID, t.MetadataVersion, t.Snapshots)
+	}
 }
 
 // formatErr makes a format mismatch a usage error (exit 2).

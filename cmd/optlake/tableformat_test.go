@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,34 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		t.Errorf("account_summary (rows, null portfolio_margin, snapshots) = %q", got)
 	}
 	checkLedgerSnapshots(t, dir, ticks)
+	checkStatusFormat(t, dir)
+}
+
+// checkStatusFormat: status shows the lake in dir as Iceberg, with each
+// table's current Iceberg snapshot, in JSON and in text.
+func checkStatusFormat(t *testing.T, dir string) {
+	t.Helper()
+	res := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	var doc struct {
+		Format string                `json:"table_format"`
+		Tables []iceberg.TableStatus `json:"iceberg_tables"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || res.code != 0 {
+		t.Fatalf("status --format json: exit %d %v\n%s", res.code, err, res.stdout)
+	}
+	tbl, _, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := tbl.CurrentSnapshot().SnapshotID
+	i := slices.IndexFunc(doc.Tables, func(s iceberg.TableStatus) bool { return s.Table == "instruments" })
+	if doc.Format != "iceberg" || i < 0 || doc.Tables[i].SnapshotID != cur || doc.Tables[i].Snapshots != len(tbl.Metadata().Snapshots()) {
+		t.Errorf("status: format %q, tables %+v; want iceberg, instruments at snapshot %d", doc.Format, doc.Tables, cur)
+	}
+	text := optlake(t, "status", "--data-dir", dir).stdout
+	if !strings.Contains(text, "table format: iceberg\n") || !strings.Contains(text, fmt.Sprintf("iceberg table instruments: snapshot %d ", cur)) {
+		t.Errorf("status text:\n%s", text)
+	}
 }
 
 // checkLedgerSnapshots: every settled instruments load of the lake in dir

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	icego "github.com/apache/iceberg-go"
@@ -345,4 +347,49 @@ func scaleBounds(bounds map[int][]byte, t *schema.Table, sc *icego.Schema) map[i
 		}
 	}
 	return out
+}
+
+// IsTableFolder reports whether a top-level folder of the data directory
+// may be a table: not raw/, nor _ledger/, _state/, .compact/ and the like.
+func IsTableFolder(name string) bool {
+	return name != "" && name != "raw" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
+}
+
+// TableStatus is one Iceberg table of the lake as `optlake status` shows
+// it.
+type TableStatus struct {
+	Table           string `json:"table"`
+	MetadataVersion int    `json:"metadata_version"` // N of the current vN.metadata.json
+	SnapshotID      int64  `json:"snapshot_id"`      // the current snapshot, 0 for none
+	Snapshots       int    `json:"snapshots"`        // snapshots the metadata keeps
+}
+
+// Tables returns the lake's Iceberg tables in name order: the table
+// folders of the data directory that have a metadata version.
+func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
+	top, err := l.cat.st.ListDir(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("iceberg tables: %w", err)
+	}
+	var out []TableStatus
+	for _, in := range top {
+		name, ok := strings.CutSuffix(in.Name, "/")
+		if !ok || !IsTableFolder(name) {
+			continue
+		}
+		tbl, v, err := l.cat.load(ctx, icetable.Identifier{name})
+		if errors.Is(err, icecatalog.ErrNoSuchTable) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ts := TableStatus{Table: name, MetadataVersion: v, Snapshots: len(tbl.Metadata().Snapshots())}
+		if s := tbl.CurrentSnapshot(); s != nil {
+			ts.SnapshotID = s.SnapshotID
+		}
+		out = append(out, ts)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out, nil
 }
