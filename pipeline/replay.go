@@ -72,26 +72,18 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		// events are reproduced; later starts seed the state first.
 		seeded = len(all) > 0 && all[0].Time.Equal(snaps[0].Time) && all[0].RunID == snaps[0].RunID
 	}
+	dayStart := 0 // the first of res.Snapshots on the current day
 	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded) {
 		if out == nil {
 			return res, ctx.Err()
 		}
 		res.Problems = append(res.Problems, snaps[i].Problems...)
-		if out.sum == nil {
-			continue
+		if out.sum != nil {
+			res.add(out, i, len(snaps), opt.Progress)
 		}
-		res.Problems = append(res.Problems, out.problems...)
-		res.Snapshots = append(res.Snapshots, out.sum)
-		if !out.sum.OK {
-			res.Failed++
-		}
-		for _, e := range out.sum.Endpoints {
-			res.Rows += e.Rows
-			res.Rejects += e.Rejects
-			res.Events += e.Events
-		}
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(snaps), out.sum)
+		if day := snapDay(snaps[i]); i+1 == len(snaps) || snapDay(snaps[i+1]) != day {
+			r.flushDay(ctx, res, day, dayStart)
+			dayStart = len(res.Snapshots)
 		}
 	}
 	// Carry the comparison on from where the replay ended when the live
@@ -116,6 +108,60 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		}
 	}
 	return res, nil
+}
+
+// add counts one snapshot's replay (i of total).
+func (res *ReplayResult) add(out *replayed, i, total int, progress func(int, int, *Summary)) {
+	res.Problems = append(res.Problems, out.problems...)
+	res.Snapshots = append(res.Snapshots, out.sum)
+	if !out.sum.OK {
+		res.Failed++
+	}
+	for _, e := range out.sum.Endpoints {
+		res.Rows += e.Rows
+		res.Rejects += e.Rejects
+		res.Events += e.Events
+	}
+	if progress != nil {
+		progress(i+1, total, out.sum)
+	}
+}
+
+// DaySink is a sink that holds a replay's rows until every snapshot of
+// their day is loaded, then writes the day at once (the Parquet lake's
+// replay: one file per table and day, compact.DaySink).
+type DaySink interface {
+	// FlushDay writes what the sink holds of date (YYYY-MM-DD).
+	FlushDay(ctx context.Context, date string) error
+}
+
+// snapDay is the day (UTC) of a snapshot: its tables' partition.
+func snapDay(s archive.Snapshot) string { return s.Time.UTC().Format(time.DateOnly) }
+
+// flushDay has each DaySink write the day just replayed. When one fails,
+// the day's snapshots (res.Snapshots[from:]) did not reach it: they are
+// marked failed, and the lake keeps the day as it was.
+func (r *Runner) flushDay(ctx context.Context, res *ReplayResult, day string, from int) {
+	for _, s := range r.cfg.Sinks {
+		ds, ok := s.(DaySink)
+		if !ok {
+			continue
+		}
+		err := ds.FlushDay(ctx, day)
+		if err == nil {
+			continue
+		}
+		msg := r.cfg.Redactor.String(fmt.Sprintf("%s: day %s not written: %s", s.Name(), day, oneLine(err)))
+		r.log.Error("replayed day not written", "sink", s.Name(), "day", day, "err", r.cfg.Redactor.String(oneLine(err)))
+		res.Problems = append(res.Problems, msg)
+		for _, sum := range res.Snapshots[from:] {
+			if sum.OK {
+				sum.OK = false
+				sum.Error = msg
+				res.Failed++
+			}
+		}
+	}
 }
 
 // replayed is one snapshot's replay: nil sum when it had no usable body.

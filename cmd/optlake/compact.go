@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -40,6 +42,10 @@ func compactCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			from, to := c.String("from"), c.String("to")
+			keep, grace := c.Duration("iceberg-keep-snapshots"), c.Duration("iceberg-orphan-grace")
+			if keep < 0 || grace < 0 {
+				return usagef("--iceberg-keep-snapshots and --iceberg-orphan-grace must not be negative")
+			}
 			for name, v := range map[string]string{"--from": from, "--to": to} {
 				if v == "" {
 					continue
@@ -70,18 +76,18 @@ func compactCommand() *cli.Command {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
-			if err := refuseIceberg(c.Context, st, "compact"); err != nil {
+			cst, ice, err := compactStore(c.Context, st, log)
+			if err != nil {
 				return err
 			}
-			cst := compactStore(st)
 			defer cst.Close()
 			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep)
-			if err != nil {
-				return err
+			if ice != nil && c.Context.Err() == nil {
+				err = errors.Join(err, expireIceberg(c.Context, ice, opt.Tables, keep, grace, c.App.Writer))
 			}
-			return nil
+			return err
 		},
 	}
 }
@@ -105,16 +111,28 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	if !j.Compact || !slices.Contains(j.Sinks, "parquet") {
 		return
 	}
-	cst := compactStore(b.store)
+	log := b.log.With("step", "compact")
+	cst, ice, err := compactStore(ctx, b.store, log)
+	if err != nil {
+		b.log.Error("compaction failed; the next run tries again", "err", err)
+		return
+	}
 	defer cst.Close()
 	opt := compact.Options{Lake: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
-		Logger: b.log.With("step", "compact"), Crash: crashHook()}
+		Logger: log, Crash: crashHook()}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
 		printCompactReport(stdout, rep)
 	}
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
+	}
+	// An Iceberg lake's upkeep reads every snapshot's manifest list: once
+	// a day is compacted (about daily), not after every snapshot.
+	if ice != nil && len(rep.Partitions) > 0 && ctx.Err() == nil {
+		if err := expireIceberg(ctx, ice, nil, j.IcebergKeep, j.IcebergGrace, stdout); err != nil {
+			b.log.Error("iceberg snapshot expiry failed; the next compaction tries again", "err", err)
+		}
 	}
 }
 
@@ -123,16 +141,28 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
 func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) {
-	cst := compactStore(st)
-	defer cst.Close()
-	if err := cst.Recover(ctx); err != nil {
+	cst, _, err := compactStore(ctx, st, log)
+	if err == nil {
+		defer cst.Close()
+		err = cst.Recover(ctx)
+	}
+	if err != nil {
 		log.Warn("recovering an interrupted compaction", "err", err)
 	}
 }
 
-// compactStore is the lake of a data directory as compaction sees it.
-func compactStore(st storage.Store) compact.Lake {
-	return compact.For(st, crashHook(), snapshotClock)
+// compactStore is the lake of a data directory as compaction sees it; for
+// an Iceberg lake also its catalog (nil for a Parquet lake), whose
+// compaction is one replace commit per table and day.
+func compactStore(ctx context.Context, st storage.Store, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
+	ice, err := icebergLake(ctx, st, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ice != nil {
+		return ice.Compaction(crashHook()), ice, nil
+	}
+	return compact.For(st, crashHook(), snapshotClock), nil, nil
 }
 
 // crashHook returns the test-only crash hook (nil unless crashEnv is set).

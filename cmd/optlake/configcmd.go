@@ -131,7 +131,7 @@ func (j *job) validate() (*validJob, error) {
 	if v.sinks, err = checkSinks(j, red); err != nil {
 		return nil, err
 	}
-	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 {
+	if j.Every < 0 || j.Timeout < 0 || j.Deadline < 0 || j.IcebergKeep < 0 || j.IcebergGrace < 0 {
 		return nil, usagef("durations must not be negative")
 	}
 	if j.BatchRows <= 0 || (!j.Replay && (j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0)) {

@@ -35,43 +35,46 @@ import (
 // settings of internal/settings (settings.Decode fills them); the others
 // come from the config file's structured keys.
 type job struct {
-	APIURL             string                    `setting:"api-url"`
-	Headers            []string                  `setting:"header"` // "Name: value"
-	Params             []string                  `setting:"param"`  // endpoint.key=value
-	Endpoints          []string                  `setting:"endpoints,split"`
-	Paths              map[string]string         // endpoint path overrides (config file)
-	Sinks              []string                  `setting:"sink,split"`
-	DataDir            string                    `setting:"data-dir"`
-	ClickHouseDSN      string                    `setting:"clickhouse-dsn"`
-	Migrate            bool                      `setting:"migrate"`                 // apply pending ClickHouse migrations before loading
-	Cluster            string                    `setting:"cluster"`                 // ClickHouse cluster name (remote_servers); empty = one server
-	CHMaxAttempts      int                       `setting:"clickhouse-max-attempts"` // per ClickHouse connect or insert
-	Source             string                    `setting:"source"`
-	TimestampUnit      string                    `setting:"timestamp-unit"`
-	Timeout            time.Duration             `setting:"timeout"`
-	CAFile             string                    `setting:"ca-file"`
-	InsecureSkipVerify bool                      `setting:"insecure-skip-verify"`
-	Deadline           time.Duration             `setting:"deadline"`
-	MaxAttempts        int                       `setting:"max-attempts"`
-	MaxBodyBytes       int64                     `setting:"max-body-size"`
-	BatchRows          int                       `setting:"batch-rows"`
-	SummaryJSON        string                    `setting:"summary-json"`
-	MetricsFile        string                    `setting:"metrics-file"` // Prometheus textfile after each run
-	Jitter             time.Duration             `setting:"jitter"`       // --every: random extra delay before each snapshot
-	Listen             string                    `setting:"listen"`       // /metrics and /healthz in --every mode
-	Every              time.Duration             `setting:"every"`
-	LogFormat          string                    `setting:"log-format"`
-	LogLevel           string                    `setting:"log-level"`
-	Accounts           []string                  `setting:"account,split"`   // account labels
-	AccountHeaders     []string                  `setting:"account-header"`  // label:Name: value
-	SchemaContract     string                    `setting:"schema-contract"` // evolve | freeze | discard-columns
-	RateLimit          string                    `setting:"rate-limit"`      // --rate-limit N/s ("" unlimited)
-	RateBurst          int                       `setting:"rate-burst"`
-	ColumnBudget       int                       `setting:"column-budget"` // account tables: most columns per table
-	Compact            bool                      `setting:"compact"`       // compact closed days after each snapshot
-	TableFormat        string                    `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
-	Maps               map[string]infer.MapRules // per endpoint: map detection overrides (config file)
-	Venue              settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
+	APIURL             string            `setting:"api-url"`
+	Headers            []string          `setting:"header"` // "Name: value"
+	Params             []string          `setting:"param"`  // endpoint.key=value
+	Endpoints          []string          `setting:"endpoints,split"`
+	Paths              map[string]string // endpoint path overrides (config file)
+	Sinks              []string          `setting:"sink,split"`
+	DataDir            string            `setting:"data-dir"`
+	ClickHouseDSN      string            `setting:"clickhouse-dsn"`
+	Migrate            bool              `setting:"migrate"`                 // apply pending ClickHouse migrations before loading
+	Cluster            string            `setting:"cluster"`                 // ClickHouse cluster name (remote_servers); empty = one server
+	CHMaxAttempts      int               `setting:"clickhouse-max-attempts"` // per ClickHouse connect or insert
+	Source             string            `setting:"source"`
+	TimestampUnit      string            `setting:"timestamp-unit"`
+	Timeout            time.Duration     `setting:"timeout"`
+	CAFile             string            `setting:"ca-file"`
+	InsecureSkipVerify bool              `setting:"insecure-skip-verify"`
+	Deadline           time.Duration     `setting:"deadline"`
+	MaxAttempts        int               `setting:"max-attempts"`
+	MaxBodyBytes       int64             `setting:"max-body-size"`
+	BatchRows          int               `setting:"batch-rows"`
+	SummaryJSON        string            `setting:"summary-json"`
+	MetricsFile        string            `setting:"metrics-file"` // Prometheus textfile after each run
+	Jitter             time.Duration     `setting:"jitter"`       // --every: random extra delay before each snapshot
+	Listen             string            `setting:"listen"`       // /metrics and /healthz in --every mode
+	Every              time.Duration     `setting:"every"`
+	LogFormat          string            `setting:"log-format"`
+	LogLevel           string            `setting:"log-level"`
+	Accounts           []string          `setting:"account,split"`   // account labels
+	AccountHeaders     []string          `setting:"account-header"`  // label:Name: value
+	SchemaContract     string            `setting:"schema-contract"` // evolve | freeze | discard-columns
+	RateLimit          string            `setting:"rate-limit"`      // --rate-limit N/s ("" unlimited)
+	RateBurst          int               `setting:"rate-burst"`
+	ColumnBudget       int               `setting:"column-budget"` // account tables: most columns per table
+	Compact            bool              `setting:"compact"`       // compact closed days after each snapshot
+	TableFormat        string            `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
+	// An Iceberg lake's upkeep after run --compact compacted a day.
+	IcebergKeep  time.Duration             `setting:"iceberg-keep-snapshots"`
+	IcebergGrace time.Duration             `setting:"iceberg-orphan-grace"`
+	Maps         map[string]infer.MapRules // per endpoint: map detection overrides (config file)
+	Venue        settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`
@@ -263,6 +266,12 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		return nil, err
 	}
 	ss = wrapped
+	if j.Replay {
+		if ss, err = replayDays(ctx, st, ss, log); err != nil {
+			closeSinks(wrapped)
+			return nil, err
+		}
+	}
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {
 		if ep.Kind == pipeline.KindAccount {
@@ -384,13 +393,20 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 		b.close(ctx)
 		return nil, nil, nil, err
 	}
-	if storage.LocalDir(b.store) == "" && os.Getenv("GOMEMLIMIT") == "" {
+	if os.Getenv("GOMEMLIMIT") == "" {
 		// A bucket run holds upload buffers (a few parts per open object)
 		// besides the heap (about 64 MiB more than the heap's limit): a
 		// soft limit keeps a 1,000,000-instrument run within 256 MiB of RSS
 		// (measured 193–194 MiB at 128 MiB, 252–258 at 192, 285 without;
-		// the wall time was the same).
-		debug.SetMemoryLimit(bucketMemoryLimit)
+		// the wall time was the same). A local run without a limit peaked
+		// at 248–264 MiB (the heap doubling past the live set while the
+		// events merge beside the Parquet writers); at 160 MiB, 223–226,
+		// at the same CPU (alternating A/B, docs/PERFORMANCE.md).
+		limit := int64(localMemoryLimit)
+		if storage.LocalDir(b.store) == "" {
+			limit = bucketMemoryLimit
+		}
+		debug.SetMemoryLimit(limit)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -410,9 +426,13 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 	}, nil
 }
 
-// bucketMemoryLimit is the Go heap's soft limit of a run, replay or demo on
-// a bucket data directory (unless GOMEMLIMIT is set).
-const bucketMemoryLimit = 128 << 20
+// bucketMemoryLimit and localMemoryLimit are the Go heap's soft limit of a
+// run, replay or demo on a bucket or a local data directory (unless
+// GOMEMLIMIT is set).
+const (
+	bucketMemoryLimit = 128 << 20
+	localMemoryLimit  = 160 << 20
+)
 
 // leaseErr is the error of a run whose lease was lost (nil if it was not).
 func (b *built) leaseErr() error {

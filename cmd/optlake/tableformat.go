@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/lake/iceberg"
@@ -43,9 +44,6 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 	if f != lake.Iceberg {
 		return ss, nil
 	}
-	if j.Compact {
-		return nil, usagef("--compact: compaction of an Iceberg lake (one replace commit) is not built yet")
-	}
 	lk := iceberg.New(st, log)
 	if at := os.Getenv(loadCrashEnv); strings.HasPrefix(at, icebergCrashPrefix) {
 		// The test-only crash hook at a step of the instruments table's
@@ -62,17 +60,28 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 	return out, nil
 }
 
-// refuseIceberg stops a command that does not know Iceberg tables yet
-// (compact: rewriting files under an Iceberg table would break it).
-func refuseIceberg(ctx context.Context, st storage.Store, command string) error {
+// icebergLake is the Iceberg catalog of the data directory st when its
+// lake is Iceberg, nil when it is Parquet (or has no format yet).
+func icebergLake(ctx context.Context, st storage.Store, log *slog.Logger) (*iceberg.Lake, error) {
 	f, err := lake.Recorded(ctx, st)
-	if err != nil {
-		return err
+	if err != nil || f != lake.Iceberg {
+		return nil, err
 	}
-	if f == lake.Iceberg {
-		return usagef("%s: the lake in %s is Iceberg; %s of an Iceberg lake is not built yet", command, st, command)
+	return iceberg.New(st, log), nil
+}
+
+// expireIceberg is an Iceberg lake's upkeep after a compaction: snapshots
+// older than keep leave the tables' metadata, and files no snapshot
+// references are deleted once older than grace (iceberg.Lake.Expire).
+func expireIceberg(ctx context.Context, ice *iceberg.Lake, tables []string, keep, grace time.Duration, w io.Writer) error {
+	reps, err := ice.Expire(ctx, tables, keep, grace)
+	var snaps, files int
+	var bytes int64
+	for _, r := range reps {
+		snaps, files, bytes = snaps+r.Expired, files+r.Deleted, bytes+r.DeletedBytes
 	}
-	return nil
+	fmt.Fprintf(w, "iceberg: expired %d snapshot(s) older than %s; deleted %d unreferenced file(s), %d bytes, older than %s\n", snaps, keep, files, bytes, grace)
+	return err
 }
 
 // formatStatus is the lake's table format as `optlake status` shows it.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake"
@@ -20,9 +21,12 @@ import (
 
 // An Iceberg lake through `optlake run`: the format chosen at the first run
 // is kept by the later runs (no flag), the other format is refused (exit
-// 2), compaction is refused, and ClickHouse 26.7 (chDB, icebergLocal) reads
-// every table with the rows of its Parquet files; the account field that
-// appears at tick 4 reads back null in the earlier snapshots.
+// 2), and ClickHouse 26.7 (chDB, icebergLocal) reads every table with the
+// rows of its Parquet files; the account field that appears at tick 4 reads
+// back null in the earlier snapshots. Then `optlake compact` leaves one
+// data file per table and day in the current snapshots (one replace
+// commit each), ClickHouse reads the same rows, and its upkeep expires
+// the snapshots older than --iceberg-keep-snapshots.
 func TestIcebergLakeEndToEnd(t *testing.T) {
 	sim, url := startSim(t, venuesim.Config{Seed: 12, Faults: venuesim.Faults{SchemaDrift: true}})
 	dir := t.TempDir()
@@ -47,10 +51,6 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	if res.code != exitUsage || !strings.Contains(res.stderr, "is iceberg") {
 		t.Errorf("--table-format parquet on an Iceberg lake: exit %d, %q", res.code, lastLine(res.stderr))
 	}
-	if res := optlake(t, "compact", "--data-dir", dir); res.code != exitUsage {
-		t.Errorf("compact of an Iceberg lake: exit %d, %q", res.code, lastLine(res.stderr))
-	}
-
 	ch := testenv.NewChDB(t)
 	ch.Workdir = dir
 	q := func(sql string) string {
@@ -61,6 +61,7 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		}
 		return out
 	}
+	before := map[string]string{}
 	for _, name := range icebergTables(t, dir, 4) { // instruments, instrument_events, runs, account_summary, …
 		ice, files, err := ch.IcebergDigest(context.Background(), name, "")
 		if err != nil {
@@ -69,38 +70,87 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		if ice != files || strings.HasPrefix(ice, "0\t") {
 			t.Errorf("%s: icebergLocal %s, Parquet files %s", name, ice, files)
 		}
+		before[name] = ice
 	}
-	if got := q("SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(snapshot_time) FROM icebergLocal('account_summary') FORMAT TSV;"); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
+	const summary = "SELECT count(), countIf(portfolio_margin IS NULL), uniqExact(snapshot_time) FROM icebergLocal('account_summary') FORMAT TSV;"
+	if got := q(summary); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
 		t.Errorf("account_summary (rows, null portfolio_margin, snapshots) = %q", got)
 	}
 	checkLedgerSnapshots(t, dir, ticks)
 	checkStatusFormat(t, dir)
+
+	res = optlake(t, "compact", "--data-dir", dir, "--to", "2100-01-01", "--iceberg-keep-snapshots", "0s")
+	if res.code != 0 || !strings.Contains(res.stdout, "iceberg: expired") {
+		t.Fatalf("compact of an Iceberg lake: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	ice := iceberg.New(storage.NewLocal(dir), nil)
+	for name, want := range before {
+		if got := q(fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') FORMAT TSV;", name)); got != want {
+			t.Errorf("%s after compaction: %s, want %s", name, got, want)
+		}
+		tbl, _, err := ice.Table(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tbl.Spec().IsUnpartitioned() {
+			continue // no partition time: not compacted
+		}
+		cur := tbl.CurrentSnapshot()
+		days := q(fmt.Sprintf("SELECT uniqExact(toDate(snapshot_time)) FROM icebergLocal('%s') FORMAT TSV;", name))
+		if files := cur.Summary.Properties["total-data-files"]; files != days || len(tbl.Metadata().Snapshots()) != 1 {
+			t.Errorf("%s after compaction: %s data files for %s day(s), %d snapshots (want 1 after expiry)", name, files, days, len(tbl.Metadata().Snapshots()))
+		}
+	}
+	if got := q(summary); got != fmt.Sprintf("%d\t4\t%d", ticks, ticks) {
+		t.Errorf("account_summary after compaction (rows, null portfolio_margin, snapshots) = %q", got)
+	}
 }
 
-// checkStatusFormat: status shows the lake in dir as Iceberg, with each
-// table's current Iceberg snapshot, in JSON and in text.
-func checkStatusFormat(t *testing.T, dir string) {
-	t.Helper()
-	res := optlake(t, "status", "--data-dir", dir, "--format", "json")
-	var doc struct {
-		Format string                `json:"table_format"`
-		Tables []iceberg.TableStatus `json:"iceberg_tables"`
+// run --compact on an Iceberg lake: the run after midnight compacts the
+// closed day in one replace commit and runs the upkeep (here keeping no
+// snapshot but the current one); ClickHouse reads the closed day's rows
+// unchanged, and the table holds one file for it beside today's.
+func TestRunCompactIceberg(t *testing.T) {
+	dir := t.TempDir()
+	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
+	next := pinClock(t, compactDay) // 23:57
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	day := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('instruments') WHERE toDate(snapshot_time) = '%s' FORMAT TSV;", compactDay.Format(time.DateOnly))
+	var before string
+	for k := range 4 {
+		args := []string{"run", "--compact", "--iceberg-keep-snapshots", "0s", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+		if k == 0 {
+			args = append(args, "--table-format", "iceberg")
+		} else {
+			next()
+		}
+		if k == 3 {
+			var err error
+			if before, err = ch.Query(context.Background(), day); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := optlake(t, args...)
+		if res.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
+		}
+		if k < 3 && strings.Contains(res.stdout, "compacted") {
+			t.Fatalf("run %d compacted an open day:\n%s", k, res.stdout)
+		}
+		if k == 3 && (!strings.Contains(res.stdout, "instruments: 1 day(s), 3 files -> 1") || !strings.Contains(res.stdout, "iceberg: expired")) {
+			t.Fatalf("run after midnight did not compact the closed day and expire:\n%s", res.stdout)
+		}
 	}
-	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || res.code != 0 {
-		t.Fatalf("status --format json: exit %d %v\n%s", res.code, err, res.stdout)
+	if after, err := ch.Query(context.Background(), day); err != nil || after != before || strings.HasPrefix(after, "0\t") {
+		t.Errorf("the closed day after run --compact: %q %v, before %q", after, err, before)
 	}
 	tbl, _, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur := tbl.CurrentSnapshot().SnapshotID
-	i := slices.IndexFunc(doc.Tables, func(s iceberg.TableStatus) bool { return s.Table == "instruments" })
-	if doc.Format != "iceberg" || i < 0 || doc.Tables[i].SnapshotID != cur || doc.Tables[i].Snapshots != len(tbl.Metadata().Snapshots()) {
-		t.Errorf("status: format %q, tables %+v; want iceberg, instruments at snapshot %d", doc.Format, doc.Tables, cur)
-	}
-	text := optlake(t, "status", "--data-dir", dir).stdout
-	if !strings.Contains(text, "table format: iceberg\n") || !strings.Contains(text, fmt.Sprintf("iceberg table instruments: snapshot %d ", cur)) {
-		t.Errorf("status text:\n%s", text)
+	if files := tbl.CurrentSnapshot().Summary.Properties["total-data-files"]; files != "2" || len(tbl.Metadata().Snapshots()) != 1 {
+		t.Errorf("instruments: %s data files (want 2: the compacted day and today's), %d snapshots (want 1)", files, len(tbl.Metadata().Snapshots()))
 	}
 }
 
@@ -205,4 +255,31 @@ func icebergTables(t *testing.T, dir string, least int) []string {
 		names[i] = filepath.Base(filepath.Dir(filepath.Dir(md)))
 	}
 	return names
+}
+
+// checkStatusFormat: status shows the lake in dir as Iceberg, with each
+// table's current Iceberg snapshot, in JSON and in text.
+func checkStatusFormat(t *testing.T, dir string) {
+	t.Helper()
+	res := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	var doc struct {
+		Format string                `json:"table_format"`
+		Tables []iceberg.TableStatus `json:"iceberg_tables"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || res.code != 0 {
+		t.Fatalf("status --format json: exit %d %v\n%s", res.code, err, res.stdout)
+	}
+	tbl, _, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := tbl.CurrentSnapshot().SnapshotID
+	i := slices.IndexFunc(doc.Tables, func(s iceberg.TableStatus) bool { return s.Table == "instruments" })
+	if doc.Format != "iceberg" || i < 0 || doc.Tables[i].SnapshotID != cur || doc.Tables[i].Snapshots != len(tbl.Metadata().Snapshots()) {
+		t.Errorf("status: format %q, tables %+v; want iceberg, instruments at snapshot %d", doc.Format, doc.Tables, cur)
+	}
+	text := optlake(t, "status", "--data-dir", dir).stdout
+	if !strings.Contains(text, "table format: iceberg\n") || !strings.Contains(text, fmt.Sprintf("iceberg table instruments: snapshot %d ", cur)) {
+		t.Errorf("status text:\n%s", text)
+	}
 }

@@ -95,10 +95,11 @@ func (s Setting) Takes(command string) bool {
 }
 
 var (
-	runOnly   = []string{Run}
-	runReplay = []string{Run, Replay}
-	dataDirs  = []string{Run, Replay, Demo, Status, Schema, History, Compact}
-	logs      = []string{Run, Replay, Demo, Migrate, Compact}
+	runOnly    = []string{Run}
+	runReplay  = []string{Run, Replay}
+	runCompact = []string{Run, Compact}
+	dataDirs   = []string{Run, Replay, Demo, Status, Schema, History, Compact}
+	logs       = []string{Run, Replay, Demo, Migrate, Compact}
 )
 
 // list is every setting, in the order `--help` and config check show them.
@@ -156,6 +157,8 @@ var list = []Setting{
 	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
 	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
 	{Name: "compact", Kind: Bool, Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", Commands: runOnly},
+	{Name: "iceberg-keep-snapshots", Kind: Duration, Default: 7 * 24 * time.Hour, Usage: "an Iceberg lake: compaction expires table snapshots older than this (time travel reaches this far back; the current snapshot always stays)", Commands: runCompact},
+	{Name: "iceberg-orphan-grace", Kind: Duration, Default: time.Hour, Usage: "an Iceberg lake: compaction deletes files under a table that no snapshot references once they are this old", Commands: runCompact},
 	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate, Compact}},
 	{Name: "log-level", Kind: String, Default: "info", Usage: "debug, info, warn, error", Commands: logs,
 		Overrides: map[string]Override{Demo: {Default: "warn"}, Migrate: {Default: "warn"}}},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,6 +62,14 @@ func decodeSim(sim *venuesim.Sim) (time.Time, []arrow.Record, error) {
 	return snap, recs, err
 }
 
+// processCPU returns the CPU time (user + system) the process has used:
+// on a shared machine it moves less with the load than wall time does.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func heapInUse() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -69,13 +78,9 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// BenchmarkDiff1M compares a 1,000,000-instrument snapshot with the state of
-// the previous tick, loaded from its file as a live run does: rows/s is the
-// throughput of Observe + Finish (emitting the events into a counter,
-// writing the next state). It also reports the size of the state file and
-// the live heap of a comparison after Observe (bounded by Options.MemBytes,
-// whatever the listing size).
-func BenchmarkDiff1M(b *testing.B) {
+// savedBenchState returns the fixture and a data directory holding the
+// saved state of its first snapshot.
+func savedBenchState(b *testing.B) (*fixture, string) {
 	f, err := benchFixture()
 	if err != nil {
 		b.Fatal(err)
@@ -89,6 +94,17 @@ func BenchmarkDiff1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	st.Close()
+	return f, dir
+}
+
+// BenchmarkDiff1M compares a 1,000,000-instrument snapshot with the state of
+// the previous tick, loaded from its file as a live run does: rows/s is the
+// throughput of Observe + Finish (emitting the events into a counter,
+// writing the next state). It also reports the size of the state file and
+// the live heap of a comparison after Observe (bounded by Options.MemBytes,
+// whatever the listing size).
+func BenchmarkDiff1M(b *testing.B) {
+	f, dir := savedBenchState(b)
 	prev, err := Load(dir, "venue-sim")
 	if err != nil {
 		b.Fatal(err)
@@ -101,7 +117,7 @@ func BenchmarkDiff1M(b *testing.B) {
 	meta := sinks.Snapshot{Time: f.snap1, RunID: "bench-1", Source: "venue-sim"}
 	var stats Stats
 	var heap uint64
-	var observe, finish time.Duration
+	var observe, finish, finishCPU time.Duration
 	h0 := heapInUse()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -123,11 +139,12 @@ func BenchmarkDiff1M(b *testing.B) {
 			b.StartTimer()
 		}
 		var next *State
-		t1 := time.Now()
+		t1, c1 := time.Now(), processCPU()
 		if stats, next, err = d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 		finish += time.Since(t1)
+		finishCPU += processCPU() - c1
 		next.Close()
 	}
 	b.StopTimer()
@@ -137,6 +154,7 @@ func BenchmarkDiff1M(b *testing.B) {
 	b.ReportMetric(float64(heap)/(1<<20), "heap-after-observe-MiB")
 	b.ReportMetric(observe.Seconds()/float64(b.N), "observe-s/op")
 	b.ReportMetric(finish.Seconds()/float64(b.N), "finish-s/op")
+	b.ReportMetric(finishCPU.Seconds()/float64(b.N), "finish-cpu-s/op")
 }
 
 // BenchmarkInitial1M is the first snapshot of a source: 1,000,000 listed
@@ -147,6 +165,7 @@ func BenchmarkInitial1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	meta := sinks.Snapshot{Time: f.snap0, RunID: "bench-0", Source: "venue-sim"}
+	var finish, finishCPU time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := NewDiffer(NewState("venue-sim"), meta, Options{TempDir: b.TempDir()})
@@ -158,13 +177,18 @@ func BenchmarkInitial1M(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		t0, c0 := time.Now(), processCPU()
 		_, next, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil })
 		if err != nil {
 			b.Fatal(err)
 		}
+		finish += time.Since(t0)
+		finishCPU += processCPU() - c0
 		next.Close()
 	}
 	b.ReportMetric(float64(benchN)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(finish.Seconds()/float64(b.N), "finish-s/op")
+	b.ReportMetric(finishCPU.Seconds()/float64(b.N), "finish-cpu-s/op")
 }
 
 // BenchmarkState1M saves (copies, here: a rebuilt state is a temporary file

@@ -394,18 +394,80 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		return fail(err)
 	}
 	defer em.release()
-	var (
-		n       int
-		changes []change
-	)
+	// The merge (and the next state, written as it goes) runs in its own
+	// goroutine and hands the events over in batches; this one renders
+	// them and emits: on a first snapshot of 1,000,000 instruments the two
+	// halves cost about the same (0.2 CPU-s each), and they no longer add
+	// up on one core.
+	q := newEventQueue()
+	var n int
+	var merr error
+	go func() {
+		n, merr = d.merge(pc, nc, out, q)
+		close(q.full)
+	}()
+	for bt := range q.full {
+		if em.err == nil {
+			for i := range bt.evs {
+				e := &bt.evs[i]
+				em.add(e.kind, bt.bytes(e.name), int(e.field), bt.bytes(e.old), bt.bytes(e.new))
+			}
+			if em.err != nil {
+				close(q.stop) // the merge stops at its next batch
+			}
+		}
+		bt.reset()
+		q.free <- bt
+	}
+	if em.err != nil {
+		return fail(em.err)
+	}
+	if merr != nil {
+		return fail(merr)
+	}
+	if err := em.flush(); err != nil {
+		return fail(err)
+	}
+	stats.Instruments = n
+	stats.Duplicates = stats.Rows - int64(n)
+	if out == nil {
+		return stats, b.srt.takeState(true, b.snapMs), nil
+	}
+	if err := out.finish(); err != nil {
+		return fail(fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err))
+	}
+	next, err := out.state(d.meta.Source, true, b.snapMs)
+	if err != nil {
+		return stats, nil, fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err)
+	}
+	return stats, next, nil
+}
+
+// merge merges the observed rows (nc) with the previous state (pc), both
+// in name order, writes each instrument of the snapshot to out (when it is
+// not nil) and queues the events in their documented order. It returns the
+// number of instruments of the snapshot.
+func (d *Differ) merge(pc, nc cursor, out *stateWriter, q *eventQueue) (int, error) {
+	snapMs := d.b.snapMs
 	// checkPrev validates a payload of prev before it is decoded: a state
 	// file's payloads are checked by Load, not again as they stream by.
 	checkPrev := func() error { return nil }
 	if fc, ok := pc.(*fileCursor); ok {
 		checkPrev = fc.check
 	}
+	var (
+		n       int
+		changes []change
+	)
+	bt := <-q.free
 	nok, pok := nc.next(), pc.next()
-	for (nok || pok) && em.err == nil {
+	for nok || pok {
+		if len(bt.evs) >= eventBatch {
+			var ok bool
+			if bt, ok = q.hand(bt); !ok {
+				return n, errEmitStopped
+			}
+		}
 		c := 0
 		switch {
 		case !pok:
@@ -417,13 +479,13 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		}
 		if c > 0 {
 			if err := checkPrev(); err != nil {
-				return fail(d.prevError(err))
+				return n, d.prevError(err)
 			}
 			kind := Delisted
-			if exp, ok := expirationMs(pc.payload()); ok && exp <= b.snapMs {
+			if exp, ok := expirationMs(pc.payload()); ok && exp <= snapMs {
 				kind = Expired
 			}
-			em.add(kind, pc.name(), 0, nil, nil)
+			bt.add(kind, pc.name(), 0, nil, nil)
 			pok = pc.next()
 			continue
 		}
@@ -431,17 +493,17 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		n++
 		if out != nil {
 			if err := out.add(name, np); err != nil {
-				return fail(fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err))
+				return n, fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err)
 			}
 		}
 		if c < 0 {
-			em.add(Listed, name, 0, nil, nil)
+			bt.add(Listed, name, 0, nil, nil)
 			nok = nc.next()
 			continue
 		}
 		if pp := pc.payload(); !bytes.Equal(pp, np) {
 			if err := checkPrev(); err != nil {
-				return fail(d.prevError(err))
+				return n, d.prevError(err)
 			}
 			changes = changes[:0]
 			diffPayloads(pp, np, func(k int, a, b []byte) {
@@ -471,36 +533,93 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 				return cmp.Compare(fields[a.field].name, fields[b.field].name)
 			})
 			for i := range changes {
-				em.add(changes[i].kind, name, int(changes[i].field), changes[i].old, changes[i].new)
+				bt.add(changes[i].kind, name, int(changes[i].field), changes[i].old, changes[i].new)
 			}
 		}
 		nok, pok = nc.next(), pc.next()
 	}
-	if em.err != nil {
-		return fail(em.err)
-	}
 	if err := nc.error(); err != nil {
-		return fail(fmt.Errorf("instrument events: %s: %w", d.meta.Source, err))
+		return n, fmt.Errorf("instrument events: %s: %w", d.meta.Source, err)
 	}
 	if err := pc.error(); err != nil {
-		return fail(d.prevError(err))
+		return n, d.prevError(err)
 	}
-	if err := em.flush(); err != nil {
-		return fail(err)
+	if _, ok := q.hand(bt); !ok {
+		return n, errEmitStopped
 	}
-	stats.Instruments = n
-	stats.Duplicates = stats.Rows - int64(n)
-	if out == nil {
-		return stats, b.srt.takeState(true, b.snapMs), nil
+	return n, nil
+}
+
+// errEmitStopped ends a merge whose events can no longer be emitted (the
+// emit error is what Finish returns).
+var errEmitStopped = errors.New("instrument events: emit stopped")
+
+// eventBatch is the number of events handed over at once.
+const eventBatch = 4096
+
+// eventQueue hands batches of events from the merge to the emitter: full
+// carries them in order, free returns them for reuse (two circulate, so
+// the merge fills one while the other is emitted), stop tells the merge
+// that the emitter has failed.
+type eventQueue struct {
+	full chan *eventBatchBuf
+	free chan *eventBatchBuf
+	stop chan struct{}
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{full: make(chan *eventBatchBuf, 2), free: make(chan *eventBatchBuf, 2), stop: make(chan struct{})}
+	q.free <- &eventBatchBuf{}
+	q.free <- &eventBatchBuf{}
+	return q
+}
+
+// hand queues a batch and returns an empty one; false when the emitter has
+// stopped.
+func (q *eventQueue) hand(bt *eventBatchBuf) (*eventBatchBuf, bool) {
+	select {
+	case q.full <- bt:
+	case <-q.stop:
+		return nil, false
 	}
-	if err := out.finish(); err != nil {
-		return fail(fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err))
+	select {
+	case bt = <-q.free:
+		return bt, true
+	case <-q.stop:
+		return nil, false
 	}
-	next, err := out.state(d.meta.Source, true, b.snapMs)
-	if err != nil {
-		return stats, nil, fmt.Errorf("instrument events: %s: write state: %w", d.meta.Source, err)
-	}
-	return stats, next, nil
+}
+
+// eventBatchBuf holds events whose names and values are copied into buf.
+type eventBatchBuf struct {
+	buf []byte
+	evs []queuedEvent
+}
+
+// queuedEvent is one event of a batch; name, old and new are spans of the
+// batch's buf.
+type queuedEvent struct {
+	kind           Kind
+	field          uint8
+	name, old, new span
+}
+
+type span struct{ off, n uint32 }
+
+func (b *eventBatchBuf) span(p []byte) span {
+	s := span{uint32(len(b.buf)), uint32(len(p))}
+	b.buf = append(b.buf, p...)
+	return s
+}
+
+func (b *eventBatchBuf) bytes(s span) []byte { return b.buf[s.off : s.off+s.n : s.off+s.n] }
+
+func (b *eventBatchBuf) add(kind Kind, name []byte, field int, old, new []byte) {
+	b.evs = append(b.evs, queuedEvent{kind: kind, field: uint8(field), name: b.span(name), old: b.span(old), new: b.span(new)})
+}
+
+func (b *eventBatchBuf) reset() {
+	b.buf, b.evs = b.buf[:0], b.evs[:0]
 }
 
 // prevError wraps a failure to read the previous state.

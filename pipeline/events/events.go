@@ -46,7 +46,7 @@
 // A State holds the last known instruments of one source: per instrument its
 // name and one compact byte string with the compared fields and the
 // expiration time, in instrument_name order. It is kept in
-// DATA/_state/instrument_events/<source>.state.zst (format version 2, see
+// DATA/_state/instrument_events/<source>.state.zst (format version 3, S2, see
 // state.go), replaced atomically by Save. A loaded State is a handle on that
 // file (checked once by Load: CRC, order, payloads) and is read as a stream;
 // a small state built in memory stays in memory. A State is never modified
@@ -76,7 +76,7 @@
 // the next state as it goes (into Options.TempDir, from where Save renames
 // it into place). A listing that fits in one buffer (MemBytes/2) never
 // touches the disk before Save. Version 1 state files (unsorted) are still read: Load sorts
-// them the same way, and the next Save writes version 2.
+// them the same way, and the next Save writes version 3; version 2 files (zstd) are read as they are.
 //
 // # Use
 //

@@ -200,9 +200,13 @@ func nameKey2(name []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// maxRuns bounds the runs merged at once (each is read through a 32 KiB
-// buffer): when a spill makes that many, they are merged into one first.
-const maxRuns = 64
+// maxRuns bounds the runs merged at once (each is read through a
+// runReadBuf buffer): when a spill makes that many, they are merged into
+// one first.
+const (
+	maxRuns    = 64
+	runReadBuf = 32 << 10
+)
 
 // writeRun sorts a buffer and writes it as a run (merging the runs when
 // there are maxRuns).
@@ -300,7 +304,7 @@ func (r *runFile) finish(bw *bufio.Writer, n int) (err error) {
 }
 
 func (r *runFile) cursor() cursor {
-	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 32<<10), left: r.n}
+	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), runReadBuf), left: r.n}
 }
 
 func (r *runFile) close() {
@@ -589,7 +593,7 @@ func (s *State) cursor() (cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.version != fileVersion {
+	if c.version == fileVersionV1 {
 		c.close()
 		return nil, fmt.Errorf("state file version %d", c.version)
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -131,23 +133,25 @@ func TestCorruptState(t *testing.T) {
 	}
 	payloadAt := nameAt + len("AAAA-name") + 2 // payload length < 16384: two bytes
 	cases := map[string][]byte{
-		"empty file":       {},
-		"not zstd":         []byte("hello, world"),
-		"truncated zstd":   good[:len(good)/2],
-		"flipped byte":     flip(good, len(good)/2),
-		"bad magic":        reseal(append([]byte("X"), body[1:]...)),
-		"bad crc":          compress(t, flip(raw, len(raw)-1)),
-		"no trailer":       compress(t, body),
-		"trailing data":    compress(t, append(bytes.Clone(raw), 0)),
-		"other version":    reseal(bytes.Replace(body, []byte(fileMagic+"\x02"), []byte(fileMagic+"\x03"), 1)),
-		"other source":     reseal(bytes.Replace(body, []byte(fileMagic+"\x02\x01s"), []byte(fileMagic+"\x02\x01t"), 1)),
-		"not in order":     reseal(bytes.Replace(body, []byte("AAAA-name"), []byte("DDDD-name"), 1)),
-		"bad count":        reseal(append(bytes.Clone(body[:len(body)-1]), 4)),
-		"bad marker":       reseal(append(bytes.Clone(body[:nameAt-2]), append([]byte{2}, body[nameAt-1:]...)...)),
-		"other fields":     reseal(bytes.Replace(body, []byte("tick_size:float64"), []byte("tick_size:string!"), 1)),
-		"bad payload":      reseal(append(bytes.Clone(body[:payloadAt]), append([]byte{0x07}, body[payloadAt+1:]...)...)),
-		"duplicate name":   reseal(bytes.Replace(body, []byte("BBBB-name"), []byte("AAAA-name"), 1)),
-		"huge name length": reseal(append(bytes.Clone(body[:nameAt-1]), 0xff, 0xff, 0xff, 0x7f)),
+		"empty file":        {},
+		"not compressed":    []byte("hello, world"),
+		"truncated stream":  good[:len(good)/2],
+		"flipped byte":      flip(good, len(good)/2),
+		"bad magic":         reseal(append([]byte("X"), body[1:]...)),
+		"bad crc":           compress(t, flip(raw, len(raw)-1)),
+		"no trailer":        compress(t, body),
+		"trailing data":     compress(t, append(bytes.Clone(raw), 0)),
+		"other version":     reseal(bytes.Replace(body, []byte(fileMagic+"\x03"), []byte(fileMagic+"\x04"), 1)),
+		"version 2 in S2":   reseal(bytes.Replace(body, []byte(fileMagic+"\x03"), []byte(fileMagic+"\x02"), 1)),
+		"version 3 in zstd": compressZstd(t, raw),
+		"other source":      reseal(bytes.Replace(body, []byte(fileMagic+"\x03\x01s"), []byte(fileMagic+"\x03\x01t"), 1)),
+		"not in order":      reseal(bytes.Replace(body, []byte("AAAA-name"), []byte("DDDD-name"), 1)),
+		"bad count":         reseal(append(bytes.Clone(body[:len(body)-1]), 4)),
+		"bad marker":        reseal(append(bytes.Clone(body[:nameAt-2]), append([]byte{2}, body[nameAt-1:]...)...)),
+		"other fields":      reseal(bytes.Replace(body, []byte("tick_size:float64"), []byte("tick_size:string!"), 1)),
+		"bad payload":       reseal(append(bytes.Clone(body[:payloadAt]), append([]byte{0x07}, body[payloadAt+1:]...)...)),
+		"duplicate name":    reseal(bytes.Replace(body, []byte("BBBB-name"), []byte("AAAA-name"), 1)),
+		"huge name length":  reseal(append(bytes.Clone(body[:nameAt-1]), 0xff, 0xff, 0xff, 0x7f)),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -179,21 +183,44 @@ func flip(b []byte, i int) []byte {
 	return b
 }
 
+// decompress returns the stream of a state file, zstd or S2.
 func decompress(t *testing.T, b []byte) []byte {
 	t.Helper()
-	zr, err := zstd.NewReader(nil)
-	if err != nil {
-		t.Fatal(err)
+	if bytes.HasPrefix(b, zstdMagic) {
+		zr, err := zstd.NewReader(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		out, err := zr.DecodeAll(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	defer zr.Close()
-	out, err := zr.DecodeAll(b, nil)
+	out, err := io.ReadAll(s2.NewReader(bytes.NewReader(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
+// compress returns b as an S2 stream (the current state file's codec).
 func compress(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := s2.NewWriter(&out)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// compressZstd returns b as a zstd frame (versions 1 and 2).
+func compressZstd(t *testing.T, b []byte) []byte {
 	t.Helper()
 	zw, err := zstd.NewWriter(nil)
 	if err != nil {

@@ -44,24 +44,10 @@ func (b *benchRun) e2e(ctx context.Context, bin string, l Listing) error {
 			if pass == "e2e_first" {
 				os.RemoveAll(dataDir) // a first snapshot every time
 			}
-			sum := filepath.Join(b.work, "e2e-summary.json")
-			args := []string{"run", "--api-url", "http://" + addr, "--data-dir", dataDir, "--endpoints", "instruments",
-				"--source", "venue-sim", "--summary-json", sum, "--log-level", "warn"}
-			if b.cfg.profile != "" && b.runProfiles {
-				args = append(args, "--cpuprofile", b.profilePath(pass, l.Label, i))
-			}
-			cmd := exec.CommandContext(ctx, bin, args...)
-			pr, err := runProc(ctx, cmd, "")
+			r, err := b.runOptlake(ctx, bin, "e2e", b.profilePath(pass, l.Label, i), int64(l.Instruments),
+				"--api-url", "http://"+addr, "--data-dir", dataDir)
 			if err != nil {
 				return err
-			}
-			r, err := readSummary(sum)
-			if err != nil {
-				return err
-			}
-			r.Seconds, r.PeakRSS, r.CPUSeconds = pr.Wall.Seconds(), pr.PeakRSS, pr.CPU
-			if r.Rows != int64(l.Instruments) {
-				return fmt.Errorf("optlake run loaded %d rows, want %d", r.Rows, l.Instruments)
 			}
 			if r.InBytes != l.Bytes {
 				return fmt.Errorf("optlake run read a body of %d bytes, the listing file is %d", r.InBytes, l.Bytes)
@@ -72,6 +58,34 @@ func (b *benchRun) e2e(ctx context.Context, bin string, l Listing) error {
 		m.finish()
 	}
 	return nil
+}
+
+// runOptlake runs `optlake run --endpoints instruments --source venue-sim`
+// with args once (with a CPU profile into profile when the bench writes
+// them), and returns the measurement: the run summary's instruments
+// endpoint, the process's wall time, CPU and peak RSS. A run that did not
+// load want rows is an error. name names the summary file in the work
+// folder.
+func (b *benchRun) runOptlake(ctx context.Context, bin, name, profile string, want int64, args ...string) (bench.Result, error) {
+	sum := filepath.Join(b.work, name+"-summary.json")
+	args = append([]string{"run"}, args...)
+	args = append(args, "--endpoints", "instruments", "--source", "venue-sim", "--summary-json", sum, "--log-level", "warn")
+	if b.cfg.profile != "" && b.runProfiles {
+		args = append(args, "--cpuprofile", profile)
+	}
+	pr, err := runProc(ctx, exec.CommandContext(ctx, bin, args...), "")
+	if err != nil {
+		return bench.Result{}, err
+	}
+	r, err := readSummary(sum)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	r.Seconds, r.PeakRSS, r.CPUSeconds = pr.Wall.Seconds(), pr.PeakRSS, pr.CPU
+	if r.Rows != want {
+		return bench.Result{}, fmt.Errorf("optlake run (%s) loaded %d rows, want %d", name, r.Rows, want)
+	}
+	return r, nil
 }
 
 // readSummary reads the instruments endpoint of a run summary.

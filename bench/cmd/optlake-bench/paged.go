@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 
@@ -40,23 +39,10 @@ func (b *benchRun) paged(ctx context.Context, bin string) error {
 	m := b.rep.add("e2e_paged", label, "optlake")
 	for i := range b.cfg.runs {
 		os.RemoveAll(dataDir) // a first snapshot every time
-		sum := filepath.Join(b.work, "paged-summary.json")
-		args := []string{"run", "--config", cfgPath, "--api-url", "http://" + addr, "--data-dir", dataDir,
-			"--endpoints", "instruments", "--source", "venue-sim", "--summary-json", sum, "--log-level", "warn"}
-		if b.cfg.profile != "" && b.runProfiles {
-			args = append(args, "--cpuprofile", b.profilePath("e2e_paged", label, i))
-		}
-		pr, err := runProc(ctx, exec.CommandContext(ctx, bin, args...), "")
+		r, err := b.runOptlake(ctx, bin, "paged", b.profilePath("e2e_paged", label, i), int64(n),
+			"--config", cfgPath, "--api-url", "http://"+addr, "--data-dir", dataDir)
 		if err != nil {
 			return err
-		}
-		r, err := readSummary(sum)
-		if err != nil {
-			return err
-		}
-		r.Seconds, r.PeakRSS, r.CPUSeconds = pr.Wall.Seconds(), pr.PeakRSS, pr.CPU
-		if r.Rows != int64(n) {
-			return fmt.Errorf("optlake run loaded %d rows of the paged listing, want %d", r.Rows, n)
 		}
 		m.Runs = append(m.Runs, r)
 		b.progress("optlake run (listing in %d pages) %s run %d: %s, CPU %.2fs, peak RSS %s", pagedPages, label, i+1, rate(r), r.CPUSeconds, mib(r.PeakRSS))

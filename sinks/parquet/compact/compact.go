@@ -222,6 +222,12 @@ func compactPartition(ctx context.Context, st Lake, p Partition, opt *Options) (
 	start := time.Now()
 	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, key: schema.SortKey(p.Table)}
 	j.pr.Partition = p
+	return j.run(ctx, start)
+}
+
+// run is the partition's compaction once the job is set up.
+func (j *partitionJob) run(ctx context.Context, start time.Time) (pr PartitionReport, did bool, err error) {
+	opt := j.opt
 	defer j.close()
 	if did, err = j.plan(ctx); err != nil || !did {
 		return j.pr, false, err
@@ -267,6 +273,10 @@ type partitionJob struct {
 	so       *sorter
 	newFiles map[string]pq.ManifestFile // what each fresh file holds
 	runs     []string                   // sorted runs of the fresh files
+
+	// replayed, when set, are rows a replay sorted (PublishDay): they
+	// replace the files of the same names, which are consumed unread.
+	replayed *Replayed
 }
 
 func (j *partitionJob) close() {
@@ -294,6 +304,8 @@ func (j *partitionJob) plan(ctx context.Context) (bool, error) {
 	parked := map[string]bool{}
 	for _, f := range files {
 		switch {
+		case j.replayed.has(f.Name) && !pq.IsCompacted(f.Name):
+			// replaced by the replay's rows: consumed, not read
 		case f.Parked:
 			j.fresh = append(j.fresh, f)
 			parked[f.Name] = true
@@ -302,11 +314,11 @@ func (j *partitionJob) plan(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, f := range files {
-		if !f.Parked && !pq.IsCompacted(f.Name) && !parked[f.Name] {
+		if !f.Parked && !pq.IsCompacted(f.Name) && !parked[f.Name] && !j.replayed.has(f.Name) {
 			j.fresh = append(j.fresh, f) // a parked copy of the same name is newer
 		}
 	}
-	if len(j.fresh) == 0 {
+	if len(j.fresh) == 0 && j.replayed == nil {
 		return false, nil
 	}
 	sort.Slice(j.fresh, func(a, b int) bool { return j.fresh[a].Name < j.fresh[b].Name })
@@ -330,7 +342,8 @@ func (j *partitionJob) plan(ctx context.Context) (bool, error) {
 		return false, err
 	}
 
-	schemas := make([]*arrow.Schema, 0, len(j.sources))
+	schemas := make([]*arrow.Schema, 0, len(j.sources)+1)
+	schemas = append(schemas, j.replayed.schemas()...) // the table's columns first, in its order
 	for _, s := range j.sources {
 		if !j.discard[s.f.Name] || s.man != nil {
 			schemas = append(schemas, s.schema)
@@ -366,9 +379,9 @@ func (j *partitionJob) replacements() error {
 	}
 	j.drop = groupSet{}
 	j.replacing = map[string]bool{}
-	for _, f := range j.fresh {
-		if mf, ok := j.held[f.Name]; ok {
-			j.replacing[f.Name] = true
+	for _, name := range append(j.freshNames(), j.replayed.names()...) {
+		if mf, ok := j.held[name]; ok {
+			j.replacing[name] = true
 			for _, g := range mf.Groups {
 				j.drop[g] = struct{}{}
 			}
@@ -384,15 +397,18 @@ func (j *partitionJob) replacements() error {
 		}
 		for _, g := range mf.Groups {
 			if _, ok := j.drop[g]; ok {
-				for _, f := range j.fresh {
-					if j.replacing[f.Name] && hasGroup(j.held[f.Name], g) {
-						j.discard[f.Name] = true
+				for _, name := range append(j.freshNames(), j.replayed.names()...) {
+					if j.replacing[name] && hasGroup(j.held[name], g) {
+						j.discard[name] = true
 					}
 				}
 			}
 		}
 	}
 	if len(j.discard) > 0 {
+		if err := j.replayed.conflict(j.discard); err != nil {
+			return err
+		}
 		j.drop = groupSet{}
 		for name := range j.replacing {
 			if j.discard[name] {
@@ -448,6 +464,14 @@ func (j *partitionJob) sort(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	j.so.runs = runs
+	more, err := j.replayed.runsAs(ctx, j.mem, j.u, tmp)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, more...)
+	j.so.runs = runs
+	j.pr.InputRows += j.replayed.rows()
 	fanIn := max(2, j.opt.FanIn-len(j.old))
 	runs, err = mergeRuns(ctx, j.mem, j.u, j.key, tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
 	j.so.runs, j.runs = runs, runs
@@ -469,6 +493,9 @@ func (j *partitionJob) manifest() pq.Manifest {
 		if mf, ok := j.newFiles[f.Name]; ok {
 			man.Files = append(man.Files, mf)
 		}
+	}
+	if j.replayed != nil {
+		man.Files = append(man.Files, j.replayed.Files...)
 	}
 	sort.Slice(man.Files, func(a, b int) bool { return man.Files[a].Name < man.Files[b].Name })
 	return man
@@ -506,26 +533,26 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 		return nil, nil, err
 	}
 	out := &output{opt: j.opt, mem: j.mem, u: j.u, st: staged, manifest: j.manifest()}
-	rb, err := newRowBuilder(j.mem, j.u)
-	if err != nil {
+	if err := copyable(j.mem, j.u); err != nil {
 		closeAll(cursors)
 		staged.Abort()
 		return nil, nil, err
 	}
+	g := newGatherer(j.mem, j.u)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
 	err = merge(ctx, cursors, j.key, func(rec arrow.Record, row int) error {
-		rb.add(rec, row)
-		if rb.n >= outBatch {
-			return out.write(rb.flush())
+		g.add(rec, row)
+		if g.rows() >= outBatch {
+			return out.write(g.flush())
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := rb.flush(); rec != nil {
+		if rec := g.flush(); rec != nil {
 			err = out.write(rec)
 		}
 	}
-	rb.release()
+	g.release()
 	if err == nil {
 		err = out.finish()
 	}
@@ -542,6 +569,7 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	for _, mf := range j.newFiles {
 		want += mf.Rows
 	}
+	want += j.replayed.rows()
 	if out.total != want {
 		staged.Abort()
 		return nil, nil, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)

@@ -95,26 +95,15 @@ func (s *sorter) spill() error {
 	slices.SortStableFunc(refs, func(a, b rowRef) int {
 		return compareRows(&s.views[a.rec], int(a.row), &s.views[b.rec], int(b.row))
 	})
+	if err := copyable(s.mem, s.u); err != nil {
+		return err
+	}
 	w, err := newRunWriter(s.mem, s.u, s.tmp)
 	if err != nil {
 		return err
 	}
-	rb, err := newRowBuilder(s.mem, s.u)
-	if err != nil {
-		w.abort()
-		return err
-	}
-	defer rb.release()
-	for _, ref := range refs {
-		rb.add(s.chunk[ref.rec], int(ref.row))
-		if rb.n >= s.runBatch {
-			if err := w.write(rb.flush()); err != nil {
-				w.abort()
-				return err
-			}
-		}
-	}
-	if rec := rb.flush(); rec != nil {
+	for start := 0; start < len(refs); start += s.runBatch {
+		rec := gather(s.mem, s.u, s.chunk, refs[start:min(start+s.runBatch, len(refs))])
 		if err := w.write(rec); err != nil {
 			w.abort()
 			return err
@@ -359,21 +348,17 @@ func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key 
 		}
 		return "", err
 	}
-	rb, err := newRowBuilder(mem, u)
-	if err != nil {
-		w.abort()
-		return "", err
-	}
-	defer rb.release()
+	g := newGatherer(mem, u)
+	defer g.release()
 	err = merge(ctx, cursors, key, func(rec arrow.Record, row int) error {
-		rb.add(rec, row)
-		if rb.n >= batch {
-			return w.write(rb.flush())
+		g.add(rec, row)
+		if g.rows() >= batch {
+			return w.write(g.flush())
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := rb.flush(); rec != nil {
+		if rec := g.flush(); rec != nil {
 			err = w.write(rec)
 		}
 	}

@@ -1,0 +1,4 @@
+package iceberg
+
+// StampName is stampName, for the tests.
+var StampName = stampName

@@ -1,0 +1,217 @@
+package compact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/schema"
+	pq "github.com/optlake/optlake/sinks/parquet"
+)
+
+// Replayed is a replay's rows of one partition, already sorted into runs
+// (DaySink): what the per-snapshot files named in Files would have held.
+// PublishDay merges them with the partition's other rows into its one
+// compacted file; the partition's files of those names (in place or
+// parked) are replaced unread, and the rows of an earlier compaction that
+// came from them are dropped.
+type Replayed struct {
+	Schema *arrow.Schema // the table's columns (also when no run has rows)
+	Runs   []Run
+	Files  []pq.ManifestFile // one per replayed snapshot file: its name, rows and groups
+}
+
+// Run is a sorted run spilled by a replay (an Arrow IPC stream under the
+// Lake's TempDir) and its schema.
+type Run struct {
+	Path   string
+	Schema *arrow.Schema
+}
+
+// PublishDay writes partition p as compaction does — one file sorted by
+// the table's key, holding the partition's rows with r's in place of the
+// files r replaces — and publishes it through opt.Lake (Stage, Publish:
+// the journal makes it atomic, or recoverable after a crash). It takes
+// ownership of r's runs (deleted whatever happens). The caller holds the
+// data directory's lock.
+func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (PartitionReport, error) {
+	opt.defaults()
+	if opt.Lake == nil {
+		r.remove()
+		return PartitionReport{}, errors.New("publish day: no store")
+	}
+	key := schema.SortKey(p.Table)
+	if key == nil {
+		r.remove()
+		return PartitionReport{}, fmt.Errorf("publish %s: the table has no sort key", p)
+	}
+	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, key: key, replayed: r}
+	j.pr.Partition = p
+	pr, _, err := j.run(ctx, time.Now())
+	r.remove() // runs not yet handed to the merge (an early error)
+	if err != nil {
+		return pr, fmt.Errorf("publish %s: %w", p, err)
+	}
+	opt.Logger.Debug("replayed day published", slog.String("partition", p.String()), "rows", pr.Rows, "bytes", pr.OutputBytes)
+	return pr, nil
+}
+
+// remove deletes the runs not yet taken by a merge.
+func (r *Replayed) remove() {
+	if r == nil {
+		return
+	}
+	for _, run := range r.Runs {
+		removeQuiet(run.Path)
+	}
+	r.Runs = nil
+}
+
+// has reports whether the replay replaces the file name.
+func (r *Replayed) has(name string) bool {
+	return r != nil && slices.ContainsFunc(r.Files, func(f pq.ManifestFile) bool { return f.Name == name })
+}
+
+func (r *Replayed) names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.Files))
+	for i, f := range r.Files {
+		out[i] = f.Name
+	}
+	return out
+}
+
+func (r *Replayed) rows() int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for _, f := range r.Files {
+		n += f.Rows
+	}
+	return n
+}
+
+// conflict refuses a replay whose snapshots share rows of an earlier
+// compaction with files it does not replace: dropping them would lose
+// those files' rows, and keeping them would show the snapshot twice.
+func (r *Replayed) conflict(discard map[string]bool) error {
+	for _, name := range r.names() {
+		if discard[name] {
+			return fmt.Errorf("replayed %s shares its snapshot with compacted files it does not replace: left as it was", name)
+		}
+	}
+	return nil
+}
+
+// runsAs hands over the runs with schema u (a run of other columns is
+// rewritten with u's, nulls where it lacks one); the caller owns them.
+func (r *Replayed) runsAs(ctx context.Context, mem memory.Allocator, u *arrow.Schema, tmp string) ([]string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	var out []string
+	for len(r.Runs) > 0 {
+		run := r.Runs[0]
+		if sameColumns(run.Schema, u) {
+			out = append(out, run.Path)
+			r.Runs = r.Runs[1:]
+			continue
+		}
+		conformed, err := conformRun(ctx, mem, u, tmp, run.Path)
+		if err != nil {
+			for _, p := range out {
+				removeQuiet(p)
+			}
+			return nil, err
+		}
+		r.Runs = r.Runs[1:] // conformRun deleted it
+		out = append(out, conformed)
+	}
+	return out, nil
+}
+
+// sameColumns reports the same column names and types in the same order.
+func sameColumns(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// conformRun copies the run at path with schema u, in the same order, and
+// deletes it.
+func conformRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, tmp, path string) (string, error) {
+	c, err := openRun(mem, path)
+	if err != nil {
+		return "", err
+	}
+	defer c.close()
+	w, err := newRunWriter(mem, u, tmp)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			w.abort()
+			return "", err
+		}
+		rec, err := c.next()
+		if err != nil {
+			w.abort()
+			return "", err
+		}
+		if rec == nil {
+			break
+		}
+		if err := w.write(conform(mem, u, rec)); err != nil {
+			w.abort()
+			return "", err
+		}
+	}
+	return w.finish()
+}
+
+// freshNames are the names of the fresh files.
+func (j *partitionJob) freshNames() []string {
+	out := make([]string, len(j.fresh))
+	for i, f := range j.fresh {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// schemas are the runs' distinct schemas, in order.
+func (r *Replayed) schemas() []*arrow.Schema {
+	var out []*arrow.Schema
+	if r != nil && r.Schema != nil {
+		out = append(out, r.Schema)
+	}
+	for _, run := range r.runs() {
+		if !slices.ContainsFunc(out, func(s *arrow.Schema) bool { return sameColumns(s, run.Schema) }) {
+			out = append(out, run.Schema)
+		}
+	}
+	return out
+}
+
+func (r *Replayed) runs() []Run {
+	if r == nil {
+		return nil
+	}
+	return r.Runs
+}
