@@ -126,6 +126,44 @@ func (s formatStatus) writeText(w io.Writer) {
 	}
 }
 
+// lakeView is the data directory st as a reader of the lake's files
+// (history) must see it: st itself for a Parquet lake; for an Iceberg
+// lake, a view whose listing of a table's day folders holds only the
+// files the table's current snapshot references, not those a compaction
+// replaced (kept until they expire) nor those a crash left unregistered.
+func lakeView(ctx context.Context, st storage.Store) (storage.Store, error) {
+	ice, err := icebergLake(ctx, st, nil)
+	if err != nil || ice == nil {
+		return st, err
+	}
+	return icebergView{Store: st, ice: ice}, nil
+}
+
+type icebergView struct {
+	storage.Store
+	ice *iceberg.Lake
+}
+
+// List implements storage.Store: TABLE/date=… of an Iceberg table lists its
+// current files; anything else lists as the store does.
+func (v icebergView) List(ctx context.Context, prefix string) ([]storage.Info, error) {
+	table, rest, _ := strings.Cut(prefix, "/")
+	if !strings.HasPrefix(rest, "date=") {
+		return v.Store.List(ctx, prefix)
+	}
+	names, ok, err := v.ice.Files(ctx, table)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []storage.Info
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, storage.Info{Name: n})
+		}
+	}
+	return out, nil
+}
+
 // formatErr makes a format mismatch a usage error (exit 2).
 func formatErr(err error) error {
 	var m *lake.MismatchError

@@ -393,3 +393,29 @@ func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
 	return out, nil
 }
+
+// Files returns the store names of the data files the current snapshot of
+// table name references, sorted; ok is false when the table does not
+// exist. Files of the table's folders that it does not reference (replaced
+// by a compaction, kept for time travel, or left by a crash) are not
+// among them.
+func (l *Lake) Files(ctx context.Context, name string) (names []string, ok bool, err error) {
+	tbl, ok, err := l.Table(ctx, name)
+	if err != nil || !ok || tbl.CurrentSnapshot() == nil {
+		return nil, ok, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, true, fmt.Errorf("iceberg table %s: plan files: %w", name, err)
+	}
+	io := l.cat.io(ctx)
+	for _, task := range tasks {
+		n, err := io.name(task.File.FilePath())
+		if err != nil {
+			return nil, true, fmt.Errorf("iceberg table %s: %w", name, err)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, true, nil
+}
