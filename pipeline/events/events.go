@@ -74,9 +74,12 @@
 // merges the runs and the previous state, both in name order, so the events
 // come out in their documented order without being collected, and writes
 // the next state as it goes (into Options.TempDir, from where Save renames
-// it into place). A listing that fits in one buffer (MemBytes/2) never
-// touches the disk before Save. Version 1 state files (unsorted) are still read: Load sorts
-// them the same way, and the next Save writes version 3; version 2 files (zstd) are read as they are.
+// it into place); the merge runs in a goroutine of its own and hands the
+// events over in batches to the caller's goroutine, which renders and
+// emits them. A listing that fits in one buffer (MemBytes/2) never touches
+// the disk before Save. Version 1 state files (unsorted) are still read:
+// Load sorts them the same way, and the next Save writes version 3; version
+// 2 files (zstd) are read as they are.
 //
 // # Use
 //
