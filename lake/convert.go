@@ -49,13 +49,22 @@ var ErrUnfinishedCompaction = errors.New("the lake has an unfinished compaction"
 // never look at metadata/) with some tables registered; converting again
 // registers what they lack and drops what a compaction replaced meanwhile
 // (Sync), so a rerun converts it. Converting an Iceberg lake changes
-// nothing unless files are missing from its tables. It refuses a lake
+// nothing and returns no tables. It refuses a lake
 // whose compaction is unfinished (a journal, or parked files): run
 // `optlake compact` first.
 func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Converted, error) {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	switch f, err := Recorded(ctx, st); {
+	case err != nil:
+		return nil, err
+	case f == Iceberg:
+		// Converted already. Its tables are the truth now: a day's
+		// folder may hold files a compaction replaced (kept for time
+		// travel until they expire), which must not be registered again.
+		return nil, nil
 	}
 	if err := refuseUnfinishedCompaction(ctx, st); err != nil {
 		return nil, err
@@ -120,7 +129,7 @@ func tableFiles(ctx context.Context, st storage.Store) (map[string][]string, err
 	out := map[string][]string{}
 	for _, in := range top {
 		table, ok := strings.CutSuffix(in.Name, "/")
-		if !ok || table == "" || table == "raw" || strings.HasPrefix(table, ".") || strings.HasPrefix(table, "_") {
+		if !ok || !iceberg.IsTableFolder(table) {
 			continue
 		}
 		objs, err := st.List(ctx, table+"/date=")

@@ -7,7 +7,9 @@
 #     Parquet reader the tests check against), from the npm registry;
 #   * tools/chdb's node modules: chdb, whose optional @chdb/lib-linux-x64-gnu
 #     ships libchdb.so, a current ClickHouse (26.7) the schema and README
-#     queries are tested on (~180 MB download, ~550 MB unpacked; cached).
+#     queries are tested on (~180 MB download, ~550 MB unpacked; cached);
+#   * versitygw (S3) and fake-gcs-server (Cloud Storage), built with go install
+#     into ${XDG_CACHE_HOME:-~/.cache}/optlake/bin.
 #
 # Idempotent and quiet: one line per thing it does, nothing (and well under a
 # second) when everything is present. Never starts a service: the tests start
@@ -133,16 +135,23 @@ fi
 # ---- versitygw (the S3 server the storage tests run against) -------------------
 # Built once from source with the Go toolchain into a cache folder
 # (~80 s on 2 cores); internal/testenv.StartVersityGW looks there, then in PATH.
-VGW_VERSION=v1.8.0
-VGW_BIN_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/optlake/bin"
-# go install stamps no version into the binary: a file next to it records it.
-vgw_have=""
-if [ -x "$VGW_BIN_DIR/versitygw" ] && [ -f "$VGW_BIN_DIR/versitygw.version" ]; then
-  vgw_have=$(cat "$VGW_BIN_DIR/versitygw.version")
-fi
-if [ "$vgw_have" != "$VGW_VERSION" ]; then
-  mkdir -p "$VGW_BIN_DIR"
-  say "go install versitygw@$VGW_VERSION into $VGW_BIN_DIR"
-  (cd /tmp && GOFLAGS= GOBIN="$VGW_BIN_DIR" go install "github.com/versity/versitygw/cmd/versitygw@$VGW_VERSION")
-  echo "$VGW_VERSION" > "$VGW_BIN_DIR/versitygw.version"
-fi
+# go install stamps no version into a binary: a file next to it records it.
+TOOL_BIN_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/optlake/bin"
+go_install_tool() { # go_install_tool NAME VERSION MODULE-PATH
+  local name=$1 version=$2 pkg=$3 have=""
+  if [ -x "$TOOL_BIN_DIR/$name" ] && [ -f "$TOOL_BIN_DIR/$name.version" ]; then
+    have=$(cat "$TOOL_BIN_DIR/$name.version")
+  fi
+  if [ "$have" != "$version" ]; then
+    mkdir -p "$TOOL_BIN_DIR"
+    say "go install $name@$version into $TOOL_BIN_DIR"
+    (cd /tmp && GOFLAGS= GOBIN="$TOOL_BIN_DIR" go install "$pkg@$version")
+    echo "$version" > "$TOOL_BIN_DIR/$name.version"
+  fi
+}
+go_install_tool versitygw v1.8.0 github.com/versity/versitygw/cmd/versitygw
+
+# ---- fake-gcs-server (the Cloud Storage server the gs:// test runs against) ---
+# Built the same way (~2 minutes on 2 cores, once); internal/testenv.StartFakeGCS
+# looks there, then in PATH.
+go_install_tool fake-gcs-server v1.56.1 github.com/fsouza/fake-gcs-server

@@ -56,17 +56,7 @@ func TestLakeOnBucket(t *testing.T) {
 	}
 
 	// The same raw archive replayed into a local folder: the same lake.
-	local := t.TempDir()
-	// versitygw keeps a bucket's objects as plain files.
-	if err := os.CopyFS(filepath.Join(local, "raw"), os.DirFS(filepath.Join(lake, "raw"))); err != nil {
-		t.Fatal(err)
-	}
-	if res := optlake(t, "replay", "--data-dir", local); res.code != 0 {
-		t.Fatalf("local replay: exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
-	if got := lakeDigest(t, local); got != onBucket {
-		t.Errorf("local replay of the bucket's archive: %s\nthe bucket's lake: %s", got, onBucket)
-	}
+	local := localReplay(t, lake, onBucket)
 
 	// status: nothing pending; schema reads the bucket's registry.
 	if s := statusJSON(t, url)["parquet"]; s.Pending != 0 || s.LastError != "" {

@@ -198,8 +198,13 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 	url := buildLake(t, base, 3)
 	want := lakeRows(t, base)
 	to := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
+	// The next day, for every step: the steps run in parallel, so none may
+	// move the clock (the crashing compact, a process of its own, has the
+	// real one).
+	pinClock(t, compactDay.AddDate(0, 0, 1))
 	for _, step := range append(slices.Clone(compact.MergeSteps), compact.Steps...) {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
 				t.Fatalf("cp: %v %s", err, out)
@@ -214,7 +219,6 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			sameLake(t, "right after the crash", lakeRows(t, dir), want)
 			if step == "sorted" || step == "journal" || step == "swap" {
 				// A plain run (no --compact) on the next day recovers it too.
-				pinClock(t, compactDay.AddDate(0, 0, 1))
 				if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
 					t.Fatalf("run after the crash: exit %d\n%s", res.code, res.stderr)
 				}

@@ -37,7 +37,11 @@ func historyCommand() *cli.Command {
 					return err
 				}
 				defer st.Close()
-				if tl, err = history.FromLake(c.Context, st, name); err != nil {
+				view, err := lakeView(c.Context, st)
+				if err != nil {
+					return err
+				}
+				if tl, err = history.FromLake(c.Context, view, name); err != nil {
 					return err
 				}
 			}

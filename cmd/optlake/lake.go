@@ -84,6 +84,10 @@ func convertAction(c *cli.Context) error {
 			return nil
 		}
 	}
+	if f, err := lake.Recorded(c.Context, st); err == nil && f == lake.Iceberg {
+		fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg already: nothing to convert\n", st)
+		return nil
+	}
 	done, err := lake.Convert(c.Context, st, opt)
 	for _, t := range done {
 		fmt.Fprintf(c.App.Writer, "%-28s %6d files  +%d -%d", t.Table, t.Files, t.Added, t.Removed)

@@ -91,9 +91,11 @@ func TestLakeConvert(t *testing.T) {
 		}
 	}
 
+	checkStatusFormat(t, dir)
+
 	// Again: nothing to register, no commit.
 	versions, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v*.metadata.json"))
-	if res := optlake(t, args...); res.code != 0 || strings.Contains(res.stdout, "snapshot ") {
+	if res := optlake(t, args...); res.code != 0 || !strings.Contains(res.stdout, "Iceberg already") {
 		t.Errorf("convert again: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	if again, _ := filepath.Glob(filepath.Join(dir, "*", "metadata", "v*.metadata.json")); len(again) != len(versions) {

@@ -52,6 +52,10 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			lease := leaseOf(c.Context, st0)
+			tf, err := lakeFormatStatus(c.Context, st0)
+			if err != nil {
+				return err
+			}
 			w := c.App.Writer
 			if format == "json" {
 				if st == nil {
@@ -66,8 +70,10 @@ func statusCommand() *cli.Command {
 				if lease != nil {
 					doc["lease"] = lease
 				}
+				tf.addJSON(doc)
 				return enc.Encode(doc)
 			}
+			tf.writeText(w)
 			for _, cp := range comps {
 				fmt.Fprintf(w, "unfinished compaction: %s %s (%s): %s\n", cp.Table, cp.Date, cp.Journal, cp.Note)
 			}

@@ -6,14 +6,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
 )
+
+// icebergCrashPrefix marks the steps of loadCrashEnv inside an Iceberg
+// commit: iceberg-file, iceberg-manifest, iceberg-manifest-list,
+// iceberg-metadata (see iceberg.Lake.SetCrash).
+const icebergCrashPrefix = "iceberg-"
 
 // withTableFormat settles the lake's table format for run and replay
 // (--table-format; recorded at the lake's first run, kept after) and, for
@@ -36,8 +44,19 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 	if f != lake.Iceberg {
 		return ss, nil
 	}
+	lk := iceberg.New(st, log)
+	if at := os.Getenv(loadCrashEnv); strings.HasPrefix(at, icebergCrashPrefix) {
+		// The test-only crash hook at a step of the instruments table's
+		// Iceberg commit (iceberg.Lake.SetCrash), e.g. iceberg-manifest.
+		cs := crashSink{at: at}
+		lk.SetCrash(func(table, step string) {
+			if table == schema.Instruments.Name {
+				cs.crash(icebergCrashPrefix + step)
+			}
+		})
+	}
 	out := slices.Clone(ss)
-	out[i] = iceberg.NewSink(ss[i], iceberg.New(st, log))
+	out[i] = iceberg.NewSink(ss[i], lk)
 	return out, nil
 }
 
@@ -63,6 +82,86 @@ func expireIceberg(ctx context.Context, ice *iceberg.Lake, tables []string, keep
 	}
 	fmt.Fprintf(w, "iceberg: expired %d snapshot(s) older than %s; deleted %d unreferenced file(s), %d bytes, older than %s\n", snaps, keep, files, bytes, grace)
 	return err
+}
+
+// formatStatus is the lake's table format as `optlake status` shows it.
+type formatStatus struct {
+	Format lake.Format           // "" when none is recorded yet
+	Tables []iceberg.TableStatus // an Iceberg lake's tables
+}
+
+// lakeFormatStatus reads the lake's format and, for an Iceberg lake, each
+// table's current metadata version and snapshot.
+func lakeFormatStatus(ctx context.Context, st storage.Store) (formatStatus, error) {
+	f, err := lake.Recorded(ctx, st)
+	if err != nil || f != lake.Iceberg {
+		return formatStatus{Format: f}, err
+	}
+	tables, err := iceberg.New(st, nil).Tables(ctx)
+	return formatStatus{Format: f, Tables: tables}, err
+}
+
+// addJSON adds the format to status's JSON document: table_format
+// ("parquet", "iceberg", or "" for a lake no run wrote yet) and, for an
+// Iceberg lake, iceberg_tables.
+func (s formatStatus) addJSON(doc map[string]any) {
+	doc["table_format"] = s.Format
+	if s.Format == lake.Iceberg {
+		tables := s.Tables
+		if tables == nil {
+			tables = []iceberg.TableStatus{}
+		}
+		doc["iceberg_tables"] = tables
+	}
+}
+
+// writeText writes the format's lines of status's text.
+func (s formatStatus) writeText(w io.Writer) {
+	if s.Format == "" {
+		return
+	}
+	fmt.Fprintf(w, "table format: %s\n", s.Format)
+	for _, t := range s.Tables {
+		fmt.Fprintf(w, "iceberg table %s: snapshot %d (metadata v%d, %d snapshots)\n", t.Table, t.SnapshotID, t.MetadataVersion, t.Snapshots)
+	}
+}
+
+// lakeView is the data directory st as a reader of the lake's files
+// (history) must see it: st itself for a Parquet lake; for an Iceberg
+// lake, a view whose listing of a table's day folders holds only the
+// files the table's current snapshot references, not those a compaction
+// replaced (kept until they expire) nor those a crash left unregistered.
+func lakeView(ctx context.Context, st storage.Store) (storage.Store, error) {
+	ice, err := icebergLake(ctx, st, nil)
+	if err != nil || ice == nil {
+		return st, err
+	}
+	return icebergView{Store: st, ice: ice}, nil
+}
+
+type icebergView struct {
+	storage.Store
+	ice *iceberg.Lake
+}
+
+// List implements storage.Store: TABLE/date=… of an Iceberg table lists its
+// current files; anything else lists as the store does.
+func (v icebergView) List(ctx context.Context, prefix string) ([]storage.Info, error) {
+	table, rest, _ := strings.Cut(prefix, "/")
+	if !strings.HasPrefix(rest, "date=") {
+		return v.Store.List(ctx, prefix)
+	}
+	names, ok, err := v.ice.Files(ctx, table)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []storage.Info
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, storage.Info{Name: n})
+		}
+	}
+	return out, nil
 }
 
 // formatErr makes a format mismatch a usage error (exit 2).

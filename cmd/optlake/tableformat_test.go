@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,11 +77,13 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		t.Errorf("account_summary (rows, null portfolio_margin, snapshots) = %q", got)
 	}
 	checkLedgerSnapshots(t, dir, ticks)
+	checkStatusFormat(t, dir)
 
 	res = optlake(t, "compact", "--data-dir", dir, "--to", "2100-01-01", "--iceberg-keep-snapshots", "0s")
 	if res.code != 0 || !strings.Contains(res.stdout, "iceberg: expired") {
 		t.Fatalf("compact of an Iceberg lake: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
+	checkHistory(t, dir, q)
 	ice := iceberg.New(storage.NewLocal(dir), nil)
 	for name, want := range before {
 		if got := q(fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') FORMAT TSV;", name)); got != want {
@@ -253,4 +256,53 @@ func icebergTables(t *testing.T, dir string, least int) []string {
 		names[i] = filepath.Base(filepath.Dir(filepath.Dir(md)))
 	}
 	return names
+}
+
+// checkStatusFormat: status shows the lake in dir as Iceberg, with each
+// table's current Iceberg snapshot, in JSON and in text.
+func checkStatusFormat(t *testing.T, dir string) {
+	t.Helper()
+	res := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	var doc struct {
+		Format string                `json:"table_format"`
+		Tables []iceberg.TableStatus `json:"iceberg_tables"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil || res.code != 0 {
+		t.Fatalf("status --format json: exit %d %v\n%s", res.code, err, res.stdout)
+	}
+	tbl, _, err := iceberg.New(storage.NewLocal(dir), nil).Table(context.Background(), "instruments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := tbl.CurrentSnapshot().SnapshotID
+	i := slices.IndexFunc(doc.Tables, func(s iceberg.TableStatus) bool { return s.Table == "instruments" })
+	if doc.Format != "iceberg" || i < 0 || doc.Tables[i].SnapshotID != cur || doc.Tables[i].Snapshots != len(tbl.Metadata().Snapshots()) {
+		t.Errorf("status: format %q, tables %+v; want iceberg, instruments at snapshot %d", doc.Format, doc.Tables, cur)
+	}
+	text := optlake(t, "status", "--data-dir", dir).stdout
+	if !strings.Contains(text, "table format: iceberg\n") || !strings.Contains(text, fmt.Sprintf("iceberg table instruments: snapshot %d ", cur)) {
+		t.Errorf("status text:\n%s", text)
+	}
+}
+
+// checkHistory: history on the Iceberg lake in dir reads an instrument's
+// snapshots from the tables' current files: as many as ClickHouse reads
+// through Iceberg, although the day folders still hold the files a
+// compaction replaced (deleted only after the grace).
+func checkHistory(t *testing.T, dir string, q func(string) string) {
+	t.Helper()
+	got := strings.Fields(q("SELECT instrument_name, count() FROM icebergLocal('instruments') GROUP BY 1 ORDER BY 1 LIMIT 1 FORMAT TSV;"))
+	if len(got) != 2 {
+		t.Fatalf("an instrument: %v", got)
+	}
+	res := optlake(t, "history", "--data-dir", dir, "--format", "json", got[0])
+	var tl struct {
+		Points []json.RawMessage `json:"snapshots"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &tl); err != nil || res.code != 0 {
+		t.Fatalf("history %s: exit %d %v\n%s", got[0], res.code, err, res.stderr)
+	}
+	if fmt.Sprint(len(tl.Points)) != got[1] {
+		t.Errorf("history %s after compaction: %d snapshots, Iceberg has %s rows", got[0], len(tl.Points), got[1])
+	}
 }

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -39,8 +38,13 @@ type VersityGW struct {
 
 // VersityGWBin finds the versitygw binary: $OPTLAKE_TEST_VERSITYGW, then
 // ${XDG_CACHE_HOME:-$HOME/.cache}/optlake/bin/versitygw, then PATH.
-func VersityGWBin() (string, error) {
-	if p := os.Getenv(EnvVersityGW); p != "" {
+func VersityGWBin() (string, error) { return toolBin(EnvVersityGW, "versitygw") }
+
+// toolBin finds a server binary that scripts/deps.sh builds with go
+// install: $env, then ${XDG_CACHE_HOME:-$HOME/.cache}/optlake/bin/name,
+// then PATH.
+func toolBin(env, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	cache := os.Getenv("XDG_CACHE_HOME")
@@ -50,12 +54,12 @@ func VersityGWBin() (string, error) {
 		}
 	}
 	if cache != "" {
-		p := filepath.Join(cache, "optlake", "bin", "versitygw")
+		p := filepath.Join(cache, "optlake", "bin", name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
 	}
-	return exec.LookPath("versitygw")
+	return exec.LookPath(name)
 }
 
 // StartVersityGW starts versitygw on a free 127.0.0.1 port serving a fresh
@@ -80,25 +84,44 @@ func StartVersityGW(t testing.TB, buckets ...string) *VersityGW {
 			t.Fatal(err)
 		}
 	}
+	return startOnFreePort(t, "versitygw", filepath.Join(base, "versitygw.log"), func(port int) *VersityGW {
+		return &VersityGW{bin: bin, base: base, dir: dir, iam: iam, port: port}
+	})
+}
+
+// portServer is a server process the tests start on a port of their choice.
+type portServer interface {
+	launch() error // start the process
+	wait() error   // until it answers (or exits, or startTimeout)
+	Stop()
+}
+
+// startOnFreePort starts the server mk makes for a free port, with fresh
+// ports when it does not come up (a port taken meanwhile), and stops it
+// when the test ends. A server that cannot be launched skips the test
+// locally and fails it in CI.
+func startOnFreePort[S portServer](t testing.TB, name, logPath string, mk func(port int) S) S {
+	t.Helper()
 	var lastErr error
 	for range startTries {
 		ports, err := freePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &VersityGW{bin: bin, base: base, dir: dir, iam: iam, port: ports[0]}
-		if err := g.launch(); err != nil {
-			unavailable(t, "versitygw: %v", err)
+		s := mk(ports[0])
+		if err := s.launch(); err != nil {
+			unavailable(t, "%s: %v", name, err)
 		}
-		if lastErr = g.wait(); lastErr == nil {
-			t.Cleanup(g.Stop)
-			return g
+		if lastErr = s.wait(); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
 		}
-		g.Stop()
+		s.Stop()
 	}
-	log, _ := os.ReadFile(filepath.Join(base, "versitygw.log"))
-	t.Fatalf("versitygw did not start: %v\n%s", lastErr, log)
-	return nil
+	log, _ := os.ReadFile(logPath)
+	t.Fatalf("%s did not start: %v\n%s", name, lastErr, log)
+	var zero S
+	return zero
 }
 
 // launch starts the server process on g's port and folders.
@@ -131,25 +154,28 @@ func (g *VersityGW) Restart(t testing.TB) {
 	}
 }
 
-func (g *VersityGW) wait() error {
+func (g *VersityGW) wait() error { return waitHTTP(&g.proc, "versitygw", g.Endpoint(), false) }
+
+// waitHTTP polls url until the server answers (with 200 when ok200 is set),
+// its process exits, or startTimeout passes.
+func waitHTTP(p *process, name, url string, ok200 bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	client := &http.Client{Timeout: time.Second}
 	for {
 		select {
-		case <-g.proc.done():
-			return errors.New("versitygw exited")
+		case <-p.done():
+			return fmt.Errorf("%s exited", name)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
+		resp, err := client.Get(url)
 		if err != nil {
 			continue
 		}
-		c.Close()
-		resp, err := http.Get(g.Endpoint())
-		if err == nil {
-			resp.Body.Close()
+		resp.Body.Close()
+		if !ok200 || resp.StatusCode == http.StatusOK {
 			return nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,28 @@ type catalog struct {
 
 	mu   sync.Mutex
 	last map[string]known
+
+	// crash, for tests, is called with the table and the step of a commit
+	// just done (see Lake.SetCrash); nil in production.
+	crash func(table, step string)
+}
+
+// done reports the object name just written to the crash hook: a
+// manifest, a manifest list or a metadata version of its table.
+func (c *catalog) done(name string) {
+	if c.crash == nil {
+		return
+	}
+	table, rest, _ := strings.Cut(name, "/")
+	base := path.Base(rest)
+	switch {
+	case strings.HasSuffix(base, ".metadata.json"):
+		c.crash(table, "metadata")
+	case strings.HasPrefix(base, "snap-") && strings.HasSuffix(base, ".avro"):
+		c.crash(table, "manifest-list")
+	case strings.HasSuffix(base, ".avro"):
+		c.crash(table, "manifest")
+	}
 }
 
 // known is a table's version as this catalog last saw it.
@@ -83,7 +106,9 @@ const metadataDir = "metadata"
 // version; it is written after each commit and is only a hint.
 const versionHint = "version-hint.text"
 
-func (c *catalog) io(ctx context.Context) *storeIO { return &storeIO{ctx: ctx, st: c.st, root: c.root} }
+func (c *catalog) io(ctx context.Context) *storeIO {
+	return &storeIO{ctx: ctx, st: c.st, root: c.root, done: c.done}
+}
 
 func (c *catalog) fsF(ctx context.Context) (iceio.IO, error) { return c.io(ctx), nil }
 
@@ -195,7 +220,11 @@ func (c *catalog) writeExclusive(ctx context.Context, name string, md icetable.M
 		w.Abort()
 		return err
 	}
-	return w.Commit()
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	c.done(name)
+	return nil
 }
 
 // writeHint writes version-hint.text; a failure is harmless (readers that

@@ -22,7 +22,8 @@ import (
 type storeIO struct {
 	ctx  context.Context
 	st   storage.Store
-	root string // the store's location: its folder, or scheme://bucket/prefix
+	root string            // the store's location: its folder, or scheme://bucket/prefix
+	done func(name string) // called with each object written (the crash hook)
 }
 
 var (
@@ -77,7 +78,7 @@ func (s *storeIO) Create(loc string) (iceio.FileWriter, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "create", Path: loc, Err: err}
 	}
-	return &storeWriter{w: w}, nil
+	return &storeWriter{w: w, done: func() { s.done(name) }}, nil
 }
 
 func (s *storeIO) WriteFile(loc string, p []byte) error {
@@ -88,6 +89,7 @@ func (s *storeIO) WriteFile(loc string, p []byte) error {
 	if err := s.st.Put(s.ctx, name, p); err != nil {
 		return &fs.PathError{Op: "write", Path: loc, Err: err}
 	}
+	s.done(name)
 	return nil
 }
 
@@ -136,6 +138,7 @@ func (i fileInfo) Sys() any           { return nil }
 type storeWriter struct {
 	w      storage.Writer
 	failed bool
+	done   func()
 }
 
 func (w *storeWriter) Write(p []byte) (int, error) {
@@ -161,5 +164,6 @@ func (w *storeWriter) Close() error {
 	if err := w.w.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	w.done()
 	return nil
 }

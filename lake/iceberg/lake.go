@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	icego "github.com/apache/iceberg-go"
@@ -39,6 +41,14 @@ func New(st storage.Store, log *slog.Logger) *Lake {
 	}
 	return &Lake{cat: &catalog{st: st, root: st.String()}, log: log.With("table-format", "iceberg")}
 }
+
+// SetCrash sets a test-only crash hook: fn is called with the table and the
+// step of an Iceberg commit just done, in order: "file" (the snapshot's
+// Parquet file committed, not appended yet), "manifest", "manifest-list",
+// "metadata" (the next version created: the commit is done). A test's fn
+// kills the process to check that a crash at any step leaves the table
+// readable at its last commit. Call before the lake is used.
+func (l *Lake) SetCrash(fn func(table, step string)) { l.cat.crash = fn }
 
 // tableProps are the properties of every new table.
 var tableProps = icego.Properties{
@@ -337,4 +347,75 @@ func scaleBounds(bounds map[int][]byte, t *schema.Table, sc *icego.Schema) map[i
 		}
 	}
 	return out
+}
+
+// IsTableFolder reports whether a top-level folder of the data directory
+// may be a table: not raw/, nor _ledger/, _state/, .compact/ and the like.
+func IsTableFolder(name string) bool {
+	return name != "" && name != "raw" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
+}
+
+// TableStatus is one Iceberg table of the lake as `optlake status` shows
+// it.
+type TableStatus struct {
+	Table           string `json:"table"`
+	MetadataVersion int    `json:"metadata_version"` // N of the current vN.metadata.json
+	SnapshotID      int64  `json:"snapshot_id"`      // the current snapshot, 0 for none
+	Snapshots       int    `json:"snapshots"`        // snapshots the metadata keeps
+}
+
+// Tables returns the lake's Iceberg tables in name order: the table
+// folders of the data directory that have a metadata version.
+func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
+	top, err := l.cat.st.ListDir(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("iceberg tables: %w", err)
+	}
+	var out []TableStatus
+	for _, in := range top {
+		name, ok := strings.CutSuffix(in.Name, "/")
+		if !ok || !IsTableFolder(name) {
+			continue
+		}
+		tbl, v, err := l.cat.load(ctx, icetable.Identifier{name})
+		if errors.Is(err, icecatalog.ErrNoSuchTable) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ts := TableStatus{Table: name, MetadataVersion: v, Snapshots: len(tbl.Metadata().Snapshots())}
+		if s := tbl.CurrentSnapshot(); s != nil {
+			ts.SnapshotID = s.SnapshotID
+		}
+		out = append(out, ts)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out, nil
+}
+
+// Files returns the store names of the data files the current snapshot of
+// table name references, sorted; ok is false when the table does not
+// exist. Files of the table's folders that it does not reference (replaced
+// by a compaction, kept for time travel, or left by a crash) are not
+// among them.
+func (l *Lake) Files(ctx context.Context, name string) (names []string, ok bool, err error) {
+	tbl, ok, err := l.Table(ctx, name)
+	if err != nil || !ok || tbl.CurrentSnapshot() == nil {
+		return nil, ok, err
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, true, fmt.Errorf("iceberg table %s: plan files: %w", name, err)
+	}
+	io := l.cat.io(ctx)
+	for _, task := range tasks {
+		n, err := io.name(task.File.FilePath())
+		if err != nil {
+			return nil, true, fmt.Errorf("iceberg table %s: %w", name, err)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, true, nil
 }

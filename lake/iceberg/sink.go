@@ -82,6 +82,9 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 		w.s.log.Warn("iceberg: snapshot parked for compaction, not appended", "table", w.t.Name, "file", rel)
 		return c, nil
 	}
+	if crash := w.s.lake.cat.crash; crash != nil {
+		crash(w.t.Name, "file")
+	}
 	start := time.Now()
 	var opts []AppendOption
 	if w.fresh {

@@ -39,7 +39,7 @@ func main() {
 }
 
 // parts that -skip can name.
-var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e", "paged", "replay", "bounds"}
+var skippable = []string{"decode", "simdjson", "parquet", "parquet1", "duckdb", "clickhouse", "e2e", "paged", "replay", "bounds", "iceberg"}
 
 type config struct {
 	sizes     []int
@@ -277,7 +277,7 @@ func runBench(ctx context.Context, cfg config) (*Report, error) {
 
 func (b *benchRun) all(ctx context.Context) error {
 	var optlakeBin string
-	if !b.cfg.skip["e2e"] || !b.cfg.skip["paged"] || !b.cfg.skip["replay"] {
+	if !b.cfg.skip["e2e"] || !b.cfg.skip["paged"] || !b.cfg.skip["replay"] || !b.cfg.skip["iceberg"] {
 		optlakeBin = filepath.Join(b.work, "optlake")
 		b.progress("building %s", optlakeBin)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", optlakeBin, "./cmd/optlake")
@@ -309,6 +309,14 @@ func (b *benchRun) all(ctx context.Context) error {
 			}
 			if err := b.e2e(ctx, optlakeBin, l); err != nil {
 				b.fail("e2e "+l.Label, err)
+			}
+		}
+		for _, l := range b.rep.Listings {
+			if b.cfg.skip["iceberg"] || l.Huge {
+				continue
+			}
+			if err := b.iceberg(ctx, optlakeBin, l); err != nil {
+				b.fail("iceberg "+l.Label, err)
 			}
 		}
 		if !b.cfg.skip["paged"] {

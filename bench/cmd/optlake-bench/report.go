@@ -229,7 +229,7 @@ func (r *Report) rows() []Row {
 		}
 		out = append(out, row)
 	}
-	return out
+	return append(out, r.icebergRows()...)
 }
 
 // duckBest is the faster of DuckDB's threads=1 and threads=2 on a listing.

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// kill -9 at every step of an instruments snapshot's Iceberg commit, on a
+// local disk and on a bucket (a real versitygw), in the catch-up of a
+// snapshot the Parquet sink missed (its raw body is archived, so the next
+// run loads it again): before the file is opened, the data file written
+// (not appended yet), the manifest, the manifest list, the metadata
+// version (the commit done, not yet in the load ledger). After the kill
+// ClickHouse (chDB) reads the table at its last commit: the first run's
+// rows, and the caught-up snapshot's too once its metadata was written.
+// The next run catches up again: every table then reads the rows of its
+// Parquet files (count and hash), each of the three snapshots exactly once.
+func TestIcebergKill9AtEachStep(t *testing.T) {
+	steps := []struct {
+		step      string
+		committed bool // the killed run's instruments commit is visible
+	}{
+		{"opened", false},
+		{icebergCrashPrefix + "file", false},
+		{icebergCrashPrefix + "manifest", false},
+		{icebergCrashPrefix + "manifest-list", false},
+		{icebergCrashPrefix + "metadata", true},
+	}
+	for _, onBucket := range []bool{false, true} {
+		for _, s := range steps {
+			if onBucket && s.step == "opened" {
+				continue // no Iceberg step: the local disk covers it
+			}
+			t.Run(fmt.Sprintf("%s/bucket=%v", s.step, onBucket), func(t *testing.T) { icebergKillAt(t, s.step, s.committed, onBucket) })
+		}
+	}
+}
+
+func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
+	// The second snapshot is the first of a new day, whose folder a file
+	// blocks: its Parquet load fails and stays pending in the ledger.
+	next := pinClock(t, time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC))
+	sim, api := startSim(t, venuesim.Config{Seed: 4, Instruments: 400})
+	dir := t.TempDir()
+	dataDir := dir
+	ch := testenv.NewChDB(t)
+	digest := func(table string) (string, string, error) {
+		return ch.IcebergDigest(context.Background(), table, "")
+	}
+	src := "icebergLocal('instruments')"
+	if onBucket {
+		g := testenv.StartVersityGW(t, "lake")
+		g.SetCredentials(t)
+		dataDir, dir = g.URL("lake", "ice"), filepath.Join(g.Dir(), "lake", "ice")
+		digest = func(table string) (string, string, error) {
+			return ch.IcebergS3Digest(context.Background(), g.Endpoint()+"/lake/ice/"+table+"/", table, "")
+		}
+		src = fmt.Sprintf("icebergS3('%s/lake/ice/instruments/', '%s', '%s')", g.Endpoint(), testenv.S3AccessKey, testenv.S3SecretKey)
+	}
+	ch.Workdir = dir
+	const ttl = time.Second // the killed run's lease keeps the bucket prefix this long
+	args := []string{"run", "--api-url", api, "--data-dir", dataDir, "--endpoints", "instruments", "--catch-up-budget", "0", "--lease-ttl", ttl.String()}
+	if res := optlake(t, append(args, "--table-format", "iceberg")...); res.code != 0 {
+		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
+	}
+	rows := func() string {
+		t.Helper()
+		ice, _, err := digest("instruments")
+		if err != nil {
+			t.Fatalf("instruments after the kill at %s: %v", step, err)
+		}
+		n, _, _ := strings.Cut(ice, "\t")
+		return n
+	}
+	first := rows()
+
+	block := filepath.Join(dir, "instruments", "date=2026-11-24")
+	if err := os.WriteFile(block, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sim.Advance(1)
+	next()
+	if res := optlake(t, args...); res.code == 0 {
+		t.Fatalf("the run with the day's folder blocked succeeded:\n%s", res.stdout)
+	}
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd, _, stderr := startCLICrashing(t, step, args...)
+	if err := cmd.Wait(); exitCode(err) != -1 {
+		t.Fatalf("the catch-up was not killed at %s: %v\n%s", step, err, stderr)
+	}
+	if got := rows(); committed == (got == first) {
+		t.Errorf("instruments rows after the kill at %s: %s (the first run's %s); want the caught-up commit visible: %v", step, got, first, committed)
+	}
+
+	time.Sleep(ttl)
+	sim.Advance(1)
+	next()
+	if res := optlake(t, args...); res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1") {
+		t.Fatalf("run after the kill at %s: exit %d\n%s%s", step, res.code, res.stdout, res.stderr)
+	}
+	for _, table := range icebergTables(t, dir, 3) {
+		ice, files, err := digest(table)
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if ice != files || strings.HasPrefix(ice, "0\t") {
+			t.Errorf("%s after the kill at %s and a run: Iceberg %s, Parquet files %s", table, step, ice, files)
+		}
+	}
+	// Three snapshots, each row once.
+	got, err := ch.Query(context.Background(), "SELECT uniqExact(snapshot_time, run_id), count() - uniqExact(snapshot_time, run_id, instrument_name) FROM "+src+" FORMAT TSV;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "3\t0" {
+		t.Errorf("instruments after the kill at %s and a run: (snapshots, rows twice) = %q, want 3 and 0", step, got)
+	}
+}
