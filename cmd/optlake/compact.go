@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -68,9 +67,7 @@ func compactCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if os.Getenv("GOMEMLIMIT") == "" {
-				debug.SetMemoryLimit(compactMemoryLimit)
-			}
+			lowerMemoryLimit(compactMemoryLimit)
 			lease, err := lockStore(c.Context, st, 0, log)
 			if err != nil {
 				return err

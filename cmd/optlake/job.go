@@ -393,21 +393,19 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 		b.close(ctx)
 		return nil, nil, nil, err
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A bucket run holds upload buffers (a few parts per open object)
-		// besides the heap (about 64 MiB more than the heap's limit): a
-		// soft limit keeps a 1,000,000-instrument run within 256 MiB of RSS
-		// (measured 193–194 MiB at 128 MiB, 252–258 at 192, 285 without;
-		// the wall time was the same). A local run without a limit peaked
-		// at 248–264 MiB (the heap doubling past the live set while the
-		// events merge beside the Parquet writers); at 160 MiB, 223–226,
-		// at the same CPU (alternating A/B, docs/PERFORMANCE.md).
-		limit := int64(localMemoryLimit)
-		if storage.LocalDir(b.store) == "" {
-			limit = bucketMemoryLimit
-		}
-		debug.SetMemoryLimit(limit)
+	// A bucket run holds upload buffers (a few parts per open object)
+	// besides the heap (about 64 MiB more than the heap's limit): a
+	// soft limit keeps a 1,000,000-instrument run within 256 MiB of RSS
+	// (measured 193–194 MiB at 128 MiB, 252–258 at 192, 285 without;
+	// the wall time was the same). A local run without a limit peaked
+	// at 248–264 MiB (the heap doubling past the live set while the
+	// events merge beside the Parquet writers); at 160 MiB, 223–226,
+	// at the same CPU (alternating A/B, docs/PERFORMANCE.md).
+	limit := int64(localMemoryLimit)
+	if storage.LocalDir(b.store) == "" {
+		limit = bucketMemoryLimit
 	}
+	lowerMemoryLimit(limit)
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
@@ -424,6 +422,17 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 		}
 		b.close(ctx)
 	}, nil
+}
+
+// lowerMemoryLimit sets the Go heap's soft limit to limit, unless
+// GOMEMLIMIT is set or a lower limit is already in place: a replay into a
+// bucket keeps the bucket run's limit when its day writer asks for
+// compaction's higher one.
+func lowerMemoryLimit(limit int64) {
+	if os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) <= limit {
+		return
+	}
+	debug.SetMemoryLimit(limit)
 }
 
 // bucketMemoryLimit and localMemoryLimit are the Go heap's soft limit of a

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,25 @@ func TestReplayDayNotWrittenStaysPending(t *testing.T) {
 	}
 	if len(wantEvents) < 2 || strings.Join(gotEvents, " ") != strings.Join(wantEvents, " ") {
 		t.Errorf("instrument_events per snapshot: got %v, want %v", gotEvents, wantEvents)
+	}
+}
+
+// lowerMemoryLimit only ever lowers the soft limit: a replay into a bucket
+// keeps the bucket run's 128 MiB when its day writer asks for compaction's
+// 160 MiB (which raised it before). Not parallel: it sets the process's
+// limit, which in-process runs of parallel tests set too.
+func TestLowerMemoryLimitNeverRaises(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: lowerMemoryLimit leaves the limit alone")
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	debug.SetMemoryLimit(bucketMemoryLimit)
+	lowerMemoryLimit(compactMemoryLimit)
+	if got := debug.SetMemoryLimit(-1); got != bucketMemoryLimit {
+		t.Errorf("after asking for %d MiB: limit %d MiB, want the lower %d MiB kept", compactMemoryLimit>>20, got>>20, bucketMemoryLimit>>20)
+	}
+	lowerMemoryLimit(64 << 20)
+	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
+		t.Errorf("after asking for 64 MiB: limit %d MiB", got>>20)
 	}
 }

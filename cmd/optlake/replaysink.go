@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"runtime/debug"
 	"slices"
 
 	"github.com/optlake/optlake/lake"
@@ -38,11 +36,9 @@ func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slo
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// The day's merge is compaction's: the same bounded working set,
-		// and the same soft limit keeps garbage from growing past it.
-		debug.SetMemoryLimit(compactMemoryLimit)
-	}
+	// The day's merge is compaction's: the same bounded working set, and
+	// the same soft limit keeps garbage from growing past it.
+	lowerMemoryLimit(compactMemoryLimit)
 	out := slices.Clone(ss)
 	out[i] = ds
 	return out, nil
