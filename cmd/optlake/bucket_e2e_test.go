@@ -67,19 +67,7 @@ func TestLakeOnBucket(t *testing.T) {
 	}
 
 	// history on the bucket equals history on the local replay.
-	inst := ""
-	for _, in := range sim.Instruments() {
-		if in.InstrumentName != "" {
-			inst = in.InstrumentName
-			break
-		}
-	}
-	hb := optlake(t, "history", "--data-dir", url, "--format", "csv", inst)
-	hl := optlake(t, "history", "--data-dir", local, "--format", "csv", inst)
-	outputs.WriteString(hb.stdout + hb.stderr)
-	if hb.code != 0 || hl.code != 0 || hb.stdout != hl.stdout || strings.Count(hb.stdout, "\n") < 2 {
-		t.Errorf("history of %s on the bucket (exit %d):\n%s%s\nlocal (exit %d):\n%s", inst, hb.code, hb.stdout, hb.stderr, hl.code, hl.stdout)
-	}
+	outputs.WriteString(sameHistory(t, sim, url, local))
 
 	// Replay on the bucket itself, tables lost: rebuilt exactly.
 	for _, d := range []string{"instruments", "instrument_events", "rejects", "_state"} {
@@ -410,4 +398,24 @@ func TestBucketStoppedMidRun(t *testing.T) {
 	if got := duckScalar(t, fmt.Sprintf("SELECT count(*) || '/' || count(DISTINCT snapshot_time) FROM read_parquet('%s')", filepath.Join(lake, "instruments", "*", "*.parquet"))); got != "2000/1" {
 		t.Errorf("rows/snapshots after the next run = %s, want 2000/1", got)
 	}
+}
+
+// sameHistory checks that `history` of the simulator's first named
+// instrument prints the same on the data directory url as on local, a
+// replay of its archive, and returns what it printed on url.
+func sameHistory(t *testing.T, sim *venuesim.Sim, url, local string) string {
+	t.Helper()
+	inst := ""
+	for _, in := range sim.Instruments() {
+		if in.InstrumentName != "" {
+			inst = in.InstrumentName
+			break
+		}
+	}
+	hb := optlake(t, "history", "--data-dir", url, "--format", "csv", inst)
+	hl := optlake(t, "history", "--data-dir", local, "--format", "csv", inst)
+	if hb.code != 0 || hl.code != 0 || hb.stdout != hl.stdout || strings.Count(hb.stdout, "\n") < 2 {
+		t.Errorf("history of %s on %s (exit %d):\n%s%s\nlocal (exit %d):\n%s", inst, url, hb.code, hb.stdout, hb.stderr, hl.code, hl.stdout)
+	}
+	return hb.stdout + hb.stderr
 }

@@ -37,18 +37,7 @@ func TestLakeOnGCS(t *testing.T) {
 	if s := statusJSON(t, url)["parquet"]; s.Pending != 0 || s.LastError != "" {
 		t.Errorf("status on gs://: %+v", s)
 	}
-	inst := ""
-	for _, in := range sim.Instruments() {
-		if in.InstrumentName != "" {
-			inst = in.InstrumentName
-			break
-		}
-	}
-	hb := optlake(t, "history", "--data-dir", url, "--format", "csv", inst)
-	hl := optlake(t, "history", "--data-dir", local, "--format", "csv", inst)
-	if hb.code != 0 || hb.stdout != hl.stdout || strings.Count(hb.stdout, "\n") < 2 {
-		t.Errorf("history of %s on gs:// (exit %d):\n%s%s\nlocal:\n%s", inst, hb.code, hb.stdout, hb.stderr, hl.stdout)
-	}
+	sameHistory(t, sim, url, local)
 }
 
 // localReplay replays the raw archive of the lake in folder lake (a test
