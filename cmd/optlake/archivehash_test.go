@@ -108,8 +108,10 @@ var tamperings = []struct {
 // decoding it: a changed one fails its snapshot, named, with exit 3, and
 // the others load. An archive written before object_sha256 still replays.
 func TestReplayVerifiesObjectHash(t *testing.T) {
+	t.Parallel()
 	for _, tc := range tamperings {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir, bodies := rawBodies(t, 3)
 			tc.tamper(t, bodies, 1)
 			os.RemoveAll(filepath.Join(dir, "instruments"))
@@ -126,6 +128,7 @@ func TestReplayVerifiesObjectHash(t *testing.T) {
 		})
 	}
 	t.Run("written before object_sha256", func(t *testing.T) {
+		t.Parallel()
 		dir, bodies := rawBodies(t, 2)
 		want := lakeCounts(t, dir, "instruments", "instrument_name")
 		for _, b := range bodies {
@@ -145,13 +148,14 @@ func TestReplayVerifiesObjectHash(t *testing.T) {
 // Catch-up verifies the stored object too: a snapshot whose object was
 // replaced by another valid one is marked failed, the others load.
 func TestCatchUpVerifiesObjectHash(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	next := pinClock(t, base)
+	clk := pinClock(base)
 	sim, url := startSim(t, venuesim.Config{Seed: 6, Instruments: 100})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
 	repair := blockParquet(t, dir)
-	missSnapshots(t, 3, next, sim, args...)
+	missSnapshots(t, 3, clk, sim, args...)
 	repair()
 	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
 	sort.Strings(bodies)
@@ -159,7 +163,7 @@ func TestCatchUpVerifiesObjectHash(t *testing.T) {
 		t.Fatalf("raw bodies: %v", bodies)
 	}
 	tamperings[1].tamper(t, bodies, 1)
-	res := optlake(t, args...)
+	res := clk.optlake(t, args...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 2 of 3 snapshots") {
 		t.Fatalf("catch-up with a changed object: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}

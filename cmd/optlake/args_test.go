@@ -8,7 +8,7 @@ import (
 
 func TestFlagsFirst(t *testing.T) {
 	t.Parallel()
-	app := newApp(io.Discard, io.Discard)
+	app := newApp(host{}, io.Discard, io.Discard)
 	for _, tc := range []struct {
 		name string
 		in   []string

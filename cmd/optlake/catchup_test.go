@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,19 +21,48 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-// pinClock makes the in-process CLI take its snapshots one minute apart
-// from base (instead of sleeping between runs), and returns a func that
-// moves to the next minute.
-func pinClock(t *testing.T, base time.Time) (next func() time.Time) {
+// testClock is a pinned clock for the in-process CLI: its runs take their
+// snapshots at chosen moments (one minute apart: next) instead of
+// sleeping. Each test has its own, so tests with clocks run in parallel.
+type testClock struct {
+	mu  sync.Mutex
+	cur time.Time
+}
+
+// pinClock is a clock pinned at base.
+func pinClock(base time.Time) *testClock { return &testClock{cur: base} }
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// next moves the clock on a minute and returns the new time.
+func (c *testClock) next() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = c.cur.Add(time.Minute)
+	return c.cur
+}
+
+// set moves the clock to at.
+func (c *testClock) set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = at
+}
+
+// optlake runs the CLI in-process on this clock.
+func (c *testClock) optlake(t *testing.T, args ...string) result {
 	t.Helper()
-	cur := base
-	old := snapshotClock
-	snapshotClock = func() time.Time { return cur }
-	t.Cleanup(func() { snapshotClock = old })
-	return func() time.Time {
-		cur = cur.Add(time.Minute)
-		return cur
-	}
+	return optlakeOn(t, testHost(c.now), args...)
+}
+
+// env pins the clock of a CLI process (optlakeProcess, startCLIEnv) at
+// this clock's time.
+func (c *testClock) env() string {
+	return testNowEnv + "=" + c.now().Format(time.RFC3339Nano)
 }
 
 // statusJSON runs `optlake status --format json` and returns it per sink.
@@ -94,9 +124,10 @@ func blockParquet(t *testing.T, dir string) (repair func()) {
 // first, then its own; no row is there twice, and the instrument events of
 // every snapshot are those of a run without the fault.
 func TestCatchUpParquetUnwritable(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	run := func(t *testing.T, fault bool) (string, []string, []string) {
-		next := pinClock(t, base)
+		clk := pinClock(base)
 		sim, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 400})
 		dir := t.TempDir()
 		args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--source", "sim"}
@@ -108,7 +139,7 @@ func TestCatchUpParquetUnwritable(t *testing.T) {
 			if i == 2 && repair != nil {
 				repair()
 			}
-			res := optlake(t, args...)
+			res := clk.optlake(t, args...)
 			want := 0
 			if fault && i < 2 {
 				want = exitPartial
@@ -126,7 +157,7 @@ func TestCatchUpParquetUnwritable(t *testing.T) {
 				t.Errorf("run summary does not say what was caught up: %s", res.stdout)
 			}
 			sim.Advance(1)
-			next()
+			clk.next()
 		}
 		return dir, lakeCounts(t, dir, "instruments", "instrument_name"), lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')")
 	}
@@ -150,15 +181,16 @@ func TestCatchUpParquetUnwritable(t *testing.T) {
 // loads the oldest, leaves the others pending (exit 3) and still takes its
 // own snapshot; the next runs finish the backlog.
 func TestCatchUpBounded(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)
-	next := pinClock(t, base)
+	clk := pinClock(base)
 	_, url := startSim(t, venuesim.Config{Seed: 5, Instruments: 100})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--catch-up-max", "1"}
 	repair := blockParquet(t, dir)
-	missSnapshots(t, 3, next, nil, args...)
+	missSnapshots(t, 3, clk, nil, args...)
 	repair()
-	res := optlake(t, args...)
+	res := clk.optlake(t, args...)
 	if res.code != exitPartial || !strings.Contains(res.stdout, "caught up 1 of 1 snapshots") || !strings.Contains(res.stdout, "stopped by --catch-up-max") {
 		t.Fatalf("bounded catch-up: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -173,12 +205,12 @@ func TestCatchUpBounded(t *testing.T) {
 	if st := statusJSON(t, dir)["parquet"]; st.Pending != 2 {
 		t.Errorf("status: %+v", st)
 	}
-	next()
-	if res := optlake(t, args...); res.code != exitPartial {
+	clk.next()
+	if res := clk.optlake(t, args...); res.code != exitPartial {
 		t.Fatalf("second bounded run: exit %d %s", res.code, res.stderr)
 	}
-	next()
-	if res := optlake(t, args...); res.code != 0 {
+	clk.next()
+	if res := clk.optlake(t, args...); res.code != 0 {
 		t.Fatalf("third bounded run: exit %d %s", res.code, res.stderr)
 	}
 	if got := lakeCounts(t, dir, "instruments", "instrument_name"); len(got) != 6 {
@@ -190,13 +222,14 @@ func TestCatchUpBounded(t *testing.T) {
 // failed with its reason and skipped from then on, the others are loaded,
 // and status shows it.
 func TestCatchUpCorruptRawFile(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	next := pinClock(t, base)
+	clk := pinClock(base)
 	_, url := startSim(t, venuesim.Config{Seed: 6, Instruments: 200})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
 	repair := blockParquet(t, dir)
-	missSnapshots(t, 3, next, nil, args...)
+	missSnapshots(t, 3, clk, nil, args...)
 	repair()
 	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
 	sort.Strings(bodies)
@@ -213,7 +246,7 @@ func TestCatchUpCorruptRawFile(t *testing.T) {
 	if err := os.WriteFile(bodies[1], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := optlake(t, args...)
+	res := clk.optlake(t, args...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 2 of 3 snapshots") {
 		t.Fatalf("catch-up with a corrupt file: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -234,8 +267,8 @@ func TestCatchUpCorruptRawFile(t *testing.T) {
 		t.Errorf("status text does not show the failed load:\n%s", text.stdout)
 	}
 	// Skipped from then on: the next run does not try it again.
-	next()
-	res = optlake(t, args...)
+	clk.next()
+	res = clk.optlake(t, args...)
 	if res.code != 0 || strings.Contains(res.stdout, "caught up") {
 		t.Errorf("the failed load was tried again: exit %d\n%s", res.code, res.stdout)
 	}
@@ -257,11 +290,11 @@ func chCounts(t *testing.T, c *testenv.ClickHouse, db, table string) []string {
 
 // missSnapshots runs args n times while a sink is failing: each run exits
 // 3 (loads pending), and the clock moves on a minute after each.
-func missSnapshots(t *testing.T, n int, next func() time.Time, sim *venuesim.Sim, args ...string) []result {
+func missSnapshots(t *testing.T, n int, clk *testClock, sim *venuesim.Sim, args ...string) []result {
 	t.Helper()
 	var out []result
 	for i := 0; i < n; i++ {
-		res := optlake(t, args...)
+		res := clk.optlake(t, args...)
 		if res.code != exitPartial {
 			t.Fatalf("run %d during the fault: exit %d %s", i, res.code, res.stderr)
 		}
@@ -269,7 +302,7 @@ func missSnapshots(t *testing.T, n int, next func() time.Time, sim *venuesim.Sim
 		if sim != nil {
 			sim.Advance(1)
 		}
-		next()
+		clk.next()
 	}
 	return out
 }
@@ -280,12 +313,13 @@ func missSnapshots(t *testing.T, n int, next func() time.Time, sim *venuesim.Sim
 // equal the Parquet lake's snapshot by snapshot (instruments and
 // instrument_events), and a further run adds exactly one snapshot.
 func TestCatchUpClickHouseOutage(t *testing.T) {
+	t.Parallel()
 	c := testenv.NewClickHouse(t)
 	db := "optlake"
 	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db)); res.code != 0 {
 		t.Fatalf("migrate: %s", res.stderr)
 	}
-	next := pinClock(t, time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC))
 	sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 300})
 	dir := t.TempDir()
 	if err := c.Kill(); err != nil {
@@ -294,7 +328,7 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db), "--source", "sim"}
 	// No retries while the server is down (the default waits 3.5s per
 	// table): the run gives up on ClickHouse at once, and logs no retry.
-	for i, res := range missSnapshots(t, 3, next, sim, append(args, "--clickhouse-max-attempts", "1")...) {
+	for i, res := range missSnapshots(t, 3, clk, sim, append(args, "--clickhouse-max-attempts", "1")...) {
 		if strings.Contains(res.stderr, "retrying") {
 			t.Errorf("run %d retried with --clickhouse-max-attempts 1:\n%s", i, res.stderr)
 		}
@@ -317,7 +351,7 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	sumPath := filepath.Join(dir, "summary.json")
-	res := optlake(t, append(args, "--summary-json", sumPath)...)
+	res := clk.optlake(t, append(args, "--summary-json", sumPath)...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 3 of 3 snapshots") {
 		t.Fatalf("after the restart: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -342,8 +376,8 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 	}
 	check(4)
 	sim.Advance(1)
-	next()
-	if res := optlake(t, args...); res.code != 0 || strings.Contains(res.stdout, "caught up") {
+	clk.next()
+	if res := clk.optlake(t, args...); res.code != 0 || strings.Contains(res.stdout, "caught up") {
 		t.Fatalf("a further run: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	check(5)
@@ -360,16 +394,17 @@ func TestCatchUpClickHouseOutage(t *testing.T) {
 // file and kill then: on a loaded machine the run could be past its
 // catch-up; and a default budget could run out on a -race binary.)
 func TestCatchUpKill9(t *testing.T) {
+	t.Parallel()
 	// Eight batches of 4096 rows per snapshot: the kill after the first
 	// batch is well inside the snapshot. (150,000 rows, from when the kill
 	// was timed, cost minutes under -race and proved nothing more.)
 	const n = 30_000
-	next := pinClock(t, time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC))
 	_, url := startSim(t, venuesim.Config{Seed: 8, Instruments: n})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--batch-rows", "4096", "--catch-up-budget", "0"}
 	repair := blockParquet(t, dir)
-	missSnapshots(t, 3, next, nil, args...)
+	missSnapshots(t, 3, clk, nil, args...)
 	repair()
 	cmd, _, stderr := startCLICrashing(t, "written", args...)
 	if err := cmd.Wait(); exitCode(err) != -1 {
@@ -378,7 +413,7 @@ func TestCatchUpKill9(t *testing.T) {
 	if st := statusJSON(t, dir)["parquet"]; st.Pending != 3 {
 		t.Fatalf("pending after the kill: %+v, want 3", st)
 	}
-	res := optlake(t, args...)
+	res := clk.optlake(t, args...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 3 of 3") {
 		t.Fatalf("run after the kill: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
@@ -409,9 +444,10 @@ func startCLICrashing(t *testing.T, step string, args ...string) (*exec.Cmd, *by
 // snapshot is in the lake once with its rows, and its instrument events
 // are those of runs without the outage.
 func TestCatchUpKill9AtEachStep(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)
 	lake := func(t *testing.T, crashAt string) (string, string) {
-		next := pinClock(t, base)
+		clk := pinClock(base)
 		sim, url := startSim(t, venuesim.Config{Seed: 8, Instruments: 3000})
 		dir := t.TempDir()
 		args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--source", "sim", "--catch-up-budget", "0"}
@@ -420,12 +456,12 @@ func TestCatchUpKill9AtEachStep(t *testing.T) {
 			repair = blockParquet(t, dir)
 		}
 		for range 3 {
-			res := optlake(t, args...)
+			res := clk.optlake(t, args...)
 			if (crashAt == "") != (res.code == 0) {
 				t.Fatalf("run: exit %d %s", res.code, res.stderr)
 			}
 			sim.Advance(1)
-			next()
+			clk.next()
 		}
 		if crashAt != "" {
 			repair()
@@ -437,7 +473,7 @@ func TestCatchUpKill9AtEachStep(t *testing.T) {
 				t.Fatalf("%s: pending after the kill: %+v, want 3", crashAt, st)
 			}
 		}
-		res := optlake(t, args...)
+		res := clk.optlake(t, args...)
 		if res.code != 0 {
 			t.Fatalf("%s: run after the kill: exit %d\n%s", crashAt, res.code, res.stderr)
 		}
@@ -447,12 +483,30 @@ func TestCatchUpKill9AtEachStep(t *testing.T) {
 		return strings.Join(lakeCounts(t, dir, "instruments", "instrument_name"), " "),
 			strings.Join(lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')"), " ")
 	}
-	wantRows, wantEvents := lake(t, "")
+	// The lakes of the reference (no outage) and of each step, at once.
+	steps := append([]string{""}, loadSteps...)
+	rows, evs := make([]string, len(steps)), make([]string, len(steps))
+	t.Run("lakes", func(t *testing.T) {
+		for i, step := range steps {
+			name := step
+			if name == "" {
+				name = "reference"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				rows[i], evs[i] = lake(t, step)
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	wantRows, wantEvents := rows[0], evs[0]
 	if strings.Count(wantRows, ":3000") != 4 || strings.Count(wantEvents, ":") != 4 {
 		t.Fatalf("reference: %s / %s", wantRows, wantEvents)
 	}
-	for _, step := range loadSteps {
-		rows, evs := lake(t, step)
+	for i, step := range steps[1:] {
+		rows, evs := rows[i+1], evs[i+1]
 		if rows != wantRows {
 			t.Errorf("%s: instruments per snapshot %s, want %s", step, rows, wantRows)
 		}
@@ -513,6 +567,7 @@ func TestCatchUpEveryProcess(t *testing.T) {
 // then the next run catches them up through the Distributed tables; counts
 // FINAL equal the lake's per snapshot.
 func TestCatchUpOnCluster(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedCluster(t)
 	db := "catchup_cluster"
 	t.Cleanup(func() {
@@ -523,12 +578,12 @@ func TestCatchUpOnCluster(t *testing.T) {
 	if res := optlake(t, "migrate", "--clickhouse-dsn", c.DSN(db), "--cluster", c.Name()); res.code != 0 {
 		t.Fatalf("migrate: %s", res.stderr)
 	}
-	next := pinClock(t, time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC))
 	sim, url := startSim(t, venuesim.Config{Seed: 10, Instruments: 300})
 	dir := t.TempDir()
 	base := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--sink", "parquet", "--sink", "clickhouse", "--cluster", c.Name()}
-	missSnapshots(t, 2, next, sim, append(base, "--clickhouse-dsn", "clickhouse://default@127.0.0.1:1/"+db, "--clickhouse-max-attempts", "1")...)
-	res := optlake(t, append(base, "--clickhouse-dsn", c.DSN(db))...)
+	missSnapshots(t, 2, clk, sim, append(base, "--clickhouse-dsn", "clickhouse://default@127.0.0.1:1/"+db, "--clickhouse-max-attempts", "1")...)
+	res := clk.optlake(t, append(base, "--clickhouse-dsn", c.DSN(db))...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 2 of 2 snapshots") {
 		t.Fatalf("back on the cluster: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}

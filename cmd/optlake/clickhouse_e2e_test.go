@@ -20,7 +20,7 @@ import (
 // exercise the real main without a separate build.
 func TestMain(m *testing.M) {
 	if os.Getenv("OPTLAKE_TEST_AS_CLI") == "1" {
-		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+		os.Exit(run(processHost(), os.Args, os.Stdout, os.Stderr))
 	}
 	testenv.Main(m)
 }
@@ -179,6 +179,7 @@ func readmeQueries(t *testing.T) []string {
 // several snapshots, and answers something — the same on 18.16 and on the
 // newest ClickHouse (readme_versions_test.go).
 func TestReadmeQueries(t *testing.T) {
+	t.Parallel()
 	queries := readmeQueries(t)
 	if len(queries) < 4 {
 		t.Fatalf("found %d SQL examples in the README", len(queries))
@@ -192,13 +193,13 @@ func TestReadmeQueries(t *testing.T) {
 	// 18.16 (its key tells snapshots apart by snapshot_ms, its README
 	// answers would not match the newest ClickHouse's for snapshots within
 	// one second).
-	next := pinClock(t, time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
 	for i := 0; i < 6; i++ {
 		if i > 0 {
 			sim.Advance(1)
-			next()
+			clk.next()
 		}
-		res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--sink", "clickhouse", "--sink", "parquet", "--clickhouse-dsn", c.DSN(db), "--migrate")
+		res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir, "--sink", "clickhouse", "--sink", "parquet", "--clickhouse-dsn", c.DSN(db), "--migrate")
 		if res.code != 0 {
 			t.Fatalf("run %d: %s", i, res.stderr)
 		}

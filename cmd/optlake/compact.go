@@ -30,7 +30,7 @@ const crashEnv = "OPTLAKE_TEST_COMPACT_CRASH_AT"
 // compact), this keeps garbage from growing the process past it.
 const compactMemoryLimit = 160 << 20
 
-func compactCommand() *cli.Command {
+func compactCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:  "compact",
 		Usage: "rewrite each closed day's per-snapshot Parquet files of a table into one file sorted by the table's key",
@@ -67,20 +67,20 @@ func compactCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			lowerMemoryLimit(compactMemoryLimit)
-			lease, err := lockStore(c.Context, st, 0, log)
+			h.lowerMemoryLimit(compactMemoryLimit)
+			lease, err := lockStore(c.Context, st, 0, h.now, log)
 			if err != nil {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
-			cst, ice, err := compactStore(c.Context, st, log)
+			cst, ice, err := compactStore(c.Context, st, h.now, log)
 			if err != nil {
 				return err
 			}
 			defer cst.Close()
 			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
-			printCompactReport(c.App.Writer, rep)
+			printCompactReport(c.App.Writer, rep, h.now())
 			if ice != nil && c.Context.Err() == nil {
 				err = errors.Join(err, expireIceberg(c.Context, ice, opt.Tables, keep, grace, c.App.Writer))
 			}
@@ -109,17 +109,17 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 		return
 	}
 	log := b.log.With("step", "compact")
-	cst, ice, err := compactStore(ctx, b.store, log)
+	cst, ice, err := compactStore(ctx, b.store, j.host.now, log)
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
 		return
 	}
 	defer cst.Close()
-	opt := compact.Options{Lake: cst, Now: snapshotClock, Deadline: time.Now().Add(compactBudget(j)),
+	opt := compact.Options{Lake: cst, Now: j.host.now, Deadline: time.Now().Add(compactBudget(j)),
 		Logger: log, Crash: crashHook()}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
-		printCompactReport(stdout, rep)
+		printCompactReport(stdout, rep, j.host.now())
 	}
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
@@ -137,8 +137,8 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 // (every command that takes the lock calls it: the next run, replay or
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
-func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) {
-	cst, _, err := compactStore(ctx, st, log)
+func recoverCompaction(ctx context.Context, st storage.Store, now func() time.Time, log *slog.Logger) {
+	cst, _, err := compactStore(ctx, st, now, log)
 	if err == nil {
 		defer cst.Close()
 		err = cst.Recover(ctx)
@@ -150,8 +150,9 @@ func recoverCompaction(ctx context.Context, st storage.Store, log *slog.Logger) 
 
 // compactStore is the lake of a data directory as compaction sees it; for
 // an Iceberg lake also its catalog (nil for a Parquet lake), whose
-// compaction is one replace commit per table and day.
-func compactStore(ctx context.Context, st storage.Store, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
+// compaction is one replace commit per table and day; now is the clock of
+// the Parquet lake's trash.
+func compactStore(ctx context.Context, st storage.Store, now func() time.Time, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
 	ice, err := icebergLake(ctx, st, log)
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +160,7 @@ func compactStore(ctx context.Context, st storage.Store, log *slog.Logger) (comp
 	if ice != nil {
 		return ice.Compaction(crashHook()), ice, nil
 	}
-	return compact.For(st, crashHook(), snapshotClock), nil, nil
+	return compact.For(st, crashHook(), now), nil, nil
 }
 
 // crashHook returns the test-only crash hook (nil unless crashEnv is set).
@@ -177,8 +178,8 @@ func crashHook() func(step string) {
 }
 
 // printCompactReport prints one line per table: partitions, files, bytes
-// and bytes per row before and after.
-func printCompactReport(w io.Writer, rep compact.Report) {
+// and bytes per row before and after; now tells which day is today.
+func printCompactReport(w io.Writer, rep compact.Report, now time.Time) {
 	type sum struct {
 		parts, filesIn, filesOut int
 		bytesIn, bytesOut, rows  int64
@@ -216,13 +217,13 @@ func printCompactReport(w io.Writer, rep compact.Report) {
 			t, s.parts, s.filesIn, s.filesOut, s.rows, s.bytesIn, s.bytesOut, perRow(s.bytesIn, s.rows), perRow(s.bytesOut, s.rows), s.took.Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "compacted %d partition(s); %d had nothing new (already compacted)\n", len(rep.Partitions), rep.Skipped)
-	printSkippedDays(w, rep)
+	printSkippedDays(w, rep, now)
 }
 
 // printSkippedDays names the days left out because they are not closed
 // (today UTC is still being written) or come at or after --to.
-func printSkippedDays(w io.Writer, rep compact.Report) {
-	today := snapshotClock().UTC().Format(time.DateOnly)
+func printSkippedDays(w io.Writer, rep compact.Report, now time.Time) {
+	today := now.UTC().Format(time.DateOnly)
 	for _, d := range rep.Later {
 		next := d
 		if t, err := time.Parse(time.DateOnly, d); err == nil {

@@ -24,21 +24,21 @@ var compactDay = time.Date(2026, 1, 10, 23, 57, 0, 0, time.UTC)
 
 // buildLake takes n snapshots of every endpoint of a small simulated
 // venue whose account schemas drift, into dir, on compactDay (the last one
-// past midnight, on the next day).
-func buildLake(t *testing.T, dir string, n int) (url string) {
+// past midnight, on the next day). The clock stays at the last snapshot.
+func buildLake(t *testing.T, dir string, n int) (url string, clk *testClock) {
 	t.Helper()
 	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 300, Faults: venuesim.Faults{SchemaDrift: true}})
-	next := pinClock(t, compactDay)
+	clk = pinClock(compactDay)
 	for k := range n {
 		if k > 0 {
-			next()
+			clk.next()
 			sim.Advance(2)
 		}
-		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir); res.code != 0 {
+		if res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir); res.code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
 		}
 	}
-	return url
+	return url, clk
 }
 
 // lakeRows returns, per table and day partition, the rows DuckDB reads
@@ -142,15 +142,16 @@ func checkCompacted(t *testing.T, dir string) {
 // the rows once) and the next compact gives the rows the same replay gives
 // an uncompacted lake; a second compact does nothing.
 func TestCompactCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	buildLake(t, dir, 4)
+	_, clk := buildLake(t, dir, 4)
 	before := lakeRows(t, dir)
 	ref := filepath.Join(t.TempDir(), "ref") // the same lake, never compacted
 	if out, err := exec.Command("cp", "-a", dir, ref).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 
-	res := optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	res := clk.optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
 	if res.code != 0 {
 		t.Fatalf("compact: exit %d\n%s", res.code, res.stderr)
 	}
@@ -166,26 +167,26 @@ func TestCompactCommand(t *testing.T) {
 	replay := []string{"replay", "--from", compactDay.Format(time.DateOnly), "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly),
 		"--endpoints", "instruments,account_summary,positions_with_mints,account_balance"}
 	for _, d := range []string{dir, ref} {
-		if res := optlake(t, append(replay, "--data-dir", d)...); res.code != 0 {
+		if res := clk.optlake(t, append(replay, "--data-dir", d)...); res.code != 0 {
 			t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
 		}
 	}
 	checkCompacted(t, dir)
 	sameLake(t, "after replay", lakeRows(t, dir), lakeRows(t, ref))
-	res = optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	res = clk.optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
 	if res.code != 0 {
 		t.Fatalf("compact after replay: exit %d\n%s", res.code, res.stderr)
 	}
 	checkCompacted(t, dir)
 	sameLake(t, "after replay and compact", lakeRows(t, dir), lakeRows(t, ref))
 
-	res = optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
+	res = clk.optlake(t, "compact", "--data-dir", dir, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
 	if res.code != 0 || !strings.Contains(res.stdout, "compacted 0 partition(s)") {
 		t.Fatalf("second compact: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 
 	// Usage errors.
-	if res := optlake(t, "compact", "--data-dir", dir, "--from", "yesterday"); res.code != exitUsage {
+	if res := clk.optlake(t, "compact", "--data-dir", dir, "--from", "yesterday"); res.code != exitUsage {
 		t.Fatalf("--from yesterday: exit %d", res.code)
 	}
 }
@@ -194,14 +195,15 @@ func TestCompactCommand(t *testing.T) {
 // then each step of its publish): readers see every row exactly once right
 // after the crash, and the next compact finishes or undoes it by itself.
 func TestCompactCrashAtEachStep(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
-	url := buildLake(t, base, 3)
+	url, clk := buildLake(t, base, 3)
 	want := lakeRows(t, base)
 	to := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
 	// The next day, for every step: the steps run in parallel, so none may
 	// move the clock (the crashing compact, a process of its own, has the
 	// real one).
-	pinClock(t, compactDay.AddDate(0, 0, 1))
+	clk = pinClock(compactDay.AddDate(0, 0, 1))
 	for _, step := range append(slices.Clone(compact.MergeSteps), compact.Steps...) {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
@@ -219,7 +221,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			sameLake(t, "right after the crash", lakeRows(t, dir), want)
 			if step == "sorted" || step == "journal" || step == "swap" {
 				// A plain run (no --compact) on the next day recovers it too.
-				if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+				if res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
 					t.Fatalf("run after the crash: exit %d\n%s", res.code, res.stderr)
 				}
 				for _, sub := range []string{"journal", "stage"} {
@@ -234,7 +236,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 					}
 				}
 			}
-			res := optlake(t, "compact", "--data-dir", dir, "--to", to)
+			res := clk.optlake(t, "compact", "--data-dir", dir, "--to", to)
 			if res.code != 0 {
 				t.Fatalf("compact after the crash: exit %d\n%s", res.code, res.stderr)
 			}
@@ -253,22 +255,23 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 // compacts the day that closed, in the same process; today stays as
 // written; rows unchanged.
 func TestRunCompact(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
 	cfg := filepath.Join(t.TempDir(), "optlake.yaml")
 	if err := os.WriteFile(cfg, []byte("compact: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	next := pinClock(t, compactDay) // 23:57
+	clk := pinClock(compactDay) // 23:57
 	var before map[string][]string
 	for k := range 4 {
 		if k > 0 {
-			next()
+			clk.next()
 		}
 		if k == 3 {
 			before = lakeRows(t, dir) // day 1 complete
 		}
-		res := optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--endpoints", "instruments")
+		res := clk.optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--endpoints", "instruments")
 		if res.code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
 		}

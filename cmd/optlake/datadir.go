@@ -58,7 +58,7 @@ func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.
 // prefix (renewed until released). It then removes what a crashed run left
 // behind — temp files, incomplete multipart uploads, a compaction cut
 // short. A refusal names the holder and exits 4.
-func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, log *slog.Logger) (*storage.Lease, error) {
+func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, now func() time.Time, log *slog.Logger) (*storage.Lease, error) {
 	l, err := storage.AcquireDataDir(ctx, st, ttl)
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
@@ -75,6 +75,6 @@ func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, log *sl
 			log.Info("aborted the incomplete uploads of an interrupted run", "uploads", n)
 		}
 	}
-	recoverCompaction(ctx, st, log)
+	recoverCompaction(ctx, st, now, log)
 	return l, nil
 }

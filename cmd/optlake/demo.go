@@ -19,7 +19,7 @@ import (
 	"github.com/optlake/optlake/venuesim"
 )
 
-func demoCommand() *cli.Command {
+func demoCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "start the simulated venue in-process and take a few snapshots into a Parquet lake (no server needed)",
@@ -32,6 +32,7 @@ func demoCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			out := c.App.Writer
 			j := defaultJob() // run's defaults, then the demo's own settings
+			j.host = h
 			if err := settings.Decode(c, j); err != nil {
 				return err
 			}

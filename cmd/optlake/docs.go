@@ -20,7 +20,7 @@ func docsCommand() *cli.Command {
 			Name:  "config",
 			Usage: "print the configuration reference (docs/configuration.md): every command's flags, environment variables and config keys",
 			Action: func(c *cli.Context) error {
-				return writeConfigReference(c.App.Writer, newApp(io.Discard, io.Discard))
+				return writeConfigReference(c.App.Writer, newApp(host{}, io.Discard, io.Discard))
 			},
 		}},
 	}

@@ -28,10 +28,23 @@ type result struct {
 	stdout, stderr string
 }
 
+// optlake runs the CLI in-process at the real time.
 func optlake(t *testing.T, args ...string) result {
 	t.Helper()
+	return optlakeOn(t, testHost(nil), args...)
+}
+
+// testHost is the host of an in-process CLI: clock (nil: the real one),
+// and the test binary's heap limit left alone (the in-process runs of
+// parallel tests share the binary's heap; a run's limit is its process's).
+func testHost(clock func() time.Time) host {
+	return host{clock: clock, keepMemoryLimit: true}
+}
+
+func optlakeOn(t *testing.T, h host, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(append([]string{"optlake"}, args...), &out, &errb)
+	code := run(h, append([]string{"optlake"}, args...), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 
@@ -374,6 +387,7 @@ func TestRunParamFanOut(t *testing.T) {
 
 // --cpuprofile and --memprofile write pprof files.
 func TestProfiles(t *testing.T) {
+	t.Parallel()
 	_, url := startSim(t, venuesim.Config{Seed: 1})
 	dir := t.TempDir()
 	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")

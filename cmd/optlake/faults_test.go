@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,64 +255,66 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 // of TestFullDiskIsAnError (sinks/parquet) and TestCompactFullDiskIsAnError
 // (sinks/parquet/compact) cover the same code everywhere.
 func TestFullDisk(t *testing.T) {
-	next := pinClock(t, time.Date(2026, 11, 20, 23, 50, 0, 0, time.UTC))
-	_, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 3000})
-	for free := int64(0); free <= 104<<10; free += 8 << 10 {
-		mnt := t.TempDir()
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
-			t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
-		}
-		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-		dir := filepath.Join(mnt, "data")
-		run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
-		// A first snapshot on a past day (the clock pinned), for compact.
-		next()
-		if res := optlake(t, run...); res.code != 0 {
-			t.Fatalf("first run: %s", res.stderr)
-		}
-		filler := fill(t, mnt, free)
-		// The child processes take their snapshot now (their clock is
-		// not pinned) and compact the past day.
-		for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
-			cmd, _, stderr := startCLI(t, args...)
-			code := exitCode(cmd.Wait())
-			last := lastLine(stderr.String())
-			if code == exitUsage || strings.Contains(stderr.String(), "panic") {
-				t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
+	t.Parallel()
+	base := time.Date(2026, 11, 20, 23, 50, 0, 0, time.UTC)
+	for k, free := 1, int64(0); free <= 104<<10; k, free = k+1, free+8<<10 {
+		// The k-th level's first snapshot k minutes past base.
+		clk := pinClock(base.Add(time.Duration(k) * time.Minute))
+		t.Run(fmt.Sprintf("%dKiB", free>>10), func(t *testing.T) {
+			t.Parallel()
+			_, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 3000})
+			mnt := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
 			}
-			if code != 0 && !strings.Contains(last, "ENOSPC") {
-				t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
+			t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+			dir := filepath.Join(mnt, "data")
+			run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+			// A first snapshot on a past day (the clock pinned), for compact.
+			if res := clk.optlake(t, run...); res.code != 0 {
+				t.Fatalf("first run: %s", res.stderr)
 			}
-			t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
-			if left := halfWritten(t, dir); len(left) > 0 {
-				t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
+			filler := fill(t, mnt, free)
+			// The child processes take their snapshot now (their clock is
+			// not pinned) and compact the past day.
+			for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
+				cmd, _, stderr := startCLI(t, args...)
+				code := exitCode(cmd.Wait())
+				last := lastLine(stderr.String())
+				if code == exitUsage || strings.Contains(stderr.String(), "panic") {
+					t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
+				}
+				if code != 0 && !strings.Contains(last, "ENOSPC") {
+					t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
+				}
+				t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
+				if left := halfWritten(t, dir); len(left) > 0 {
+					t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
+				}
 			}
-		}
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
-		// After the child's snapshot (real time), so never older than
-		// the events state.
-		pinned := snapshotClock
-		later := time.Now().UTC().Add(time.Hour)
-		snapshotClock = func() time.Time { return later }
-		res := optlake(t, append(run, "--compact")...)
-		snapshotClock = pinned
-		if res.code != 0 {
-			t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
-		}
-		// A body whose metadata could not be written is failed for good
-		// (listed by status); its rows may be in the lake already.
-		if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
-			t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
-		}
-		got := lakeCounts(t, dir, "instruments", "instrument_name")
-		for _, m := range rawMetas(t, dir, "instruments") {
-			if !slices.Contains(got, fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
-				t.Errorf("%d KiB free, then freed: archived snapshot %s not in the lake whole: %v", free>>10, m.SnapshotTime, got)
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
 			}
-		}
-		exec.Command("umount", mnt).Run()
+			// After the child's snapshot (real time), so never older than
+			// the events state.
+			clk.set(time.Now().UTC().Add(time.Hour))
+			res := clk.optlake(t, append(run, "--compact")...)
+			if res.code != 0 {
+				t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
+			}
+			// A body whose metadata could not be written is failed for good
+			// (listed by status); its rows may be in the lake already.
+			if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
+				t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
+			}
+			got := lakeCounts(t, dir, "instruments", "instrument_name")
+			for _, m := range rawMetas(t, dir, "instruments") {
+				if !slices.Contains(got, fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
+					t.Errorf("%d KiB free, then freed: archived snapshot %s not in the lake whole: %v", free>>10, m.SnapshotTime, got)
+				}
+			}
+			exec.Command("umount", mnt).Run()
+		})
 	}
 }
 
@@ -358,24 +359,25 @@ func lakeBySnapshot(t *testing.T, dir string) string {
 }
 
 // tenSnapshots runs ten snapshots of a moving 3,000-instrument listing
-// into a new data directory and returns it and the bodies, in order.
-func tenSnapshots(t *testing.T) (string, []string) {
+// into a new data directory and returns it and the bodies, in order, and
+// the clock, a minute after the last snapshot.
+func tenSnapshots(t *testing.T) (string, []string, *testClock) {
 	t.Helper()
-	next := pinClock(t, time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 3000})
 	dir := t.TempDir()
 	for i := range 10 {
-		if res := optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+		if res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
 			t.Fatalf("run %d: %s", i, res.stderr)
 		}
 		sim.Advance(1)
-		next()
+		clk.next()
 	}
 	bodies, _ := filepath.Glob(filepath.Join(dir, "raw", "instruments", "*", "*.json.zst"))
 	if len(bodies) != 10 {
 		t.Fatalf("bodies: %v", bodies)
 	}
-	return dir, bodies
+	return dir, bodies, clk
 }
 
 // badBody spoils an archived body one of four ways: its metadata
@@ -416,12 +418,14 @@ var badBody = map[string]func(t *testing.T, body string){
 // same events (the one after the bad one compared with the one before
 // it), replay exits 3 naming the file. (It used to hand its turn on at
 // once: the next snapshot compared with a state still being written, and
-// a replay could panic or give wrong events.)
+// a replay could panic or give wrong events.) Each replay is a process of
+// its own, with its GOMAXPROCS: 1 for the reference, 4 for the others.
 func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	clean, bodies := tenSnapshots(t)
+	t.Parallel()
+	clean, bodies, clk := tenSnapshots(t)
 	for kind, spoil := range badBody {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			var want string
 			for rep := range 4 {
 				dir := t.TempDir()
@@ -435,9 +439,7 @@ func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
 				}
 				if rep == 0 {
 					// The reference: one snapshot at a time.
-					prev := runtime.GOMAXPROCS(1)
-					res := optlake(t, "replay", "--data-dir", dir)
-					runtime.GOMAXPROCS(prev)
+					res := optlakeProcess(t, []string{"GOMAXPROCS=1", clk.env()}, "replay", "--data-dir", dir)
 					if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
 						t.Fatalf("replay: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 					}
@@ -447,7 +449,7 @@ func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
 					}
 					continue
 				}
-				res := optlake(t, "replay", "--data-dir", dir)
+				res := optlakeProcess(t, []string{"GOMAXPROCS=4", clk.env()}, "replay", "--data-dir", dir)
 				if res.code != exitPartial || !strings.Contains(res.stdout, strings.TrimSuffix(filepath.Base(bad), ".json.zst")) {
 					t.Fatalf("repetition %d: exit %d\n%s\n%s", rep, res.code, res.stdout, res.stderr)
 				}
@@ -465,16 +467,18 @@ func TestReplayBadSnapshotWaitsItsTurn(t *testing.T) {
 // events of the original run); its events, and everyone else's, stay
 // exactly as the original run wrote them: no event twice, none missing.
 func TestReplayOverLakeAroundBadSnapshot(t *testing.T) {
-	clean, bodies := tenSnapshots(t)
+	t.Parallel()
+	clean, bodies, clk := tenSnapshots(t)
 	for _, kind := range []string{"meta deleted", "byte flipped"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
 				t.Fatal(err)
 			}
 			before := lakeBySnapshot(t, dir)
 			badBody[kind](t, filepath.Join(dir, strings.TrimPrefix(bodies[4], clean)))
-			res := optlake(t, "replay", "--data-dir", dir)
+			res := clk.optlake(t, "replay", "--data-dir", dir)
 			if res.code != exitPartial {
 				t.Fatalf("replay: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 			}

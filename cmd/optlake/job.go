@@ -88,6 +88,8 @@ type job struct {
 	// Replay builds a runner that reads the raw archive instead of the
 	// venue (no API URL, no client).
 	Replay bool
+	// host gives the snapshot times and the heap's soft limit (main.go).
+	host host
 }
 
 // defaultJob is a job with every setting at its default, for commands
@@ -101,11 +103,6 @@ func defaultJob() *job {
 	}
 	return j
 }
-
-// snapshotClock gives snapshot times (time.Now). It is the CLI's one clock
-// seam: in-process tests pin it to take snapshots at chosen moments
-// instead of sleeping.
-var snapshotClock = time.Now
 
 // built is a job wired into a runner.
 type built struct {
@@ -267,7 +264,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 	}
 	ss = wrapped
 	if j.Replay {
-		if ss, err = replayDays(ctx, st, ss, log); err != nil {
+		if ss, err = replayDays(ctx, j.host, st, ss, log); err != nil {
 			closeSinks(wrapped)
 			return nil, err
 		}
@@ -290,7 +287,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
 		Client: client, Store: st, Events: true, Ledger: true, Sinks: ss, Endpoints: v.endpoints, Params: v.params,
 		Source: v.source, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
-		Now: func() time.Time { return snapshotClock() },
+		Now: j.host.now,
 	})
 	if err != nil {
 		closeSinks(ss)
@@ -389,7 +386,7 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 	if b, err = j.build(ctx, errw); err != nil {
 		return nil, nil, nil, err
 	}
-	if b.lease, err = lockStore(ctx, b.store, j.LeaseTTL, b.log); err != nil {
+	if b.lease, err = lockStore(ctx, b.store, j.LeaseTTL, j.host.now, b.log); err != nil {
 		b.close(ctx)
 		return nil, nil, nil, err
 	}
@@ -405,7 +402,7 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 	if storage.LocalDir(b.store) == "" {
 		limit = bucketMemoryLimit
 	}
-	lowerMemoryLimit(limit)
+	j.host.lowerMemoryLimit(limit)
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {

@@ -19,7 +19,7 @@ import (
 // Not documented for users.
 const convertCrashEnv = "OPTLAKE_TEST_CONVERT_CRASH_AT"
 
-func lakeCommand() *cli.Command {
+func lakeCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:  "lake",
 		Usage: "manage the lake's table format",
@@ -31,12 +31,12 @@ func lakeCommand() *cli.Command {
 				&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose lake is converted", EnvVars: envs("data-dir")},
 				&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
 			},
-			Action: convertAction,
+			Action: func(c *cli.Context) error { return convertAction(c, h) },
 		}},
 	}
 }
 
-func convertAction(c *cli.Context) error {
+func convertAction(c *cli.Context, h host) error {
 	to, err := lake.ParseFormat(c.String("to"))
 	if err != nil {
 		return usageError{err}
@@ -53,7 +53,7 @@ func convertAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	lease, err := lockStore(c.Context, st, 0, log)
+	lease, err := lockStore(c.Context, st, 0, h.now, log)
 	if err != nil {
 		return err
 	}

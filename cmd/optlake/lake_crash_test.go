@@ -24,6 +24,7 @@ import (
 // The next run catches up again: every table then reads the rows of its
 // Parquet files (count and hash), each of the three snapshots exactly once.
 func TestIcebergKill9AtEachStep(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		step      string
 		committed bool // the killed run's instruments commit is visible
@@ -39,7 +40,10 @@ func TestIcebergKill9AtEachStep(t *testing.T) {
 			if onBucket && s.step == "opened" {
 				continue // no Iceberg step: the local disk covers it
 			}
-			t.Run(fmt.Sprintf("%s/bucket=%v", s.step, onBucket), func(t *testing.T) { icebergKillAt(t, s.step, s.committed, onBucket) })
+			t.Run(fmt.Sprintf("%s/bucket=%v", s.step, onBucket), func(t *testing.T) {
+				t.Parallel()
+				icebergKillAt(t, s.step, s.committed, onBucket)
+			})
 		}
 	}
 }
@@ -47,7 +51,7 @@ func TestIcebergKill9AtEachStep(t *testing.T) {
 func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	// The second snapshot is the first of a new day, whose folder a file
 	// blocks: its Parquet load fails and stays pending in the ledger.
-	next := pinClock(t, time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC))
+	clk := pinClock(time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC))
 	sim, api := startSim(t, venuesim.Config{Seed: 4, Instruments: 400})
 	dir := t.TempDir()
 	dataDir := dir
@@ -68,7 +72,7 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	ch.Workdir = dir
 	const ttl = time.Second // the killed run's lease keeps the bucket prefix this long
 	args := []string{"run", "--api-url", api, "--data-dir", dataDir, "--endpoints", "instruments", "--catch-up-budget", "0", "--lease-ttl", ttl.String()}
-	if res := optlake(t, append(args, "--table-format", "iceberg")...); res.code != 0 {
+	if res := clk.optlake(t, append(args, "--table-format", "iceberg")...); res.code != 0 {
 		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
 	}
 	rows := func() string {
@@ -87,8 +91,8 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 		t.Fatal(err)
 	}
 	sim.Advance(1)
-	next()
-	if res := optlake(t, args...); res.code == 0 {
+	clk.next()
+	if res := clk.optlake(t, args...); res.code == 0 {
 		t.Fatalf("the run with the day's folder blocked succeeded:\n%s", res.stdout)
 	}
 	if err := os.Remove(block); err != nil {
@@ -105,8 +109,8 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 
 	time.Sleep(ttl)
 	sim.Advance(1)
-	next()
-	if res := optlake(t, args...); res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1") {
+	clk.next()
+	if res := clk.optlake(t, args...); res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1") {
 		t.Fatalf("run after the kill at %s: exit %d\n%s%s", step, res.code, res.stdout, res.stderr)
 	}
 	for _, table := range icebergTables(t, dir, 3) {

@@ -19,6 +19,7 @@ import (
 // its Parquet files (count and hash), the counts DuckDB reads from the
 // files; no file was rewritten; a third convert commits nothing.
 func TestLakeConvert(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if res := optlake(t, "demo", "--data-dir", dir, "--interval", "10ms", "--snapshots", "3"); res.code != 0 {
 		t.Fatalf("demo: exit %d: %s", res.code, res.stderr)

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,14 +42,40 @@ func (e codedError) ExitCode() int { return e.code }
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	os.Exit(run(host{}, os.Args, os.Stdout, os.Stderr))
+}
+
+// host is what one invocation of the CLI takes from its process besides
+// its arguments and output: the clock of its snapshot times and the Go
+// heap's soft limit. The zero host is the process's own (time.Now,
+// lowerMemoryLimit). Tests that run the CLI in-process, many at once in
+// one test binary, give each invocation its own clock and leave the
+// binary's heap limit alone.
+type host struct {
+	clock           func() time.Time // nil: time.Now
+	keepMemoryLimit bool             // never lower the heap's soft limit
+}
+
+// now is the time of a snapshot (and the day compaction calls today).
+func (h host) now() time.Time {
+	if h.clock == nil {
+		return time.Now()
+	}
+	return h.clock()
+}
+
+// lowerMemoryLimit is lowerMemoryLimit unless the host keeps its limit.
+func (h host) lowerMemoryLimit(limit int64) {
+	if !h.keepMemoryLimit {
+		lowerMemoryLimit(limit)
+	}
 }
 
 // run executes the CLI and returns the exit code. Only here is anything
 // printed about a failure: one line on stderr. A panic that reaches it is
 // a failure (exit 1, with its stack after the line), never the runtime's
 // exit 2, which means a bad flag.
-func run(args []string, stdout, stderr io.Writer) (code int) {
+func run(h host, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "optlake: internal error: %v\n%s", r, debug.Stack())
@@ -57,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp(stdout, stderr)
+	app := newApp(h, stdout, stderr)
 	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		return exitOK
@@ -101,7 +128,7 @@ func isUsage(err error) bool {
 		strings.HasPrefix(s, "invalid value") || strings.Contains(s, "No help topic")
 }
 
-func newApp(stdout, stderr io.Writer) *cli.App {
+func newApp(h host, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:    "optlake",
 		Usage:   "keep the history of an options venue in ClickHouse and Parquet",
@@ -113,17 +140,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Header values may hold commas; lists are split by the commands.
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
-			runCommand(),
+			runCommand(h),
 			venueSimCommand(),
-			demoCommand(),
+			demoCommand(h),
 			migrateCommand(),
-			replayCommand(),
+			replayCommand(h),
 			schemaCommand(),
 			historyCommand(),
 			configCommand(),
 			statusCommand(),
-			compactCommand(),
-			lakeCommand(),
+			compactCommand(h),
+			lakeCommand(h),
 			docsCommand(),
 		},
 	}

@@ -36,6 +36,35 @@ func startCLIEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.
 	return cmd, &out, &errb
 }
 
+// testNowEnv pins the clock of a CLI process a test starts (RFC 3339; see
+// processHost): the process's twin of testClock.
+const testNowEnv = "OPTLAKE_TEST_NOW"
+
+// processHost is the host of the test binary run as the CLI (TestMain):
+// the process's own, its clock pinned if testNowEnv is set.
+func processHost() host {
+	v := os.Getenv(testNowEnv)
+	if v == "" {
+		return host{}
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", testNowEnv, err)
+		os.Exit(exitUsage)
+	}
+	return host{clock: func() time.Time { return at }}
+}
+
+// optlakeProcess runs the CLI as a process of its own to its end, env
+// added to its environment: for what is the process's own (GOMAXPROCS, the
+// heap's limit) and must not change the test binary's.
+func optlakeProcess(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd, out, errb := startCLIEnv(t, env, args...)
+	code := exitCode(cmd.Wait())
+	return result{code, out.String(), errb.String()}
+}
+
 func exitCode(err error) int {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

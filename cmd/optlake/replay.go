@@ -15,7 +15,7 @@ import (
 	"github.com/optlake/optlake/pipeline"
 )
 
-func replayCommand() *cli.Command {
+func replayCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:  "replay",
 		Usage: "rebuild tables from the raw archive (backfill, schema change, a sink that was down)",
@@ -36,7 +36,7 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			j.Replay = true
+			j.Replay, j.host = true, h
 			stopProfile, err := startProfiles(j.CPUProfile, j.MemProfile)
 			if err != nil {
 				return err

@@ -18,11 +18,13 @@ import (
 // see every row exactly once right after the crash, and the next replay
 // recovers the publish and writes the day compacted, rows unchanged.
 func TestReplayKill9MidPublish(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
-	buildLake(t, base, 3)
+	_, clk := buildLake(t, base, 3)
 	want := lakeRows(t, base)
 	for _, step := range []string{"written", "journal", "swap", "retire"} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
 				t.Fatalf("cp: %v %s", err, out)
@@ -36,7 +38,7 @@ func TestReplayKill9MidPublish(t *testing.T) {
 				t.Fatalf("replay did not die at %s: %v\n%s", step, err, out)
 			}
 			sameLake(t, "right after the crash", lakeRows(t, dir), want)
-			if res := optlake(t, args...); res.code != 0 {
+			if res := clk.optlake(t, args...); res.code != 0 {
 				t.Fatalf("replay after the crash: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 			}
 			for _, table := range []string{"instruments", "instrument_events"} {
@@ -65,9 +67,10 @@ func TestReplayKill9MidPublish(t *testing.T) {
 // them from the raw archive: every snapshot's rows exactly once, as
 // without the fault.
 func TestReplayDayNotWrittenStaysPending(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	run := func(t *testing.T, fault bool) (rows, events []string) {
-		next := pinClock(t, base)
+		clk := pinClock(base)
 		sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 200})
 		dir := t.TempDir()
 		args := []string{"--data-dir", dir, "--endpoints", "instruments"}
@@ -77,7 +80,7 @@ func TestReplayDayNotWrittenStaysPending(t *testing.T) {
 		}
 		for i := 0; i < 3; i++ {
 			if i == 2 && fault {
-				res := optlake(t, append([]string{"replay"}, args...)...)
+				res := clk.optlake(t, append([]string{"replay"}, args...)...)
 				if res.code == 0 || !strings.Contains(res.stderr+res.stdout, "not written") {
 					t.Fatalf("replay into the unwritable lake: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 				}
@@ -86,7 +89,7 @@ func TestReplayDayNotWrittenStaysPending(t *testing.T) {
 				}
 				repair()
 			}
-			res := optlake(t, append([]string{"run", "--api-url", url, "--source", "sim"}, args...)...)
+			res := clk.optlake(t, append([]string{"run", "--api-url", url, "--source", "sim"}, args...)...)
 			want := 0
 			if fault && i < 2 {
 				want = exitPartial
@@ -98,7 +101,7 @@ func TestReplayDayNotWrittenStaysPending(t *testing.T) {
 				t.Errorf("run after the failed replay did not catch the day up: %s", res.stdout)
 			}
 			sim.Advance(1)
-			next()
+			clk.next()
 		}
 		if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
 			t.Errorf("ledger at the end: %+v", st)

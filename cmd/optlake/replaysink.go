@@ -18,7 +18,7 @@ const replayCompressionLevel = 3
 // directly: the parquet sink becomes a compact.DaySink (one file per
 // table and day, sorted, published through compaction's journal as each
 // day is replayed). An Iceberg lake keeps its sink.
-func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slog.Logger) ([]sinks.Sink, error) {
+func replayDays(ctx context.Context, h host, st storage.Store, ss []sinks.Sink, log *slog.Logger) ([]sinks.Sink, error) {
 	i := slices.IndexFunc(ss, func(s sinks.Sink) bool { return s.Name() == "parquet" })
 	if i < 0 {
 		return ss, nil
@@ -27,7 +27,7 @@ func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slo
 		return ss, err
 	}
 	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: ss[i], Compact: compact.Options{
-		Lake: compact.For(st, crashHook(), snapshotClock), Logger: log.With("step", "replay"), Crash: crashHook(),
+		Lake: compact.For(st, crashHook(), h.now), Logger: log.With("step", "replay"), Crash: crashHook(),
 		// zstd level 3, the run sink's, not compaction's 9: the day's
 		// output runs on one core after its last snapshot; level 9 saves
 		// ~6% of the bytes for ~15% more wall (docs/PERFORMANCE.md).
@@ -38,7 +38,7 @@ func replayDays(ctx context.Context, st storage.Store, ss []sinks.Sink, log *slo
 	}
 	// The day's merge is compaction's: the same bounded working set, and
 	// the same soft limit keeps garbage from growing past it.
-	lowerMemoryLimit(compactMemoryLimit)
+	h.lowerMemoryLimit(compactMemoryLimit)
 	out := slices.Clone(ss)
 	out[i] = ds
 	return out, nil

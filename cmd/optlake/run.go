@@ -45,7 +45,7 @@ func dsnSetting(c *cli.Context) (string, error) {
 	return dsn, nil
 }
 
-func runCommand() *cli.Command {
+func runCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "take one snapshot of the venue (or one every --every) and exit",
@@ -55,6 +55,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			j.host = h
 			stopProfile, err := startProfiles(j.CPUProfile, j.MemProfile)
 			if err != nil {
 				return err

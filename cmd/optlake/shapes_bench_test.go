@@ -68,7 +68,7 @@ func BenchmarkRunWideBodies(b *testing.B) {
 				dir := b.TempDir()
 				b.StartTimer()
 				var out, errb strings.Builder
-				if code := run(append([]string{"optlake"}, append(args, "--data-dir", dir)...), &out, &errb); code != 0 {
+				if code := run(host{}, append([]string{"optlake"}, append(args, "--data-dir", dir)...), &out, &errb); code != 0 {
 					b.Fatalf("exit %d: %s", code, errb.String())
 				}
 			}

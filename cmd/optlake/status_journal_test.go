@@ -36,8 +36,9 @@ func statusDocOf(t *testing.T, dir string) (statusDoc, string) {
 // day and table of the unfinished compaction (it said "nothing pending"),
 // in text and JSON, until the next compact recovers it.
 func TestStatusShowsUnfinishedCompaction(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	buildLake(t, dir, 3)
+	_, clk := buildLake(t, dir, 3)
 	to := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
 	cmd := exec.Command(os.Args[0], "compact", "--data-dir", dir, "--to", to, "--tables", "instruments")
 	cmd.Env = append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1", crashEnv+"=swap")
@@ -52,7 +53,7 @@ func TestStatusShowsUnfinishedCompaction(t *testing.T) {
 	if !strings.Contains(text, "unfinished compaction: instruments "+day) {
 		t.Fatalf("status text:\n%s", text)
 	}
-	if res := optlake(t, "compact", "--data-dir", dir, "--to", to, "--tables", "instruments"); res.code != 0 {
+	if res := clk.optlake(t, "compact", "--data-dir", dir, "--to", to, "--tables", "instruments"); res.code != 0 {
 		t.Fatalf("compact: %s", res.stderr)
 	}
 	if doc, text := statusDocOf(t, dir); len(doc.Compactions) != 0 || strings.Contains(text, "unfinished") {
@@ -103,17 +104,18 @@ func TestStatusOnBucketShowsJournalAndLease(t *testing.T) {
 // the events state: a clock gone backwards) exits 3, and `status` keeps
 // saying so, in text and JSON, until a later snapshot writes its events.
 func TestStatusShowsEventsNotWritten(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	pinClock(t, base) // restored at the end
+	clk := pinClock(base)
 	sim, url := startSim(t, venuesim.Config{Seed: 4, Instruments: 60})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
-	if res := optlake(t, args...); res.code != 0 {
+	if res := clk.optlake(t, args...); res.code != 0 {
 		t.Fatalf("first run: exit %d %s", res.code, res.stderr)
 	}
-	snapshotClock = func() time.Time { return base.Add(-time.Hour) }
+	clk.set(base.Add(-time.Hour))
 	sim.Advance(1)
-	res := optlake(t, args...)
+	res := clk.optlake(t, args...)
 	if res.code != 3 || !strings.Contains(res.stderr, "instrument events not written") {
 		t.Fatalf("run before the events state: exit %d\n%s", res.code, res.stderr)
 	}
@@ -128,9 +130,9 @@ func TestStatusShowsEventsNotWritten(t *testing.T) {
 	if text := optlake(t, "status", "--data-dir", dir).stdout; !strings.Contains(text, "instrument events not written: ") {
 		t.Fatalf("status text:\n%s", text)
 	}
-	snapshotClock = func() time.Time { return base.Add(time.Minute) }
+	clk.set(base.Add(time.Minute))
 	sim.Advance(1)
-	if res := optlake(t, args...); res.code != 0 {
+	if res := clk.optlake(t, args...); res.code != 0 {
 		t.Fatalf("run after: exit %d %s", res.code, res.stderr)
 	}
 	if text := optlake(t, "status", "--data-dir", dir).stdout; strings.Contains(text, "instrument events not written") {

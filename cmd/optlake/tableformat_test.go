@@ -28,6 +28,7 @@ import (
 // commit each), ClickHouse reads the same rows, and its upkeep expires
 // the snapshots older than --iceberg-keep-snapshots.
 func TestIcebergLakeEndToEnd(t *testing.T) {
+	t.Parallel()
 	sim, url := startSim(t, venuesim.Config{Seed: 12, Faults: venuesim.Faults{SchemaDrift: true}})
 	dir := t.TempDir()
 	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments,account_summary",
@@ -112,9 +113,10 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 // snapshot but the current one); ClickHouse reads the closed day's rows
 // unchanged, and the table holds one file for it beside today's.
 func TestRunCompactIceberg(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, url := startSim(t, venuesim.Config{Seed: 12, Instruments: 200})
-	next := pinClock(t, compactDay) // 23:57
+	clk := pinClock(compactDay) // 23:57
 	ch := testenv.NewChDB(t)
 	ch.Workdir = dir
 	day := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('instruments') WHERE toDate(snapshot_time) = '%s' FORMAT TSV;", compactDay.Format(time.DateOnly))
@@ -124,7 +126,7 @@ func TestRunCompactIceberg(t *testing.T) {
 		if k == 0 {
 			args = append(args, "--table-format", "iceberg")
 		} else {
-			next()
+			clk.next()
 		}
 		if k == 3 {
 			var err error
@@ -132,7 +134,7 @@ func TestRunCompactIceberg(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res := optlake(t, args...)
+		res := clk.optlake(t, args...)
 		if res.code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", k, res.code, res.stderr)
 		}
@@ -200,6 +202,7 @@ func checkLedgerSnapshots(t *testing.T, dir string, want int) {
 // table's Parquet files (count and hash), also under a filter on the
 // snapshot time that prunes by the day partition and the bounds.
 func TestIcebergLakeOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	url := g.URL("lake", "hist")

@@ -53,6 +53,7 @@ func pageFiles(t *testing.T, dir, endpoint string) int {
 // Each paginator, walked over the simulator's pages, loads the rows of the
 // unpaginated body; a replay of the paginated snapshot loads them again.
 func TestPaginatorsLoadTheUnpaginatedRows(t *testing.T) {
+	t.Parallel()
 	_, plain := startSim(t, venuesim.Config{Seed: 5, Instruments: 1200})
 	base := t.TempDir()
 	if res := optlake(t, "run", "--api-url", plain, "--data-dir", base, "--endpoints", "instruments"); res.code != 0 {
@@ -99,6 +100,7 @@ func TestPaginatorsLoadTheUnpaginatedRows(t *testing.T) {
 // endpoint, in Parquet and in ClickHouse (rows are staged until the last
 // page); the other endpoints load (exit 3).
 func TestPageFailureLoadsNothing(t *testing.T) {
+	t.Parallel()
 	c := testenv.SharedClickHouse(t)
 	db := testenv.FreshDatabase(t, c)
 	_, url := realSim(t, 6, venuesim.RealVenue{Paginate: venuesim.PageCursor, PageSize: 100, FailPage: 4})
@@ -130,6 +132,7 @@ func TestPageFailureLoadsNothing(t *testing.T) {
 // A cursor that comes back, and a listing longer than max_pages, fail the
 // endpoint with one line that says why.
 func TestPageLoopAndMaxPages(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		rv   venuesim.RealVenue
@@ -161,6 +164,7 @@ func TestPageLoopAndMaxPages(t *testing.T) {
 // Error bodies in 200 answers: a retry code is retried (and loads), any
 // other code fails the endpoint at once; neither is loaded as rows.
 func TestVenueErrorBodies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		retry string
@@ -362,6 +366,7 @@ func accountDigest(t *testing.T, dir, table string) string {
 // envelope over several pages, loads the rows of the one-page body with the
 // same row_index; replay (which has no config) rebuilds them.
 func TestPaginatedAccountEndpoint(t *testing.T) {
+	t.Parallel()
 	_, plain := realSim(t, 11, venuesim.RealVenue{Envelope: venuesim.EnvelopeJSONRPC})
 	base := t.TempDir()
 	cfg := writeFile(t, t.TempDir(), "c.yaml", "endpoints:\n  my_positions: {kind: account, path: /api/v2/private/get_positions, records: result.positions}\n")
@@ -397,22 +402,23 @@ func TestPaginatedAccountEndpoint(t *testing.T) {
 // A paginated snapshot that a sink missed is caught up from its archived
 // pages by the next run: the same rows, and the ledger settles.
 func TestCatchUpPaginatedSnapshot(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	next := pinClock(t, base)
+	clk := pinClock(base)
 	_, url := realSim(t, 12, venuesim.RealVenue{Paginate: venuesim.PageOffset, PageSize: 100})
 	dir := t.TempDir()
 	cfg := writeFile(t, t.TempDir(), "c.yaml", "endpoints:\n  instruments:\n    records: data\n    pagination: {type: offset, offset_param: offset, limit_param: limit, limit: 100, total_path: total}\n")
 	args := []string{"run", "--config", cfg, "--api-url", url, "--data-dir", dir, "--source", "sim"}
 	repair := blockParquet(t, dir)
-	if res := optlake(t, args...); res.code != exitPartial {
+	if res := clk.optlake(t, args...); res.code != exitPartial {
 		t.Fatalf("run with the lake unwritable: exit %d: %s", res.code, res.stderr)
 	}
 	if st := statusJSON(t, dir)["parquet"]; st.Pending != 1 {
 		t.Errorf("status during the fault: %+v", st)
 	}
 	repair()
-	next()
-	res := optlake(t, args...)
+	clk.next()
+	res := clk.optlake(t, args...)
 	if res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1 snapshots") {
 		t.Fatalf("exit %d: %s %s", res.code, res.stdout, res.stderr)
 	}
@@ -429,6 +435,7 @@ func TestCatchUpPaginatedSnapshot(t *testing.T) {
 // envelope, no pages: the default decoder) loads the rows of the grouped
 // listing.
 func TestBareListingLoadsTheGroupedRows(t *testing.T) {
+	t.Parallel()
 	_, grouped := startSim(t, venuesim.Config{Seed: 5, Instruments: 1200})
 	base := t.TempDir()
 	if res := optlake(t, "run", "--api-url", grouped, "--data-dir", base, "--endpoints", "instruments"); res.code != 0 {
