@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,5 +173,31 @@ func TestKill9MidRun(t *testing.T) {
 	})
 	if len(temps) != 0 {
 		t.Errorf("temp files remain: %v", temps)
+	}
+}
+
+// A pinned clock reaches the CLI, in-process (testClock.optlake) and in a
+// process of its own (testNowEnv): each run's snapshot is at its clock's
+// time, not the real one.
+func TestPinnedClocks(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t, venuesim.Config{Seed: 2, Instruments: 50})
+	clk := pinClock(time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC))
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+	if res := clk.optlake(t, args...); res.code != 0 {
+		t.Fatalf("in-process run: exit %d: %s", res.code, res.stderr)
+	}
+	clk.next()
+	if res := optlakeProcess(t, []string{clk.env()}, args...); res.code != 0 {
+		t.Fatalf("process run: exit %d: %s", res.code, res.stderr)
+	}
+	var got []string
+	for _, m := range rawMetas(t, dir, "instruments") {
+		got = append(got, m.SnapshotTime.UTC().Format(time.RFC3339))
+	}
+	slices.Sort(got)
+	if want := []string{"2026-03-04T05:06:00Z", "2026-03-04T05:07:00Z"}; !slices.Equal(got, want) {
+		t.Errorf("snapshot times %v, want %v", got, want)
 	}
 }
