@@ -122,7 +122,7 @@ func TestReplayDayNotWrittenStaysPending(t *testing.T) {
 // lowerMemoryLimit only ever lowers the soft limit: a replay into a bucket
 // keeps the bucket run's 128 MiB when its day writer asks for compaction's
 // 160 MiB (which raised it before). Not parallel: it sets the process's
-// limit, which in-process runs of parallel tests set too.
+// limit (the in-process runs of tests leave it alone: testHost).
 func TestLowerMemoryLimitNeverRaises(t *testing.T) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOMEMLIMIT is set: lowerMemoryLimit leaves the limit alone")
