@@ -131,7 +131,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics, plain encoding for most columns and DELTA_BYTE_ARRAY
+// level, statistics (except on the columns of noStats), plain encoding for most columns and DELTA_BYTE_ARRAY
 // for the columns whose values share prefixes (schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
@@ -154,8 +154,30 @@ func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
 		if c.SharedPrefix && c.Type == schema.String && !c.List {
 			opts = append(opts, parquet.WithEncodingFor(c.Name, parquet.Encodings.DeltaByteArray))
 		}
+		if noStats[t][c.Name] {
+			opts = append(opts, parquet.WithStatsFor(c.Name, false))
+		}
 	}
 	return opts
+}
+
+// noStats are the columns whose per-snapshot files carry no min/max
+// statistics: string columns no reader filters on, whose statistics cost
+// a comparison or two per value (on the 1M listing the instruments file
+// took ~0.2 of its ~1.2 CPU-s less without these six; docs/PERFORMANCE.md,
+// issue 33). The columns readers filter on keep theirs: the meta columns,
+// instrument_name, base_currency, kind, option_type, instrument_type,
+// settlement_period, every number, flag and time (strike, expiration_time
+// …). instrument_id is an opaque id (the name is the key), index_price_raw
+// the text of index_price (which keeps its statistics), extra the JSON of
+// unknown fields, and the counter, quote and settlement currencies repeat
+// base_currency's filter. Compaction writes its day files with statistics
+// on every column.
+var noStats = map[*schema.Table]map[string]bool{
+	schema.Instruments: {
+		"instrument_id": true, "index_price_raw": true, "extra": true,
+		"counter_currency": true, "quote_currency": true, "settlement_currency": true,
+	},
 }
 
 // flatTable reports a table without list columns (see columnWriter).
