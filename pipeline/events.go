@@ -35,12 +35,6 @@ type eventsRun struct {
 	turn *eventsTurn
 	err  error
 	log  *slog.Logger
-	// obs hands the current attempt's rows to d on a goroutine of its own
-	// (observing is ~0.4 CPU-s per 1M rows, taken off the decoder's
-	// goroutine); done reports its first error. nil when none runs: wait
-	// ends it.
-	obs  chan arrow.Record
-	done chan error
 }
 
 // startEvents loads the last known state of the source (nil: no events);
@@ -71,7 +65,6 @@ func (e *eventsRun) close(states stateStore) {
 	if e == nil {
 		return
 	}
-	e.wait()
 	if e.d != nil {
 		e.d.Close()
 	}
@@ -154,7 +147,6 @@ func (t *eventsTurn) finish() {
 // beginAttempt starts (again) with a fresh comparison: a retried request
 // must not count the rows of its failed attempt.
 func (e *eventsRun) beginAttempt() {
-	e.wait()
 	if e == nil || e.tainted || e.err != nil {
 		return
 	}
@@ -179,45 +171,14 @@ func (e *eventsRun) beginAttempt() {
 	e.d = d
 }
 
-// observe hands rec (retained) to the goroutine observing the attempt's
-// rows, in order; wait returns when they are all observed.
 func (e *eventsRun) observe(rec arrow.Record) {
 	if e == nil || e.d == nil || e.tainted || e.err != nil {
 		return
 	}
 	e.observed = true
-	if e.obs == nil {
-		e.obs, e.done = make(chan arrow.Record, 2), make(chan error, 1)
-		go observeAll(e.d, e.obs, e.done)
-	}
-	rec.Retain()
-	e.obs <- rec
-}
-
-// observeAll observes recs with d until recs is closed, then sends the
-// first error (nil: none) to done; rows after an error are not observed.
-func observeAll(d *events.Differ, recs <-chan arrow.Record, done chan<- error) {
-	var err error
-	for rec := range recs {
-		if err == nil {
-			err = d.Observe(rec)
-		}
-		rec.Release()
-	}
-	done <- err
-}
-
-// wait returns once every row handed to observe is observed, with the
-// first error of Observe in e.err.
-func (e *eventsRun) wait() {
-	if e == nil || e.obs == nil {
-		return
-	}
-	close(e.obs)
-	if err := <-e.done; err != nil && e.err == nil {
+	if err := e.d.Observe(rec); err != nil {
 		e.err = err
 	}
-	e.obs, e.done = nil, nil
 }
 
 // taint marks the comparison unusable after a failed request.

@@ -752,7 +752,6 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoi
 	}
 	start := time.Now()
 	stats, err := dec.Decode(ctx, body, snap, emit)
-	ev.wait()
 	res.stage(StageDecode, start)
 	if err != nil {
 		fan.Abort()
