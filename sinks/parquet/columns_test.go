@@ -58,7 +58,7 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 	})
 	for _, workers := range []int{2, 3, 40} {
 		got := writeWith(fmt.Sprintf("columns-%d.parquet", workers), func(f *os.File) (recordWriter, error) {
-			return newColumnWriter(sc, f, props(), workers)
+			return NewColumnWriter(sc, f, props(), workers)
 		})
 		compareParquet(t, ref, got)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,13 +190,15 @@ func (c *sourceCursor) close() error {
 
 // output writes the merged rows into the staged partition: files of at
 // most ~MaxFileBytes, row groups of RowGroupRows, zstd, encodings chosen
-// per column on the first rows (chooseEncodings).
+// per column on the first rows (chooseEncodings) or given (fixed). A flat
+// schema's columns are encoded at once (pq.ColumnWriter).
 type output struct {
 	opt      *Options
 	mem      memory.Allocator
 	u        *arrow.Schema
 	st       Staged
 	manifest pq.Manifest
+	fixed    []parquet.WriterProperty // the encodings, when not chosen by trials
 	encs     []parquet.WriterProperty
 
 	sample     []arrow.Record
@@ -202,7 +206,7 @@ type output struct {
 
 	w     io.WriteCloser
 	cw    *pq.CountingWriter
-	fw    *pqarrow.FileWriter
+	fw    fileWriter
 	parts int
 	rows  int64 // in the current file
 	total int64
@@ -210,8 +214,19 @@ type output struct {
 	chose map[string]string // column path -> encoding chosen
 }
 
+// fileWriter writes one output file: *pqarrow.FileWriter or
+// *pq.ColumnWriter.
+type fileWriter interface {
+	WriteBuffered(arrow.Record) error
+	AppendKeyValueMetadata(key, value string) error
+	Close() error
+}
+
 // write takes a batch of merged rows (and releases it).
 func (o *output) write(rec arrow.Record) error {
+	if o.encs == nil && o.fixed != nil {
+		o.encs, o.chose = o.fixed, encodingNames(o.u, o.props(o.fixed...))
+	}
 	if o.encs == nil {
 		o.sample = append(o.sample, rec)
 		o.sampleRows += int(rec.NumRows())
@@ -268,7 +283,12 @@ func (o *output) put(rec arrow.Record) error {
 		}
 		o.w, o.cw = w, &pq.CountingWriter{W: w}
 		err = pq.Guard(o.cw, func() (err error) {
-			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+			props := o.props(o.encs...)
+			if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && pq.FlatSchema(o.u) {
+				o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, workers)
+			} else {
+				o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+			}
 			return err
 		})
 		if err != nil {
@@ -319,6 +339,9 @@ func (o *output) closeFile() error {
 // finish writes what is buffered and closes the last file. A day without
 // rows still gets one (empty) file: it records the snapshots it replaced.
 func (o *output) finish() error {
+	if o.encs == nil && o.fixed != nil {
+		o.encs, o.chose = o.fixed, encodingNames(o.u, o.props(o.fixed...))
+	}
 	if o.encs == nil {
 		if err := o.flushSample(); err != nil {
 			return err
@@ -349,6 +372,70 @@ func (o *output) abort() {
 		pq.Guard(o.cw, o.fw.Close)
 		o.w.Close()
 	}
+}
+
+// encodingNames names each column's encoding under props.
+func encodingNames(u *arrow.Schema, props *parquet.WriterProperties) map[string]string {
+	out := map[string]string{}
+	for _, f := range u.Fields() {
+		switch {
+		case props.DictionaryEnabledFor(f.Name):
+			out[f.Name] = "dictionary"
+		case props.EncodingFor(f.Name) == parquet.Encodings.DeltaByteArray, props.EncodingFor(f.Name) == parquet.Encodings.DeltaBinaryPacked:
+			out[f.Name] = "delta"
+		case props.EncodingFor(f.Name) == parquet.Encodings.DeltaLengthByteArray:
+			out[f.Name] = "delta_length"
+		default:
+			out[f.Name] = "plain"
+		}
+	}
+	return out
+}
+
+// pipe hands records to fn on a goroutine of its own, in order, one
+// waiting at most: the merge gathers the next batch while the output
+// writes the last. fn owns each record it gets.
+type pipe struct {
+	ch     chan arrow.Record
+	done   chan struct{}
+	err    error       // fn's first error (written before failed is set)
+	failed atomic.Bool // fn has failed: later records are dropped
+}
+
+func startPipe(fn func(arrow.Record) error) *pipe {
+	p := &pipe{ch: make(chan arrow.Record, 1), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for rec := range p.ch {
+			if p.failed.Load() {
+				rec.Release()
+				continue
+			}
+			// A panic here would end the process: Guard makes it an error.
+			if err := pq.Guard(nil, func() error { return fn(rec) }); err != nil {
+				p.err = err
+				p.failed.Store(true)
+			}
+		}
+	}()
+	return p
+}
+
+// send hands rec over (the pipe owns it); fn's error once it has failed.
+func (p *pipe) send(rec arrow.Record) error {
+	if p.failed.Load() {
+		rec.Release()
+		return p.err
+	}
+	p.ch <- rec
+	return nil
+}
+
+// close waits for the records sent and returns fn's error.
+func (p *pipe) close() error {
+	close(p.ch)
+	<-p.done
+	return p.err
 }
 
 // Encodings tried for each column on a sample of the day's rows; the
