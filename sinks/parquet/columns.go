@@ -146,7 +146,7 @@ func (w *ColumnWriter) put(rec arrow.Record, end bool) error {
 	if err != nil || !end {
 		return err
 	}
-	w.rgw = nil
+	w.rgw, w.rgRows = nil, 0
 	return rgw.Close()
 }
 
@@ -160,7 +160,7 @@ func (w *ColumnWriter) EndRowGroup() error {
 	if rgw == nil {
 		return nil
 	}
-	w.rgw = nil
+	w.rgw, w.rgRows = nil, 0
 	if err := w.columns(func(_ context.Context, i, _ int) error { return w.flushPages(rgw, i) }); err != nil {
 		return err
 	}

@@ -63,10 +63,13 @@ type Options struct {
 	// MergeSteps (the Lake's own hook covers its publish).
 	Crash func(step string)
 
-	ChunkBytes       int64 // Arrow bytes sorted in memory at once (default 32 MiB)
-	MergeBatchBytes  int64 // memory for the merge's input batches together (default 32 MiB)
-	FanIn            int   // most runs merged at once (default 32)
-	RowGroupRows     int   // default 131072
+	ChunkBytes      int64 // Arrow bytes sorted in memory at once (default 32 MiB)
+	MergeBatchBytes int64 // memory for the merge's input batches together (default 32 MiB)
+	FanIn           int   // most runs merged at once (default 32)
+	RowGroupRows    int   // default 131072
+	// PageBytes is the data page size (default 1 MiB). A row group being
+	// written holds about three pages' worth of buffers per column.
+	PageBytes        int64
 	MaxFileBytes     int64 // a partition's file is split past this size (default 1 GiB)
 	CompressionLevel int   // zstd level (default 9)
 	SampleRows       int   // rows the encodings are chosen on (default 32768)
@@ -111,6 +114,9 @@ func (o *Options) defaults() {
 	}
 	if o.RowGroupRows == 0 {
 		o.RowGroupRows = 128 << 10
+	}
+	if o.PageBytes == 0 {
+		o.PageBytes = 1 << 20
 	}
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = 1 << 30

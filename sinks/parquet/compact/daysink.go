@@ -52,9 +52,8 @@ type DayOptions struct {
 	// without a sort key, and the sink's name.
 	Fallback sinks.Sink
 	// Compact configures the day's merge and publish; Compact.Lake is
-	// required. Its ChunkBytes bound the runs each day holds in memory
-	// before they are merged into a spilled run (twice that while a merge
-	// is under way).
+	// required. Its ChunkBytes bound the runs each day holds in memory:
+	// half of it is merged into a spilled run while the other half fills.
 	Compact Options
 	// WriterBytes is the Arrow bytes one snapshot's table holds in memory
 	// before it spills a sorted run (default 8 MiB).
@@ -166,12 +165,12 @@ func (s *DaySink) Close(ctx context.Context) error {
 
 // dayRows are the committed rows of one partition, awaiting its publish:
 // sorted runs in the order their snapshots committed, in memory or
-// spilled. Once the runs in memory reach the budget, they are handed to a
-// merge on a goroutine of the day, which writes them as one spilled run
-// in their place; a commit that fills the budget again while that merge
-// is under way waits for it. So the day holds at most twice the budget,
-// and what FlushDay has left to merge is that spilled run per budget and
-// the last runs, in memory.
+// spilled. Once the runs in memory reach the budget (half of ChunkBytes),
+// they are handed to a merge on a goroutine of the day, which writes them
+// as one spilled run in their place; a commit that fills the budget again
+// while that merge is under way waits for it. So the day holds at most
+// twice the budget, and what FlushDay has left to merge is that spilled
+// run per budget and the last runs, in memory.
 type dayRows struct {
 	mem    memory.Allocator
 	key    []string
@@ -206,7 +205,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	d := s.days[p]
 	if d == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes, ctx: ctx, stop: stop}
+		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, ctx: ctx, stop: stop}
 		s.days[p] = d
 	}
 	return d

@@ -271,6 +271,7 @@ func baseProps(opt *Options, mem memory.Allocator) []parquet.WriterProperty {
 		parquet.WithCompressionLevel(opt.CompressionLevel),
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(int64(opt.RowGroupRows)),
+		parquet.WithDataPageSize(opt.PageBytes),
 		parquet.WithCreatedBy("optlake compact"),
 	}
 }
