@@ -123,19 +123,57 @@ func (w *ColumnWriter) WriteBuffered(rec arrow.Record) error {
 	return nil
 }
 
-// put encodes rec's columns into the row group under way; end closes it
-// after, its columns' last pages built in the same pass (see EndRowGroup).
+// put encodes rec's columns into the row group under way; end closes it.
 func (w *ColumnWriter) put(rec arrow.Record, end bool) error {
 	if !rec.Schema().Equal(w.sc) {
 		return fmt.Errorf("record schema %s differs from the file's", rec.Schema())
 	}
+	return w.write(rec.NumRows(), func(i int) arrow.Array {
+		c := rec.Column(i)
+		c.Retain()
+		return c
+	}, end)
+}
+
+// Room is the rows the row group under way takes before WriteColumns
+// closes it.
+func (w *ColumnWriter) Room() int64 {
+	if w.rgw == nil {
+		return w.maxRows
+	}
+	return w.maxRows - w.rgRows
+}
+
+// WriteColumns adds n rows (at most Room) to the row group under way,
+// closing it when full: column i is column(i), called on a worker once
+// (so the caller may build a batch's columns at once too) and released
+// after.
+func (w *ColumnWriter) WriteColumns(n int64, column func(i int) arrow.Array) error {
+	if n > w.Room() {
+		return fmt.Errorf("%d rows for a row group with room for %d", n, w.Room())
+	}
+	if n <= 0 {
+		return nil
+	}
+	return w.write(n, column, n == w.Room())
+}
+
+// write encodes n rows, column i being column(i), into the row group under
+// way; end closes it after, its columns' last pages built in the same pass
+// (see EndRowGroup).
+func (w *ColumnWriter) write(n int64, column func(i int) arrow.Array, end bool) error {
 	if w.rgw == nil {
 		w.rgw, w.rgRows = w.pw.AppendBufferedRowGroup(), 0
 	}
 	rgw := w.rgw
-	w.rgRows += rec.NumRows()
+	w.rgRows += n
 	err := w.columns(func(ctx context.Context, i, k int) error {
-		if err := w.column(ctx, rgw, rec.Column(i), i, k); err != nil {
+		arr := column(i)
+		defer arr.Release()
+		if int64(arr.Len()) != n {
+			return fmt.Errorf("%d values for %d rows", arr.Len(), n)
+		}
+		if err := w.column(ctx, rgw, arr, i, k); err != nil {
 			return err
 		}
 		if end {

@@ -538,21 +538,21 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 		staged.Abort()
 		return nil, nil, err
 	}
-	// The merge gathers the rows of the next batch while the output
-	// encodes the last one (its columns at once: ColumnWriter).
+	// The merge finds the rows of the next batch while the output gathers
+	// and encodes the last one (its columns at once: writeRows).
 	g := newGatherer(j.mem, j.u)
-	p := startPipe(out.write)
+	p := startPipe(out.writeRows)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
 	err = merge(ctx, cursors, j.key, func(src int, rec arrow.Record, row int) error {
 		g.add(src, rec, row)
 		if g.rows() >= outBatch {
-			return p.send(g.flush())
+			return p.send(g.take())
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := g.flush(); rec != nil {
-			err = p.send(rec)
+		if b := g.take(); b != nil {
+			err = p.send(b)
 		}
 	}
 	g.release()

@@ -136,6 +136,8 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 		s.mu.Unlock()
 		r, err := d.replayed()
 		if err == nil {
+			s.opt.Compact.Logger.Debug("writing the replayed day", "partition", p.String(), "merged_runs", d.merges,
+				"runs_spilled", spilled(r.Runs), "runs_in_memory", len(r.Runs)-spilled(r.Runs))
 			var pr PartitionReport
 			pr, err = PublishDay(ctx, s.opt.Compact, p, r)
 			if err == nil {
@@ -186,6 +188,7 @@ type dayRows struct {
 	u       *arrow.Schema // the last committed schema: the table's columns
 	enc     []parquet.WriterProperty
 	err     error // a merge's, reported by later commits and FlushDay
+	merges  int   // merges started
 
 	ctx  context.Context // the merges'; cancelled by drop
 	stop context.CancelFunc
@@ -254,6 +257,7 @@ func (d *dayRows) startMerge() {
 	d.held = 0
 	done := make(chan struct{})
 	d.merging = done
+	d.merges++
 	go func() {
 		defer close(done)
 		err := d.mergeGroup(group, out)

@@ -222,11 +222,58 @@ type fileWriter interface {
 	Close() error
 }
 
-// write takes a batch of merged rows (and releases it).
-func (o *output) write(rec arrow.Record) error {
+// writeRows takes a batch of merged rows (and releases it). With the
+// encodings given and a flat schema, each column is gathered by the
+// worker that encodes it; otherwise the rows are gathered into a record
+// first (write).
+func (o *output) writeRows(b *gathered) error {
+	o.useFixed()
+	if o.encs == nil || !o.parallel() {
+		rec := b.record(o.mem, o.u)
+		b.release()
+		return o.write(rec)
+	}
+	for b != nil {
+		if err := o.open(); err != nil {
+			b.release()
+			return err
+		}
+		cw := o.fw.(*pq.ColumnWriter)
+		part, rest := b.split(cw.Room())
+		err := pq.Guard(o.cw, func() error {
+			return cw.WriteColumns(part.rows(), func(i int) arrow.Array { return part.column(o.mem, o.u.Field(i).Type, i) })
+		})
+		n := part.rows()
+		part.release()
+		if err == nil {
+			err = o.wrote(n)
+		}
+		if err != nil {
+			if rest != nil {
+				rest.release()
+			}
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// useFixed takes the given encodings, if any, before the first rows.
+func (o *output) useFixed() {
 	if o.encs == nil && o.fixed != nil {
 		o.encs, o.chose = o.fixed, encodingNames(o.u, o.props(o.fixed...))
 	}
+}
+
+// parallel reports an output whose files are written by pq.ColumnWriter.
+func (o *output) parallel() bool {
+	return min(runtime.GOMAXPROCS(0), 4) > 1 && pq.FlatSchema(o.u)
+}
+
+// write takes a batch of merged rows (and releases it).
+func (o *output) write(rec arrow.Record) error {
+	o.useFixed()
 	if o.encs == nil {
 		o.sample = append(o.sample, rec)
 		o.sampleRows += int(rec.NumRows())
@@ -277,33 +324,47 @@ func baseProps(opt *Options, mem memory.Allocator) []parquet.WriterProperty {
 }
 
 func (o *output) put(rec arrow.Record) error {
-	if o.fw == nil {
-		w, err := o.st.Create(pq.CompactedName(o.manifest.ID, o.parts))
-		if err != nil {
-			return fmt.Errorf("create: %w", err)
-		}
-		o.w, o.cw = w, &pq.CountingWriter{W: w}
-		err = pq.Guard(o.cw, func() (err error) {
-			props := o.props(o.encs...)
-			if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && pq.FlatSchema(o.u) {
-				o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, workers)
-			} else {
-				o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
-			}
-			return err
-		})
-		if err != nil {
-			w.Close()
-			o.fw, o.w, o.cw = nil, nil, nil
-			return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
-		}
-		o.rows = 0
+	if err := o.open(); err != nil {
+		return err
 	}
 	if err := pq.Guard(o.cw, func() error { return o.fw.WriteBuffered(rec) }); err != nil {
 		return fmt.Errorf("write %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 	}
-	o.rows += rec.NumRows()
-	o.total += rec.NumRows()
+	return o.wrote(rec.NumRows())
+}
+
+// open creates the next file when none is open.
+func (o *output) open() error {
+	if o.fw != nil {
+		return nil
+	}
+	w, err := o.st.Create(pq.CompactedName(o.manifest.ID, o.parts))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	o.w, o.cw = w, &pq.CountingWriter{W: w}
+	err = pq.Guard(o.cw, func() (err error) {
+		props := o.props(o.encs...)
+		if o.parallel() {
+			o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, min(runtime.GOMAXPROCS(0), 4))
+		} else {
+			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+		}
+		return err
+	})
+	if err != nil {
+		w.Close()
+		o.fw, o.w, o.cw = nil, nil, nil
+		return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
+	}
+	o.rows = 0
+	return nil
+}
+
+// wrote counts n rows written and closes the file past MaxFileBytes.
+func (o *output) wrote(n int64) error {
+	o.rows += n
+	o.total += n
 	if o.cw.N >= o.opt.MaxFileBytes {
 		return o.closeFile()
 	}
@@ -340,9 +401,7 @@ func (o *output) closeFile() error {
 // finish writes what is buffered and closes the last file. A day without
 // rows still gets one (empty) file: it records the snapshots it replaced.
 func (o *output) finish() error {
-	if o.encs == nil && o.fixed != nil {
-		o.encs, o.chose = o.fixed, encodingNames(o.u, o.props(o.fixed...))
-	}
+	o.useFixed()
 	if o.encs == nil {
 		if err := o.flushSample(); err != nil {
 			return err
@@ -393,27 +452,27 @@ func encodingNames(u *arrow.Schema, props *parquet.WriterProperties) map[string]
 	return out
 }
 
-// pipe hands records to fn on a goroutine of its own, in order, one
-// waiting at most: the merge gathers the next batch while the output
-// writes the last. fn owns each record it gets.
+// pipe hands batches of merged rows to fn on a goroutine of its own, in
+// order, one waiting at most: the merge finds the next batch's rows while
+// the output writes the last. fn owns each batch it gets.
 type pipe struct {
-	ch     chan arrow.Record
+	ch     chan *gathered
 	done   chan struct{}
 	err    error       // fn's first error (written before failed is set)
-	failed atomic.Bool // fn has failed: later records are dropped
+	failed atomic.Bool // fn has failed: later batches are dropped
 }
 
-func startPipe(fn func(arrow.Record) error) *pipe {
-	p := &pipe{ch: make(chan arrow.Record, 1), done: make(chan struct{})}
+func startPipe(fn func(*gathered) error) *pipe {
+	p := &pipe{ch: make(chan *gathered, 1), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		for rec := range p.ch {
+		for b := range p.ch {
 			if p.failed.Load() {
-				rec.Release()
+				b.release()
 				continue
 			}
 			// A panic here would end the process: Guard makes it an error.
-			if err := pq.Guard(nil, func() error { return fn(rec) }); err != nil {
+			if err := pq.Guard(nil, func() error { return fn(b) }); err != nil {
 				p.err = err
 				p.failed.Store(true)
 			}
@@ -422,17 +481,17 @@ func startPipe(fn func(arrow.Record) error) *pipe {
 	return p
 }
 
-// send hands rec over (the pipe owns it); fn's error once it has failed.
-func (p *pipe) send(rec arrow.Record) error {
+// send hands b over (the pipe owns it); fn's error once it has failed.
+func (p *pipe) send(b *gathered) error {
 	if p.failed.Load() {
-		rec.Release()
+		b.release()
 		return p.err
 	}
-	p.ch <- rec
+	p.ch <- b
 	return nil
 }
 
-// close waits for the records sent and returns fn's error.
+// close waits for the batches sent and returns fn's error.
 func (p *pipe) close() error {
 	close(p.ch)
 	<-p.done
