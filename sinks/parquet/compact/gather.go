@@ -225,9 +225,21 @@ func gatherFixed[T any, A arrow.Array](mem memory.Allocator, t arrow.DataType, s
 // gatherStrings gathers a string column straight into its buffers.
 func gatherStrings(mem memory.Allocator, t arrow.DataType, src []*array.String, refs []rowRef) arrow.Array {
 	valid, nulls := validity(mem, src, refs)
+	type strings struct {
+		offs []int32 // the array's offsets into data (absolute)
+		data []byte  // the whole values buffer
+	}
+	ss := make([]strings, len(src))
+	for k, a := range src {
+		ss[k].offs = a.ValueOffsets()
+		if b := a.Data().Buffers()[2]; b != nil {
+			ss[k].data = b.Bytes()
+		}
+	}
 	size := 0
 	for _, r := range refs {
-		size += src[r.rec].ValueLen(int(r.row))
+		o := ss[r.rec].offs
+		size += int(o[r.row+1] - o[r.row])
 	}
 	offBuf := memory.NewResizableBuffer(mem)
 	offBuf.Resize((len(refs) + 1) * 4)
@@ -238,7 +250,8 @@ func gatherStrings(mem memory.Allocator, t arrow.DataType, src []*array.String, 
 	pos := 0
 	for i, r := range refs {
 		offs[i] = int32(pos)
-		pos += copy(b[pos:], src[r.rec].Value(int(r.row)))
+		s := &ss[r.rec]
+		pos += copy(b[pos:], s.data[s.offs[r.row]:s.offs[r.row+1]])
 	}
 	offs[len(refs)] = int32(pos)
 	return finishArray(t, len(refs), nulls, valid, offBuf, data)
