@@ -400,3 +400,43 @@ func TestDaySinkMergeFailureLeavesTheDay(t *testing.T) {
 		t.Fatalf("partition holds %v, want its 6 files", got)
 	}
 }
+
+// An account table whose columns change during the day (one added, a list
+// added, one gone), replayed through a day sink that merges while it
+// loads: runs of different columns are merged into one (nulls where a
+// run lacks a column), and the day's file, not flat, is written by
+// pqarrow's writer; it holds exactly the per-snapshot files' rows.
+func TestDaySinkEvolvingColumns(t *testing.T) {
+	ctx := context.Background()
+	dir, ref := t.TempDir(), t.TempDir()
+	size := schema.Column{Name: "size", Type: schema.Float64, Nullable: true}
+	dir1 := schema.Column{Name: "direction", Type: schema.String, Nullable: true}
+	tags := schema.Column{Name: "tags", Type: schema.String, List: true}
+	opened := schema.Column{Name: "opened", Type: schema.TimestampMs, Nullable: true}
+	versions := []*schema.Table{
+		accountTable(size),
+		accountTable(size, dir1),
+		accountTable(size, dir1, tags),
+		accountTable(dir1, tags, opened), // size gone
+	}
+	ds := newMergingDaySink(t, localLake(dir))
+	for k := range 12 {
+		s := snapAt(day1, k)
+		s.Endpoint = "position"
+		writeSnap(t, ref, versions[k/3], s, 300, uint64(k))
+		replaySnap(t, ds, versions[k/3], s, 300, uint64(k), true)
+	}
+	if d := ds.days[Partition{Table: "position", Date: day1.Format(time.DateOnly)}]; d.merges < 2 {
+		t.Fatalf("%d merges while loading: the test does not exercise them", d.merges)
+	}
+	if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := partDir(dir, "position", day1)
+	onlyCompacted(t, part)
+	checkSorted(t, part, "position")
+	sameRows(t, "position", rows(t, filepath.Join(part, "*.parquet")), rows(t, filepath.Join(partDir(ref, "position", day1), "*.parquet")))
+}
