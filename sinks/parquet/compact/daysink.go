@@ -24,11 +24,12 @@ import (
 // of one file per snapshot that a compaction would rewrite later.
 //
 // A Writer holds its snapshot's rows (spilling sorted runs to the Lake's
-// TempDir past WriterBytes); Commit sorts them into a run (often they come
-// sorted: then nothing moves) and hands it to the day, Abort drops them, so
-// a snapshot that fails leaves nothing. The day keeps its snapshots' runs
-// in memory up to Compact.ChunkBytes; past that, a goroutine of the day
-// merges them into one spilled run while the next snapshots load (dayRows).
+// TempDir past WriterBytes); Commit orders them into a run in memory (a
+// permutation of its records: no row is copied) and hands it to the day,
+// Abort drops them, so a snapshot that fails leaves nothing. The day keeps
+// its snapshots' runs in memory up to half of Compact.ChunkBytes; past
+// that, a goroutine of the day merges them into one spilled run while the
+// next snapshots load (dayRows).
 // FlushDay, called once every snapshot of the day is loaded, merges the
 // day's runs with the partition's other files and publishes the partition
 // (PublishDay): readers see the day's old files or its new one, never
