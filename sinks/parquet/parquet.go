@@ -117,7 +117,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
 		if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
-			fw, err = newColumnWriter(t.ArrowSchema(), f, props, workers)
+			fw, err = NewColumnWriter(t.ArrowSchema(), f, props, workers)
 		} else {
 			fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties())
 		}
@@ -143,13 +143,20 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
 // encoding of the timestamps, and of every string column, larger than plain.
 func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
-	opts := []parquet.WriterProperty{
+	return append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
-		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("optlake"),
-	}
+	}, Encodings(t)...)
+}
+
+// Encodings are the column encodings of table t's files: no dictionary
+// pages, DELTA_BYTE_ARRAY for the columns whose values share prefixes,
+// plain for the others (see writerOptions). A replayed day's file takes
+// them too (compact.DaySink): fixed by the schema, not tried per day.
+func Encodings(t *schema.Table) []parquet.WriterProperty {
+	opts := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
 	for _, c := range t.Columns {
 		if c.SharedPrefix && c.Type == schema.String && !c.List {
 			opts = append(opts, parquet.WithEncodingFor(c.Name, parquet.Encodings.DeltaByteArray))
