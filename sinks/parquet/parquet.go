@@ -131,8 +131,9 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics (except on the columns of noStats), plain encoding for most columns and DELTA_BYTE_ARRAY
-// for the columns whose values share prefixes (schema.Column.SharedPrefix).
+// level, statistics (but on the columns of noStats) and Encodings: plain
+// encoding for most columns and DELTA_BYTE_ARRAY for the columns whose
+// values share prefixes (schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
 // dictionary pages off — arrow-go v17's dictionary encoder boxes every value
@@ -143,12 +144,18 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
 // encoding of the timestamps, and of every string column, larger than plain.
 func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
-	return append([]parquet.WriterProperty{
+	opts := append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("optlake"),
 	}, Encodings(t)...)
+	for _, c := range t.Columns {
+		if noStats[t][c.Name] {
+			opts = append(opts, parquet.WithStatsFor(c.Name, false))
+		}
+	}
+	return opts
 }
 
 // Encodings are the column encodings of table t's files: no dictionary
@@ -160,9 +167,6 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 	for _, c := range t.Columns {
 		if c.SharedPrefix && c.Type == schema.String && !c.List {
 			opts = append(opts, parquet.WithEncodingFor(c.Name, parquet.Encodings.DeltaByteArray))
-		}
-		if noStats[t][c.Name] {
-			opts = append(opts, parquet.WithStatsFor(c.Name, false))
 		}
 	}
 	return opts
@@ -178,8 +182,8 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 // …). instrument_id is an opaque id (the name is the key), index_price_raw
 // the text of index_price (which keeps its statistics), extra the JSON of
 // unknown fields, and the counter, quote and settlement currencies repeat
-// base_currency's filter. Compaction writes its day files with statistics
-// on every column.
+// base_currency's filter. Compaction and replay write their day files
+// with statistics on every column (Encodings leaves them alone).
 var noStats = map[*schema.Table]map[string]bool{
 	schema.Instruments: {
 		"instrument_id": true, "index_price_raw": true, "extra": true,
