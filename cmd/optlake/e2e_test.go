@@ -35,10 +35,11 @@ func optlake(t *testing.T, args ...string) result {
 }
 
 // testHost is the host of an in-process CLI: clock (nil: the real one),
-// and the test binary's heap limit left alone (the in-process runs of
-// parallel tests share the binary's heap; a run's limit is its process's).
+// and the test binary's heap settings left alone (the in-process runs of
+// parallel tests share the binary's heap; a run's settings are its
+// process's).
 func testHost(clock func() time.Time) host {
-	return host{clock: clock, keepMemoryLimit: true}
+	return host{clock: clock, keepHeap: true}
 }
 
 func optlakeOn(t *testing.T, h host, args ...string) result {

@@ -47,13 +47,13 @@ func main() {
 
 // host is what one invocation of the CLI takes from its process besides
 // its arguments and output: the clock of its snapshot times and the Go
-// heap's soft limit. The zero host is the process's own (time.Now,
-// lowerMemoryLimit). Tests that run the CLI in-process, many at once in
-// one test binary, give each invocation its own clock and leave the
-// binary's heap limit alone.
+// heap's settings (soft limit, GOGC). The zero host is the process's own
+// (time.Now, lowerMemoryLimit, raiseGCPercent). Tests that run the CLI
+// in-process, many at once in one test binary, give each invocation its
+// own clock and leave the binary's heap settings alone.
 type host struct {
-	clock           func() time.Time // nil: time.Now
-	keepMemoryLimit bool             // never lower the heap's soft limit
+	clock    func() time.Time // nil: time.Now
+	keepHeap bool             // never change the heap's soft limit or GOGC
 }
 
 // now is the time of a snapshot (and the day compaction calls today).
@@ -64,10 +64,19 @@ func (h host) now() time.Time {
 	return h.clock()
 }
 
-// lowerMemoryLimit is lowerMemoryLimit unless the host keeps its limit.
+// lowerMemoryLimit is lowerMemoryLimit unless the host keeps its heap's
+// settings.
 func (h host) lowerMemoryLimit(limit int64) {
-	if !h.keepMemoryLimit {
+	if !h.keepHeap {
 		lowerMemoryLimit(limit)
+	}
+}
+
+// raiseGCPercent is raiseGCPercent unless the host keeps its heap's
+// settings.
+func (h host) raiseGCPercent() {
+	if !h.keepHeap {
+		raiseGCPercent()
 	}
 }
 

@@ -14,6 +14,9 @@ import (
 // replayCompressionLevel is the zstd level of a replayed day's files.
 const replayCompressionLevel = 3
 
+// replayPageBytes is the data page size of a replayed day's files.
+const replayPageBytes = 512 << 10
+
 // replayDays gives a replay into a Parquet lake the compacted layout
 // directly: the parquet sink becomes a compact.DaySink (one file per
 // table and day, sorted, published through compaction's journal as each
@@ -32,6 +35,10 @@ func replayDays(ctx context.Context, h host, st storage.Store, ss []sinks.Sink, 
 		// output runs on one core after its last snapshot; level 9 saves
 		// ~6% of the bytes for ~15% more wall (docs/PERFORMANCE.md).
 		CompressionLevel: replayCompressionLevel,
+		// Pages of 512 KiB, not 1 MiB: a row group under way holds about
+		// three pages of buffers for each of its 31 columns at once
+		// (~95 MB at 1 MiB, the replay's peak; docs/PERFORMANCE.md).
+		PageBytes: replayPageBytes,
 	}})
 	if err != nil {
 		return nil, err

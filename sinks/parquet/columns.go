@@ -19,27 +19,36 @@ type recordWriter interface {
 	Close() error
 }
 
-// columnWriter writes each record as one row group whose columns are
+// ColumnWriter writes record batches into row groups whose columns are
 // encoded and compressed by several goroutines at once: the columns of a
 // buffered row group are independent until the row group is closed, which
 // writes them to the file in order. pqarrow.FileWriter encodes them one
 // after the other, which leaves the second core idle while the decoder
-// waits for the sink. Only for tables of flat columns (no lists): each
+// waits for the sink. Only for tables of flat columns (FlatSchema): each
 // column is one leaf whose definition level is its validity.
 //
-// The file is the same as pqarrow.FileWriter's (schema, one row group per
-// record). Neither stores the ARROW:schema metadata: the Parquet logical
-// types give every reader the same Arrow types (timestamps in UTC, strings),
-// and the serialized schema was 4.9 KB of a 3,000-row snapshot's 47 KB.
-type columnWriter struct {
-	pw      *file.Writer
-	sc      *arrow.Schema
-	props   pqarrow.ArrowWriterProperties
-	workers int
-	levels  [][]int16 // per worker: definition levels of one column
+// Write makes each record one row group (the run sink's files);
+// WriteBuffered adds a record to the row group under way and EndRowGroup
+// closes it (compaction's row groups of many merged batches). The file is
+// the same as pqarrow.FileWriter's (schema, row groups). Neither stores the
+// ARROW:schema metadata: the Parquet logical types give every reader the
+// same Arrow types (timestamps in UTC, strings), and the serialized schema
+// was 4.9 KB of a 3,000-row snapshot's 47 KB.
+type ColumnWriter struct {
+	pw       *file.Writer
+	sc       *arrow.Schema
+	props    pqarrow.ArrowWriterProperties
+	workers  int
+	levels   [][]int16                   // per worker: definition levels of one column
+	inWorker []bool                      // per column: its last page built in the workers (flushPages)
+	rgw      file.BufferedRowGroupWriter // the row group under way; nil between row groups
+	rgRows   int64                       // rows in rgw
+	maxRows  int64                       // WriteBuffered's row group size (the properties' MaxRowGroupLength)
 }
 
-func newColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, workers int) (*columnWriter, error) {
+// NewColumnWriter writes a Parquet file of schema sc to w, encoding on up
+// to workers goroutines at once.
+func NewColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, workers int) (*ColumnWriter, error) {
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(props.Allocator()))
 	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
 	if err != nil {
@@ -50,8 +59,24 @@ func newColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropert
 			return nil, fmt.Errorf("column %s is not a flat column", sc.Field(i).Name)
 		}
 	}
+	inWorker := make([]bool, pqschema.NumColumns())
+	for i := range inWorker {
+		inWorker[i] = !props.DictionaryEnabledFor(pqschema.Column(i).Path())
+	}
 	pw := file.NewParquetWriter(w, pqschema.Root(), file.WithWriterProps(props))
-	return &columnWriter{pw: pw, sc: sc, props: aprops, workers: workers, levels: make([][]int16, workers)}, nil
+	return &ColumnWriter{pw: pw, sc: sc, props: aprops, workers: max(workers, 1), levels: make([][]int16, max(workers, 1)),
+		inWorker: inWorker, maxRows: max(props.MaxRowGroupLength(), 1)}, nil
+}
+
+// FlatSchema reports a schema ColumnWriter can write: no list, struct or
+// other nested column.
+func FlatSchema(sc *arrow.Schema) bool {
+	for _, f := range sc.Fields() {
+		if !isFlat(f.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // isFlat reports types written as a single leaf column.
@@ -63,17 +88,145 @@ func isFlat(t arrow.DataType) bool {
 	return true
 }
 
-// Write writes rec as one row group.
-func (w *columnWriter) Write(rec arrow.Record) error {
+// Write writes rec as one row group (after the row group under way, if
+// any, is closed).
+func (w *ColumnWriter) Write(rec arrow.Record) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	if err := w.EndRowGroup(); err != nil {
+		return err
+	}
+	return w.put(rec, true)
+}
+
+// WriteBuffered adds rec's rows to the row group under way (starting one
+// when none is), closing it at the properties' MaxRowGroupLength rows, as
+// pqarrow.FileWriter's WriteBuffered does.
+func (w *ColumnWriter) WriteBuffered(rec arrow.Record) error {
+	n := rec.NumRows()
+	for off := int64(0); off < n; {
+		k := min(n-off, w.maxRows-w.rgRows)
+		part := rec
+		if k < n {
+			part = rec.NewSlice(off, off+k)
+		}
+		err := w.put(part, w.rgRows+k >= w.maxRows)
+		if k < n {
+			part.Release()
+		}
+		if err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
+}
+
+// put encodes rec's columns into the row group under way; end closes it.
+func (w *ColumnWriter) put(rec arrow.Record, end bool) error {
 	if !rec.Schema().Equal(w.sc) {
 		return fmt.Errorf("record schema %s differs from the file's", rec.Schema())
 	}
-	n := int(rec.NumRows())
-	if n == 0 {
+	return w.write(rec.NumRows(), func(i int) arrow.Array {
+		c := rec.Column(i)
+		c.Retain()
+		return c
+	}, end)
+}
+
+// Room is the rows the row group under way takes before WriteColumns
+// closes it.
+func (w *ColumnWriter) Room() int64 {
+	if w.rgw == nil {
+		return w.maxRows
+	}
+	return w.maxRows - w.rgRows
+}
+
+// WriteColumns adds n rows (at most Room) to the row group under way,
+// closing it when full: column i is column(i), called on a worker once
+// (so the caller may build a batch's columns at once too) and released
+// after.
+func (w *ColumnWriter) WriteColumns(n int64, column func(i int) arrow.Array) error {
+	if n > w.Room() {
+		return fmt.Errorf("%d rows for a row group with room for %d", n, w.Room())
+	}
+	if n <= 0 {
 		return nil
 	}
-	rgw := w.pw.AppendBufferedRowGroup()
-	ncols := int(rec.NumCols())
+	return w.write(n, column, n == w.Room())
+}
+
+// write encodes n rows, column i being column(i), into the row group under
+// way; end closes it after, its columns' last pages built in the same pass
+// (see EndRowGroup).
+func (w *ColumnWriter) write(n int64, column func(i int) arrow.Array, end bool) error {
+	if w.rgw == nil {
+		w.rgw, w.rgRows = w.pw.AppendBufferedRowGroup(), 0
+	}
+	rgw := w.rgw
+	w.rgRows += n
+	err := w.columns(func(ctx context.Context, i, k int) error {
+		arr := column(i)
+		defer arr.Release()
+		if int64(arr.Len()) != n {
+			return fmt.Errorf("%d values for %d rows", arr.Len(), n)
+		}
+		if err := w.column(ctx, rgw, arr, i, k); err != nil {
+			return err
+		}
+		if end {
+			return w.flushPages(rgw, i)
+		}
+		return nil
+	})
+	if err != nil || !end {
+		return err
+	}
+	w.rgw, w.rgRows = nil, 0
+	return rgw.Close()
+}
+
+// EndRowGroup closes the row group under way (none: nothing to do). Each
+// column's last page is built and compressed in the workers first: the row
+// group's Close, which would otherwise do it for every column on one
+// goroutine, is then left with the statistics and copying each column's
+// pages into the file in order.
+func (w *ColumnWriter) EndRowGroup() error {
+	rgw := w.rgw
+	if rgw == nil {
+		return nil
+	}
+	w.rgw, w.rgRows = nil, 0
+	if err := w.columns(func(_ context.Context, i, _ int) error { return w.flushPages(rgw, i) }); err != nil {
+		return err
+	}
+	return rgw.Close()
+}
+
+// flushPages builds and compresses column i's last page (a buffered row
+// group's column writes its pages to a buffer of its own, so columns may
+// flush at once); not for a dictionary column, whose data pages must
+// follow the dictionary page that the row group's Close writes.
+func (w *ColumnWriter) flushPages(rgw file.BufferedRowGroupWriter, i int) error {
+	if !w.inWorker[i] {
+		return nil
+	}
+	cw, err := rgw.Column(i)
+	if err != nil {
+		return err
+	}
+	if f, ok := cw.(pageFlusher); ok {
+		return f.FlushBufferedDataPages()
+	}
+	return nil
+}
+
+// columns runs fn for every column on the workers (fn gets the column and
+// the worker's number); the first error, naming its column, is returned.
+func (w *ColumnWriter) columns(fn func(ctx context.Context, i, k int) error) error {
+	ncols := w.sc.NumFields()
 	errs := make([]error, ncols)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -93,7 +246,7 @@ func (w *columnWriter) Write(rec arrow.Record) error {
 				}
 				// A panic here would end the process: Guard makes it
 				// this column's error.
-				errs[i] = Guard(nil, func() error { return w.column(ctx, rgw, rec, i, k) })
+				errs[i] = Guard(nil, func() error { return fn(ctx, i, k) })
 			}
 		}()
 	}
@@ -103,16 +256,16 @@ func (w *columnWriter) Write(rec arrow.Record) error {
 			return fmt.Errorf("column %s: %w", w.sc.Field(i).Name, err)
 		}
 	}
-	return rgw.Close()
+	return nil
 }
 
-// column encodes column i of rec into the row group (worker k's buffers).
-func (w *columnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWriter, rec arrow.Record, i, k int) error {
+// column encodes arr, column i, into the row group (worker k's buffers);
+// the pages it fills are compressed here, in the worker.
+func (w *ColumnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWriter, arr arrow.Array, i, k int) error {
 	cw, err := rgw.Column(i)
 	if err != nil {
 		return err
 	}
-	arr := rec.Column(i)
 	var def []int16
 	if cw.LevelInfo().DefLevel > 0 {
 		n := arr.Len()
@@ -131,22 +284,10 @@ func (w *columnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWrit
 			}
 		}
 	}
-	if err := pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable); err != nil {
-		return err
-	}
-	// Build and compress the column's last page here, in the worker: the
-	// row group's Close, which would otherwise do it for every column on
-	// one goroutine, is then left with the statistics and copying each
-	// column's pages into the file in order. (A buffered row group's
-	// column writes its pages to a buffer of its own, so columns may flush
-	// at once.)
-	if f, ok := cw.(pageFlusher); ok {
-		return f.FlushBufferedDataPages()
-	}
-	return nil
+	return pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable)
 }
 
-// pageFlusher is what column uses to compress a column's pages in its
+// pageFlusher is what EndRowGroup uses to compress a column's pages in its
 // worker; every column writer of the flat types has it (checked here, so
 // an arrow-go upgrade that drops it fails to build instead of quietly
 // compressing on one goroutine again).
@@ -162,5 +303,17 @@ var (
 	_ pageFlusher = (*file.FixedLenByteArrayColumnChunkWriter)(nil)
 )
 
-// Close writes the footer and closes the file.
-func (w *columnWriter) Close() error { return w.pw.Close() }
+// AppendKeyValueMetadata adds a key-value pair to the file's footer.
+func (w *ColumnWriter) AppendKeyValueMetadata(key, value string) error {
+	return w.pw.AppendKeyValueMetadata(key, value)
+}
+
+// Close closes the row group under way, writes the footer and closes the
+// file.
+func (w *ColumnWriter) Close() error {
+	if err := w.EndRowGroup(); err != nil {
+		w.pw.Close()
+		return err
+	}
+	return w.pw.Close()
+}

@@ -58,9 +58,73 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 	})
 	for _, workers := range []int{2, 3, 40} {
 		got := writeWith(fmt.Sprintf("columns-%d.parquet", workers), func(f *os.File) (recordWriter, error) {
-			return newColumnWriter(sc, f, props(), workers)
+			return NewColumnWriter(sc, f, props(), workers)
 		})
 		compareParquet(t, ref, got)
+	}
+}
+
+// WriteBuffered fills row groups of the properties' MaxRowGroupLength rows
+// across records, as pqarrow's WriteBuffered does: the same row groups
+// (none empty), values and statistics, here with a key-value pair in the
+// footer too.
+func TestColumnWriterBufferedMatchesPqarrow(t *testing.T) {
+	dir := t.TempDir()
+	recs := []arrow.Record{record(t, 100), record(t, 50), record(t, 1), record(t, 64), record(t, 20)}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	sc := schema.Instruments.ArrowSchema()
+	props := func() *parquet.WriterProperties {
+		return parquet.NewWriterProperties(append(writerOptions(schema.Instruments, 1), parquet.WithMaxRowGroupLength(64))...)
+	}
+	type bufferedWriter interface {
+		WriteBuffered(arrow.Record) error
+		AppendKeyValueMetadata(key, value string) error
+		Close() error
+	}
+	writeWith := func(name string, open func(f *os.File) (bufferedWriter, error)) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := w.WriteBuffered(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.AppendKeyValueMetadata("k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ref := writeWith("pqarrow.parquet", func(f *os.File) (bufferedWriter, error) {
+		return pqarrow.NewFileWriter(sc, f, props(), pqarrow.NewArrowWriterProperties())
+	})
+	got := writeWith("columns.parquet", func(f *os.File) (bufferedWriter, error) {
+		return NewColumnWriter(sc, f, props(), 3)
+	})
+	compareParquet(t, ref, got)
+	r, err := file.OpenParquetFile(got, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.NumRowGroups(); n != 4 { // 235 rows, 64 a row group
+		t.Errorf("%d row groups, want 4", n)
+	}
+	if v := r.MetaData().KeyValueMetadata().FindValue("k"); v == nil || *v != "v" {
+		t.Errorf("key-value metadata k = %v, want v", v)
 	}
 }
 

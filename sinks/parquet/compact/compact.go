@@ -63,10 +63,13 @@ type Options struct {
 	// MergeSteps (the Lake's own hook covers its publish).
 	Crash func(step string)
 
-	ChunkBytes       int64 // Arrow bytes sorted in memory at once (default 32 MiB)
-	MergeBatchBytes  int64 // memory for the merge's input batches together (default 32 MiB)
-	FanIn            int   // most runs merged at once (default 32)
-	RowGroupRows     int   // default 131072
+	ChunkBytes      int64 // Arrow bytes sorted in memory at once (default 32 MiB)
+	MergeBatchBytes int64 // memory for the merge's input batches together (default 32 MiB)
+	FanIn           int   // most runs merged at once (default 32)
+	RowGroupRows    int   // default 131072
+	// PageBytes is the data page size (default 1 MiB). A row group being
+	// written holds about three pages' worth of buffers per column.
+	PageBytes        int64
 	MaxFileBytes     int64 // a partition's file is split past this size (default 1 GiB)
 	CompressionLevel int   // zstd level (default 9)
 	SampleRows       int   // rows the encodings are chosen on (default 32768)
@@ -111,6 +114,9 @@ func (o *Options) defaults() {
 	}
 	if o.RowGroupRows == 0 {
 		o.RowGroupRows = 128 << 10
+	}
+	if o.PageBytes == 0 {
+		o.PageBytes = 1 << 20
 	}
 	if o.MaxFileBytes == 0 {
 		o.MaxFileBytes = 1 << 30
@@ -272,7 +278,7 @@ type partitionJob struct {
 
 	so       *sorter
 	newFiles map[string]pq.ManifestFile // what each fresh file holds
-	runs     []string                   // sorted runs of the fresh files
+	runs     []Run                      // sorted runs of the fresh files and the replay, owned until merged
 
 	// replayed, when set, are rows a replay sorted (PublishDay): they
 	// replace the files of the same names, which are consumed unread.
@@ -288,6 +294,8 @@ func (j *partitionJob) close() {
 			removeQuiet(r)
 		}
 	}
+	dropRuns(j.runs)
+	j.runs = nil
 }
 
 // plan lists the partition, opens its inputs, works out which earlier
@@ -443,13 +451,7 @@ func (j *partitionJob) sort(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			for i := range int(rec.NumRows()) {
-				g := kv.group(i)
-				if _, ok := seen[g]; !ok {
-					seen[g] = struct{}{}
-					mf.Groups = append(mf.Groups, g)
-				}
-			}
+			seen.collect(&kv, int(rec.NumRows()), &mf)
 			mf.Rows += rec.NumRows()
 			return j.so.add(rec)
 		})
@@ -460,21 +462,20 @@ func (j *partitionJob) sort(ctx context.Context) error {
 		j.newFiles[s.f.Name] = mf
 		s.close() // done with it: one input open at a time
 	}
-	runs, err := j.so.finish()
+	paths, err := j.so.finish()
 	if err != nil {
 		return err
 	}
-	j.so.runs = runs
-	more, err := j.replayed.runsAs(ctx, j.mem, j.u, tmp)
-	if err != nil {
-		return err
+	j.so.runs = nil
+	for _, p := range paths {
+		j.runs = append(j.runs, Run{Path: p, Schema: j.u})
 	}
-	runs = append(runs, more...)
-	j.so.runs = runs
+	j.runs = append(j.runs, j.replayed.take()...)
 	j.pr.InputRows += j.replayed.rows()
 	fanIn := max(2, j.opt.FanIn-len(j.old))
-	runs, err = mergeRuns(ctx, j.mem, j.u, j.key, tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
-	j.so.runs, j.runs = runs, runs
+	runs := j.runs
+	j.runs = nil
+	j.runs, err = mergeRuns(ctx, j.mem, j.u, j.key, tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
 	return err
 }
 
@@ -517,42 +518,47 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 		cursors = append(cursors, c)
 		olds = append(olds, c)
 	}
-	for _, r := range j.runs {
-		c, err := openRun(j.mem, r)
-		if err != nil {
-			closeAll(cursors)
-			return nil, nil, err
-		}
-		cursors = append(cursors, c)
+	runs := j.runs
+	j.runs = nil
+	more, err := openRuns(j.mem, j.u, runs) // the cursors own the runs
+	if err != nil {
+		closeAll(cursors)
+		return nil, nil, err
 	}
-	j.so.runs = nil // the cursors delete them
+	cursors = append(cursors, more...)
 
 	staged, err := j.st.Stage(ctx, j.pr.Partition)
 	if err != nil {
 		closeAll(cursors)
 		return nil, nil, err
 	}
-	out := &output{opt: j.opt, mem: j.mem, u: j.u, st: staged, manifest: j.manifest()}
+	out := &output{opt: j.opt, mem: j.mem, u: j.u, st: staged, manifest: j.manifest(), fixed: j.replayed.encodings()}
 	if err := copyable(j.mem, j.u); err != nil {
 		closeAll(cursors)
 		staged.Abort()
 		return nil, nil, err
 	}
+	// The merge finds the rows of the next batch while the output gathers
+	// and encodes the last one (its columns at once: writeRows).
 	g := newGatherer(j.mem, j.u)
+	p := startPipe(out.writeRows)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
-	err = merge(ctx, cursors, j.key, func(rec arrow.Record, row int) error {
-		g.add(rec, row)
+	err = merge(ctx, cursors, j.key, func(src int, rec arrow.Record, row int) error {
+		g.add(src, rec, row)
 		if g.rows() >= outBatch {
-			return out.write(g.flush())
+			return p.send(g.take())
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := g.flush(); rec != nil {
-			err = out.write(rec)
+		if b := g.take(); b != nil {
+			err = p.send(b)
 		}
 	}
 	g.release()
+	if perr := p.close(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = out.finish()
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -21,14 +23,19 @@ import (
 // directly, one file per table and day sorted by the table's key, instead
 // of one file per snapshot that a compaction would rewrite later.
 //
-// A Writer sorts its snapshot's rows (spilling runs to the Lake's TempDir
-// past WriterBytes); Commit hands them to the day's sorter, Abort drops
-// them, so a snapshot that fails leaves nothing. FlushDay, called once
-// every snapshot of the day is loaded, merges the day's rows with the
-// partition's other files and publishes the partition (PublishDay):
-// readers see the day's old files or its new one, never both. Rows held
-// for a day not flushed (a cancelled or crashed replay) are dropped by
-// Close or the next Recover; the partition stays as it was.
+// A Writer holds its snapshot's rows (spilling sorted runs to the Lake's
+// TempDir past WriterBytes); Commit orders them into a run in memory (a
+// permutation of its records: no row is copied) and hands it to the day,
+// Abort drops them, so a snapshot that fails leaves nothing. The day keeps
+// its snapshots' runs in memory up to half of Compact.ChunkBytes; past
+// that, a goroutine of the day merges them into one spilled run while the
+// next snapshots load (dayRows).
+// FlushDay, called once every snapshot of the day is loaded, merges the
+// day's runs with the partition's other files and publishes the partition
+// (PublishDay): readers see the day's old files or its new one, never
+// both. The file's encodings are the table's (pq.Encodings), not tried.
+// Rows held for a day not flushed (a cancelled or crashed replay) are
+// dropped by Close or the next Recover; the partition stays as it was.
 //
 // Tables without a sort key (schema.SortKey) go to Fallback, one file
 // per snapshot as before.
@@ -46,7 +53,8 @@ type DayOptions struct {
 	// without a sort key, and the sink's name.
 	Fallback sinks.Sink
 	// Compact configures the day's merge and publish; Compact.Lake is
-	// required. Its ChunkBytes bound each day's sorter in memory.
+	// required. Its ChunkBytes bound the runs each day holds in memory:
+	// half of it is merged into a spilled run while the other half fills.
 	Compact Options
 	// WriterBytes is the Arrow bytes one snapshot's table holds in memory
 	// before it spills a sorted run (default 8 MiB).
@@ -88,7 +96,7 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
 	}
 	u := t.ArrowSchema()
-	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{},
+	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{}, enc: pq.Encodings(t),
 		file: pq.ManifestFile{Name: name},
 		so:   &sorter{mem: s.mem, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024}}, nil
 }
@@ -129,6 +137,8 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 		s.mu.Unlock()
 		r, err := d.replayed()
 		if err == nil {
+			s.opt.Compact.Logger.Debug("writing the replayed day", "partition", p.String(), "merged_runs", d.merges,
+				"runs_spilled", spilled(r.Runs), "runs_in_memory", len(r.Runs)-spilled(r.Runs))
 			var pr PartitionReport
 			pr, err = PublishDay(ctx, s.opt.Compact, p, r)
 			if err == nil {
@@ -147,113 +157,207 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 // lake keeps those days as they were); the fallback and the lake close.
 func (s *DaySink) Close(ctx context.Context) error {
 	s.mu.Lock()
-	for p, d := range s.days {
-		d.drop()
-		delete(s.days, p)
-	}
+	days := s.days
+	s.days = map[Partition]*dayRows{}
 	s.mu.Unlock()
+	for _, d := range days {
+		d.drop()
+	}
 	return errors.Join(s.opt.Fallback.Close(ctx), s.opt.Compact.Lake.Close())
 }
 
-// dayRows are the committed rows of one partition, awaiting its publish.
+// dayRows are the committed rows of one partition, awaiting its publish:
+// sorted runs in the order their snapshots committed, in memory or
+// spilled. Once the runs in memory reach the budget (half of ChunkBytes),
+// they are handed to a merge on a goroutine of the day, which writes them
+// as one spilled run in their place; a commit that fills the budget again
+// while that merge is under way waits for it. So the day holds at most
+// twice the budget, and what FlushDay has left to merge is that spilled
+// run per budget and the last runs, in memory.
 type dayRows struct {
-	mu    sync.Mutex
-	so    *sorter // the current schema's; nil before the first commit
-	runs  []Run
-	files []pq.ManifestFile
+	mem    memory.Allocator
+	key    []string
+	tmp    string
+	budget int64
+
+	mu      sync.Mutex
+	runs    []*dayRun // in commit order
+	held    int64     // Arrow bytes of the runs in memory not being merged
+	from    int       // runs[from:] are not being merged
+	merging chan struct{}
+	files   []pq.ManifestFile
+	u       *arrow.Schema // the last committed schema: the table's columns
+	enc     []parquet.WriterProperty
+	err     error // a merge's, reported by later commits and FlushDay
+	merges  int   // merges started
+
+	ctx  context.Context // the merges'; cancelled by drop
+	stop context.CancelFunc
+}
+
+// dayRun is one run of the day; a merge under way has done set until it
+// ends (then Run is its output, or err).
+type dayRun struct {
+	Run
+	size int64
 }
 
 // day returns the partition's rows (made on first use).
-func (s *DaySink) day(p Partition) *dayRows {
+func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.days[p]
 	if d == nil {
-		d = &dayRows{}
+		ctx, stop := context.WithCancel(context.Background())
+		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, ctx: ctx, stop: stop}
 		s.days[p] = d
 	}
 	return d
 }
 
-// take adds a committed writer's rows: its chunk into the day's sorter
-// (one per schema: a schema change spills the chunk so far), its runs as
-// they are.
-func (d *dayRows) take(w *dayWriter, budget int64) error {
+// take adds a committed writer's sorted runs and starts a merge of the
+// runs in memory when they fill the budget.
+func (d *dayRows) take(runs []*dayRun, file pq.ManifestFile, u *arrow.Schema, enc []parquet.WriterProperty) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.so != nil && !sameColumns(d.so.u, w.u) {
-		if err := d.spill(); err != nil {
-			return err
+	if d.err != nil {
+		dropDayRuns(runs)
+		return d.err
+	}
+	for _, r := range runs {
+		d.runs = append(d.runs, r)
+		if r.Path == "" {
+			d.held += r.size
 		}
 	}
-	if d.so == nil {
-		d.so = &sorter{mem: w.so.mem, u: w.u, key: w.key, tmp: w.so.tmp, budget: budget, runBatch: 1024}
-	}
-	for _, rec := range w.so.chunk {
-		if err := d.so.add(rec); err != nil {
-			return err
+	d.files = append(d.files, file)
+	d.u, d.enc = u, enc
+	for d.held >= d.budget {
+		if d.merging != nil { // one merge at a time: wait for it
+			done := d.merging
+			d.mu.Unlock()
+			<-done
+			d.mu.Lock()
+			continue
 		}
+		if d.err != nil {
+			return d.err
+		}
+		d.startMerge()
 	}
-	for _, path := range w.so.runs {
-		d.runs = append(d.runs, Run{Path: path, Schema: w.u})
-	}
-	w.so.runs = nil
-	d.files = append(d.files, w.file)
 	return nil
 }
 
-// spill writes the sorter's chunk as a run and ends the sorter.
-func (d *dayRows) spill() error {
-	runs, err := d.so.finish()
-	for _, path := range runs {
-		d.runs = append(d.runs, Run{Path: path, Schema: d.so.u})
-	}
-	d.so.runs = nil
-	d.so = nil
-	return err
+// startMerge hands runs[from:] to a merge on a goroutine; its output takes
+// their place. The caller holds d.mu.
+func (d *dayRows) startMerge() {
+	group := slices.Clone(d.runs[d.from:])
+	out := &dayRun{}
+	d.runs = append(d.runs[:d.from], out)
+	d.from = len(d.runs)
+	d.held = 0
+	done := make(chan struct{})
+	d.merging = done
+	d.merges++
+	go func() {
+		defer close(done)
+		err := d.mergeGroup(group, out)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.merging = nil
+		if err != nil && d.err == nil {
+			d.err = fmt.Errorf("merge the day's runs: %w", pq.DiskFull(err))
+		}
+	}()
 }
 
-// replayed ends the day's rows: everything spilled, handed to PublishDay.
+// mergeGroup merges the runs into out (one spilled run with the union of
+// their columns).
+func (d *dayRows) mergeGroup(group []*dayRun, out *dayRun) error {
+	runs := make([]Run, len(group))
+	var schemas []*arrow.Schema
+	for i, r := range group {
+		runs[i] = r.Run
+		if !slices.ContainsFunc(schemas, func(s *arrow.Schema) bool { return sameColumns(s, r.Schema) }) {
+			schemas = append(schemas, r.Schema)
+		}
+	}
+	u, err := unionSchema(schemas)
+	if err != nil {
+		dropRuns(runs)
+		return err
+	}
+	if err := copyable(d.mem, u); err != nil {
+		dropRuns(runs)
+		return err
+	}
+	merged, err := mergeToRun(d.ctx, d.mem, u, d.key, d.tmp, runs, 4096)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	out.Run = merged
+	d.mu.Unlock()
+	return nil
+}
+
+// wait waits for the merge under way, if any. The caller holds d.mu.
+func (d *dayRows) wait() {
+	for d.merging != nil {
+		done := d.merging
+		d.mu.Unlock()
+		<-done
+		d.mu.Lock()
+	}
+}
+
+// replayed ends the day's rows: its runs, handed to PublishDay.
 func (d *dayRows) replayed() (*Replayed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var u *arrow.Schema
-	if d.so != nil {
-		u = d.so.u
-		if err := d.spill(); err != nil {
-			d.dropLocked()
-			return nil, err
-		}
+	d.wait()
+	if d.err != nil {
+		d.dropLocked()
+		return nil, d.err
 	}
-	r := &Replayed{Schema: u, Runs: d.runs, Files: d.files}
+	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc}
+	for _, run := range d.runs {
+		r.Runs = append(r.Runs, run.Run)
+	}
 	d.runs = nil
+	d.stop()
 	return r, nil
 }
 
+// drop drops the day's rows (its merge cancelled).
 func (d *dayRows) drop() {
+	d.stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.wait()
 	d.dropLocked()
 }
 
 func (d *dayRows) dropLocked() {
-	if d.so != nil {
-		d.so.release()
-		d.so = nil
-	}
-	for _, r := range d.runs {
-		removeQuiet(r.Path)
-	}
+	dropDayRuns(d.runs)
 	d.runs = nil
+	d.stop()
 }
 
-// dayWriter sorts one snapshot's rows of one table.
+func dropDayRuns(runs []*dayRun) {
+	for _, r := range runs {
+		r.drop()
+	}
+}
+
+// dayWriter holds one snapshot's rows of one table.
 type dayWriter struct {
 	s    *DaySink
 	p    Partition
 	rel  string
 	u    *arrow.Schema
 	key  []string
+	enc  []parquet.WriterProperty
 	so   *sorter
 	file pq.ManifestFile // the name the snapshot's own file would have; its rows and groups
 	seen groupSet
@@ -271,13 +375,7 @@ func (w *dayWriter) Write(_ context.Context, rec arrow.Record) error {
 	if err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)
 	}
-	for i := range int(rec.NumRows()) {
-		g := kv.group(i)
-		if _, ok := w.seen[g]; !ok {
-			w.seen[g] = struct{}{}
-			w.file.Groups = append(w.file.Groups, g)
-		}
-	}
+	w.seen.collect(&kv, int(rec.NumRows()), &w.file)
 	if err := w.so.add(rec); err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)
 	}
@@ -285,18 +383,45 @@ func (w *dayWriter) Write(_ context.Context, rec arrow.Record) error {
 	return nil
 }
 
-// Commit hands the rows to the day: they reach the lake at its publish
-// (FlushDay), all of the day's at once.
+// Commit sorts the rows into runs and hands them to the day: they reach
+// the lake at its publish (FlushDay), all of the day's at once.
 func (w *dayWriter) Commit(context.Context) (sinks.Committed, error) {
 	if w.done {
 		return sinks.Committed{}, errors.New("parquet: commit after commit or abort")
 	}
 	w.done = true
 	defer w.so.release()
-	if err := w.s.day(w.p).take(w, w.s.opt.Compact.ChunkBytes); err != nil {
+	runs, err := w.runs()
+	if err == nil {
+		err = w.s.day(w.p, w).take(runs, w.file, w.u, w.enc)
+	}
+	if err != nil {
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, pq.DiskFull(err))
 	}
 	return sinks.Committed{Rows: w.file.Rows, Where: w.p.String() + " (one file per day, written when the day is replayed)"}, nil
+}
+
+// runs are the writer's rows as sorted runs: those it spilled, and the
+// rest sorted in memory (or spilled too, after a spill: a large snapshot).
+func (w *dayWriter) runs() ([]*dayRun, error) {
+	var out []*dayRun
+	if len(w.so.runs) > 0 {
+		paths, err := w.so.finish()
+		w.so.runs = nil
+		for _, p := range paths {
+			out = append(out, &dayRun{Run: Run{Path: p, Schema: w.u}})
+		}
+		if err != nil {
+			dropDayRuns(out)
+			return nil, err
+		}
+		return out, nil
+	}
+	m, size := w.so.sorted()
+	if m == nil {
+		return nil, nil
+	}
+	return []*dayRun{{Run: Run{Schema: w.u, mem: m}, size: size}}, nil
 }
 
 func (w *dayWriter) Abort() error {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,4 +281,162 @@ func TestDaySinkOnBucket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newMergingDaySink keeps every snapshot's rows in memory (no writer
+// spills) and a day budget of a few snapshots, so that the day's runs are
+// merged into spilled runs while snapshots load, and FlushDay merges more
+// spilled runs than FanIn.
+func newMergingDaySink(t *testing.T, lake *ParquetLake) *DaySink {
+	t.Helper()
+	fb, err := pq.New(pq.Options{Store: lake.St})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: lake, ChunkBytes: 96 << 10, FanIn: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// Snapshots are merged a few at a time while the day loads (runs in
+// memory, then spilled runs merged in the background); the
+// day's file holds exactly the snapshots' rows, sorted, whatever the
+// merges did, with the later run's file of the day merged in.
+func TestDaySinkMergesRunsWhileLoading(t *testing.T) {
+	ctx := context.Background()
+	dir, ref := t.TempDir(), t.TempDir()
+	for k := range 16 {
+		writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 60, 9) // what the replay replaces
+		writeSnap(t, ref, schema.Instruments, snapAt(day1, k), 100+k, uint64(k))
+	}
+	writeSnap(t, dir, schema.Instruments, snapAt(day1, 40), 70, 3) // a later run's, not replayed
+	writeSnap(t, ref, schema.Instruments, snapAt(day1, 40), 70, 3)
+
+	ds := newMergingDaySink(t, localLake(dir))
+	// One commit after the other (the day's merges run beside them), so
+	// that the merges started do not depend on timing.
+	for k := range 16 {
+		replaySnap(t, ds, schema.Instruments, snapAt(day1, k), 100+k, uint64(k), true)
+	}
+	d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
+	d.mu.Lock()
+	d.wait()
+	merges, spilledRuns := d.merges, 0
+	for _, r := range d.runs {
+		if r.Path != "" {
+			spilledRuns++
+		}
+	}
+	d.mu.Unlock()
+	if merges < 4 || spilledRuns <= 3 {
+		t.Fatalf("%d merges while loading, %d spilled runs: the test does not exercise them", merges, spilledRuns)
+	}
+	if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := partDir(dir, "instruments", day1)
+	onlyCompacted(t, part)
+	checkSorted(t, part, "instruments")
+	sameRows(t, "merged day", rows(t, filepath.Join(part, "*.parquet")), rows(t, filepath.Join(partDir(ref, "instruments", day1), "*.parquet")))
+}
+
+// A merge of the day's runs that fails (here its spill folder is gone and
+// a file stands in its place) fails the commits after it and the day's
+// FlushDay; the partition keeps its files, and nothing is left in memory.
+func TestDaySinkMergeFailureLeavesTheDay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for k := range 6 {
+		writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 60, 9)
+	}
+	part := partDir(dir, "instruments", day1)
+	before := rows(t, filepath.Join(part, "*.parquet"))
+	lake := localLake(dir)
+	ds := newMergingDaySink(t, lake)
+	replaySnap(t, ds, schema.Instruments, snapAt(day1, 0), 100, 1, true)
+	tmp, err := lake.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for k := 1; k < 6; k++ {
+		w, err := ds.Open(ctx, schema.Instruments, snapAt(day1, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := genRecord(schema.Instruments, snapAt(day1, k), 100, 1)
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if _, err := w.Commit(ctx); err != nil {
+			failed = true
+		}
+	}
+	err = ds.FlushDay(ctx, day1.Format(time.DateOnly))
+	if err == nil || !strings.Contains(err.Error(), "merge the day's runs") {
+		t.Fatalf("FlushDay after a failed merge: %v", err)
+	}
+	if !failed {
+		t.Error("no commit failed after the merge did")
+	}
+	os.Remove(tmp)
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "the day after the failure", rows(t, filepath.Join(part, "*.parquet")), before)
+	if got := names(t, part); len(got) != 6 {
+		t.Fatalf("partition holds %v, want its 6 files", got)
+	}
+}
+
+// An account table whose columns change during the day (one added, a list
+// added, one gone), replayed through a day sink that merges while it
+// loads: runs of different columns are merged into one (nulls where a
+// run lacks a column), and the day's file, not flat, is written by
+// pqarrow's writer; it holds exactly the per-snapshot files' rows.
+func TestDaySinkEvolvingColumns(t *testing.T) {
+	ctx := context.Background()
+	dir, ref := t.TempDir(), t.TempDir()
+	size := schema.Column{Name: "size", Type: schema.Float64, Nullable: true}
+	dir1 := schema.Column{Name: "direction", Type: schema.String, Nullable: true}
+	tags := schema.Column{Name: "tags", Type: schema.String, List: true}
+	opened := schema.Column{Name: "opened", Type: schema.TimestampMs, Nullable: true}
+	versions := []*schema.Table{
+		accountTable(size),
+		accountTable(size, dir1),
+		accountTable(size, dir1, tags),
+		accountTable(dir1, tags, opened), // size gone
+	}
+	ds := newMergingDaySink(t, localLake(dir))
+	for k := range 12 {
+		s := snapAt(day1, k)
+		s.Endpoint = "position"
+		writeSnap(t, ref, versions[k/3], s, 300, uint64(k))
+		replaySnap(t, ds, versions[k/3], s, 300, uint64(k), true)
+	}
+	if d := ds.days[Partition{Table: "position", Date: day1.Format(time.DateOnly)}]; d.merges < 2 {
+		t.Fatalf("%d merges while loading: the test does not exercise them", d.merges)
+	}
+	if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := partDir(dir, "position", day1)
+	onlyCompacted(t, part)
+	checkSorted(t, part, "position")
+	sameRows(t, "position", rows(t, filepath.Join(part, "*.parquet")), rows(t, filepath.Join(partDir(ref, "position", day1), "*.parquet")))
 }

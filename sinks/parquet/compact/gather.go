@@ -1,8 +1,12 @@
 package compact
 
 import (
+	"slices"
+	"unsafe"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -16,21 +20,27 @@ type gatherer struct {
 	u    *arrow.Schema
 	recs []arrow.Record // retained until flush
 	refs []rowRef
+	at   []int32 // per merge input: its current record's index in recs (-1: none)
 }
 
 func newGatherer(mem memory.Allocator, u *arrow.Schema) *gatherer {
 	return &gatherer{mem: mem, u: u}
 }
 
-// add appends row i of rec (schema u); rec is retained until flush.
-func (g *gatherer) add(rec arrow.Record, i int) {
-	k := len(g.recs) - 1
+// add appends row i of rec (schema u), the current record of merge input
+// src; rec is retained until flush.
+func (g *gatherer) add(src int, rec arrow.Record, i int) {
+	for src >= len(g.at) {
+		g.at = append(g.at, -1)
+	}
+	k := g.at[src]
 	if k < 0 || g.recs[k] != rec {
 		rec.Retain()
+		k = int32(len(g.recs))
 		g.recs = append(g.recs, rec)
-		k++
+		g.at[src] = k
 	}
-	g.refs = append(g.refs, rowRef{int32(k), int32(i)})
+	g.refs = append(g.refs, rowRef{k, int32(i)})
 }
 
 func (g *gatherer) rows() int { return len(g.refs) }
@@ -45,12 +55,67 @@ func (g *gatherer) flush() arrow.Record {
 	return rec
 }
 
+// take hands over the rows added so far, not yet copied (nil when none).
+func (g *gatherer) take() *gathered {
+	if len(g.refs) == 0 {
+		return nil
+	}
+	b := &gathered{recs: slices.Clone(g.recs), refs: slices.Clone(g.refs)}
+	g.recs, g.refs = g.recs[:0], g.refs[:0] // b holds their references now
+	for k := range g.at {
+		g.at[k] = -1
+	}
+	return b
+}
+
 // release drops the rows not flushed.
 func (g *gatherer) release() {
 	for _, r := range g.recs {
 		r.Release()
 	}
 	g.recs, g.refs = g.recs[:0], g.refs[:0]
+	for k := range g.at {
+		g.at[k] = -1
+	}
+}
+
+// gathered are rows in output order not yet copied: refs into records it
+// holds a reference to. Its columns can be gathered one by one, on several
+// goroutines at once (the day's output: pq.ColumnWriter.WriteColumns).
+type gathered struct {
+	recs []arrow.Record
+	refs []rowRef
+}
+
+func (b *gathered) rows() int64 { return int64(len(b.refs)) }
+
+// column gathers column j (type t).
+func (b *gathered) column(mem memory.Allocator, t arrow.DataType, j int) arrow.Array {
+	return gatherColumn(mem, t, b.recs, j, b.refs)
+}
+
+// record gathers every column into one record of schema u.
+func (b *gathered) record(mem memory.Allocator, u *arrow.Schema) arrow.Record {
+	return gather(mem, u, b.recs, b.refs)
+}
+
+// split returns the first n rows and the rest (nil when none), which share
+// b's records (retained once more by the rest).
+func (b *gathered) split(n int64) (*gathered, *gathered) {
+	if n >= b.rows() {
+		return b, nil
+	}
+	for _, r := range b.recs {
+		r.Retain()
+	}
+	return &gathered{recs: b.recs, refs: b.refs[:n]}, &gathered{recs: b.recs, refs: b.refs[n:]}
+}
+
+func (b *gathered) release() {
+	for _, r := range b.recs {
+		r.Release()
+	}
+	b.recs, b.refs = nil, nil
 }
 
 // gather builds the record of refs' rows of recs (all with schema u).
@@ -67,17 +132,21 @@ func gather(mem memory.Allocator, u *arrow.Schema, recs []arrow.Record, refs []r
 }
 
 func gatherColumn(mem memory.Allocator, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) arrow.Array {
+	switch t.ID() {
+	case arrow.STRING:
+		return gatherStrings(mem, t, columns[*array.String](recs, j), refs)
+	case arrow.FLOAT64:
+		return gatherFixed(mem, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs)
+	case arrow.INT64:
+		return gatherFixed(mem, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs)
+	case arrow.TIMESTAMP:
+		return gatherFixed(mem, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs)
+	}
 	b := array.NewBuilder(mem, t)
 	defer b.Release()
 	b.Reserve(len(refs))
-	switch bb := b.(type) {
-	case *array.StringBuilder:
-		src := columns[*array.String](recs, j)
-		var size int
-		for _, r := range refs {
-			size += src[r.rec].ValueLen(int(r.row))
-		}
-		bb.ReserveData(size)
+	if bb, ok := b.(*array.BooleanBuilder); ok {
+		src := columns[*array.Boolean](recs, j)
 		for _, r := range refs {
 			if a := src[r.rec]; a.IsNull(int(r.row)) {
 				bb.AppendNull()
@@ -85,22 +154,15 @@ func gatherColumn(mem memory.Allocator, t arrow.DataType, recs []arrow.Record, j
 				bb.Append(a.Value(int(r.row)))
 			}
 		}
-	case *array.Float64Builder:
-		gatherFixed(bb, columns[*array.Float64](recs, j), refs)
-	case *array.Int64Builder:
-		gatherFixed(bb, columns[*array.Int64](recs, j), refs)
-	case *array.TimestampBuilder:
-		gatherFixed(bb, columns[*array.Timestamp](recs, j), refs)
-	case *array.BooleanBuilder:
-		gatherFixed(bb, columns[*array.Boolean](recs, j), refs)
-	default: // lists: the row appender
-		app, err := appender(b, t)
-		if err != nil {
-			panic(err) // copyable has refused the schema before any row is gathered
-		}
-		for _, r := range refs {
-			app(recs[r.rec].Column(j), int(r.row))
-		}
+		return b.NewArray()
+	}
+	// lists: the row appender
+	app, err := appender(b, t)
+	if err != nil {
+		panic(err) // copyable has refused the schema before any row is gathered
+	}
+	for _, r := range refs {
+		app(recs[r.rec].Column(j), int(r.row))
 	}
 	return b.NewArray()
 }
@@ -114,24 +176,99 @@ func columns[A arrow.Array](recs []arrow.Record, j int) []A {
 	return out
 }
 
-type valueArray[T any] interface {
-	arrow.Array
-	Value(int) T
-}
-
-type valueBuilder[T any] interface {
-	Append(T)
-	AppendNull()
-}
-
-func gatherFixed[T any, A valueArray[T], B valueBuilder[T]](b B, src []A, refs []rowRef) {
-	for _, r := range refs {
-		if a := src[r.rec]; a.IsNull(int(r.row)) {
-			b.AppendNull()
-		} else {
-			b.Append(a.Value(int(r.row)))
+// validity gathers the validity bitmap of refs' rows (nil, 0 when none is
+// null) and counts the nulls.
+func validity[A arrow.Array](mem memory.Allocator, src []A, refs []rowRef) (*memory.Buffer, int) {
+	nulls := false
+	for _, a := range src {
+		if a.NullN() > 0 {
+			nulls = true
+			break
 		}
 	}
+	if !nulls {
+		return nil, 0
+	}
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(int(bitutil.BytesForBits(int64(len(refs)))))
+	bits := buf.Bytes()
+	clear(bits)
+	n := 0
+	for i, r := range refs {
+		if src[r.rec].IsValid(int(r.row)) {
+			bitutil.SetBit(bits, i)
+		} else {
+			n++
+		}
+	}
+	return buf, n
+}
+
+// gatherFixed gathers a column of fixed-width values straight into its
+// buffers.
+func gatherFixed[T any, A arrow.Array](mem memory.Allocator, t arrow.DataType, src []A, values func(A) []T, refs []rowRef) arrow.Array {
+	vals := make([][]T, len(src))
+	for k, a := range src {
+		vals[k] = values(a)
+	}
+	valid, nulls := validity(mem, src, refs)
+	buf := memory.NewResizableBuffer(mem)
+	var zero T
+	buf.Resize(len(refs) * int(unsafe.Sizeof(zero)))
+	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), len(refs))
+	for i, r := range refs {
+		out[i] = vals[r.rec][r.row] // a null's slot holds whatever its source's did
+	}
+	return finishArray(t, len(refs), nulls, valid, buf)
+}
+
+// gatherStrings gathers a string column straight into its buffers.
+func gatherStrings(mem memory.Allocator, t arrow.DataType, src []*array.String, refs []rowRef) arrow.Array {
+	valid, nulls := validity(mem, src, refs)
+	type strings struct {
+		offs []int32 // the array's offsets into data (absolute)
+		data []byte  // the whole values buffer
+	}
+	ss := make([]strings, len(src))
+	for k, a := range src {
+		ss[k].offs = a.ValueOffsets()
+		if b := a.Data().Buffers()[2]; b != nil {
+			ss[k].data = b.Bytes()
+		}
+	}
+	size := 0
+	for _, r := range refs {
+		o := ss[r.rec].offs
+		size += int(o[r.row+1] - o[r.row])
+	}
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize((len(refs) + 1) * 4)
+	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), len(refs)+1)
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(size)
+	b := data.Bytes()
+	pos := 0
+	for i, r := range refs {
+		offs[i] = int32(pos)
+		s := &ss[r.rec]
+		pos += copy(b[pos:], s.data[s.offs[r.row]:s.offs[r.row+1]])
+	}
+	offs[len(refs)] = int32(pos)
+	return finishArray(t, len(refs), nulls, valid, offBuf, data)
+}
+
+// finishArray makes the array of buffers (after the validity bitmap) and
+// releases them.
+func finishArray(t arrow.DataType, n, nulls int, valid *memory.Buffer, bufs ...*memory.Buffer) arrow.Array {
+	all := append([]*memory.Buffer{valid}, bufs...)
+	data := array.NewData(t, n, all, nil, nulls, 0)
+	defer data.Release()
+	for _, b := range all {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(data)
 }
 
 // copyable reports a column type the gatherer cannot copy (checked before

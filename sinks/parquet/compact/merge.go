@@ -2,7 +2,6 @@ package compact
 
 import (
 	"bufio"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +116,30 @@ func (s *sorter) spill() error {
 	return nil
 }
 
+// sorted hands over the chunk as a run in memory, its rows put in key
+// order by a permutation (the rows stay where they are), and its Arrow
+// bytes.
+func (s *sorter) sorted() (*memRun, int64) {
+	chunk, views, size := s.chunk, s.views, s.size
+	s.chunk, s.views, s.size = nil, nil, 0
+	if len(chunk) == 0 {
+		return nil, 0
+	}
+	var order []rowRef
+	for k, r := range chunk {
+		for i := range int(r.NumRows()) {
+			order = append(order, rowRef{int32(k), int32(i)})
+		}
+	}
+	cmp := func(a, b rowRef) int {
+		return compareRows(&views[a.rec], int(a.row), &views[b.rec], int(b.row))
+	}
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortStableFunc(order, cmp)
+	}
+	return &memRun{key: s.key, recs: chunk, views: views, order: order}, size
+}
+
 // finish spills what is left and returns the runs.
 func (s *sorter) finish() ([]string, error) {
 	if len(s.chunk) > 0 {
@@ -211,37 +234,37 @@ func (c *runCursor) close() error {
 	return err
 }
 
-// heapItem is one cursor's current position.
-type heapItem struct {
+// mergeInput is one input's current row: a cursor's, a batch at a time,
+// or a run in memory's (memCursor), row by row through its order.
+type mergeInput struct {
 	c   cursor
-	ord int // input order: ties go to the earlier input
-	rec arrow.Record
-	kv  keyView
+	mc  *memCursor   // c, when it is a run in memory
+	rec arrow.Record // nil at the end of the input
+	kv  *keyView     // rec's
 	row int
+	own keyView // a cursor's batch's view (kv points here)
+	pos int     // mc's position in its order
 }
 
-type mergeHeap []*heapItem
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	c := compareRows(&h[i].kv, h[i].row, &h[j].kv, h[j].row)
-	if c != 0 {
-		return c < 0
-	}
-	return h[i].ord < h[j].ord
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*heapItem)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func newMergeInput(c cursor) *mergeInput {
+	it := &mergeInput{c: c, row: -1, pos: -1}
+	it.mc, _ = c.(*memCursor)
+	return it
 }
 
-// advance moves the item to its next row, loading the next batch when the
+// advance moves the input to its next row, loading the next batch when the
 // current one is done; false at the end of its input.
-func (it *heapItem) advance(key []string) (bool, error) {
+func (it *mergeInput) advance(key []string) (bool, error) {
+	if m := it.mc; m != nil {
+		it.pos++
+		if it.pos >= len(m.order) {
+			it.rec, it.kv = nil, nil
+			return false, nil
+		}
+		r := m.order[it.pos]
+		it.rec, it.kv, it.row = m.recs[r.rec], &m.views[r.rec], int(r.row)
+		return true, nil
+	}
 	it.row++
 	for it.rec == nil || it.row >= int(it.rec.NumRows()) {
 		rec, err := it.c.next()
@@ -249,21 +272,79 @@ func (it *heapItem) advance(key []string) (bool, error) {
 			return false, err
 		}
 		if rec == nil {
-			it.rec = nil
+			it.rec, it.kv = nil, nil
 			return false, nil
 		}
 		kv, err := newKeyView(rec, key)
 		if err != nil {
 			return false, err
 		}
-		it.rec, it.kv, it.row = rec, kv, 0
+		it.rec, it.own, it.row = rec, kv, 0
+		it.kv = &it.own
 	}
 	return true, nil
 }
 
+// loserTree picks the smallest of the inputs' current rows: after the
+// winner advances, one match per level of the tree finds the next (a heap
+// plays two), ties going to the earlier input.
+type loserTree struct {
+	in   []*mergeInput
+	tree []int // tree[0]: the winner; tree[n], n ≥ 1: the loser of match n
+}
+
+func newLoserTree(in []*mergeInput) *loserTree {
+	k := len(in)
+	t := &loserTree{in: in, tree: make([]int, max(k, 1))}
+	if k <= 1 {
+		return t
+	}
+	// Leaves are k..2k-1 (input i at k+i), matches 1..k-1, the children of
+	// n being 2n and 2n+1: a complete tree for any k.
+	win := make([]int, 2*k)
+	for i := range k {
+		win[k+i] = i
+	}
+	for n := k - 1; n >= 1; n-- {
+		a, b := win[2*n], win[2*n+1]
+		if t.less(b, a) {
+			a, b = b, a
+		}
+		win[n], t.tree[n] = a, b
+	}
+	t.tree[0] = win[1]
+	return t
+}
+
+// less orders inputs a and b by their current rows, an ended input last,
+// ties by input order.
+func (t *loserTree) less(a, b int) bool {
+	x, y := t.in[a], t.in[b]
+	if x.rec == nil || y.rec == nil {
+		return y.rec == nil && (x.rec != nil || a < b)
+	}
+	if c := compareRows(x.kv, x.row, y.kv, y.row); c != 0 {
+		return c < 0
+	}
+	return a < b
+}
+
+// replay plays the winner's matches again after it advanced.
+func (t *loserTree) replay() {
+	k := len(t.in)
+	w := t.tree[0]
+	for n := (w + k) / 2; n >= 1; n /= 2 {
+		if t.less(t.tree[n], w) {
+			w, t.tree[n] = t.tree[n], w
+		}
+	}
+	t.tree[0] = w
+}
+
 // merge merges the cursors (each sorted by key) into emit, in key order,
-// ties in cursor order. It closes the cursors.
-func merge(ctx context.Context, cursors []cursor, key []string, emit func(rec arrow.Record, row int) error) (err error) {
+// ties in cursor order; emit gets the cursor's index with the row. It
+// closes the cursors.
+func merge(ctx context.Context, cursors []cursor, key []string, emit func(src int, rec arrow.Record, row int) error) (err error) {
 	defer func() {
 		for _, c := range cursors {
 			if cerr := c.close(); err == nil {
@@ -271,55 +352,63 @@ func merge(ctx context.Context, cursors []cursor, key []string, emit func(rec ar
 			}
 		}
 	}()
-	h := make(mergeHeap, 0, len(cursors))
+	if len(cursors) == 0 {
+		return nil
+	}
+	in := make([]*mergeInput, len(cursors))
 	for k, c := range cursors {
-		it := &heapItem{c: c, ord: k, row: -1}
-		ok, err := it.advance(key)
-		if err != nil {
+		in[k] = newMergeInput(c)
+		if _, err := in[k].advance(key); err != nil {
 			return err
 		}
-		if ok {
-			h = append(h, it)
-		}
 	}
-	heap.Init(&h)
-	n := 0
-	for len(h) > 0 {
-		if n++; n%65536 == 0 {
+	t := newLoserTree(in)
+	for n := 1; ; n++ {
+		if n%65536 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		it := h[0]
-		if err := emit(it.rec, it.row); err != nil {
+		w := t.tree[0]
+		it := in[w]
+		if it.rec == nil {
+			return nil
+		}
+		if err := emit(w, it.rec, it.row); err != nil {
 			return err
 		}
-		ok, err := it.advance(key)
-		if err != nil {
+		if _, err := it.advance(key); err != nil {
 			return err
 		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
-		}
+		t.replay()
 	}
-	return nil
 }
 
-// mergeRuns merges spilled runs down to at most fanIn runs, a level at a
-// time: each group of fanIn runs becomes one longer run.
-func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, runs []string, fanIn, batch int) ([]string, error) {
-	for len(runs) > fanIn {
-		var next []string
-		for start := 0; start < len(runs); start += fanIn {
-			group := runs[start:min(start+fanIn, len(runs))]
+// mergeRuns merges the runs until at most fanIn of them are spilled, a
+// level at a time: each group of fanIn spilled runs (with the runs in
+// memory among them: they hold no read buffer) becomes one longer run. It
+// takes ownership of runs: those not returned are merged or dropped.
+func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
+	for spilled(runs) > fanIn {
+		var next []Run
+		for len(runs) > 0 {
+			n, files := 0, 0
+			for n < len(runs) && (files < fanIn || runs[n].Path == "") {
+				if runs[n].Path != "" {
+					files++
+				}
+				n++
+			}
+			group := runs[:n]
+			runs = runs[n:]
 			if len(group) == 1 {
 				next = append(next, group[0])
 				continue
 			}
 			out, err := mergeToRun(ctx, mem, u, key, tmp, group, batch)
 			if err != nil {
+				dropRuns(runs)
+				dropRuns(next)
 				return nil, err
 			}
 			next = append(next, out)
@@ -329,29 +418,33 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key [
 	return runs, nil
 }
 
-func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, group []string, batch int) (string, error) {
-	var cursors []cursor
-	for _, p := range group {
-		c, err := openRun(mem, p)
-		if err != nil {
-			for _, c := range cursors {
-				c.close()
-			}
-			return "", err
+// spilled counts the runs on disk.
+func spilled(runs []Run) int {
+	n := 0
+	for _, r := range runs {
+		if r.Path != "" {
+			n++
 		}
-		cursors = append(cursors, c)
+	}
+	return n
+}
+
+// mergeToRun merges the runs (taking ownership) into one spilled run of
+// schema u, in batches of batch rows.
+func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, group []Run, batch int) (Run, error) {
+	cursors, err := openRuns(mem, u, group)
+	if err != nil {
+		return Run{}, err
 	}
 	w, err := newRunWriter(mem, u, tmp)
 	if err != nil {
-		for _, c := range cursors {
-			c.close()
-		}
-		return "", err
+		closeAll(cursors)
+		return Run{}, err
 	}
 	g := newGatherer(mem, u)
 	defer g.release()
-	err = merge(ctx, cursors, key, func(rec arrow.Record, row int) error {
-		g.add(rec, row)
+	err = merge(ctx, cursors, key, func(src int, rec arrow.Record, row int) error {
+		g.add(src, rec, row)
 		if g.rows() >= batch {
 			return w.write(g.flush())
 		}
@@ -364,10 +457,159 @@ func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key 
 	}
 	if err != nil {
 		w.abort()
-		return "", err
+		return Run{}, err
 	}
-	return w.finish()
+	path, err := w.finish()
+	if err != nil {
+		return Run{}, err
+	}
+	return Run{Path: path, Schema: u}, nil
+}
+
+// openRuns opens the runs (taking ownership: on error, those not opened
+// are dropped) as cursors yielding schema u.
+func openRuns(mem memory.Allocator, u *arrow.Schema, runs []Run) ([]cursor, error) {
+	var cursors []cursor
+	for i, r := range runs {
+		c, err := r.open(mem, u)
+		if err != nil {
+			closeAll(cursors)
+			dropRuns(runs[i+1:])
+			return nil, err
+		}
+		cursors = append(cursors, c)
+	}
+	return cursors, nil
+}
+
+// open returns the run's cursor, its rows with schema u; the cursor owns
+// the run (deletes its file, releases its records).
+func (r Run) open(mem memory.Allocator, u *arrow.Schema) (cursor, error) {
+	if r.mem != nil {
+		if !sameColumns(r.Schema, u) {
+			if err := r.mem.conform(mem, u); err != nil {
+				r.mem.release()
+				return nil, err
+			}
+		}
+		return &memCursor{memRun: r.mem}, nil
+	}
+	rc, err := openRun(mem, r.Path)
+	if err != nil {
+		removeQuiet(r.Path)
+		return nil, err
+	}
+	if !sameColumns(r.Schema, u) {
+		return &conformCursor{c: rc, mem: mem, u: u}, nil
+	}
+	return rc, nil
+}
+
+// drop deletes the run's file or releases its records.
+func (r Run) drop() {
+	if r.mem != nil {
+		r.mem.release()
+	}
+	if r.Path != "" {
+		removeQuiet(r.Path)
+	}
+}
+
+func dropRuns(runs []Run) {
+	for _, r := range runs {
+		r.drop()
+	}
+}
+
+// memRun is a sorted run in memory: records, and the order of their rows.
+type memRun struct {
+	key   []string
+	recs  []arrow.Record
+	views []keyView // of recs
+	order []rowRef
+}
+
+func (m *memRun) release() {
+	for _, r := range m.recs {
+		r.Release()
+	}
+	m.recs, m.views, m.order = nil, nil, nil
+}
+
+// conform gives the records schema u.
+func (m *memRun) conform(mem memory.Allocator, u *arrow.Schema) error {
+	for k, r := range m.recs {
+		c := conform(mem, u, r)
+		r.Release()
+		m.recs[k] = c
+		kv, err := newKeyView(c, m.key)
+		if err != nil {
+			return err
+		}
+		m.views[k] = kv
+	}
+	return nil
+}
+
+// memCursor is a run in memory as a merge input: merge reads its rows in
+// its order (mergeInput), not through next.
+type memCursor struct{ *memRun }
+
+func (c *memCursor) next() (arrow.Record, error) {
+	return nil, errors.New("a run in memory is read in its order")
+}
+
+func (c *memCursor) close() error {
+	c.release()
+	return nil
+}
+
+// conformCursor yields another cursor's rows with schema u (conform).
+type conformCursor struct {
+	c   cursor
+	mem memory.Allocator
+	u   *arrow.Schema
+	cur arrow.Record
+}
+
+func (c *conformCursor) next() (arrow.Record, error) {
+	if c.cur != nil {
+		c.cur.Release()
+		c.cur = nil
+	}
+	rec, err := c.c.next()
+	if rec == nil || err != nil {
+		return nil, err
+	}
+	c.cur = conform(c.mem, c.u, rec)
+	return c.cur, nil
+}
+
+func (c *conformCursor) close() error {
+	if c.cur != nil {
+		c.cur.Release()
+		c.cur = nil
+	}
+	return c.c.close()
 }
 
 // groupSet is a set of snapshot groups.
 type groupSet map[pq.Group]struct{}
+
+// collect adds the groups of the view's first n rows not seen yet to mf's
+// (a batch's rows are mostly of one group: a row of the same group as the
+// row before is not looked up).
+func (s groupSet) collect(kv *keyView, n int, mf *pq.ManifestFile) {
+	var last pq.Group
+	for i := range n {
+		g := kv.group(i)
+		if i > 0 && g == last {
+			continue
+		}
+		last = g
+		if _, ok := s[g]; !ok {
+			s[g] = struct{}{}
+			mf.Groups = append(mf.Groups, g)
+		}
+	}
+}

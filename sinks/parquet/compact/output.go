@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,13 +190,15 @@ func (c *sourceCursor) close() error {
 
 // output writes the merged rows into the staged partition: files of at
 // most ~MaxFileBytes, row groups of RowGroupRows, zstd, encodings chosen
-// per column on the first rows (chooseEncodings).
+// per column on the first rows (chooseEncodings) or given (fixed). A flat
+// schema's columns are encoded at once (pq.ColumnWriter).
 type output struct {
 	opt      *Options
 	mem      memory.Allocator
 	u        *arrow.Schema
 	st       Staged
 	manifest pq.Manifest
+	fixed    []parquet.WriterProperty // the encodings, when not chosen by trials
 	encs     []parquet.WriterProperty
 
 	sample     []arrow.Record
@@ -202,7 +206,7 @@ type output struct {
 
 	w     io.WriteCloser
 	cw    *pq.CountingWriter
-	fw    *pqarrow.FileWriter
+	fw    fileWriter
 	parts int
 	rows  int64 // in the current file
 	total int64
@@ -210,8 +214,66 @@ type output struct {
 	chose map[string]string // column path -> encoding chosen
 }
 
+// fileWriter writes one output file: *pqarrow.FileWriter or
+// *pq.ColumnWriter.
+type fileWriter interface {
+	WriteBuffered(arrow.Record) error
+	AppendKeyValueMetadata(key, value string) error
+	Close() error
+}
+
+// writeRows takes a batch of merged rows (and releases it). With the
+// encodings given and a flat schema, each column is gathered by the
+// worker that encodes it; otherwise the rows are gathered into a record
+// first (write).
+func (o *output) writeRows(b *gathered) error {
+	o.useFixed()
+	if o.encs == nil || !o.parallel() {
+		rec := b.record(o.mem, o.u)
+		b.release()
+		return o.write(rec)
+	}
+	for b != nil {
+		if err := o.open(); err != nil {
+			b.release()
+			return err
+		}
+		cw := o.fw.(*pq.ColumnWriter)
+		part, rest := b.split(cw.Room())
+		err := pq.Guard(o.cw, func() error {
+			return cw.WriteColumns(part.rows(), func(i int) arrow.Array { return part.column(o.mem, o.u.Field(i).Type, i) })
+		})
+		n := part.rows()
+		part.release()
+		if err == nil {
+			err = o.wrote(n)
+		}
+		if err != nil {
+			if rest != nil {
+				rest.release()
+			}
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// useFixed takes the given encodings, if any, before the first rows.
+func (o *output) useFixed() {
+	if o.encs == nil && o.fixed != nil {
+		o.encs, o.chose = o.fixed, encodingNames(o.u, o.props(o.fixed...))
+	}
+}
+
+// parallel reports an output whose files are written by pq.ColumnWriter.
+func (o *output) parallel() bool {
+	return min(runtime.GOMAXPROCS(0), 4) > 1 && pq.FlatSchema(o.u)
+}
+
 // write takes a batch of merged rows (and releases it).
 func (o *output) write(rec arrow.Record) error {
+	o.useFixed()
 	if o.encs == nil {
 		o.sample = append(o.sample, rec)
 		o.sampleRows += int(rec.NumRows())
@@ -256,33 +318,53 @@ func baseProps(opt *Options, mem memory.Allocator) []parquet.WriterProperty {
 		parquet.WithCompressionLevel(opt.CompressionLevel),
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(int64(opt.RowGroupRows)),
+		parquet.WithDataPageSize(opt.PageBytes),
 		parquet.WithCreatedBy("optlake compact"),
 	}
 }
 
 func (o *output) put(rec arrow.Record) error {
-	if o.fw == nil {
-		w, err := o.st.Create(pq.CompactedName(o.manifest.ID, o.parts))
-		if err != nil {
-			return fmt.Errorf("create: %w", err)
-		}
-		o.w, o.cw = w, &pq.CountingWriter{W: w}
-		err = pq.Guard(o.cw, func() (err error) {
-			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, o.props(o.encs...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
-			return err
-		})
-		if err != nil {
-			w.Close()
-			o.fw, o.w, o.cw = nil, nil, nil
-			return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
-		}
-		o.rows = 0
+	if err := o.open(); err != nil {
+		return err
 	}
 	if err := pq.Guard(o.cw, func() error { return o.fw.WriteBuffered(rec) }); err != nil {
 		return fmt.Errorf("write %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
 	}
-	o.rows += rec.NumRows()
-	o.total += rec.NumRows()
+	return o.wrote(rec.NumRows())
+}
+
+// open creates the next file when none is open.
+func (o *output) open() error {
+	if o.fw != nil {
+		return nil
+	}
+	w, err := o.st.Create(pq.CompactedName(o.manifest.ID, o.parts))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	o.w, o.cw = w, &pq.CountingWriter{W: w}
+	err = pq.Guard(o.cw, func() (err error) {
+		props := o.props(o.encs...)
+		if o.parallel() {
+			o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, min(runtime.GOMAXPROCS(0), 4))
+		} else {
+			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
+		}
+		return err
+	})
+	if err != nil {
+		w.Close()
+		o.fw, o.w, o.cw = nil, nil, nil
+		return fmt.Errorf("create %s: %w", pq.CompactedName(o.manifest.ID, o.parts), err)
+	}
+	o.rows = 0
+	return nil
+}
+
+// wrote counts n rows written and closes the file past MaxFileBytes.
+func (o *output) wrote(n int64) error {
+	o.rows += n
+	o.total += n
 	if o.cw.N >= o.opt.MaxFileBytes {
 		return o.closeFile()
 	}
@@ -319,6 +401,7 @@ func (o *output) closeFile() error {
 // finish writes what is buffered and closes the last file. A day without
 // rows still gets one (empty) file: it records the snapshots it replaced.
 func (o *output) finish() error {
+	o.useFixed()
 	if o.encs == nil {
 		if err := o.flushSample(); err != nil {
 			return err
@@ -349,6 +432,70 @@ func (o *output) abort() {
 		pq.Guard(o.cw, o.fw.Close)
 		o.w.Close()
 	}
+}
+
+// encodingNames names each column's encoding under props.
+func encodingNames(u *arrow.Schema, props *parquet.WriterProperties) map[string]string {
+	out := map[string]string{}
+	for _, f := range u.Fields() {
+		switch {
+		case props.DictionaryEnabledFor(f.Name):
+			out[f.Name] = "dictionary"
+		case props.EncodingFor(f.Name) == parquet.Encodings.DeltaByteArray, props.EncodingFor(f.Name) == parquet.Encodings.DeltaBinaryPacked:
+			out[f.Name] = "delta"
+		case props.EncodingFor(f.Name) == parquet.Encodings.DeltaLengthByteArray:
+			out[f.Name] = "delta_length"
+		default:
+			out[f.Name] = "plain"
+		}
+	}
+	return out
+}
+
+// pipe hands batches of merged rows to fn on a goroutine of its own, in
+// order, one waiting at most: the merge finds the next batch's rows while
+// the output writes the last. fn owns each batch it gets.
+type pipe struct {
+	ch     chan *gathered
+	done   chan struct{}
+	err    error       // fn's first error (written before failed is set)
+	failed atomic.Bool // fn has failed: later batches are dropped
+}
+
+func startPipe(fn func(*gathered) error) *pipe {
+	p := &pipe{ch: make(chan *gathered, 1), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for b := range p.ch {
+			if p.failed.Load() {
+				b.release()
+				continue
+			}
+			// A panic here would end the process: Guard makes it an error.
+			if err := pq.Guard(nil, func() error { return fn(b) }); err != nil {
+				p.err = err
+				p.failed.Store(true)
+			}
+		}
+	}()
+	return p
+}
+
+// send hands b over (the pipe owns it); fn's error once it has failed.
+func (p *pipe) send(b *gathered) error {
+	if p.failed.Load() {
+		b.release()
+		return p.err
+	}
+	p.ch <- b
+	return nil
+}
+
+// close waits for the batches sent and returns fn's error.
+func (p *pipe) close() error {
+	close(p.ch)
+	<-p.done
+	return p.err
 }
 
 // Encodings tried for each column on a sample of the day's rows; the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
@@ -25,13 +26,18 @@ type Replayed struct {
 	Schema *arrow.Schema // the table's columns (also when no run has rows)
 	Runs   []Run
 	Files  []pq.ManifestFile // one per replayed snapshot file: its name, rows and groups
+	// Encodings, when set, are the day file's column encodings (the
+	// table's, pq.Encodings) instead of the ones compaction tries on the
+	// day's first rows.
+	Encodings []parquet.WriterProperty
 }
 
-// Run is a sorted run spilled by a replay (an Arrow IPC stream under the
-// Lake's TempDir) and its schema.
+// Run is a sorted run of a replay and its schema: spilled (an Arrow IPC
+// stream under the Lake's TempDir, at Path) or held in memory.
 type Run struct {
 	Path   string
 	Schema *arrow.Schema
+	mem    *memRun // in memory (Path "")
 }
 
 // PublishDay writes partition p as compaction does — one file sorted by
@@ -62,14 +68,12 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 	return pr, nil
 }
 
-// remove deletes the runs not yet taken by a merge.
+// remove deletes (or releases) the runs not yet taken by a merge.
 func (r *Replayed) remove() {
 	if r == nil {
 		return
 	}
-	for _, run := range r.Runs {
-		removeQuiet(run.Path)
-	}
+	dropRuns(r.Runs)
 	r.Runs = nil
 }
 
@@ -112,31 +116,22 @@ func (r *Replayed) conflict(discard map[string]bool) error {
 	return nil
 }
 
-// runsAs hands over the runs with schema u (a run of other columns is
-// rewritten with u's, nulls where it lacks one); the caller owns them.
-func (r *Replayed) runsAs(ctx context.Context, mem memory.Allocator, u *arrow.Schema, tmp string) ([]string, error) {
+// encodings are the day file's given encodings (nil: compaction's trials).
+func (r *Replayed) encodings() []parquet.WriterProperty {
 	if r == nil {
-		return nil, nil
+		return nil
 	}
-	var out []string
-	for len(r.Runs) > 0 {
-		run := r.Runs[0]
-		if sameColumns(run.Schema, u) {
-			out = append(out, run.Path)
-			r.Runs = r.Runs[1:]
-			continue
-		}
-		conformed, err := conformRun(ctx, mem, u, tmp, run.Path)
-		if err != nil {
-			for _, p := range out {
-				removeQuiet(p)
-			}
-			return nil, err
-		}
-		r.Runs = r.Runs[1:] // conformRun deleted it
-		out = append(out, conformed)
+	return r.Encodings
+}
+
+// take hands over the runs; the caller owns them.
+func (r *Replayed) take() []Run {
+	if r == nil {
+		return nil
 	}
-	return out, nil
+	out := r.Runs
+	r.Runs = nil
+	return out
 }
 
 // sameColumns reports the same column names and types in the same order.
@@ -151,39 +146,6 @@ func sameColumns(a, b *arrow.Schema) bool {
 		}
 	}
 	return true
-}
-
-// conformRun copies the run at path with schema u, in the same order, and
-// deletes it.
-func conformRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, tmp, path string) (string, error) {
-	c, err := openRun(mem, path)
-	if err != nil {
-		return "", err
-	}
-	defer c.close()
-	w, err := newRunWriter(mem, u, tmp)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			w.abort()
-			return "", err
-		}
-		rec, err := c.next()
-		if err != nil {
-			w.abort()
-			return "", err
-		}
-		if rec == nil {
-			break
-		}
-		if err := w.write(conform(mem, u, rec)); err != nil {
-			w.abort()
-			return "", err
-		}
-	}
-	return w.finish()
 }
 
 // freshNames are the names of the fresh files.

@@ -78,10 +78,11 @@ type keyView struct {
 }
 
 type keyCol struct {
-	str *array.String
-	i64 *array.Int64
-	ts  *array.Timestamp
-	arr arrow.Array
+	str   *array.String
+	i64   *array.Int64
+	ts    *array.Timestamp
+	arr   arrow.Array
+	nulls bool // the column has nulls (else compareRows skips the checks)
 }
 
 func newKeyView(rec arrow.Record, key []string) (keyView, error) {
@@ -93,7 +94,7 @@ func newKeyView(rec arrow.Record, key []string) (keyView, error) {
 			return kv, fmt.Errorf("no key column %s", name)
 		}
 		arr := rec.Column(idx[0])
-		c := keyCol{arr: arr}
+		c := keyCol{arr: arr, nulls: arr.NullN() > 0}
 		switch a := arr.(type) {
 		case *array.String:
 			c.str = a
@@ -137,15 +138,17 @@ func (kv *keyView) group(i int) pq.Group {
 func compareRows(a *keyView, i int, b *keyView, j int) int {
 	for k := range a.cols {
 		ca, cb := &a.cols[k], &b.cols[k]
-		na, nb := ca.arr.IsNull(i), cb.arr.IsNull(j)
-		if na || nb {
-			if na && nb {
-				continue
+		if ca.nulls || cb.nulls {
+			na, nb := ca.arr.IsNull(i), cb.arr.IsNull(j)
+			if na || nb {
+				if na && nb {
+					continue
+				}
+				if na {
+					return -1
+				}
+				return 1
 			}
-			if na {
-				return -1
-			}
-			return 1
 		}
 		var c int
 		switch {
