@@ -78,6 +78,10 @@ fi
 if ! have_file_or_cmd npm; then
   pkgs+=(npm)
 fi
+# The archive's frame test reads what optlake wrote with the reference zstd CLI.
+if ! have_file_or_cmd zstd /usr/bin/zstd; then
+  pkgs+=(zstd)
+fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   # Keep Debian's maintainer scripts from starting services (clickhouse-server,
