@@ -2,7 +2,8 @@
 # deps.sh — install what the tests need that Go modules do not bring:
 #   * clickhouse-server + clickhouse-client (Debian's 18.16) and zookeeper, from apt;
 #   * prometheus-node-exporter, systemd-analyze, flock and python3 (the deploy
-#     examples' checks), from apt when missing;
+#     examples' checks) and the zstd CLI (the archive's frame test), from apt
+#     when missing;
 #   * node + npm (only if missing), and tools/duckdb's node modules (the DuckDB
 #     Parquet reader the tests check against), from the npm registry;
 #   * tools/chdb's node modules: chdb, whose optional @chdb/lib-linux-x64-gnu
