@@ -121,7 +121,14 @@ func (b *batch) bool(c int, v bool) {
 
 func (b *batch) str(c int, v []byte) {
 	col := &b.cols[c]
-	col.data = append(col.data, v...)
+	if n := len(col.data); n+len(v) <= cap(col.data) {
+		// Resliced in place: no pointer store, so no GC write barrier
+		// for each value (appending stores the slice whole).
+		col.data = col.data[:n+len(v)]
+		copy(col.data[n:], v)
+	} else {
+		col.data = append(col.data, v...)
+	}
 	col.offs[b.rows+1] = int32(len(col.data))
 	if len(col.data) >= b.limit {
 		b.full = true
@@ -194,11 +201,15 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 			if i == 2 {
 				v = source
 			}
-			c.data = c.data[:0]
-			for r := 0; r < n; r++ {
-				c.data = append(c.data, v...)
-				c.offs[r+1] = int32(len(c.data))
+			if need := n * len(v); cap(c.data) < need {
+				c.data = make([]byte, 0, need)
 			}
+			d := c.data[:0] // a local: no write barrier per row
+			for r := 0; r < n; r++ {
+				d = append(d, v...)
+				c.offs[r+1] = int32(len(d))
+			}
+			c.data = d
 		}
 		var valid *memory.Buffer
 		if len(c.nulls) > 0 {
