@@ -170,7 +170,7 @@ func (b *batch) grow(n int) {
 			// The bytes so far, per row, times n: append's doubling
 			// would copy the column's bytes again and again.
 			if want := len(c.data) * n / max(b.rows, 1); cap(c.data) < want {
-				d := make([]byte, len(c.data), want+want/8)
+				d := make([]byte, len(c.data), want)
 				copy(d, c.data)
 				c.data = d
 			}
