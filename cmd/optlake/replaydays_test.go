@@ -135,3 +135,19 @@ func TestLowerMemoryLimitNeverRaises(t *testing.T) {
 		t.Errorf("after asking for 64 MiB: limit %d MiB", got>>20)
 	}
 }
+
+// A run collects at GOGC=200 (its soft memory limit bounds the heap),
+// unless GOGC is set.
+func TestRaiseGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	raiseGCPercent()
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC %d, want %d", got, gcPercent)
+	}
+	t.Setenv("GOGC", "50")
+	raiseGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC set: %d, want it left alone (100)", got)
+	}
+}

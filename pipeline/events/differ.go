@@ -652,6 +652,17 @@ type emitter struct {
 	initialB *array.BooleanBuilder
 	initial  bool
 	err      error
+	// rows and data are what the last record held (its rows, and each
+	// string column's bytes): the next one reserves as much up front
+	// instead of growing its buffers by doubling (a first snapshot of
+	// 1,000,000 instruments emits as many events).
+	rows int
+	data [7]int
+}
+
+// strings are the emitter's string columns, in the order of emitter.data.
+func (e *emitter) strings() [7]*array.StringBuilder {
+	return [7]*array.StringBuilder{e.runB, e.srcB, e.nameB, e.eventB, e.fieldB, e.oldB, e.newB}
 }
 
 func (d *Differ) newEmitter(emit func(*schema.Table, arrow.Record) error, stats *Stats) (*emitter, error) {
@@ -683,6 +694,10 @@ func (e *emitter) flush() error {
 	if e.err != nil || e.nameB.Len() == 0 {
 		return e.err
 	}
+	e.rows = e.nameB.Len()
+	for i, b := range e.strings() {
+		e.data[i] = b.DataLen()
+	}
 	rec := e.rb.NewRecord()
 	err := e.emit(schema.InstrumentEvents, rec)
 	rec.Release()
@@ -697,7 +712,10 @@ func (e *emitter) flush() error {
 func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
 	d := e.d
 	if e.nameB.Len() == 0 {
-		e.rb.Reserve(min(d.opt.BatchRows, 1024))
+		e.rb.Reserve(min(d.opt.BatchRows, max(e.rows, 1024)))
+		for i, b := range e.strings() {
+			b.ReserveData(e.data[i])
+		}
 	}
 	e.snapB.Append(arrow.Timestamp(d.b.snapMs))
 	e.runB.Append(d.meta.RunID)

@@ -64,3 +64,59 @@ func TestBufferSortMatchesBytewiseOrder(t *testing.T) {
 		}
 	}
 }
+
+// The merge of sorted runs orders by the whole name as bytes.Compare does
+// (the keys it compares first pad short names with zeros) and, of a name
+// several runs hold, keeps the row of the last run.
+func TestMergeMatchesBytewiseOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("AB\x00-9\xff")
+	for round := range 200 {
+		runs := make([]*buffer, 1+rng.IntN(6))
+		last := map[string]byte{} // name → run that holds its row
+		for r := range runs {
+			b := &buffer{}
+			for range rng.IntN(60) {
+				n := make([]byte, rng.IntN(22))
+				for i := range n {
+					n[i] = alphabet[rng.IntN(len(alphabet))]
+				}
+				if round == 0 {
+					n = append([]byte("BTC-27NOV26-9500"), n...) // ties on 16 bytes
+				}
+				c, off, buf := b.ar.alloc(len(n) + 1)
+				copy(buf, n)
+				buf[len(n)] = byte(r)
+				b.ents = append(b.ents, entry{key: nameKey(string(n)), chunk: c, off: off, nlen: uint32(len(n)), plen: 1})
+				last[string(n)] = byte(r)
+			}
+			b.sort()
+			runs[r] = b
+		}
+		cs := make([]cursor, len(runs))
+		for r, b := range runs {
+			cs[r] = &memCursor{ar: &b.ar, ents: b.ents, i: -1}
+		}
+		want := make([]string, 0, len(last))
+		for n := range last {
+			want = append(want, n)
+		}
+		slices.SortFunc(want, func(x, y string) int { return bytes.Compare([]byte(x), []byte(y)) })
+		m := newMerge(cs)
+		i := 0
+		for ; m.next(); i++ {
+			if i >= len(want) {
+				t.Fatalf("round %d: more than %d names", round, len(want))
+			}
+			if got := string(m.name()); got != want[i] {
+				t.Fatalf("round %d: name %d is %q, want %q", round, i, got, want[i])
+			}
+			if p := m.payload(); len(p) != 1 || p[0] != last[want[i]] {
+				t.Fatalf("round %d: %q from run %v, want run %d", round, want[i], p, last[want[i]])
+			}
+		}
+		if i != len(want) || m.error() != nil {
+			t.Fatalf("round %d: %d names (%v), want %d", round, i, m.error(), len(want))
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/schema"
@@ -272,5 +273,52 @@ func TestOpenDoesNotListThePartition(t *testing.T) {
 	}
 	if st.listed != 0 {
 		t.Errorf("opening %d files listed %d objects, want 0 (no compacted file in the partition)", n, st.listed)
+	}
+}
+
+// A snapshot's file has statistics on every column readers filter on (min
+// and max where there are values) and none on the columns noStats names.
+func TestStatistics(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{Store: storage.NewLocal(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, 100)
+	defer rec.Release()
+	write(t, s, rec)
+	r, err := file.OpenParquetFile(filepath.Join(dir, Path(schema.Instruments, snap)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	md := r.MetaData()
+	for c := 0; c < md.Schema.NumColumns(); c++ {
+		name := md.Schema.Column(c).Name()
+		cc, err := md.RowGroup(0).ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := cc.Statistics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case noStats[schema.Instruments][name] && st != nil:
+			t.Errorf("%s has statistics", name)
+		case !noStats[schema.Instruments][name] && st == nil:
+			t.Errorf("%s has no statistics", name)
+		}
+	}
+	for _, name := range []string{"snapshot_time", "run_id", "source", "instrument_name", "strike", "expiration_time"} {
+		cc, _ := md.RowGroup(0).ColumnChunk(md.Schema.ColumnIndexByName(name))
+		if st, _ := cc.Statistics(); st == nil || !st.HasMinMax() {
+			t.Errorf("%s: no min/max", name)
+		}
+	}
+	for _, name := range []string{"base_currency", "kind", "option_type", "instrument_name", "expiration_time"} {
+		if noStats[schema.Instruments][name] {
+			t.Errorf("%s is a filter column without statistics", name)
+		}
 	}
 }
