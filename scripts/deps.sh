@@ -2,7 +2,8 @@
 # deps.sh — install what the tests need that Go modules do not bring:
 #   * clickhouse-server + clickhouse-client (Debian's 18.16) and zookeeper, from apt;
 #   * prometheus-node-exporter, systemd-analyze, flock and python3 (the deploy
-#     examples' checks), from apt when missing;
+#     examples' checks) and the zstd CLI (the archive's frame test), from apt
+#     when missing;
 #   * node + npm (only if missing), and tools/duckdb's node modules (the DuckDB
 #     Parquet reader the tests check against), from the npm registry;
 #   * tools/chdb's node modules: chdb, whose optional @chdb/lib-linux-x64-gnu
@@ -77,6 +78,10 @@ if ! have_file_or_cmd python3; then
 fi
 if ! have_file_or_cmd npm; then
   pkgs+=(npm)
+fi
+# The archive's frame test reads what optlake wrote with the reference zstd CLI.
+if ! have_file_or_cmd zstd /usr/bin/zstd; then
+  pkgs+=(zstd)
 fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -60,16 +60,31 @@ func newBatch(t *schema.Table, rows int) *batch {
 // whole cleared batch of BatchRows rows.
 const initialBatchAlloc = 1024
 
-// reset allocates fresh (zeroed) column memory for the next batch: the
-// previous batch's memory belongs to the record handed to the sinks. It
-// allocates as many rows as the last batch had (b.next); commit grows the
-// slices when more come.
+// reset starts the next batch empty, holding no column memory: the
+// previous batch's memory belongs to the record handed to the sinks, and
+// the next batch's is allocated by its first row (begin), so that the
+// batch after a listing's last one, which most decoders never fill, costs
+// nothing.
 func (b *batch) reset() {
+	for i := range b.cols {
+		c := &b.cols[i]
+		c.nulls = c.nulls[:0]
+		c.f64, c.i64, c.bits, c.offs, c.data = nil, nil, nil, nil, nil
+	}
+	b.alloc, b.rows, b.full = 0, 0, false
+}
+
+// begin makes the batch ready for row b.rows: the first row of a batch
+// allocates fresh (zeroed) column memory for as many rows as the last
+// batch had (b.next); commit grows the slices when more come.
+func (b *batch) begin() {
+	if b.alloc > 0 {
+		return
+	}
 	n := max(min(b.next, b.cap), 1)
 	b.alloc = n
 	for i := range b.cols {
 		c := &b.cols[i]
-		c.nulls = c.nulls[:0]
 		switch c.typ {
 		case schema.Float64:
 			c.f64 = make([]float64, n)
@@ -82,7 +97,6 @@ func (b *batch) reset() {
 			c.data = make([]byte, 0, max(c.hint+c.hint/8, 64))
 		}
 	}
-	b.rows, b.full = 0, false
 }
 
 // The appenders write row b.rows of column c.
@@ -107,7 +121,14 @@ func (b *batch) bool(c int, v bool) {
 
 func (b *batch) str(c int, v []byte) {
 	col := &b.cols[c]
-	col.data = append(col.data, v...)
+	if n := len(col.data); n+len(v) <= cap(col.data) {
+		// Resliced in place: no pointer store, so no GC write barrier
+		// for each value (appending stores the slice whole).
+		col.data = col.data[:n+len(v)]
+		copy(col.data[n:], v)
+	} else {
+		col.data = append(col.data, v...)
+	}
 	col.offs[b.rows+1] = int32(len(col.data))
 	if len(col.data) >= b.limit {
 		b.full = true
@@ -125,7 +146,7 @@ func (b *batch) commit() {
 }
 
 // grow makes every column hold n rows, keeping the rows written so far.
-// The new slices are fresh and zeroed past the copied rows, as reset's are.
+// The new slices are fresh and zeroed past the copied rows, as begin's are.
 func (b *batch) grow(n int) {
 	for i := range b.cols {
 		c := &b.cols[i]
@@ -146,6 +167,13 @@ func (b *batch) grow(n int) {
 			s := make([]int32, n+1)
 			copy(s, c.offs)
 			c.offs = s
+			// The bytes so far, per row, times n: append's doubling
+			// would copy the column's bytes again and again.
+			if want := len(c.data) * n / max(b.rows, 1); cap(c.data) < want {
+				d := make([]byte, len(c.data), want)
+				copy(d, c.data)
+				c.data = d
+			}
 		}
 	}
 	b.alloc = n
@@ -173,11 +201,15 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 			if i == 2 {
 				v = source
 			}
-			c.data = c.data[:0]
-			for r := 0; r < n; r++ {
-				c.data = append(c.data, v...)
-				c.offs[r+1] = int32(len(c.data))
+			if need := n * len(v); cap(c.data) < need {
+				c.data = make([]byte, 0, need)
 			}
+			d := c.data[:0] // a local: no write barrier per row
+			for r := 0; r < n; r++ {
+				d = append(d, v...)
+				c.offs[r+1] = int32(len(d))
+			}
+			c.data = d
 		}
 		var valid *memory.Buffer
 		if len(c.nulls) > 0 {

@@ -626,6 +626,7 @@ func kindName(k fieldKind) string {
 func (d *InstrumentDecoder) appendRow(raw []byte) {
 	r := &d.r
 	b := d.b
+	b.begin()
 	present := r.set &^ r.null
 	for fi := range venueFields {
 		f := &venueFields[fi]
