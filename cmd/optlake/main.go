@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,6 +95,8 @@ func run(h host, args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(h, stdout, stderr)
+	release := holdCLISetup(app)
+	defer release() // when no action ran, or one panicked before it started
 	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		return exitOK
@@ -107,6 +110,37 @@ func run(h host, args []string, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintln(stderr, "optlake: "+strings.Join(strings.Fields(namedENOSPC(withFlagHints(err))), " "))
 	return code
+}
+
+// cliSetup serialises urfave/cli's set-up of a command line. On every
+// run it writes to package-level values of its own (its help command's
+// separator and help name, HelpFlag's and VersionFlag's defaults), so two
+// command lines run at once in one process (the tests run many) would
+// race on them. It is the one package-level value here, guarding the
+// library's.
+var cliSetup sync.Mutex
+
+// holdCLISetup locks cliSetup until the command's action starts (or the
+// returned release is called, when no action runs: help, a usage error):
+// the set-up is serialised, the commands themselves run at once.
+func holdCLISetup(app *cli.App) (release func()) {
+	cliSetup.Lock()
+	var once sync.Once
+	release = func() { once.Do(cliSetup.Unlock) }
+	var wrap func(cmds []*cli.Command)
+	wrap = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if action := c.Action; action != nil {
+				c.Action = func(ctx *cli.Context) error {
+					release()
+					return action(ctx)
+				}
+			}
+			wrap(c.Subcommands)
+		}
+	}
+	wrap(app.Commands)
+	return release
 }
 
 // namedENOSPC names ENOSPC where msg says only "no space left on device",
