@@ -209,8 +209,12 @@ func (r *Report) rows() []Row {
 		}
 		row := optlake("`optlake run` e2e (archive, events, Parquet) vs DuckDB", m)
 		ref, name := r.duckBest(l.Label)
-		vs(&row, name+", COPY only", ref, 1.5)
-		row.Target = "≥ 1.5× DuckDB, peak RSS ≤ 256 MiB"
+		want := 1.2 // issue 33: 200 per group; the huge groups keep 1.5× (the long-term goal of every row)
+		if strings.HasSuffix(l.Label, "groups") {
+			want = 1.5
+		}
+		vs(&row, name+", COPY only", ref, want)
+		row.Target = fmt.Sprintf("≥ %.1f× DuckDB, peak RSS ≤ 256 MiB", want)
 		if row.Met == "yes" && m.Best.PeakRSS > rssLimit {
 			row.Met = yesNo(false)
 		}
@@ -222,8 +226,8 @@ func (r *Report) rows() []Row {
 		}
 		row := optlake("`optlake replay --sink parquet` vs DuckDB read_json of the same raw files", m)
 		ref, name := r.duckBestOf("duckdb_replay_t", m.Listing)
-		vs(&row, name+", COPY only", ref, 1.5)
-		row.Target = "≥ 1.5× DuckDB, peak RSS ≤ 256 MiB"
+		vs(&row, name+", COPY only", ref, 1.2) // issue 33
+		row.Target = "≥ 1.2× DuckDB, peak RSS ≤ 256 MiB"
 		if row.Met == "yes" && m.Best.PeakRSS > rssLimit {
 			row.Met = yesNo(false)
 		}
