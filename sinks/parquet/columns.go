@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,7 +25,7 @@ type recordWriter interface {
 // buffered row group are independent until the row group is closed, which
 // writes them to the file in order. pqarrow.FileWriter encodes them one
 // after the other, which leaves the second core idle while the decoder
-// waits for the sink. Only for tables of flat columns (FlatSchema): each
+// waits for the sink. Only for tables of flat columns (ColumnWorkers): each
 // column is one leaf whose definition level is its validity.
 //
 // Write makes each record one row group (the run sink's files);
@@ -68,15 +69,21 @@ func NewColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropert
 		inWorker: inWorker, maxRows: max(props.MaxRowGroupLength(), 1)}, nil
 }
 
-// FlatSchema reports a schema ColumnWriter can write: no list, struct or
-// other nested column.
-func FlatSchema(sc *arrow.Schema) bool {
+// ColumnWorkers is how many goroutines encode the columns of a file of
+// schema sc at once (NewColumnWriter): GOMAXPROCS, at most 4. It is 0
+// when ColumnWriter is not worth it (one core) or cannot write sc (a
+// list, struct or other nested column): write with pqarrow's writer.
+func ColumnWorkers(sc *arrow.Schema) int {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if workers < 2 {
+		return 0
+	}
 	for _, f := range sc.Fields() {
 		if !isFlat(f.Type) {
-			return false
+			return 0
 		}
 	}
-	return true
+	return workers
 }
 
 // isFlat reports types written as a single leaf column.

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -116,10 +115,11 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
-		if workers := min(runtime.GOMAXPROCS(0), 4); workers > 1 && flatTable(t) {
-			fw, err = NewColumnWriter(t.ArrowSchema(), f, props, workers)
+		sc := t.ArrowSchema()
+		if workers := ColumnWorkers(sc); workers > 0 {
+			fw, err = NewColumnWriter(sc, f, props, workers)
 		} else {
-			fw, err = pqarrow.NewFileWriter(t.ArrowSchema(), f, props, pqarrow.NewArrowWriterProperties())
+			fw, err = pqarrow.NewFileWriter(sc, f, props, pqarrow.NewArrowWriterProperties())
 		}
 		return err
 	})
@@ -189,16 +189,6 @@ var noStats = map[*schema.Table]map[string]bool{
 		"instrument_id": true, "index_price_raw": true, "extra": true,
 		"counter_currency": true, "quote_currency": true, "settlement_currency": true,
 	},
-}
-
-// flatTable reports a table without list columns (see columnWriter).
-func flatTable(t *schema.Table) bool {
-	for _, c := range t.Columns {
-		if c.List {
-			return false
-		}
-	}
-	return true
 }
 
 func levelOr(l int) int {

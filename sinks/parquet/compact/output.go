@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -267,9 +266,7 @@ func (o *output) useFixed() {
 }
 
 // parallel reports an output whose files are written by pq.ColumnWriter.
-func (o *output) parallel() bool {
-	return min(runtime.GOMAXPROCS(0), 4) > 1 && pq.FlatSchema(o.u)
-}
+func (o *output) parallel() bool { return pq.ColumnWorkers(o.u) > 0 }
 
 // write takes a batch of merged rows (and releases it).
 func (o *output) write(rec arrow.Record) error {
@@ -346,7 +343,7 @@ func (o *output) open() error {
 	err = pq.Guard(o.cw, func() (err error) {
 		props := o.props(o.encs...)
 		if o.parallel() {
-			o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, min(runtime.GOMAXPROCS(0), 4))
+			o.fw, err = pq.NewColumnWriter(o.u, o.cw, props, pq.ColumnWorkers(o.u))
 		} else {
 			o.fw, err = pqarrow.NewFileWriter(o.u, o.cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(o.mem)))
 		}
