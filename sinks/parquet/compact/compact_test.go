@@ -365,18 +365,24 @@ func accountTable(extra ...schema.Column) *schema.Table {
 	return &schema.Table{Name: "position", Columns: append(schema.AccountMetaColumns(""), extra...), Key: schema.AccountKey, PartitionTime: "snapshot_time"}
 }
 
-func TestEvolvingAccountSchema(t *testing.T) {
-	dir := t.TempDir()
+// evolvingAccountTable is an account table's columns over four
+// snapshots: three added, one after the other, then one gone.
+func evolvingAccountTable() []*schema.Table {
 	size := schema.Column{Name: "size", Type: schema.Float64, Nullable: true}
-	dir1 := schema.Column{Name: "direction", Type: schema.String, Nullable: true}
+	dir := schema.Column{Name: "direction", Type: schema.String, Nullable: true}
 	tags := schema.Column{Name: "tags", Type: schema.String, List: true}
 	opened := schema.Column{Name: "opened", Type: schema.TimestampMs, Nullable: true}
-	versions := []*schema.Table{
+	return []*schema.Table{
 		accountTable(size),
-		accountTable(size, dir1),
-		accountTable(size, dir1, tags),
-		accountTable(dir1, tags, opened), // size gone
+		accountTable(size, dir),
+		accountTable(size, dir, tags),
+		accountTable(dir, tags, opened), // size gone
 	}
+}
+
+func TestEvolvingAccountSchema(t *testing.T) {
+	dir := t.TempDir()
+	versions := evolvingAccountTable()
 	for k := range 8 {
 		s := snapAt(day1, k)
 		s.Endpoint = "position"
@@ -525,7 +531,17 @@ func crashAt(step string) func(string) {
 }
 
 // compactCrashing runs Compact and reports whether it stopped at the hook.
-func compactCrashing(t *testing.T, opt Options) (stopped bool) {
+func compactCrashing(t *testing.T, opt Options) bool {
+	t.Helper()
+	return crashing(t, func() error {
+		_, err := Compact(context.Background(), opt)
+		return err
+	})
+}
+
+// crashing runs fn and reports whether it stopped at a crash hook (a
+// crashed panic); another panic goes on, an error fails t.
+func crashing(t *testing.T, fn func() error) (stopped bool) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -535,7 +551,7 @@ func compactCrashing(t *testing.T, opt Options) (stopped bool) {
 			stopped = true
 		}
 	}()
-	if _, err := Compact(context.Background(), opt); err != nil {
+	if err := fn(); err != nil {
 		t.Fatal(err)
 	}
 	return false

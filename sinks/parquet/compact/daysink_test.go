@@ -163,20 +163,7 @@ func TestDaySinkCrashAtEveryStep(t *testing.T) {
 			for k := range 4 {
 				replaySnap(t, ds, schema.Instruments, snapAt(day1, k), 120, 1, true)
 			}
-			stopped := func() (stopped bool) {
-				defer func() {
-					if r := recover(); r != nil {
-						if _, ok := r.(crashed); !ok {
-							panic(r)
-						}
-						stopped = true
-					}
-				}()
-				if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
-					t.Fatal(err)
-				}
-				return false
-			}()
+			stopped := crashing(t, func() error { return ds.FlushDay(ctx, day1.Format(time.DateOnly)) })
 			if !stopped {
 				t.Fatalf("no crash at %s", step)
 			}
@@ -240,20 +227,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 			visible := rows(t, glob)
 			if step != "none" {
 				ds := replay(&ParquetLake{St: l.st, Crash: crashAt(step)})
-				stopped := func() (stopped bool) {
-					defer func() {
-						if r := recover(); r != nil {
-							if _, ok := r.(crashed); !ok {
-								panic(r)
-							}
-							stopped = true
-						}
-					}()
-					if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
-						t.Fatal(err)
-					}
-					return false
-				}()
+				stopped := crashing(t, func() error { return ds.FlushDay(ctx, day1.Format(time.DateOnly)) })
 				if !stopped {
 					t.Fatalf("never reached step %s", step)
 				}
@@ -409,16 +383,7 @@ func TestDaySinkMergeFailureLeavesTheDay(t *testing.T) {
 func TestDaySinkEvolvingColumns(t *testing.T) {
 	ctx := context.Background()
 	dir, ref := t.TempDir(), t.TempDir()
-	size := schema.Column{Name: "size", Type: schema.Float64, Nullable: true}
-	dir1 := schema.Column{Name: "direction", Type: schema.String, Nullable: true}
-	tags := schema.Column{Name: "tags", Type: schema.String, List: true}
-	opened := schema.Column{Name: "opened", Type: schema.TimestampMs, Nullable: true}
-	versions := []*schema.Table{
-		accountTable(size),
-		accountTable(size, dir1),
-		accountTable(size, dir1, tags),
-		accountTable(dir1, tags, opened), // size gone
-	}
+	versions := evolvingAccountTable()
 	ds := newMergingDaySink(t, localLake(dir))
 	for k := range 12 {
 		s := snapAt(day1, k)
