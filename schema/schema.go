@@ -52,6 +52,11 @@ type Column struct {
 	// with the rows next to them in listing order (instrument names and
 	// ids); stores may delta-encode them (Parquet DELTA_BYTE_ARRAY).
 	SharedPrefix bool
+	// Unfiltered marks columns no reader filters on (an opaque id, a raw
+	// text beside its parsed column, currencies that repeat another's
+	// filter): a store's per-snapshot files may skip their min/max
+	// statistics, which cost a comparison or two per value.
+	Unfiltered bool
 	// JSON is how the venue sends the field this column holds, for the
 	// columns that are fields of a venue object (the 25 of Instruments);
 	// NotJSON for meta columns and columns derived from other fields.

@@ -131,8 +131,10 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics (but on the columns of noStats) and Encodings: plain
-// encoding for most columns and DELTA_BYTE_ARRAY for the columns whose
+// level, statistics (but on the schema's Unfiltered columns: on the 1M
+// listing the instruments file took ~0.2 of its ~1.2 CPU-s less without
+// them, docs/PERFORMANCE.md, issue 33; compaction and replay keep every
+// column's) and Encodings: plain encoding for most columns and DELTA_BYTE_ARRAY for the columns whose
 // values share prefixes (schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
@@ -151,7 +153,7 @@ func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
 		parquet.WithCreatedBy("optlake"),
 	}, Encodings(t)...)
 	for _, c := range t.Columns {
-		if noStats[t][c.Name] {
+		if c.Unfiltered {
 			opts = append(opts, parquet.WithStatsFor(c.Name, false))
 		}
 	}
@@ -170,25 +172,6 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 		}
 	}
 	return opts
-}
-
-// noStats are the columns whose per-snapshot files carry no min/max
-// statistics: string columns no reader filters on, whose statistics cost
-// a comparison or two per value (on the 1M listing the instruments file
-// took ~0.2 of its ~1.2 CPU-s less without these six; docs/PERFORMANCE.md,
-// issue 33). The columns readers filter on keep theirs: the meta columns,
-// instrument_name, base_currency, kind, option_type, instrument_type,
-// settlement_period, every number, flag and time (strike, expiration_time
-// …). instrument_id is an opaque id (the name is the key), index_price_raw
-// the text of index_price (which keeps its statistics), extra the JSON of
-// unknown fields, and the counter, quote and settlement currencies repeat
-// base_currency's filter. Compaction and replay write their day files
-// with statistics on every column (Encodings leaves them alone).
-var noStats = map[*schema.Table]map[string]bool{
-	schema.Instruments: {
-		"instrument_id": true, "index_price_raw": true, "extra": true,
-		"counter_currency": true, "quote_currency": true, "settlement_currency": true,
-	},
 }
 
 func levelOr(l int) int {
