@@ -26,7 +26,7 @@ type Builder struct {
 	snapMs int64
 	srt    *sorter
 	cols   []column
-	buf    []byte
+	enc    *blockEnc
 	stats  Stats
 	err    error // the first Observe error: the rows seen are incomplete
 	done   bool
@@ -51,7 +51,10 @@ func newBuilder(source string, snapMs int64, opt Options) *Builder {
 type column struct {
 	arr   arrow.Array
 	nulls bool
-	str   *array.String
+	valid []byte // the validity bitmap, from bit off
+	off   int
+	offs  []int32 // strings: the value offsets (from offs[0]) into vals
+	vals  []byte
 	f64   []float64
 	i64   []int64
 	ts    []arrow.Timestamp
@@ -59,10 +62,10 @@ type column struct {
 }
 
 func (c *column) set(a arrow.Array) {
-	*c = column{arr: a, nulls: a.NullN() > 0}
+	*c = column{arr: a, nulls: a.NullN() > 0, valid: a.NullBitmapBytes(), off: a.Data().Offset()}
 	switch a := a.(type) {
 	case *array.String:
-		c.str = a
+		c.offs, c.vals = a.ValueOffsets(), a.ValueBytes()
 	case *array.Float64:
 		c.f64 = a.Float64Values()
 	case *array.Int64:
@@ -165,57 +168,14 @@ func (b *Builder) observe(rec arrow.Record) error {
 	if err := b.bind(rec); err != nil {
 		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
-	cols := b.cols
-	name := &cols[len(fields)+colName]
-	src := &cols[len(fields)+colSource]
-	snap := &cols[len(fields)+colSnapshot]
-	exp := &cols[len(fields)+colExpiration]
 	n := int(rec.NumRows())
-	for i := 0; i < n; i++ {
-		if name.nulls && name.arr.IsNull(i) {
-			return fmt.Errorf("instrument events: %s: row %d: instrument_name is null", b.source, b.stats.Rows)
+	for lo := 0; lo < n; lo += encodeBlock {
+		if err := b.encode(lo, min(encodeBlock, n-lo)); err != nil {
+			return err
 		}
-		nm := name.str.Value(i)
-		if src.arr != nil && (src.nulls && src.arr.IsNull(i) || src.str.Value(i) != b.source) {
-			return fmt.Errorf("instrument events: %s: row %d (%q) belongs to source %q", b.source, b.stats.Rows, nm, src.arr.ValueStr(i))
-		}
-		if snap.arr != nil && (snap.nulls && snap.arr.IsNull(i) || int64(snap.ts[i]) != b.snapMs) {
-			return fmt.Errorf("instrument events: %s: row %d (%q) has snapshot_time %s, expected %s",
-				b.source, b.stats.Rows, nm, snap.arr.ValueStr(i), time.UnixMilli(b.snapMs).UTC().Format(time.RFC3339Nano))
-		}
-		p := b.buf[:0]
-		for k := range fields {
-			c := &cols[k]
-			if c.nulls && c.arr.IsNull(i) {
-				p = appendNull(p)
-				continue
-			}
-			switch fields[k].typ {
-			case schema.String:
-				p = appendString(p, c.str.Value(i))
-			case schema.Float64:
-				p = appendFloat(p, c.f64[i])
-			case schema.Int64:
-				p = appendInt(p, c.i64[i])
-			case schema.Bool:
-				p = appendBool(p, c.bln.Value(i))
-			}
-		}
-		if exp.nulls && exp.arr.IsNull(i) {
-			p = appendNull(p)
-		} else {
-			p = appendInt(p, int64(exp.ts[i]))
-		}
-		b.buf = p
-		if err := b.add(nm, p); err != nil {
-			return fmt.Errorf("instrument events: %s: row %d (%.64q): %w", b.source, b.stats.Rows, nm, err)
-		}
-		b.stats.Rows++
 	}
 	return nil
 }
-
-func (b *Builder) add(name string, p []byte) error { return b.srt.add(name, p) }
 
 // State returns the state built from the rows observed, or the error of a
 // failed Observe; the Builder cannot be used afterwards.
@@ -224,7 +184,7 @@ func (b *Builder) State() (*State, error) {
 		return nil, errors.New("instrument events: the state was already built")
 	}
 	b.done = true
-	b.cols, b.buf = nil, nil
+	b.cols, b.enc = nil, nil
 	defer b.srt.close()
 	if b.err != nil {
 		return nil, b.err
@@ -326,7 +286,7 @@ func (d *Differ) Observe(rec arrow.Record) error { return d.b.Observe(rec) }
 // temporary files. Finish does so itself; Close after Finish is a no-op.
 func (d *Differ) Close() {
 	d.b.done = true
-	d.b.cols, d.b.buf = nil, nil
+	d.b.cols, d.b.enc = nil, nil
 	d.b.srt.close()
 }
 
@@ -356,7 +316,7 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		return Stats{}, nil, errors.New("instrument events: Finish called twice")
 	}
 	b.done = true
-	b.cols, b.buf = nil, nil
+	b.cols, b.enc = nil, nil
 	defer b.srt.close()
 	if b.err != nil {
 		return Stats{}, nil, b.err

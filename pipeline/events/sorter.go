@@ -101,6 +101,30 @@ func (s *sorter) add(name string, p []byte) error {
 	return nil
 }
 
+// alloc adds a row of name and a payload of n bytes, which the caller
+// writes into the returned slice before the next settle. Rows so added
+// count towards the buffer's bound at settle, not at once: a caller adds a
+// block of rows, writes them, then settles (which may spill). The caller
+// checks the lengths (maxName, maxPayload).
+func (s *sorter) alloc(name []byte, n int) []byte {
+	c, off, buf := s.ar.alloc(len(name) + n)
+	k := copy(buf, name)
+	s.ents = append(s.ents, entry{key: nameKey1(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(n)})
+	return buf[k:]
+}
+
+// settle spills the buffer when the rows added since the last spill reach
+// its bound.
+func (s *sorter) settle() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.ar.used+(2*entrySize+sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
+		return s.spill()
+	}
+	return nil
+}
+
 // wait waits for the background spill, if any, and returns the sorter's
 // error.
 func (s *sorter) wait() error {

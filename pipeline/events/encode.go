@@ -1,0 +1,224 @@
+package events
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// Observe encodes a record's rows in blocks of encodeBlock rows, column by
+// column: per block, one pass over each column sizes the rows' payloads,
+// the rows are allocated in the sorter's arena (name, then payload), and a
+// second pass per column writes its items in place. The result is exactly
+// the payload of fields.go's append functions (the row-by-row encoding it
+// replaces, kept in the tests as the reference), at a fraction of the cost:
+// one type switch per column and block instead of one per value, and tight
+// loops over each column's Arrow buffers.
+const encodeBlock = 256
+
+// blockEnc is the working memory of one block.
+type blockEnc struct {
+	size [encodeBlock]uint32 // payload bytes of each row
+	dst  [encodeBlock][]byte // each row's payload still to be written
+}
+
+func uvarintLen(v uint64) uint32 { return uint32(bits.Len64(v|1)+6) / 7 }
+
+func varintLen(v int64) uint32 {
+	return uvarintLen(uint64(v<<1) ^ uint64(v>>63))
+}
+
+// integral reports whether appendFloat writes v as an integer item.
+func integral(v float64) bool {
+	return v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v))
+}
+
+// isNull reports whether row i (of the column's slice) is null.
+func (c *column) isNull(i int) bool {
+	return c.nulls && bitutil.BitIsNotSet(c.valid, c.off+i)
+}
+
+// str returns the bytes of row i of a string column.
+func (c *column) strAt(i int) []byte {
+	return c.vals[c.offs[i]-c.offs[0] : c.offs[i+1]-c.offs[0]]
+}
+
+// sizes adds the item sizes of rows [lo, lo+n) of column c (type t) to size.
+func (c *column) sizes(t schema.Type, lo, n int, size *[encodeBlock]uint32) {
+	switch t {
+	case schema.String:
+		for j := 0; j < n; j++ {
+			if c.isNull(lo + j) {
+				size[j]++
+				continue
+			}
+			l := uint32(c.offs[lo+j+1] - c.offs[lo+j])
+			size[j] += 1 + uvarintLen(uint64(l)) + l
+		}
+	case schema.Float64:
+		for j, v := range c.f64[lo : lo+n] {
+			switch {
+			case c.isNull(lo + j):
+				size[j]++
+			case integral(v):
+				size[j] += 1 + varintLen(int64(v))
+			default:
+				size[j] += 9
+			}
+		}
+	case schema.Int64:
+		for j, v := range c.i64[lo : lo+n] {
+			if c.isNull(lo + j) {
+				size[j]++
+			} else {
+				size[j] += 1 + varintLen(v)
+			}
+		}
+	case schema.TimestampMs:
+		for j, v := range c.ts[lo : lo+n] {
+			if c.isNull(lo + j) {
+				size[j]++
+			} else {
+				size[j] += 1 + varintLen(int64(v))
+			}
+		}
+	case schema.Bool:
+		for j := 0; j < n; j++ {
+			size[j]++
+		}
+	}
+}
+
+// write writes the items of rows [lo, lo+n) of column c (type t) at the
+// front of each row's dst, and moves dst past them.
+func (c *column) write(t schema.Type, lo, n int, dst *[encodeBlock][]byte) {
+	switch t {
+	case schema.String:
+		for j := 0; j < n; j++ {
+			d := dst[j]
+			if c.isNull(lo + j) {
+				d[0] = tagNull
+				dst[j] = d[1:]
+				continue
+			}
+			s := c.strAt(lo + j)
+			d[0] = tagValue
+			k := 1 + binary.PutUvarint(d[1:], uint64(len(s)))
+			dst[j] = d[k+copy(d[k:], s):]
+		}
+	case schema.Float64:
+		for j, v := range c.f64[lo : lo+n] {
+			d := dst[j]
+			switch {
+			case c.isNull(lo + j):
+				d[0] = tagNull
+				dst[j] = d[1:]
+			case integral(v):
+				d[0] = tagInt
+				dst[j] = d[1+binary.PutVarint(d[1:], int64(v)):]
+			default:
+				d[0] = tagValue
+				binary.LittleEndian.PutUint64(d[1:9], math.Float64bits(v))
+				dst[j] = d[9:]
+			}
+		}
+	case schema.Int64:
+		for j, v := range c.i64[lo : lo+n] {
+			writeInt(&dst[j], c.isNull(lo+j), v)
+		}
+	case schema.TimestampMs:
+		for j, v := range c.ts[lo : lo+n] {
+			writeInt(&dst[j], c.isNull(lo+j), int64(v))
+		}
+	case schema.Bool:
+		for j := 0; j < n; j++ {
+			d := dst[j]
+			switch {
+			case c.isNull(lo + j):
+				d[0] = tagNull
+			case c.bln.Value(lo + j):
+				d[0] = tagTrue
+			default:
+				d[0] = tagValue
+			}
+			dst[j] = d[1:]
+		}
+	}
+}
+
+func writeInt(dst *[]byte, null bool, v int64) {
+	d := *dst
+	if null {
+		d[0] = tagNull
+		*dst = d[1:]
+		return
+	}
+	d[0] = tagValue
+	*dst = d[1+binary.PutVarint(d[1:], v):]
+}
+
+// checkRow checks row i of the record (row is its number in the
+// snapshot): instrument_name not null, the builder's source and
+// snapshot, and the lengths the sorter accepts (plen: its payload bytes).
+func (b *Builder) checkRow(i int, row int64, plen uint32) error {
+	cols := b.cols
+	name := &cols[len(fields)+colName]
+	src := &cols[len(fields)+colSource]
+	snap := &cols[len(fields)+colSnapshot]
+	if name.isNull(i) {
+		return fmt.Errorf("instrument events: %s: row %d: instrument_name is null", b.source, row)
+	}
+	nm := name.strAt(i)
+	if src.arr != nil && (src.isNull(i) || string(src.strAt(i)) != b.source) {
+		return fmt.Errorf("instrument events: %s: row %d (%q) belongs to source %q", b.source, row, nm, src.arr.ValueStr(i))
+	}
+	if snap.arr != nil && (snap.isNull(i) || int64(snap.ts[i]) != b.snapMs) {
+		return fmt.Errorf("instrument events: %s: row %d (%q) has snapshot_time %s, expected %s",
+			b.source, row, nm, snap.arr.ValueStr(i), time.UnixMilli(b.snapMs).UTC().Format(time.RFC3339Nano))
+	}
+	if len(nm) > maxName || plen > maxPayload {
+		return fmt.Errorf("instrument events: %s: row %d (%.64q): instrument %.64q: name or values too long", b.source, row, nm, nm)
+	}
+	return nil
+}
+
+// encode adds rows [lo, lo+n) of the bound record (n <= encodeBlock) to
+// the sorter.
+func (b *Builder) encode(lo, n int) error {
+	e := b.enc
+	if e == nil {
+		e = new(blockEnc)
+		b.enc = e
+	}
+	size := &e.size
+	clear(size[:n])
+	for k := range fields {
+		b.cols[k].sizes(fields[k].typ, lo, n, size)
+	}
+	exp := &b.cols[len(fields)+colExpiration]
+	exp.sizes(schema.TimestampMs, lo, n, size)
+	for j := 0; j < n; j++ {
+		if err := b.checkRow(lo+j, b.stats.Rows+int64(j), size[j]); err != nil {
+			return err
+		}
+	}
+	name := &b.cols[len(fields)+colName]
+	for j := 0; j < n; j++ {
+		e.dst[j] = b.srt.alloc(name.strAt(lo+j), int(size[j]))
+	}
+	for k := range fields {
+		b.cols[k].write(fields[k].typ, lo, n, &e.dst)
+	}
+	exp.write(schema.TimestampMs, lo, n, &e.dst)
+	b.stats.Rows += int64(n)
+	if err := b.srt.settle(); err != nil {
+		return fmt.Errorf("instrument events: %s: %w", b.source, err)
+	}
+	return nil
+}
