@@ -212,27 +212,27 @@ func expirationMs(p []byte) (int64, bool) {
 // boolOf decodes a bool item.
 func boolOf(it []byte) (v, null bool) { return it[0] == tagTrue, it[0] == tagNull }
 
-// render formats the item of a value of type t as event text; null reports a
-// null item.
-func render(it []byte, t schema.Type) (s string, null bool) {
+// appendRender appends the event text of the item of a value of type t to
+// dst; null reports a null item (nothing appended).
+func appendRender(dst, it []byte, t schema.Type) (out []byte, null bool) {
 	if it[0] == tagNull {
-		return "", true
+		return dst, true
 	}
 	switch t {
 	case schema.String:
 		_, k := binary.Uvarint(it[1:])
-		return string(it[1+k:]), false
+		return append(dst, it[1+k:]...), false
 	case schema.Bool:
-		return strconv.FormatBool(it[0] == tagTrue), false
+		return strconv.AppendBool(dst, it[0] == tagTrue), false
 	case schema.Float64:
 		if it[0] == tagInt {
 			v, _ := binary.Varint(it[1:])
-			return strconv.FormatFloat(float64(v), 'g', -1, 64), false
+			return strconv.AppendFloat(dst, float64(v), 'g', -1, 64), false
 		}
-		return strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(it[1:])), 'g', -1, 64), false
+		return strconv.AppendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(it[1:])), 'g', -1, 64), false
 	default: // Int64, TimestampMs
 		v, _ := binary.Varint(it[1:])
-		return strconv.FormatInt(v, 10), false
+		return strconv.AppendInt(dst, v, 10), false
 	}
 }
 

@@ -1,0 +1,311 @@
+package events
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// emitter renders events as records of schema.InstrumentEvents.
+//
+// It gathers a record's events column by column (names, kinds, fields,
+// rendered values) in scratch slices reused from one record to the next,
+// and builds each column's Arrow buffers at once when the record is full.
+// The columns that are the same on every row of a snapshot (snapshot_time,
+// run_id, source, previous_snapshot_time) are built once per record length
+// and shared by the records of that length: a first snapshot of 1,000,000
+// instruments emits as many events, 31 full records of the same length.
+type emitter struct {
+	d     *Differ
+	emit  func(*schema.Table, arrow.Record) error
+	stats *Stats
+	sc    *arrow.Schema
+	cols  [10]int // column indexes: see the col* constants
+	mem   memory.Allocator
+
+	// The pending record.
+	n          int
+	kinds      []Kind
+	initial    []bool
+	name       strCol
+	field      strCol
+	old, new   strCol
+	hasInitial bool // some pending row has initial = true
+
+	// consts holds the constant columns of records of constN rows.
+	constN int
+	consts [4]arrow.Array
+	err    error
+}
+
+// The columns of schema.InstrumentEvents the emitter fills, in emitter.cols.
+const (
+	ecSnapshot = iota
+	ecRun
+	ecSource
+	ecPrev
+	ecName
+	ecEvent
+	ecField
+	ecOld
+	ecNew
+	ecInitial
+)
+
+var emitterColumns = [10]string{"snapshot_time", "run_id", "source", "previous_snapshot_time",
+	"instrument_name", "event", "field", "old_value", "new_value", "initial"}
+
+// strCol gathers the values of a string column: data, the end offset of
+// each value, and which values are null.
+type strCol struct {
+	data  []byte
+	ends  []int32
+	null  []bool
+	nulls int
+}
+
+func (c *strCol) add(p []byte) {
+	c.data = append(c.data, p...)
+	c.ends = append(c.ends, int32(len(c.data)))
+	c.null = append(c.null, false)
+}
+
+func (c *strCol) addString(s string) {
+	c.data = append(c.data, s...)
+	c.ends = append(c.ends, int32(len(c.data)))
+	c.null = append(c.null, false)
+}
+
+func (c *strCol) addNull() {
+	c.ends = append(c.ends, int32(len(c.data)))
+	c.null = append(c.null, true)
+	c.nulls++
+}
+
+// addValue renders a payload item of type t (appendRender), null for a
+// null item.
+func (c *strCol) addValue(it []byte, t schema.Type) {
+	var null bool
+	if c.data, null = appendRender(c.data, it, t); null {
+		c.addNull()
+		return
+	}
+	c.ends = append(c.ends, int32(len(c.data)))
+	c.null = append(c.null, false)
+}
+
+func (c *strCol) reset() {
+	c.data, c.ends, c.null, c.nulls = c.data[:0], c.ends[:0], c.null[:0], 0
+}
+
+func newBuffer(mem memory.Allocator, n int) *memory.Buffer {
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(n)
+	return b
+}
+
+// validity returns the validity bitmap of null (nil when nothing is null).
+func validity(mem memory.Allocator, null []bool, nulls int) *memory.Buffer {
+	if nulls == 0 {
+		return nil
+	}
+	b := newBuffer(mem, int(bitutil.BytesForBits(int64(len(null)))))
+	bm := b.Bytes()
+	clear(bm)
+	for i, isNull := range null {
+		if !isNull {
+			bitutil.SetBit(bm, i)
+		}
+	}
+	return b
+}
+
+// array builds the column's string array.
+func (c *strCol) array(mem memory.Allocator) arrow.Array {
+	n := len(c.ends)
+	offs := newBuffer(mem, (n+1)*4)
+	ob := offs.Bytes()
+	binary.LittleEndian.PutUint32(ob, 0)
+	for i, e := range c.ends {
+		binary.LittleEndian.PutUint32(ob[4*(i+1):], uint32(e))
+	}
+	data := newBuffer(mem, len(c.data))
+	copy(data.Bytes(), c.data)
+	valid := validity(mem, c.null, c.nulls)
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{valid, offs, data}, nil, c.nulls, 0)
+	release(valid, offs, data)
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+func release(bs ...*memory.Buffer) {
+	for _, b := range bs {
+		if b != nil {
+			b.Release()
+		}
+	}
+}
+
+// constString returns an array of n times s.
+func constString(mem memory.Allocator, s string, n int) arrow.Array {
+	var c strCol
+	c.data = make([]byte, 0, n*len(s))
+	for range n {
+		c.addString(s)
+	}
+	return c.array(mem)
+}
+
+// constTimestamp returns an array of n times v (all null when null).
+func constTimestamp(mem memory.Allocator, typ arrow.DataType, v int64, null bool, n int) arrow.Array {
+	vals := newBuffer(mem, 8*n)
+	vb := vals.Bytes()
+	var valid *memory.Buffer
+	nulls := 0
+	if null {
+		clear(vb)
+		valid = newBuffer(mem, int(bitutil.BytesForBits(int64(n))))
+		clear(valid.Bytes())
+		nulls = n
+	} else {
+		for i := range n {
+			binary.LittleEndian.PutUint64(vb[8*i:], uint64(v))
+		}
+	}
+	d := array.NewData(typ, n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	release(valid, vals)
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+func (d *Differ) newEmitter(emit func(*schema.Table, arrow.Record) error, stats *Stats) (*emitter, error) {
+	t := schema.InstrumentEvents
+	sc := t.ArrowSchema()
+	if sc.NumFields() != len(emitterColumns) {
+		return nil, fmt.Errorf("instrument events: schema.InstrumentEvents has %d columns, this package fills %d", sc.NumFields(), len(emitterColumns))
+	}
+	e := &emitter{d: d, emit: emit, stats: stats, sc: sc, mem: d.opt.Mem}
+	for i, name := range emitterColumns {
+		e.cols[i] = t.MustIndex(name)
+	}
+	return e, nil
+}
+
+// release drops the shared constant columns.
+func (e *emitter) release() {
+	for i, a := range e.consts {
+		if a != nil {
+			a.Release()
+			e.consts[i] = nil
+		}
+	}
+}
+
+// constants returns the constant columns of a record of n rows.
+func (e *emitter) constants(n int) [4]arrow.Array {
+	if e.constN != n || e.consts[0] == nil {
+		e.release()
+		d, ts := e.d, e.sc.Field(e.cols[ecSnapshot]).Type
+		e.consts = [4]arrow.Array{
+			ecSnapshot: constTimestamp(e.mem, ts, d.b.snapMs, false, n),
+			ecRun:      constString(e.mem, d.meta.RunID, n),
+			ecSource:   constString(e.mem, d.meta.Source, n),
+			ecPrev:     constTimestamp(e.mem, e.sc.Field(e.cols[ecPrev]).Type, d.prev.snapMs, !d.prev.hasSnap, n),
+		}
+		e.constN = n
+	}
+	return e.consts
+}
+
+// flush emits the pending events as one record.
+func (e *emitter) flush() error {
+	if e.err != nil || e.n == 0 {
+		return e.err
+	}
+	n, mem := e.n, e.mem
+	var cols [10]arrow.Array
+	consts := e.constants(n)
+	for i, a := range consts {
+		a.Retain()
+		cols[i] = a
+	}
+	var ev strCol
+	ev.data = make([]byte, 0, n*len("deactivated"))
+	for _, k := range e.kinds {
+		ev.addString(kindNames[k])
+	}
+	cols[ecName] = e.name.array(mem)
+	cols[ecEvent] = ev.array(mem)
+	cols[ecField] = e.field.array(mem)
+	cols[ecOld] = e.old.array(mem)
+	cols[ecNew] = e.new.array(mem)
+	bits := newBuffer(mem, int(bitutil.BytesForBits(int64(n))))
+	bm := bits.Bytes()
+	clear(bm)
+	if e.hasInitial {
+		for i, v := range e.initial {
+			if v {
+				bitutil.SetBit(bm, i)
+			}
+		}
+	}
+	bd := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, bits}, nil, 0, 0)
+	bits.Release()
+	cols[ecInitial] = array.MakeFromData(bd)
+	bd.Release()
+
+	ordered := make([]arrow.Array, len(cols))
+	for i, a := range cols {
+		ordered[e.cols[i]] = a
+	}
+	rec := array.NewRecord(e.sc, ordered, int64(n))
+	for _, a := range cols {
+		a.Release()
+	}
+	e.n, e.hasInitial = 0, false
+	e.kinds, e.initial = e.kinds[:0], e.initial[:0]
+	e.name.reset()
+	e.field.reset()
+	e.old.reset()
+	e.new.reset()
+	err := e.emit(schema.InstrumentEvents, rec)
+	rec.Release()
+	if err != nil {
+		e.err = fmt.Errorf("instrument events: %s: emit: %w", e.d.meta.Source, err)
+	}
+	return e.err
+}
+
+// add appends one event; old and new are the field's items for flips and
+// changes. A full batch is emitted; an emit error is kept in e.err.
+func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
+	e.n++
+	e.kinds = append(e.kinds, kind)
+	e.name.add(name)
+	switch kind {
+	case Listed, Delisted, Expired:
+		e.field.addString("")
+		e.old.addNull()
+		e.new.addNull()
+		initial := kind == Listed && !e.d.prev.hasSnap
+		e.initial = append(e.initial, initial)
+		e.hasInitial = e.hasInitial || initial
+	default:
+		f := fields[field]
+		e.field.addString(f.name)
+		e.old.addValue(old, f.typ)
+		e.new.addValue(new, f.typ)
+		e.initial = append(e.initial, false)
+	}
+	e.stats.Events++
+	e.stats.ByKind[kind]++
+	if e.n >= e.d.opt.BatchRows {
+		e.flush()
+	}
+}
