@@ -3,7 +3,6 @@ package events
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ import (
 // the buffer never touches the disk.
 
 // defaultMemBytes bounds a sorter's buffer (names, payloads and
-// 2*entrySize+sortKeySize bytes of bookkeeping per row).
+// entrySize+2*sortKeySize bytes of bookkeeping per row).
 const defaultMemBytes = 8 << 20
 
 const entrySize = 24 // unsafe.Sizeof(entry{})
@@ -55,9 +54,8 @@ type sorter struct {
 type buffer struct {
 	ar   arena
 	ents []entry
-	// keys and sorted are sort's working memory, kept for the next sort.
-	keys   []sortKey
-	sorted []entry
+	// keys and keys2 are sort's working memory, kept for the next sort.
+	keys, keys2 []sortKey
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
@@ -95,7 +93,7 @@ func (s *sorter) add(name string, p []byte) error {
 	c, off, buf := s.ar.alloc(len(name) + len(p))
 	copy(buf[copy(buf, name):], p)
 	s.ents = append(s.ents, entry{key: nameKey(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
-	if s.ar.used+(2*entrySize+sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
 	return nil
@@ -119,7 +117,7 @@ func (s *sorter) settle() error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.ar.used+(2*entrySize+sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
+	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
 		return s.spill()
 	}
 	return nil
@@ -168,37 +166,142 @@ func (b *buffer) name(e *entry) []byte {
 // arrive in arena order: chunk, then offset).
 //
 // The sort moves sortKeys, not entries: a name's first 16 bytes as two
-// big-endian words order most pairs without reading the names from the
-// arena (venue names share their first 8 bytes: "BTC-27NOV26-…"), and
-// the entry's index (its arrival) breaks ties between equal names.
+// big-endian words, sorted by an LSD radix sort (stable: equal keys keep
+// their arrival order), which orders most names without reading them from
+// the arena. Names that share their first 16 bytes (venue names do:
+// "BTC-27NOV26-100000-C" and "-P") are then ordered among themselves by
+// their whole name, and the entry's index (its arrival) breaks ties
+// between equal names.
 func (b *buffer) sort() {
 	keys := b.keys[:0]
 	for i := range b.ents {
 		e := &b.ents[i]
 		keys = append(keys, sortKey{k1: e.key, k2: nameKey2(b.name(e)), i: uint32(i)})
 	}
-	slices.SortFunc(keys, func(x, y sortKey) int {
-		if x.k1 != y.k1 {
-			return cmp.Compare(x.k1, y.k1)
+	b.keys2 = grow24(b.keys2, len(keys))
+	keys, b.keys2 = radixSort(keys, b.keys2)
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi].k1 == keys[lo].k1 && keys[hi].k2 == keys[lo].k2 {
+			hi++
 		}
-		if x.k2 != y.k2 {
-			return cmp.Compare(x.k2, y.k2)
+		if hi-lo > 1 {
+			b.sortTies(keys[lo:hi])
 		}
-		if c := bytes.Compare(b.name(&b.ents[x.i]), b.name(&b.ents[y.i])); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.i, y.i)
-	})
-	sorted := b.sorted[:0]
-	for j := range keys {
-		if j+1 < len(keys) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 &&
-			bytes.Equal(b.name(&b.ents[keys[j].i]), b.name(&b.ents[keys[j+1].i])) {
-			continue // a later row of the same name follows
-		}
-		sorted = append(sorted, b.ents[keys[j].i])
+		lo = hi
 	}
 	b.keys = keys
-	b.ents, b.sorted = sorted, b.ents[:0]
+	b.permute()
+	// Keep the last row of each name: equal names are adjacent, in
+	// arrival order.
+	ents, n := b.ents, 0
+	for j := range ents {
+		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 &&
+			bytes.Equal(b.name(&ents[j]), b.name(&ents[j+1])) {
+			continue // a later row of the same name follows
+		}
+		ents[n] = ents[j]
+		n++
+	}
+	b.ents = ents[:n]
+}
+
+// permute puts the entries in the order of b.keys (keys[j].i is the entry
+// that goes to place j), in place, following the permutation's cycles;
+// it overwrites the keys' i.
+func (b *buffer) permute() {
+	const done = math.MaxUint32
+	ents, keys := b.ents, b.keys
+	for s := range keys {
+		if keys[s].i == done {
+			continue
+		}
+		first := ents[s]
+		j := s
+		for {
+			k := int(keys[j].i)
+			keys[j].i = done
+			if k == s {
+				ents[j] = first
+				break
+			}
+			ents[j] = ents[k]
+			j = k
+		}
+	}
+}
+
+// sortTies orders keys of equal 16-byte prefixes, in arrival order, by
+// their whole names (stable: equal names keep their arrival order).
+func (b *buffer) sortTies(ks []sortKey) {
+	if len(ks) > 12 {
+		slices.SortStableFunc(ks, func(x, y sortKey) int {
+			return bytes.Compare(b.name(&b.ents[x.i]), b.name(&b.ents[y.i]))
+		})
+		return
+	}
+	for i := 1; i < len(ks); i++ {
+		k := ks[i]
+		name := b.name(&b.ents[k.i])
+		j := i
+		for ; j > 0 && bytes.Compare(b.name(&b.ents[ks[j-1].i]), name) > 0; j-- {
+			ks[j] = ks[j-1]
+		}
+		ks[j] = k
+	}
+}
+
+func grow24(s []sortKey, n int) []sortKey {
+	if cap(s) < n {
+		return make([]sortKey, n)
+	}
+	return s[:n]
+}
+
+// radixSort sorts keys by (k1, k2), stably, using tmp (as long as keys):
+// an LSD radix sort on the 16 bytes, skipping the bytes that are the same
+// in every key (venue names share their first bytes). It returns the
+// sorted slice and the other one.
+func radixSort(keys, tmp []sortKey) (sorted, other []sortKey) {
+	if len(keys) < 2 {
+		return keys, tmp
+	}
+	var hist [16][256]uint32
+	for i := range keys {
+		k1, k2 := keys[i].k1, keys[i].k2
+		for p := 0; p < 8; p++ {
+			hist[p][byte(k1>>(56-8*p))]++
+			hist[8+p][byte(k2>>(56-8*p))]++
+		}
+	}
+	n := uint32(len(keys))
+	for p := 15; p >= 0; p-- {
+		h := &hist[p]
+		shift := uint(56 - 8*(p%8))
+		if h[byte(digitOf(&keys[0], p, shift))] == n {
+			continue // every key has this byte
+		}
+		var sum uint32
+		for d := range h {
+			c := h[d]
+			h[d] = sum
+			sum += c
+		}
+		for i := range keys {
+			d := byte(digitOf(&keys[i], p, shift))
+			tmp[h[d]] = keys[i]
+			h[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys, tmp
+}
+
+func digitOf(k *sortKey, p int, shift uint) uint64 {
+	if p < 8 {
+		return k.k1 >> shift
+	}
+	return k.k2 >> shift
 }
 
 // sortKey is an entry's place in buffer.sort.
@@ -207,8 +310,8 @@ type sortKey struct {
 	i      uint32 // the entry's index in arrival order
 }
 
-// sortKeySize is unsafe.Sizeof(sortKey{}): a buffer holds one per row
-// while it sorts (and a second entry: the sorted copy).
+// sortKeySize is unsafe.Sizeof(sortKey{}): a buffer holds two per row
+// while it sorts (the radix sort's two arrays).
 const sortKeySize = 24
 
 // nameKey1 is nameKey of a name in bytes.

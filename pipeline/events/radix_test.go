@@ -1,0 +1,75 @@
+package events
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// radixSort sorts by (k1, k2) and keeps the order of equal keys, also
+// when most bytes are the same in every key (the passes it skips) and when
+// none is.
+func TestRadixSortStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 100 {
+		n := rng.IntN(2000)
+		keys := make([]sortKey, n)
+		for i := range keys {
+			k1, k2 := rng.Uint64(), rng.Uint64()
+			if round%2 == 0 { // few distinct bytes, many equal keys
+				k1 = 0x4254432d32374e4f | uint64(rng.IntN(3))<<8
+				k2 = uint64(rng.IntN(4)) << 40
+			}
+			keys[i] = sortKey{k1: k1, k2: k2, i: uint32(i)}
+		}
+		want := slices.Clone(keys)
+		slices.SortStableFunc(want, func(x, y sortKey) int {
+			return cmp.Or(cmp.Compare(x.k1, y.k1), cmp.Compare(x.k2, y.k2))
+		})
+		got, _ := radixSort(keys, make([]sortKey, n))
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: radix order differs from a stable sort", round)
+		}
+	}
+}
+
+// Many names sharing their first 16 bytes (more than the insertion sort
+// takes), with repeats: ordered by the whole name, the last row of a name
+// kept.
+func TestBufferSortLongTies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var names []string
+	for range 400 {
+		names = append(names, fmt.Sprintf("BTC-27NOV26-1000%d-%c", rng.IntN(40), "CP"[rng.IntN(2)]))
+	}
+	var b buffer
+	last := map[string]int{}
+	for i, n := range names {
+		c, off, buf := b.ar.alloc(len(n) + 2)
+		copy(buf, n)
+		buf[len(n)], buf[len(n)+1] = byte(i), byte(i>>8)
+		b.ents = append(b.ents, entry{key: nameKey(n), chunk: c, off: off, nlen: uint32(len(n)), plen: 2})
+		last[n] = i
+	}
+	b.sort()
+	want := slices.SortedFunc(func(yield func(string) bool) {
+		for n := range last {
+			if !yield(n) {
+				return
+			}
+		}
+	}, func(x, y string) int { return bytes.Compare([]byte(x), []byte(y)) })
+	if len(b.ents) != len(want) {
+		t.Fatalf("%d rows, want %d", len(b.ents), len(want))
+	}
+	for i := range b.ents {
+		e := &b.ents[i]
+		p := b.ar.chunks[e.chunk][e.off+e.nlen:]
+		if got := string(b.name(e)); got != want[i] || int(p[0])|int(p[1])<<8 != last[got] {
+			t.Fatalf("row %d: %q (row %d), want %q (row %d)", i, got, int(p[0])|int(p[1])<<8, want[i], last[want[i]])
+		}
+	}
+}
