@@ -46,7 +46,7 @@ func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states state
 	e := &eventsRun{
 		log: log, turn: turn,
 		meta: sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
-		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir()},
+		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir(), Background: true},
 	}
 	if turn == nil {
 		prev, err := states.Load(ctx, sum.Source)

@@ -86,12 +86,10 @@ const (
 	numExtra
 )
 
-// bind resolves the columns of rec by name and checks their types.
-func (b *Builder) bind(rec arrow.Record) error {
+// bind resolves the columns of rec by name into cols (len(fields)+numExtra
+// of them) and checks their types.
+func bind(rec arrow.Record, cols []column) error {
 	sc := rec.Schema()
-	if b.cols == nil {
-		b.cols = make([]column, len(fields)+numExtra)
-	}
 	find := func(name string, want arrow.DataType, required bool) (arrow.Array, error) {
 		idx := sc.FieldIndices(name)
 		if len(idx) == 0 {
@@ -117,7 +115,7 @@ func (b *Builder) bind(rec arrow.Record) error {
 		if err != nil {
 			return err
 		}
-		b.cols[k].set(a)
+		cols[k].set(a)
 	}
 	ts := schema.ArrowType(schema.TimestampMs)
 	for i, c := range []struct {
@@ -135,9 +133,9 @@ func (b *Builder) bind(rec arrow.Record) error {
 			return err
 		}
 		if a == nil {
-			b.cols[len(fields)+i] = column{}
+			cols[len(fields)+i] = column{}
 		} else {
-			b.cols[len(fields)+i].set(a)
+			cols[len(fields)+i].set(a)
 		}
 	}
 	return nil
@@ -165,15 +163,17 @@ func (b *Builder) Observe(rec arrow.Record) error {
 }
 
 func (b *Builder) observe(rec arrow.Record) error {
-	if err := b.bind(rec); err != nil {
+	if b.cols == nil {
+		b.cols = make([]column, len(fields)+numExtra)
+	}
+	if err := bind(rec, b.cols); err != nil {
 		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
 	n := int(rec.NumRows())
-	for lo := 0; lo < n; lo += encodeBlock {
-		if err := b.encode(lo, min(encodeBlock, n-lo)); err != nil {
-			return err
-		}
+	if err := b.encodeRecord(b.cols, n, b.stats.Rows, true); err != nil {
+		return err
 	}
+	b.stats.Rows += int64(n)
 	return nil
 }
 
@@ -218,6 +218,7 @@ type Differ struct {
 	prev *State
 	meta sinks.Snapshot
 	opt  Options
+	enc  *encoder // encodes the observed records (nil until the first)
 }
 
 // NewDiffer returns a Differ comparing the snapshot described by meta with
@@ -278,13 +279,54 @@ func checkPrev(prev *State, meta sinks.Snapshot) error {
 }
 
 // Observe adds the rows of one schema.Instruments record of the snapshot
-// (see Builder.Observe for the rules). rec is not retained. After an error
-// the Differ is unusable (Finish returns the error); prev is intact.
-func (d *Differ) Observe(rec arrow.Record) error { return d.b.Observe(rec) }
+// (see Builder.Observe for the rules). The rows are checked at once; with
+// Options.Background they are encoded on a goroutine of the Differ's (see
+// encoder), which holds rec (Retain) until then, else rec is not retained.
+// After an error the Differ is unusable (Finish
+// returns the error); prev is intact.
+func (d *Differ) Observe(rec arrow.Record) error {
+	b := d.b
+	if !d.opt.Background {
+		return b.Observe(rec)
+	}
+	if b.done {
+		return errors.New("instrument events: Observe after the state was built")
+	}
+	if b.err == nil {
+		b.err = d.enc.failed()
+	}
+	if b.err != nil {
+		return b.err
+	}
+	cols := make([]column, len(fields)+numExtra)
+	if err := bind(rec, cols); err != nil {
+		b.err = fmt.Errorf("instrument events: %s: %w", b.source, err)
+		return b.err
+	}
+	n := int(rec.NumRows())
+	for i := range n {
+		if err := b.checkRow(cols, i, b.stats.Rows+int64(i)); err != nil {
+			b.err = err
+			return err
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if d.enc == nil {
+		d.enc = newEncoder(b)
+	}
+	rec.Retain()
+	d.enc.jobs <- encodeJob{rec: rec, cols: cols, n: n, row0: b.stats.Rows}
+	b.stats.Rows += int64(n)
+	return nil
+}
 
 // Close abandons a Differ that will not be finished: it removes its
 // temporary files. Finish does so itself; Close after Finish is a no-op.
 func (d *Differ) Close() {
+	d.enc.stop()
+	d.enc = nil
 	d.b.done = true
 	d.b.cols, d.b.enc = nil, nil
 	d.b.srt.close()
@@ -316,6 +358,10 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		return Stats{}, nil, errors.New("instrument events: Finish called twice")
 	}
 	b.done = true
+	if err := d.enc.stop(); b.err == nil {
+		b.err = err
+	}
+	d.enc = nil
 	b.cols, b.enc = nil, nil
 	defer b.srt.close()
 	if b.err != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/optlake/optlake/schema"
@@ -163,11 +165,10 @@ func writeInt(dst *[]byte, null bool, v int64) {
 	*dst = d[1+binary.PutVarint(d[1:], v):]
 }
 
-// checkRow checks row i of the record (row is its number in the
-// snapshot): instrument_name not null, the builder's source and
-// snapshot, and the lengths the sorter accepts (plen: its payload bytes).
-func (b *Builder) checkRow(i int, row int64, plen uint32) error {
-	cols := b.cols
+// checkRow checks row i of a record bound to cols (row is its number in
+// the snapshot): instrument_name not null and not too long, the builder's
+// source and snapshot.
+func (b *Builder) checkRow(cols []column, i int, row int64) error {
 	name := &cols[len(fields)+colName]
 	src := &cols[len(fields)+colSource]
 	snap := &cols[len(fields)+colSnapshot]
@@ -182,15 +183,31 @@ func (b *Builder) checkRow(i int, row int64, plen uint32) error {
 		return fmt.Errorf("instrument events: %s: row %d (%q) has snapshot_time %s, expected %s",
 			b.source, row, nm, snap.arr.ValueStr(i), time.UnixMilli(b.snapMs).UTC().Format(time.RFC3339Nano))
 	}
-	if len(nm) > maxName || plen > maxPayload {
-		return fmt.Errorf("instrument events: %s: row %d (%.64q): instrument %.64q: name or values too long", b.source, row, nm, nm)
+	if len(nm) > maxName {
+		return b.tooLong(row, nm)
 	}
 	return nil
 }
 
-// encode adds rows [lo, lo+n) of the bound record (n <= encodeBlock) to
-// the sorter.
-func (b *Builder) encode(lo, n int) error {
+func (b *Builder) tooLong(row int64, nm []byte) error {
+	return fmt.Errorf("instrument events: %s: row %d (%.64q): instrument %.64q: name or values too long", b.source, row, nm, nm)
+}
+
+// encodeRecord adds the n rows of a record bound to cols, whose first row
+// is row0 of the snapshot, to the sorter. check: check each row
+// (checkRow) as it goes; without, the rows were checked already.
+func (b *Builder) encodeRecord(cols []column, n int, row0 int64, check bool) error {
+	for lo := 0; lo < n; lo += encodeBlock {
+		if err := b.encode(cols, lo, min(encodeBlock, n-lo), row0+int64(lo), check); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encode adds rows [lo, lo+n) (n <= encodeBlock) of a record bound to
+// cols to the sorter; row0 is the number of row lo in the snapshot.
+func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error {
 	e := b.enc
 	if e == nil {
 		e = new(blockEnc)
@@ -199,26 +216,88 @@ func (b *Builder) encode(lo, n int) error {
 	size := &e.size
 	clear(size[:n])
 	for k := range fields {
-		b.cols[k].sizes(fields[k].typ, lo, n, size)
+		cols[k].sizes(fields[k].typ, lo, n, size)
 	}
-	exp := &b.cols[len(fields)+colExpiration]
+	exp := &cols[len(fields)+colExpiration]
 	exp.sizes(schema.TimestampMs, lo, n, size)
+	name := &cols[len(fields)+colName]
 	for j := 0; j < n; j++ {
-		if err := b.checkRow(lo+j, b.stats.Rows+int64(j), size[j]); err != nil {
-			return err
+		if check {
+			if err := b.checkRow(cols, lo+j, row0+int64(j)); err != nil {
+				return err
+			}
+		}
+		if size[j] > maxPayload {
+			return b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
-	name := &b.cols[len(fields)+colName]
 	for j := 0; j < n; j++ {
 		e.dst[j] = b.srt.alloc(name.strAt(lo+j), int(size[j]))
 	}
 	for k := range fields {
-		b.cols[k].write(fields[k].typ, lo, n, &e.dst)
+		cols[k].write(fields[k].typ, lo, n, &e.dst)
 	}
 	exp.write(schema.TimestampMs, lo, n, &e.dst)
-	b.stats.Rows += int64(n)
 	if err := b.srt.settle(); err != nil {
 		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
 	return nil
+}
+
+// encoder encodes a Differ's records on a goroutine of its own, off the
+// caller's (the decoder's, the busiest of a run): Observe binds and checks
+// a record's rows, and hands the record over; the goroutine encodes it
+// column by column into the sorter (which spills in the background as
+// before). Two records wait at most: Observe blocks when the encoder is
+// behind.
+type encoder struct {
+	jobs chan encodeJob
+	done chan struct{}
+	err  atomic.Pointer[error] // the first failure; later records are dropped
+}
+
+type encodeJob struct {
+	rec  arrow.Record
+	cols []column
+	n    int
+	row0 int64
+}
+
+func newEncoder(b *Builder) *encoder {
+	e := &encoder{jobs: make(chan encodeJob, 2), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		var err error
+		for j := range e.jobs {
+			if err == nil {
+				if err = b.encodeRecord(j.cols, j.n, j.row0, false); err != nil {
+					e.err.Store(&err)
+				}
+			}
+			j.rec.Release()
+		}
+	}()
+	return e
+}
+
+// failed returns the encoder's failure so far (nil for a nil encoder).
+func (e *encoder) failed() error {
+	if e == nil {
+		return nil
+	}
+	if p := e.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// stop waits until every record handed over is encoded (or dropped) and
+// returns the first failure; nil does nothing.
+func (e *encoder) stop() error {
+	if e == nil {
+		return nil
+	}
+	close(e.jobs)
+	<-e.done
+	return e.failed()
 }

@@ -22,10 +22,10 @@ import (
 // refObserve is the row-by-row encoding that Builder.observe's column
 // encoder replaced: the reference its payloads must equal byte for byte.
 func refObserve(b *Builder, rec arrow.Record) error {
-	if err := b.bind(rec); err != nil {
+	cols := make([]column, len(fields)+numExtra)
+	if err := bind(rec, cols); err != nil {
 		return err
 	}
-	cols := b.cols
 	name := &cols[len(fields)+colName]
 	exp := &cols[len(fields)+colExpiration]
 	var p []byte

@@ -155,6 +155,11 @@ type Options struct {
 	// 8 MiB, two buffers of half of it). Rows beyond it are sorted and
 	// spilled to temporary files.
 	MemBytes int
+	// Background: a Differ encodes the observed records on a goroutine of
+	// its own (holding each record until then), so that Observe costs its
+	// caller little more than the rows' checks; see encoder. Without it,
+	// Observe encodes the rows before it returns.
+	Background bool
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):
 	// Save then renames the next state into place instead of copying it,
