@@ -668,18 +668,6 @@ func (m *mergeCursor) down(i int) {
 	}
 }
 
-func (m *mergeCursor) up(i int) {
-	h := m.h
-	for i > 0 {
-		p := (i - 1) / 2
-		if !m.less(h[i], h[p]) {
-			return
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
 // advance moves the cursor at the top of the heap on.
 func (m *mergeCursor) advanceTop() {
 	c := m.cs[m.h[0]]
@@ -696,6 +684,11 @@ func (m *mergeCursor) advanceTop() {
 	m.down(0)
 }
 
+// next moves on to the next name. The cursor of the current entry, moved
+// on, stays current while its name still comes before every other
+// cursor's (one comparison, no heap operation: the runs of a listing that
+// arrives nearly in name order hardly overlap); else it takes the top of
+// the heap's place.
 func (m *mergeCursor) next() bool {
 	if m.err != nil {
 		return false
@@ -705,15 +698,21 @@ func (m *mergeCursor) next() bool {
 		for len(m.h) > 0 && m.err == nil && m.keys[m.h[0]] == m.keys[m.cur] && bytes.Equal(m.cs[m.h[0]].name(), c.name()) {
 			m.advanceTop() // an earlier row of the same instrument
 		}
-		if m.advance(m.cur) {
-			m.h = append(m.h, m.cur)
-			m.up(len(m.h) - 1)
-		} else if err := c.error(); err != nil {
-			m.err = err
-		}
-		m.cur = -1
 		if m.err != nil {
 			return false
+		}
+		if !m.advance(m.cur) {
+			if err := c.error(); err != nil {
+				m.err = err
+				return false
+			}
+			m.cur = -1
+		} else if len(m.h) == 0 || m.less(m.cur, m.h[0]) {
+			return true
+		} else {
+			m.cur, m.h[0] = m.h[0], m.cur
+			m.down(0)
+			return true
 		}
 	}
 	if len(m.h) == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -70,6 +71,52 @@ func TestBufferSortLongTies(t *testing.T) {
 		p := b.ar.chunks[e.chunk][e.off+e.nlen:]
 		if got := string(b.name(e)); got != want[i] || int(p[0])|int(p[1])<<8 != last[got] {
 			t.Fatalf("row %d: %q (row %d), want %q (row %d)", i, got, int(p[0])|int(p[1])<<8, want[i], last[want[i]])
+		}
+	}
+}
+
+// Runs of a listing that arrives nearly in name order hardly overlap (the
+// merge's fast path keeps the current run while it comes first); names at
+// their edges repeat in the next run, which wins.
+func TestMergeOrderedRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		var runs []*buffer
+		last := map[string]byte{}
+		next := 0
+		for r := range 1 + rng.IntN(8) {
+			b := &buffer{}
+			start := next - rng.IntN(3) // may repeat the previous run's last names
+			if round%5 == 0 {
+				start = rng.IntN(next + 1) // or overlap it widely
+			}
+			end := next + 1 + rng.IntN(40)
+			for k := max(start, 0); k < end; k++ {
+				n := fmt.Sprintf("BTC-27NOV26-%06d-C", k)
+				c, off, buf := b.ar.alloc(len(n) + 1)
+				copy(buf, n)
+				buf[len(n)] = byte(r)
+				b.ents = append(b.ents, entry{key: nameKey(n), chunk: c, off: off, nlen: uint32(len(n)), plen: 1})
+				last[n] = byte(r)
+			}
+			next = end
+			b.sort()
+			runs = append(runs, b)
+		}
+		cs := make([]cursor, len(runs))
+		for r, b := range runs {
+			cs[r] = &memCursor{ar: &b.ar, ents: b.ents, i: -1}
+		}
+		want := slices.Sorted(maps.Keys(last))
+		m := newMerge(cs)
+		i := 0
+		for ; m.next(); i++ {
+			if i >= len(want) || string(m.name()) != want[i] || m.payload()[0] != last[want[i]] {
+				t.Fatalf("round %d: entry %d is %q from run %d", round, i, m.name(), m.payload()[0])
+			}
+		}
+		if i != len(want) {
+			t.Fatalf("round %d: %d names, want %d", round, i, len(want))
 		}
 	}
 }
