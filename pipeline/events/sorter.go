@@ -44,6 +44,7 @@ type sorter struct {
 	buffer        // rows being added, in arrival order until sorted
 	spare  *buffer
 	runs   []*runFile
+	file   *spillFile // holds the runs (nil until the first spill)
 	// bg reports the end of a spill running in the background (nil when
 	// none is); while one runs, only it touches spare and runs.
 	bg  chan error
@@ -59,14 +60,23 @@ type buffer struct {
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
-// length, name, payload), names distinct and in order. The file is
+// length, name, payload), names distinct and in order, at off in the
+// sorter's spill file. That one file holds every run of the sorter, one
+// after the other (a compaction's run after the runs it merges); it is
 // unlinked as soon as it is created, so a crash leaves nothing behind.
 type runFile struct {
-	f      *os.File
-	path   string // still to remove when unlinking failed (e.g. Windows)
-	n      int
-	size   int64
-	closed bool
+	f    *spillFile
+	off  int64
+	n    int
+	size int64
+	w    *io.OffsetWriter // while it is written
+}
+
+// spillFile is the sorter's file of runs.
+type spillFile struct {
+	f    *os.File
+	path string // still to remove when unlinking failed (e.g. Windows)
+	end  int64  // where the next run starts
 }
 
 // newSorter returns a sorter holding at most about budget bytes of rows in
@@ -358,7 +368,7 @@ func (s *sorter) writeRun(b *buffer) error {
 		c := b.ar.chunks[e.chunk]
 		writeRunEntry(bw, c[e.off:e.off+e.nlen], c[e.off+e.nlen:e.off+e.nlen+e.plen])
 	}
-	if err := run.finish(bw, len(b.ents)); err != nil {
+	if err := s.finish(run, bw, len(b.ents)); err != nil {
 		return err
 	}
 	if len(s.runs) >= maxRuns {
@@ -378,10 +388,10 @@ func (s *sorter) compact() error {
 	s.runs = nil
 	run, bw, err := s.newRun()
 	if err != nil {
-		s.runs = append(old, s.runs...)
+		s.runs = old
 		return err
 	}
-	s.runs = append(old, run) // all closed by s.close on error
+	s.runs = old
 	n := 0
 	for m.next() {
 		writeRunEntry(bw, m.name(), m.payload())
@@ -390,32 +400,31 @@ func (s *sorter) compact() error {
 	if err := m.error(); err != nil {
 		return err
 	}
-	if err := run.finish(bw, n); err != nil {
+	if err := s.finish(run, bw, n); err != nil {
 		return err
-	}
-	for _, r := range old {
-		r.close()
 	}
 	s.runs = []*runFile{run}
 	return nil
 }
 
-// newRun creates an (unlinked) run file; it is in s.runs, so s.close
-// closes it whatever happens.
+// newRun starts a run at the end of the spill file (created, unlinked, at
+// the first spill); finish adds it to s.runs.
 func (s *sorter) newRun() (*runFile, *bufio.Writer, error) {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
+	if s.file == nil {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
+		}
+		f, err := datadir.CreateTemp(s.dir, tempPattern(s.source, "run"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
+		}
+		s.file = &spillFile{f: f}
+		if os.Remove(f.Name()) != nil {
+			s.file.path = f.Name()
+		}
 	}
-	f, err := datadir.CreateTemp(s.dir, tempPattern(s.source, "run"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("instrument events: spill: %w", err)
-	}
-	run := &runFile{f: f}
-	if os.Remove(f.Name()) != nil {
-		run.path = f.Name()
-	}
-	s.runs = append(s.runs, run)
-	return run, bufio.NewWriterSize(f, 256<<10), nil
+	run := &runFile{f: s.file, off: s.file.end, w: io.NewOffsetWriter(s.file.f, s.file.end)}
+	return run, bufio.NewWriterSize(run.w, 256<<10), nil
 }
 
 func writeRunEntry(bw *bufio.Writer, name, p []byte) {
@@ -429,29 +438,23 @@ func writeRunEntry(bw *bufio.Writer, name, p []byte) {
 	bw.Write(p)
 }
 
-func (r *runFile) finish(bw *bufio.Writer, n int) (err error) {
-	r.n = n
-	if err = bw.Flush(); err == nil {
-		r.size, err = r.f.Seek(0, io.SeekCurrent)
+// finish flushes the run and adds it to s.runs.
+func (s *sorter) finish(r *runFile, bw *bufio.Writer, n int) error {
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("instrument events: spill: %w", err)
 	}
+	size, err := r.w.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return fmt.Errorf("instrument events: spill: %w", err)
 	}
+	r.n, r.size, r.w = n, size, nil
+	s.file.end = r.off + size
+	s.runs = append(s.runs, r)
 	return nil
 }
 
 func (r *runFile) cursor() cursor {
-	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), runReadBuf), left: r.n}
-}
-
-func (r *runFile) close() {
-	if !r.closed {
-		r.closed = true
-		r.f.Close()
-		if r.path != "" {
-			os.Remove(r.path)
-		}
-	}
+	return &runCursor{r: bufio.NewReaderSize(io.NewSectionReader(r.f.f, r.off, r.size), runReadBuf), left: r.n}
 }
 
 // stream sorts what is buffered and returns the merge of every row in name
@@ -522,10 +525,14 @@ func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
 func (s *sorter) close() {
 	s.wait()
 	s.spare = nil
-	for _, r := range s.runs {
-		r.close()
-	}
 	s.runs = nil
+	if s.file != nil {
+		s.file.f.Close()
+		if s.file.path != "" {
+			os.Remove(s.file.path)
+		}
+		s.file = nil
+	}
 	s.buffer = buffer{}
 }
 
