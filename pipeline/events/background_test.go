@@ -15,14 +15,16 @@ import (
 )
 
 // Encoding the records in the background (Options.Background) gives the
-// same events and states as encoding them in Observe, spilled or not; every
-// record is released (runSim's checked allocator).
+// same events and states as encoding them in Observe, spilled or not, and
+// mixed (records of 1000 rows, small ones encoded in Observe when the
+// encoder is idle); every record is released (runSim's checked allocator).
 func TestBackgroundEncoding(t *testing.T) {
 	const ticks = 6
 	want, _, wantState := runSim(t, ticks, "", Options{})
-	for _, memBytes := range []int{4 << 10, 256 << 10, 0} {
-		t.Run(fmt.Sprintf("buffer %d", memBytes), func(t *testing.T) {
-			got, _, st := runSim(t, ticks, "", Options{Background: true, MemBytes: memBytes, TempDir: t.TempDir()})
+	for _, c := range []struct{ memBytes, min int }{{4 << 10, 1}, {256 << 10, 1}, {0, 1}, {4 << 10, 0}, {4 << 10, 999}} {
+		memBytes := c.memBytes
+		t.Run(fmt.Sprintf("buffer %d min %d", memBytes, c.min), func(t *testing.T) {
+			got, _, st := runSim(t, ticks, "", Options{Background: true, MemBytes: memBytes, TempDir: t.TempDir(), backgroundMin: c.min})
 			if d := diffStrings(got, want); d != "" {
 				t.Fatal(d)
 			}
@@ -48,7 +50,7 @@ func TestBackgroundFailure(t *testing.T) {
 	for _, closeEarly := range []bool{false, true} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		d, err := NewDiffer(NewState("s"), sinks.Snapshot{Source: "s", Time: at(1)},
-			Options{Mem: mem, Background: true, MemBytes: 64 << 10, TempDir: filepath.Join(notDir, "tmp")})
+			Options{Mem: mem, Background: true, MemBytes: 64 << 10, TempDir: filepath.Join(notDir, "tmp"), backgroundMin: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,4 +74,48 @@ func TestBackgroundFailure(t *testing.T) {
 		}
 		mem.AssertSize(t, 0)
 	}
+}
+
+// A small record observed while the encoder still holds a large one goes
+// after it, not around it: of a name repeated in both, the later row wins.
+func TestBackgroundKeepsOrder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var rows []row
+	for i := range 20000 {
+		rows = append(rows, inst(fmt.Sprintf("I-%05d", i)))
+	}
+	rows = append(rows, inst("X", "tick_size", 1.0))
+	big := record(t, mem, "s", at(1), rows)
+	small := record(t, mem, "s", at(1), []row{inst("X", "tick_size", 2.0)})
+	st := NewState("s")
+	ref, err := Rebuild("s", at(1), []arrow.Record{small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := entriesOf(t, ref)[0]
+	ref.Close()
+	for range 5 {
+		d, err := NewDiffer(st, sinks.Snapshot{Source: "s", Time: at(1)}, Options{Mem: mem, Background: true, backgroundMin: 10, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Observe(big); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Observe(small); err != nil {
+			t.Fatal(err)
+		}
+		_, next, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := entriesOf(t, next)
+		next.Close()
+		if last := got[len(got)-1]; last != want {
+			t.Fatalf("X's row: %q, want the later one (tick_size 2): %q", last, want)
+		}
+	}
+	big.Release()
+	small.Release()
 }

@@ -313,9 +313,18 @@ func (d *Differ) Observe(rec arrow.Record) error {
 	if n == 0 {
 		return nil
 	}
+	if n < d.opt.backgroundMin && d.enc.idle() {
+		if err := b.encodeRecord(cols, n, b.stats.Rows, false); err != nil {
+			b.err = err
+			return err
+		}
+		b.stats.Rows += int64(n)
+		return nil
+	}
 	if d.enc == nil {
 		d.enc = newEncoder(b)
 	}
+	d.enc.pending.Add(1)
 	rec.Retain()
 	d.enc.jobs <- encodeJob{rec: rec, cols: cols, n: n, row0: b.stats.Rows}
 	b.stats.Rows += int64(n)

@@ -251,9 +251,10 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error
 // before). Two records wait at most: Observe blocks when the encoder is
 // behind.
 type encoder struct {
-	jobs chan encodeJob
-	done chan struct{}
-	err  atomic.Pointer[error] // the first failure; later records are dropped
+	jobs    chan encodeJob
+	done    chan struct{}
+	err     atomic.Pointer[error] // the first failure; later records are dropped
+	pending atomic.Int64          // records handed over and not yet encoded
 }
 
 type encodeJob struct {
@@ -275,10 +276,15 @@ func newEncoder(b *Builder) *encoder {
 				}
 			}
 			j.rec.Release()
+			e.pending.Add(-1)
 		}
 	}()
 	return e
 }
+
+// idle reports whether the encoder has no record to encode (nor a nil
+// one): the caller may add rows to the sorter itself.
+func (e *encoder) idle() bool { return e == nil || e.pending.Load() == 0 }
 
 // failed returns the encoder's failure so far (nil for a nil encoder).
 func (e *encoder) failed() error {

@@ -158,8 +158,13 @@ type Options struct {
 	// Background: a Differ encodes the observed records on a goroutine of
 	// its own (holding each record until then), so that Observe costs its
 	// caller little more than the rows' checks; see encoder. Without it,
-	// Observe encodes the rows before it returns.
+	// Observe encodes the rows before it returns. A small record (fewer
+	// than 4096 rows: a realistic listing's snapshot) is encoded in Observe
+	// all the same when no other waits: it is still in the caller's cache,
+	// and a goroutine would read it cold.
 	Background bool
+	// backgroundMin overrides the 4096 rows (tests).
+	backgroundMin int
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):
 	// Save then renames the next state into place instead of copying it,
@@ -180,6 +185,9 @@ func (o *Options) defaults() {
 	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
+	}
+	if o.backgroundMin <= 0 {
+		o.backgroundMin = 4096
 	}
 }
 
