@@ -24,10 +24,13 @@ import (
 // loops over each column's Arrow buffers.
 const encodeBlock = 256
 
-// blockEnc is the working memory of one block.
+// blockEnc is the working memory of one block. It holds no pointers: the
+// rows of a block are one span of the arena, and each row's write position
+// is an offset into it (storing a slice per value would cost a GC write
+// barrier each while a collection runs).
 type blockEnc struct {
 	size [encodeBlock]uint32 // payload bytes of each row
-	dst  [encodeBlock][]byte // each row's payload still to be written
+	pos  [encodeBlock]uint32 // where each row's next item goes in the span
 }
 
 func uvarintLen(v uint64) uint32 { return uint32(bits.Len64(v|1)+6) / 7 }
@@ -97,50 +100,50 @@ func (c *column) sizes(t schema.Type, lo, n int, size *[encodeBlock]uint32) {
 	}
 }
 
-// write writes the items of rows [lo, lo+n) of column c (type t) at the
-// front of each row's dst, and moves dst past them.
-func (c *column) write(t schema.Type, lo, n int, dst *[encodeBlock][]byte) {
+// write writes the items of rows [lo, lo+n) of column c (type t) into buf,
+// each at its row's pos, and moves pos past them.
+func (c *column) write(t schema.Type, lo, n int, buf []byte, pos *[encodeBlock]uint32) {
 	switch t {
 	case schema.String:
 		for j := 0; j < n; j++ {
-			d := dst[j]
+			d := buf[pos[j]:]
 			if c.isNull(lo + j) {
 				d[0] = tagNull
-				dst[j] = d[1:]
+				pos[j]++
 				continue
 			}
 			s := c.strAt(lo + j)
 			d[0] = tagValue
 			k := 1 + binary.PutUvarint(d[1:], uint64(len(s)))
-			dst[j] = d[k+copy(d[k:], s):]
+			pos[j] += uint32(k + copy(d[k:], s))
 		}
 	case schema.Float64:
 		for j, v := range c.f64[lo : lo+n] {
-			d := dst[j]
+			d := buf[pos[j]:]
 			switch {
 			case c.isNull(lo + j):
 				d[0] = tagNull
-				dst[j] = d[1:]
+				pos[j]++
 			case integral(v):
 				d[0] = tagInt
-				dst[j] = d[1+binary.PutVarint(d[1:], int64(v)):]
+				pos[j] += uint32(1 + binary.PutVarint(d[1:], int64(v)))
 			default:
 				d[0] = tagValue
 				binary.LittleEndian.PutUint64(d[1:9], math.Float64bits(v))
-				dst[j] = d[9:]
+				pos[j] += 9
 			}
 		}
 	case schema.Int64:
 		for j, v := range c.i64[lo : lo+n] {
-			writeInt(&dst[j], c.isNull(lo+j), v)
+			pos[j] += writeInt(buf[pos[j]:], c.isNull(lo+j), v)
 		}
 	case schema.TimestampMs:
 		for j, v := range c.ts[lo : lo+n] {
-			writeInt(&dst[j], c.isNull(lo+j), int64(v))
+			pos[j] += writeInt(buf[pos[j]:], c.isNull(lo+j), int64(v))
 		}
 	case schema.Bool:
 		for j := 0; j < n; j++ {
-			d := dst[j]
+			d := buf[pos[j]:]
 			switch {
 			case c.isNull(lo + j):
 				d[0] = tagNull
@@ -149,20 +152,19 @@ func (c *column) write(t schema.Type, lo, n int, dst *[encodeBlock][]byte) {
 			default:
 				d[0] = tagValue
 			}
-			dst[j] = d[1:]
+			pos[j]++
 		}
 	}
 }
 
-func writeInt(dst *[]byte, null bool, v int64) {
-	d := *dst
+// writeInt writes an int64 item at the front of d and returns its length.
+func writeInt(d []byte, null bool, v int64) uint32 {
 	if null {
 		d[0] = tagNull
-		*dst = d[1:]
-		return
+		return 1
 	}
 	d[0] = tagValue
-	*dst = d[1+binary.PutVarint(d[1:], v):]
+	return uint32(1 + binary.PutVarint(d[1:], v))
 }
 
 // checkRow checks row i of a record bound to cols (row is its number in
@@ -231,13 +233,11 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error
 			return b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
-	for j := 0; j < n; j++ {
-		e.dst[j] = b.srt.alloc(name.strAt(lo+j), int(size[j]))
-	}
+	buf := b.srt.allocRows(n, func(j int) []byte { return name.strAt(lo + j) }, size, &e.pos)
 	for k := range fields {
-		cols[k].write(fields[k].typ, lo, n, &e.dst)
+		cols[k].write(fields[k].typ, lo, n, buf, &e.pos)
 	}
-	exp.write(schema.TimestampMs, lo, n, &e.dst)
+	exp.write(schema.TimestampMs, lo, n, buf, &e.pos)
 	if err := b.srt.settle(); err != nil {
 		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}

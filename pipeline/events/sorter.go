@@ -109,16 +109,27 @@ func (s *sorter) add(name string, p []byte) error {
 	return nil
 }
 
-// alloc adds a row of name and a payload of n bytes, which the caller
-// writes into the returned slice before the next settle. Rows so added
-// count towards the buffer's bound at settle, not at once: a caller adds a
-// block of rows, writes them, then settles (which may spill). The caller
-// checks the lengths (maxName, maxPayload).
-func (s *sorter) alloc(name []byte, n int) []byte {
-	c, off, buf := s.ar.alloc(len(name) + n)
-	k := copy(buf, name)
-	s.ents = append(s.ents, entry{key: nameKey1(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(n)})
-	return buf[k:]
+// allocRows adds n rows (n <= encodeBlock) as one span of the arena: row
+// j is name(j) followed by size[j] bytes of payload, which the caller
+// writes into the returned span before the next settle, starting at pos[j]
+// (set here). Rows so added count towards the buffer's bound at settle,
+// not at once: a caller adds a block of rows, writes them, then settles
+// (which may spill). The caller checks the lengths (maxName, maxPayload).
+func (s *sorter) allocRows(n int, name func(j int) []byte, size, pos *[encodeBlock]uint32) []byte {
+	total := 0
+	for j := 0; j < n; j++ {
+		total += len(name(j)) + int(size[j])
+	}
+	c, off, buf := s.ar.alloc(total)
+	p := uint32(0)
+	for j := 0; j < n; j++ {
+		nm := name(j)
+		nl := uint32(copy(buf[p:], nm))
+		s.ents = append(s.ents, entry{key: nameKey1(nm), chunk: c, off: off + p, nlen: nl, plen: size[j]})
+		pos[j] = p + nl
+		p += nl + size[j]
+	}
+	return buf
 }
 
 // settle spills the buffer when the rows added since the last spill reach
