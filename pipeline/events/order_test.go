@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// radixSort sorts by (k1, k2) and keeps the order of equal keys, also
+// radixSort sorts by (k1, k2, k3) and keeps the order of equal keys, also
 // when most bytes are the same in every key (the passes it skips) and when
 // none is.
 func TestRadixSortStable(t *testing.T) {
@@ -19,16 +19,17 @@ func TestRadixSortStable(t *testing.T) {
 		n := rng.IntN(2000)
 		keys := make([]sortKey, n)
 		for i := range keys {
-			k1, k2 := rng.Uint64(), rng.Uint64()
+			k1, k2, k3 := rng.Uint64(), rng.Uint64(), rng.Uint32()
 			if round%2 == 0 { // few distinct bytes, many equal keys
 				k1 = 0x4254432d32374e4f | uint64(rng.IntN(3))<<8
 				k2 = uint64(rng.IntN(4)) << 40
+				k3 = uint32(rng.IntN(3)) << 16
 			}
-			keys[i] = sortKey{k1: k1, k2: k2, i: uint32(i)}
+			keys[i] = sortKey{k1: k1, k2: k2, k3: k3, i: uint32(i)}
 		}
 		want := slices.Clone(keys)
 		slices.SortStableFunc(want, func(x, y sortKey) int {
-			return cmp.Or(cmp.Compare(x.k1, y.k1), cmp.Compare(x.k2, y.k2))
+			return cmp.Or(cmp.Compare(x.k1, y.k1), cmp.Compare(x.k2, y.k2), cmp.Compare(x.k3, y.k3))
 		})
 		got, _ := radixSort(keys, make([]sortKey, n))
 		if !slices.Equal(got, want) {
@@ -37,14 +38,18 @@ func TestRadixSortStable(t *testing.T) {
 	}
 }
 
-// Many names sharing their first 16 bytes (more than the insertion sort
-// takes), with repeats: ordered by the whole name, the last row of a name
+// Many names sharing their first 20 bytes (more than the insertion sort
+// takes, and a few), with repeats: ordered by the whole name, the last row of a name
 // kept.
 func TestBufferSortLongTies(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var names []string
 	for range 400 {
-		names = append(names, fmt.Sprintf("BTC-27NOV26-1000%d-%c", rng.IntN(40), "CP"[rng.IntN(2)]))
+		if rng.IntN(2) == 0 { // one long run of names sharing 20 bytes
+			names = append(names, fmt.Sprintf("BTC-27NOV26-100000-C-%d", rng.IntN(40)))
+		} else { // short ones
+			names = append(names, fmt.Sprintf("ETH-27NOV26-10%02d-%c-%d", rng.IntN(40), "CP"[rng.IntN(2)], rng.IntN(3)))
+		}
 	}
 	var b buffer
 	last := map[string]int{}

@@ -102,6 +102,7 @@ func (s *sorter) add(name string, p []byte) error {
 	}
 	c, off, buf := s.ar.alloc(len(name) + len(p))
 	copy(buf[copy(buf, name):], p)
+	s.keys = append(s.keys, rowKey(buf[:len(name)], len(s.ents)))
 	s.ents = append(s.ents, entry{key: nameKey(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
 	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
@@ -125,7 +126,9 @@ func (s *sorter) allocRows(n int, name func(j int) []byte, size, pos *[encodeBlo
 	for j := 0; j < n; j++ {
 		nm := name(j)
 		nl := uint32(copy(buf[p:], nm))
-		s.ents = append(s.ents, entry{key: nameKey1(nm), chunk: c, off: off + p, nlen: nl, plen: size[j]})
+		k := rowKey(nm, len(s.ents))
+		s.keys = append(s.keys, k)
+		s.ents = append(s.ents, entry{key: k.k1, chunk: c, off: off + p, nlen: nl, plen: size[j]})
 		pos[j] = p + nl
 		p += nl + size[j]
 	}
@@ -171,7 +174,7 @@ func (s *sorter) spill() error {
 	s.bg = make(chan error, 1)
 	go func() {
 		err := s.writeRun(&full)
-		full.ents = full.ents[:0]
+		full.ents, full.keys = full.ents[:0], full.keys[:0]
 		full.ar.reset()
 		*spare = full // reused by the next spill
 		s.bg <- err
@@ -186,24 +189,26 @@ func (b *buffer) name(e *entry) []byte {
 // sort sorts the buffer by name and keeps the last row of each name (rows
 // arrive in arena order: chunk, then offset).
 //
-// The sort moves sortKeys, not entries: a name's first 16 bytes as two
-// big-endian words, sorted by an LSD radix sort (stable: equal keys keep
-// their arrival order), which orders most names without reading them from
-// the arena. Names that share their first 16 bytes (venue names do:
-// "BTC-27NOV26-100000-C" and "-P") are then ordered among themselves by
+// The sort moves sortKeys, not entries: a name's first 20 bytes as
+// big-endian words, taken as the row is added (its name is at hand then;
+// reading it back from the arena while sorting misses the cache), sorted
+// by an LSD radix sort (stable: equal keys keep their arrival order). Names
+// that share their first 20 bytes are then ordered among themselves by
 // their whole name, and the entry's index (its arrival) breaks ties
 // between equal names.
 func (b *buffer) sort() {
-	keys := b.keys[:0]
-	for i := range b.ents {
-		e := &b.ents[i]
-		keys = append(keys, sortKey{k1: e.key, k2: nameKey2(b.name(e)), i: uint32(i)})
+	keys := b.keys
+	if len(keys) != len(b.ents) { // entries added without their keys
+		keys = keys[:0]
+		for i := range b.ents {
+			keys = append(keys, rowKey(b.name(&b.ents[i]), i))
+		}
 	}
 	b.keys2 = grow24(b.keys2, len(keys))
 	keys, b.keys2 = radixSort(keys, b.keys2)
 	for lo := 0; lo < len(keys); {
 		hi := lo + 1
-		for hi < len(keys) && keys[hi].k1 == keys[lo].k1 && keys[hi].k2 == keys[lo].k2 {
+		for hi < len(keys) && keys[hi].k1 == keys[lo].k1 && keys[hi].k2 == keys[lo].k2 && keys[hi].k3 == keys[lo].k3 {
 			hi++
 		}
 		if hi-lo > 1 {
@@ -217,7 +222,7 @@ func (b *buffer) sort() {
 	// arrival order.
 	ents, n := b.ents, 0
 	for j := range ents {
-		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 &&
+		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 && keys[j].k3 == keys[j+1].k3 &&
 			bytes.Equal(b.name(&ents[j]), b.name(&ents[j+1])) {
 			continue // a later row of the same name follows
 		}
@@ -225,6 +230,7 @@ func (b *buffer) sort() {
 		n++
 	}
 	b.ents = ents[:n]
+	b.keys = keys[:0] // consumed (their i overwritten by permute)
 }
 
 // permute puts the entries in the order of b.keys (keys[j].i is the entry
@@ -279,27 +285,25 @@ func grow24(s []sortKey, n int) []sortKey {
 	return s[:n]
 }
 
-// radixSort sorts keys by (k1, k2), stably, using tmp (as long as keys):
-// an LSD radix sort on the 16 bytes, skipping the bytes that are the same
-// in every key (venue names share their first bytes). It returns the
+// radixSort sorts keys by (k1, k2, k3), stably, using tmp (as long as
+// keys): an LSD radix sort on the 20 bytes, skipping the bytes that are
+// the same in every key (venue names share their first bytes). It returns the
 // sorted slice and the other one.
 func radixSort(keys, tmp []sortKey) (sorted, other []sortKey) {
 	if len(keys) < 2 {
 		return keys, tmp
 	}
-	var hist [16][256]uint32
+	var hist [keyBytes][256]uint32
 	for i := range keys {
-		k1, k2 := keys[i].k1, keys[i].k2
-		for p := 0; p < 8; p++ {
-			hist[p][byte(k1>>(56-8*p))]++
-			hist[8+p][byte(k2>>(56-8*p))]++
+		k := &keys[i]
+		for p := range keyBytes {
+			hist[p][digitOf(k, p)]++
 		}
 	}
 	n := uint32(len(keys))
-	for p := 15; p >= 0; p-- {
+	for p := keyBytes - 1; p >= 0; p-- {
 		h := &hist[p]
-		shift := uint(56 - 8*(p%8))
-		if h[byte(digitOf(&keys[0], p, shift))] == n {
+		if h[digitOf(&keys[0], p)] == n {
 			continue // every key has this byte
 		}
 		var sum uint32
@@ -309,7 +313,7 @@ func radixSort(keys, tmp []sortKey) (sorted, other []sortKey) {
 			sum += c
 		}
 		for i := range keys {
-			d := byte(digitOf(&keys[i], p, shift))
+			d := digitOf(&keys[i], p)
 			tmp[h[d]] = keys[i]
 			h[d]++
 		}
@@ -318,17 +322,42 @@ func radixSort(keys, tmp []sortKey) (sorted, other []sortKey) {
 	return keys, tmp
 }
 
-func digitOf(k *sortKey, p int, shift uint) uint64 {
-	if p < 8 {
-		return k.k1 >> shift
+// keyBytes is the name bytes a sortKey holds.
+const keyBytes = 20
+
+// digitOf returns byte p (0–19) of the name bytes k holds.
+func digitOf(k *sortKey, p int) byte {
+	switch {
+	case p < 8:
+		return byte(k.k1 >> (56 - 8*p))
+	case p < 16:
+		return byte(k.k2 >> (56 - 8*(p-8)))
 	}
-	return k.k2 >> shift
+	return byte(k.k3 >> (24 - 8*(p-16)))
 }
 
 // sortKey is an entry's place in buffer.sort.
 type sortKey struct {
 	k1, k2 uint64 // the name's bytes 0–7 and 8–15 (nameKey, nameKey2)
+	k3     uint32 // bytes 16–19 (nameKey3; zero in a merge's keys)
 	i      uint32 // the entry's index in arrival order
+}
+
+// rowKey returns the sort key of a name added as entry i.
+func rowKey(name []byte, i int) sortKey {
+	return sortKey{k1: nameKey1(name), k2: nameKey2(name), k3: nameKey3(name), i: uint32(i)}
+}
+
+// nameKey3 is the name's bytes 16–19 as a big-endian word (zero padded).
+func nameKey3(name []byte) uint32 {
+	if len(name) >= 20 {
+		return binary.BigEndian.Uint32(name[16:20])
+	}
+	var b [4]byte
+	if len(name) > 16 {
+		copy(b[:], name[16:])
+	}
+	return binary.BigEndian.Uint32(b[:])
 }
 
 // sortKeySize is unsafe.Sizeof(sortKey{}): a buffer holds two per row
