@@ -6,6 +6,7 @@
 package parquet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 type Options struct {
 	Store            storage.Store // the data directory (a bucket prefix or a folder); required
 	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
+	RowGroupRows     int64         // most rows of a row group; 0 = RowGroupRows
 	Logger           *slog.Logger
 }
 
@@ -112,7 +114,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
 	f := &CountingWriter{W: sw}
-	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
+	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel), cmp.Or(s.opt.RowGroupRows, RowGroupRows))...)
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
 		sc := t.ArrowSchema()
@@ -131,11 +133,13 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics (but on the schema's Unfiltered columns: on the 1M
+// level, row groups of at most rowGroupRows rows (RowGroupRows), pages of
+// PageBytes, statistics (but on the schema's Unfiltered columns: on the 1M
 // listing the instruments file took ~0.2 of its ~1.2 CPU-s less without
 // them, docs/PERFORMANCE.md, issue 33; compaction and replay keep every
-// column's) and Encodings: plain encoding for most columns and DELTA_BYTE_ARRAY for the columns whose
-// values share prefixes (schema.Column.SharedPrefix).
+// column's), Encodings (plain encoding for most columns and
+// DELTA_BYTE_ARRAY for the columns whose values share prefixes,
+// schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
 // dictionary pages off — arrow-go v17's dictionary encoder boxes every value
@@ -145,12 +149,14 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // dictionary strike saves 0.8 KB at level 1 and costs 0.2 KB at level 3);
 // delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
 // encoding of the timestamps, and of every string column, larger than plain.
-func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
+func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.WriterProperty {
 	opts := append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("optlake"),
+		parquet.WithMaxRowGroupLength(rowGroupRows),
+		parquet.WithDataPageSize(PageBytes),
 	}, Encodings(t)...)
 	for _, c := range t.Columns {
 		if c.Unfiltered {
@@ -159,6 +165,26 @@ func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
 	}
 	return opts
 }
+
+// RowGroupRows is the most rows of a row group of a per-snapshot file: a
+// file's records (schema.DefaultBatchRows each) are gathered into row
+// groups of 8 of them (Write: the writer's WriteBuffered). Each row group
+// starts a new column writer per column, with fresh page, encoder and
+// compression buffers (allocated and cleared again, ~0.3 CPU-s on the 1M
+// listing's two files at one record a row group) and short pages of the
+// narrow columns (a 32Ki-row float column is one 256 KiB page); so fewer,
+// larger row groups cost less and compress better. A 3,000-row snapshot
+// is one row group either way. Measured on the 1M listing (instruments
+// and its first instrument_events, docs/PERFORMANCE.md, issue 33).
+const RowGroupRows = 8 * schema.DefaultBatchRows
+
+// PageBytes is the data page size of a per-snapshot file. A row group
+// under way holds about three pages of buffers per column (the encoder's,
+// the uncompressed page, the compressed one); at arrow-go's 1 MiB and
+// RowGroupRows that is ~95 MB for the 32 instruments columns, which near
+// the run's 160 MiB heap limit makes the GC run much more often (replay's
+// day files took 512 KiB for the same reason: compact.Options.PageBytes).
+const PageBytes = 512 << 10
 
 // Encodings are the column encodings of table t's files: no dictionary
 // pages, DELTA_BYTE_ARRAY for the columns whose values share prefixes,
@@ -202,7 +228,7 @@ func (w *writer) Write(_ context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("parquet: write after commit or abort")
 	}
-	if err := Guard(w.f, func() error { return w.fw.Write(rec) }); err != nil {
+	if err := Guard(w.f, func() error { return w.fw.WriteBuffered(rec) }); err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)
 	}
 	w.rows += rec.NumRows()
