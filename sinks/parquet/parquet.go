@@ -28,7 +28,7 @@ import (
 // Options configure the sink.
 type Options struct {
 	Store            storage.Store // the data directory (a bucket prefix or a folder); required
-	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
+	CompressionLevel int           // zstd level; 0 = 1 (see levelOr)
 	RowGroupRows     int64         // most rows of a row group; 0 = RowGroupRows
 	Logger           *slog.Logger
 }
@@ -200,13 +200,19 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 	return opts
 }
 
+// levelOr is the zstd level of a per-snapshot file's pages: l, or 1
+// (klauspost's SpeedFastest) when l is 0. These files are transient in a
+// compacted lake — compaction rewrites each day at level 9, a replay
+// writes its days at level 3 — so the level is chosen for the run's CPU.
+// On the 1M listing (issue 33, docs/PERFORMANCE.md): the sink's CPU in 7
+// alternating runs' profiles 1.37–1.67 (median 1.52) CPU-s at level 1
+// against 1.34–1.93 (1.70) at level 3; the pages alone (340 MB) 0.24–0.31
+// against 0.30–0.41 CPU-s; the two files 8.15 against 7.84 MB (8.29 MB
+// before the row groups of RowGroupRows, at level 3). A 3,000-row
+// snapshot's instruments file is 36.5 against 33.9 KB (+8%).
 func levelOr(l int) int {
 	if l == 0 {
-		// zstd level 3 (klauspost's SpeedDefault): against level 1, 7.7
-		// instead of 8.0 MiB for the 1M listing and 34.5 instead of 37.1 KB
-		// for a 3,000-row snapshot, at the same CPU (1.33–1.44 against
-		// 1.33–1.38 CPU-s for 1M rows, make bench, same run).
-		return 3
+		return 1
 	}
 	return l
 }
