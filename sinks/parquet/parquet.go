@@ -170,12 +170,14 @@ func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.Wri
 // file's records (schema.DefaultBatchRows each) are gathered into row
 // groups of 8 of them (Write: the writer's WriteBuffered). Each row group
 // starts a new column writer per column, with fresh page, encoder and
-// compression buffers (allocated and cleared again, ~0.3 CPU-s on the 1M
-// listing's two files at one record a row group) and short pages of the
-// narrow columns (a 32Ki-row float column is one 256 KiB page); so fewer,
-// larger row groups cost less and compress better. A 3,000-row snapshot
-// is one row group either way. Measured on the 1M listing (instruments
-// and its first instrument_events, docs/PERFORMANCE.md, issue 33).
+// compression buffers (allocated and cleared again: memclr and arrow's
+// memset took 0.38 of the sink's 1.9 CPU-s in a 1M listing's run at one
+// record a row group), and the narrow columns' pages were short (a 32Ki-row float
+// column is one 256 KiB page): fewer, larger row groups cost less and
+// compress better (the 1M listing's two files 8.15 MB at level 1 against
+// 8.63 MB). A 3,000-row snapshot is one row group either way. Measured on
+// the 1M listing (instruments and its first instrument_events,
+// docs/PERFORMANCE.md, issue 33).
 const RowGroupRows = 8 * schema.DefaultBatchRows
 
 // PageBytes is the data page size of a per-snapshot file. A row group
@@ -209,7 +211,7 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 // against 1.34–1.93 (1.70) at level 3; the pages alone (340 MB) 0.24–0.31
 // against 0.30–0.41 CPU-s; the two files 8.15 against 7.84 MB (8.29 MB
 // before the row groups of RowGroupRows, at level 3). A 3,000-row
-// snapshot's instruments file is 36.5 against 33.9 KB (+8%).
+// snapshot's instruments file is 36.5 against 34.0 KB (+7%).
 func levelOr(l int) int {
 	if l == 0 {
 		return 1
