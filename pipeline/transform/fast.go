@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unsafe"
 
@@ -44,15 +46,23 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 	}
 	next := 0
 	for {
-		// The key: most likely the field after the previous one.
+		// The key: most likely the field after the previous one, written
+		// `"name":` (compact JSON).
 		if p >= len(w) || w[p] != '"' {
 			return 0
 		}
 		fi := -1
-		if next < len(venueFields) {
-			name := venueFields[next].name
-			if e := p + 1 + len(name); e < len(w) && w[e] == '"' && string(w[p+1:e]) == name {
-				fi, p = next, e+1
+		if next < len(keyPats) {
+			k := &keyPats[next]
+			var hit bool
+			if len(w)-p >= 32 {
+				hit = k.match32((*[32]byte)(w[p:]))
+			} else {
+				hit = k.matchShort(w[p:])
+			}
+			if hit {
+				fi = next
+				p += k.n
 			}
 		}
 		if fi < 0 {
@@ -86,19 +96,22 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 				}
 				break
 			}
-			p = q + 1
+			if p = skipWS(w, q+1); p >= len(w) || w[p] != ':' {
+				return 0
+			}
+			p++
 		}
+		fi &= 31 // (no bounds checks below: fi < 25)
 		bit := uint32(1) << fi
 		if r.set&bit != 0 {
 			return 0
 		}
 		r.set |= bit
 		next = fi + 1
-		p = skipWS(w, p)
-		if p >= len(w) || w[p] != ':' {
-			return 0
+		if p < len(w) && isWS(w[p]) {
+			p = skipWS(w, p)
 		}
-		if p = skipWS(w, p+1); p >= len(w) {
+		if p >= len(w) {
 			return 0
 		}
 		// The value.
@@ -110,26 +123,26 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			}
 			r.null |= bit
 			p += 4
-		case venueFields[fi].kind == kString:
+		case fieldKinds[fi] == kString:
 			e := asciiString(w, p)
 			if e < 0 {
 				return 0
 			}
 			v.soff, v.slen = p+1, e-p-1
 			p = e + 1
-		case venueFields[fi].kind == kFloat:
+		case fieldKinds[fi] == kFloat:
 			f, e, ok := parseNumber(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
 			v.f, p = f, e
-		case venueFields[fi].kind == kInt:
+		case fieldKinds[fi] == kInt:
 			i, e, ok := parseInt(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
 			v.i, p = i, e
-		case venueFields[fi].kind == kBool:
+		case fieldKinds[fi] == kBool:
 			switch {
 			case c == 't' && hasWord(w, p, "true"):
 				v.b, p = true, p+4
@@ -147,6 +160,11 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			v.f, v.fok = parseDecimalFast(w[p+1 : e])
 			p = e + 1
 		}
+		// Compact JSON: a comma and the next key.
+		if p+1 < len(w) && w[p] == ',' && w[p+1] == '"' {
+			p++
+			continue
+		}
 		var more, ok bool
 		if p, more, ok = memberEnd(w, p); !ok {
 			return 0
@@ -160,6 +178,64 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 	}
 	return p
 }
+
+// keyPat is the key of a venue field as compact JSON writes it, `"name":`
+// (at most 32 bytes), as four little-endian 8-byte words and the masks of
+// the pattern's bytes in them: matching it is four loads and compares,
+// without a call or a branch per byte.
+type keyPat struct {
+	words, masks [4]uint64
+	n            int // pattern bytes
+}
+
+// keyPats are the patterns of venueFields, by field index.
+var keyPats = func() []keyPat {
+	out := make([]keyPat, len(venueFields))
+	for i, f := range venueFields {
+		pat := `"` + f.name + `":`
+		if len(pat) > 32 {
+			panic("transform: venue field name too long for keyPat: " + f.name)
+		}
+		var buf, mask [32]byte
+		copy(buf[:], pat)
+		for j := range pat {
+			mask[j] = 0xff
+		}
+		k := &out[i]
+		k.n = len(pat)
+		for j := range 4 {
+			k.words[j] = binary.LittleEndian.Uint64(buf[8*j:])
+			k.masks[j] = binary.LittleEndian.Uint64(mask[8*j:])
+		}
+	}
+	return out
+}()
+
+// match32 reports whether w starts with the pattern.
+func (k *keyPat) match32(w *[32]byte) bool {
+	le := binary.LittleEndian
+	return (le.Uint64(w[0:])^k.words[0])&k.masks[0]|(le.Uint64(w[8:])^k.words[1])&k.masks[1]|
+		(le.Uint64(w[16:])^k.words[2])&k.masks[2]|(le.Uint64(w[24:])^k.words[3])&k.masks[3] == 0
+}
+
+// matchShort is match32 for fewer than 32 bytes left in w.
+//
+//go:noinline
+func (k *keyPat) matchShort(w []byte) bool {
+	var b [32]byte
+	for j := range 4 {
+		binary.LittleEndian.PutUint64(b[8*j:], k.words[j])
+	}
+	return len(w) >= k.n && string(w[:k.n]) == string(b[:k.n])
+}
+
+// fieldKinds are venueFields' kinds, indexed by fi&31 without a bounds check.
+var fieldKinds = func() (out [32]fieldKind) {
+	for i, f := range venueFields {
+		out[i] = f.kind
+	}
+	return out
+}()
 
 // memberEnd consumes what follows a member's value: a comma (more members;
 // p is then at the next key) or the closing brace (p just after it).
@@ -200,11 +276,13 @@ func skipScalar(w []byte, p int) int {
 }
 
 func skipWS(w []byte, p int) int {
-	for p < len(w) && (w[p] == ' ' || w[p] == '\n' || w[p] == '\r' || w[p] == '\t') {
+	for p < len(w) && isWS(w[p]) {
 		p++
 	}
 	return p
 }
+
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 func hasWord(w []byte, p int, word string) bool {
 	return len(w)-p >= len(word) && string(w[p:p+len(word)]) == word
@@ -223,7 +301,24 @@ func asciiString(w []byte, p int) int {
 	if w[p] != '"' {
 		return -1
 	}
-	for q := p + 1; q < len(w); q++ {
+	q := p + 1
+	// Eight bytes at a time: the lowest flagged byte of a word is the
+	// first quote, backslash, control byte or non-ASCII byte (the flags
+	// above it may be false positives, from borrows).
+	for ; len(w)-q >= 8; q += 8 {
+		x := binary.LittleEndian.Uint64(w[q:])
+		xq := x ^ (lsb * '"')
+		xb := x ^ (lsb * '\\')
+		t := ((xq - lsb) &^ xq) | ((xb - lsb) &^ xb) | ((x - lsb*0x20) &^ x) | x
+		if t &= msb; t != 0 {
+			q += bits.TrailingZeros64(t) / 8
+			if w[q] == '"' {
+				return q
+			}
+			return -1
+		}
+	}
+	for ; q < len(w); q++ {
 		c := w[q]
 		if c == '"' {
 			return q
@@ -235,8 +330,14 @@ func asciiString(w []byte, p int) int {
 	return -1
 }
 
+// lsb and msb are the low and high bit of every byte of a word.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
 // pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+var pow10 = [32]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // parseNumber parses the JSON number at b[p:] (grammar checked) and returns
@@ -255,44 +356,38 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 	if p >= len(b) {
 		return 0, start, false
 	}
+	// m holds the significant digits while there are at most 19 of them
+	// (nd counts them); a leading "0." and the zeros after it are not
+	// significant.
 	var m uint64
 	nd, exp := 0, 0
-	exact := true
 	switch c := b[p]; {
 	case c == '0':
 		p++
 	case c-'1' <= 8:
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			if nd < 19 {
-				m = m*10 + uint64(b[p]-'0')
-				nd++
-			} else {
-				exact = false
-			}
-		}
+		q := p
+		m, p = digits(b, p, 0)
+		nd = p - q
 	default:
 		return 0, start, false
 	}
 	if p < len(b) && b[p] == '.' {
 		p++
 		q := p
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			switch {
-			case m == 0 && b[p] == '0':
-				exp--
-			case nd < 19:
-				m = m*10 + uint64(b[p]-'0')
-				nd++
-				exp--
-			default:
-				exact = false
+		if m == 0 {
+			for p < len(b) && b[p] == '0' {
+				p++
 			}
 		}
+		z := p
+		m, p = digits(b, p, m)
 		if p == q {
 			return 0, start, false
 		}
+		nd += p - z
+		exp = q - p
 	}
-	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+	if p < len(b) && (b[p]|0x20 == 'e') {
 		p++
 		eneg := false
 		if p < len(b) && (b[p] == '+' || b[p] == '-') {
@@ -313,12 +408,12 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		}
 		exp += e
 	}
-	if exact && m <= 1<<53 && exp >= -22 && exp <= 22 {
+	if nd <= 19 && m <= 1<<53 && exp >= -22 && exp <= 22 {
 		f = float64(m)
 		if exp < 0 {
-			f /= pow10[-exp]
+			f /= pow10[-exp&31]
 		} else {
-			f *= pow10[exp]
+			f *= pow10[exp&31]
 		}
 		if neg {
 			f = -f
@@ -330,6 +425,19 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		return 0, start, false
 	}
 	return f, p, true
+}
+
+// digits appends the decimal digits at b[p:] to m (which overflows past
+// 19 digits: the caller counts them) and returns it and their end.
+func digits(b []byte, p int, m uint64) (uint64, int) {
+	for ; p < len(b); p++ {
+		d := b[p] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+	}
+	return m, p
 }
 
 // parseInt parses a JSON integer of at most 18 digits at b[p:] (what

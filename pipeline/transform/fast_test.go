@@ -197,3 +197,78 @@ func FuzzParseNumber(f *testing.F) {
 		}
 	})
 }
+
+// asciiStringSlow is asciiString one byte at a time, the reference for the
+// word-at-a-time scan.
+func asciiStringSlow(w []byte, p int) int {
+	if w[p] != '"' {
+		return -1
+	}
+	for q := p + 1; q < len(w); q++ {
+		switch c := w[q]; {
+		case c == '"':
+			return q
+		case c < 0x20 || c == '\\' || c >= 0x80:
+			return -1
+		}
+	}
+	return -1
+}
+
+// keyMatchSlow is keyPats[fi]'s match, byte by byte.
+func keyMatchSlow(w []byte, p, fi int) bool {
+	return bytes.HasPrefix(w[p:], []byte(`"`+venueFields[fi].name+`":`))
+}
+
+func keyMatch(w []byte, p, fi int) bool {
+	k := &keyPats[fi]
+	if len(w)-p >= 32 {
+		return k.match32((*[32]byte)(w[p:]))
+	}
+	return k.matchShort(w[p:])
+}
+
+func TestScanHelpers(t *testing.T) {
+	pad := strings.Repeat("x", 40)
+	strs := []string{`""`, `"a"`, `"abcdefg"`, `"abcdefgh"`, `"abcdefghijklmnop"`, `"BTC-29NOV26-80000-C"`,
+		`"abc\"d"`, `"abcdefgh\n"`, "\"abcdefghi\x1f\"", "\"abcdefghij\x7f\"", `"abcdefgé"`, `"abcdefghijkl`,
+		"\"ab\x80\"", `"a\\"`, "\"\x00\"", `"~ !#"`}
+	for _, s := range strs {
+		for _, w := range []string{s, s + pad, s + `,"` + pad} {
+			if got, want := asciiString([]byte(w), 0), asciiStringSlow([]byte(w), 0); got != want {
+				t.Errorf("asciiString(%q) = %d, want %d", w, got, want)
+			}
+		}
+	}
+	for fi, f := range venueFields {
+		for _, key := range []string{`"` + f.name + `":`, `"` + f.name + `" :`, `"` + f.name + `x":`,
+			`"` + f.name[:len(f.name)-1] + `":`, `"` + strings.ToUpper(f.name[:1]) + f.name[1:] + `":`, `"` + f.name + `":1`} {
+			for _, w := range []string{key, key + pad, "  " + key + pad} {
+				p := strings.IndexByte(w, '"')
+				if got, want := keyMatch([]byte(w), p, fi), keyMatchSlow([]byte(w), p, fi); got != want {
+					t.Errorf("key %s at %q: match %v, want %v", f.name, w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzScanHelpers: the word-at-a-time scans agree with byte loops.
+func FuzzScanHelpers(f *testing.F) {
+	f.Add([]byte(`"instrument_name":"BTC-29NOV26-80000-C","kind":"option"`), uint8(13))
+	f.Add([]byte(`"abcdefgh\"ij"`), uint8(0))
+	f.Fuzz(func(t *testing.T, w []byte, fi uint8) {
+		for p := range w {
+			if w[p] != '"' {
+				continue
+			}
+			if got, want := asciiString(w, p), asciiStringSlow(w, p); got != want {
+				t.Fatalf("asciiString(%q, %d) = %d, want %d", w, p, got, want)
+			}
+			i := int(fi) % len(venueFields)
+			if got, want := keyMatch(w, p, i), keyMatchSlow(w, p, i); got != want {
+				t.Fatalf("key %s at %q[%d:]: match %v, want %v", venueFields[i].name, w, p, got, want)
+			}
+		}
+	})
+}
