@@ -641,7 +641,19 @@ func (d *InstrumentDecoder) appendRow(raw []byte) {
 		v := &r.vals[fi]
 		switch f.kind {
 		case kString:
-			b.str(c, r.src[v.soff:v.soff+v.slen])
+			// A short value is copied as 32 bytes at once, without a
+			// call, when the source and the column have room past it:
+			// the bytes past its end lie beyond the column's length and
+			// the next value overwrites them.
+			col := &b.cols[c]
+			n, end := v.slen, len(col.data)
+			if n > 32 || len(r.src)-v.soff < 32 || cap(col.data)-end < 32 || end+n >= b.limit {
+				b.str(c, r.src[v.soff:v.soff+n])
+				continue
+			}
+			*(*[32]byte)(col.data[end : end+32]) = *(*[32]byte)(r.src[v.soff:])
+			col.data = col.data[:end+n]
+			col.offs[b.rows+1] = int32(end + n)
 		case kFloat:
 			b.f64(c, v.f)
 		case kInt:
