@@ -135,6 +135,28 @@ func (b *batch) str(c int, v []byte) {
 	}
 }
 
+// undoRow clears what was written of row b.rows (not committed, and with no
+// nulls listed yet) so that it can be written again, and sets full back.
+func (b *batch) undoRow(full bool) {
+	r := b.rows
+	for i := range b.cols {
+		c := &b.cols[i]
+		switch c.typ {
+		case schema.Float64:
+			c.f64[r] = 0
+		case schema.Int64, schema.TimestampMs:
+			c.i64[r] = 0
+		case schema.Bool:
+			c.bits[r>>3] &^= 1 << (r & 7)
+		case schema.String:
+			if c.offs != nil {
+				c.data = c.data[:c.offs[r]]
+			}
+		}
+	}
+	b.full = full
+}
+
 // commit ends the row.
 func (b *batch) commit() {
 	b.rows++

@@ -11,8 +11,8 @@ import (
 )
 
 // The fast path: one instrument object parsed straight from the scanner's
-// buffer, without the tokenizer's per-token calls and without copying its
-// strings. It only accepts what it can decode exactly as the general path
+// buffer into the batch's columns, without the tokenizer's per-token calls
+// and without a copy of its strings in between. It only accepts what it can decode exactly as the general path
 // (InstrumentDecoder.instrument) would:
 //
 //   - the object is whole in the buffer (the general path handles refills);
@@ -26,20 +26,38 @@ import (
 //     group, see InstrumentDecoder.element).
 //
 // Anything else — nested unknown members, wrong types, rejects, escapes,
-// UTF-8, odd numbers, malformed JSON — returns 0 before anything is written,
-// and the general path decodes the object from its first byte. So the fast
-// path changes speed, never results; FuzzFastPath checks that.
+// UTF-8, odd numbers, malformed JSON — returns 0 with the values it wrote
+// undone, and the general path decodes the object from its first byte. So
+// the fast path changes speed, never results (null slots included);
+// FuzzFastPath checks that.
 
-// fastInstrument decodes the object at the start of w into d.r and returns
-// the bytes it spans, or 0 to leave it to the general path.
+// fastInstrument decodes the object at the start of w as the batch's next
+// row and returns the bytes it spans, or 0 to leave it to the general path
+// (with the batch as it was).
 func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 	if d.noFast || len(w) < 2 || w[0] != '{' {
 		return 0
 	}
+	b := d.b
+	b.begin()
+	full := b.full
+	n := d.fastRow(w, b, b.rows)
+	if n == 0 {
+		b.undoRow(full)
+	}
+	return n
+}
+
+// fastRow writes the values of the object at the start of w into row row
+// of b as it parses them, and ends the row (commit) when the whole object
+// is one the fast path takes. Otherwise it returns 0 and the caller undoes
+// the values written (batch.undoRow): null lists, the extra column and the
+// row count are only written once nothing can fail.
+func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	r := &d.r
 	r.set, r.null = 0, 0
 	r.extra = r.extra[:0]
-	r.src = w
+	var unparsed uint32 // index_price fields whose text is not a number
 	p := skipWS(w, 1)
 	if p >= len(w) || w[p] == '}' {
 		return 0
@@ -114,8 +132,8 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 		if p >= len(w) {
 			return 0
 		}
-		// The value.
-		v := &r.vals[fi]
+		// The value, written to the field's column.
+		col := &b.cols[fieldCols[fi]]
 		switch c := w[p]; {
 		case c == 'n':
 			if !hasWord(w, p, "null") {
@@ -128,26 +146,38 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			if e < 0 {
 				return 0
 			}
-			v.soff, v.slen = p+1, e-p-1
+			// A value of at most 32 bytes is copied with one fixed-size
+			// move, without a call, when w and the column have room past
+			// it: the bytes past its end lie beyond the column's length,
+			// and the next value overwrites them.
+			n, end := e-p-1, len(col.data)
+			if n > 32 || len(w)-p < 33 || cap(col.data)-end < 32 || end+n >= b.limit {
+				b.str(fieldCols[fi], w[p+1:e])
+			} else {
+				copy32((*[32]byte)(col.data[end:end+32]), (*[32]byte)(w[p+1:]))
+				col.data = col.data[:end+n]
+				col.offs[row+1] = int32(end + n)
+			}
 			p = e + 1
 		case fieldKinds[fi] == kFloat:
 			f, e, ok := parseNumber(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
-			v.f, p = f, e
+			col.f64[row], p = f, e
 		case fieldKinds[fi] == kInt:
 			i, e, ok := parseInt(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
-			v.i, p = i, e
+			col.i64[row], p = i, e
 		case fieldKinds[fi] == kBool:
 			switch {
 			case c == 't' && hasWord(w, p, "true"):
-				v.b, p = true, p+4
+				col.bits[row>>3] |= 1 << (row & 7)
+				p += 4
 			case c == 'f' && hasWord(w, p, "false"):
-				v.b, p = false, p+5
+				p += 5
 			default:
 				return 0
 			}
@@ -156,8 +186,12 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			if e < 0 {
 				return 0
 			}
-			v.soff, v.slen = p+1, e-p-1
-			v.f, v.fok = parseDecimalFast(w[p+1 : e])
+			if f, ok := parseDecimalFast(w[p+1 : e]); ok {
+				col.f64[row] = f
+			} else {
+				unparsed |= bit
+			}
+			b.str(d.colRaw, w[p+1:e])
 			p = e + 1
 		}
 		// Compact JSON: a comma and the next key.
@@ -173,9 +207,27 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			break
 		}
 	}
-	if r.set&^r.null&(1<<nameField) == 0 || r.vals[nameField].slen == 0 {
+	present := r.set &^ r.null
+	if present&(1<<nameField) == 0 {
 		return 0 // rejected: the general path words the reason
 	}
+	if nc := &b.cols[fieldCols[nameField]]; nc.offs[row+1] == nc.offs[row] {
+		return 0 // empty: rejected as well
+	}
+	// Nothing fails from here on.
+	for miss := allFields &^ present; miss != 0; miss &= miss - 1 {
+		fi := bits.TrailingZeros32(miss)
+		b.null(fieldCols[fi&31])
+		if fieldKinds[fi&31] == kIndexPrice {
+			b.null(d.colRaw)
+		}
+	}
+	for un := unparsed &^ r.null; un != 0; un &= un - 1 {
+		b.null(fieldCols[bits.TrailingZeros32(un)&31])
+	}
+	d.appendTimes(present, b.cols[fieldCols[creationField]].i64[row], b.cols[fieldCols[expirationField]].i64[row])
+	d.appendExtra(w)
+	b.commit()
 	return p
 }
 
@@ -229,13 +281,34 @@ func (k *keyPat) matchShort(w []byte) bool {
 	return len(w) >= k.n && string(w[:k.n]) == string(b[:k.n])
 }
 
-// fieldKinds are venueFields' kinds, indexed by fi&31 without a bounds check.
-var fieldKinds = func() (out [32]fieldKind) {
-	for i, f := range venueFields {
-		out[i] = f.kind
-	}
-	return out
-}()
+// fieldKinds and fieldCols are venueFields' kinds and columns, indexed by
+// fi&31 without a bounds check; allFields has a bit for every field.
+var (
+	fieldKinds = func() (out [32]fieldKind) {
+		for i, f := range venueFields {
+			out[i] = f.kind
+		}
+		return out
+	}()
+	fieldCols = func() (out [32]int) {
+		for i, f := range venueFields {
+			out[i] = f.col
+		}
+		return out
+	}()
+	allFields = uint32(1)<<len(venueFields) - 1
+)
+
+// copy32 copies 32 bytes with four loads and stores (an array assignment
+// calls memmove).
+func copy32(dst, src *[32]byte) {
+	le := binary.LittleEndian
+	a, b, c, d := le.Uint64(src[0:]), le.Uint64(src[8:]), le.Uint64(src[16:]), le.Uint64(src[24:])
+	le.PutUint64(dst[0:], a)
+	le.PutUint64(dst[8:], b)
+	le.PutUint64(dst[16:], c)
+	le.PutUint64(dst[24:], d)
+}
 
 // memberEnd consumes what follows a member's value: a comma (more members;
 // p is then at the next key) or the closing brace (p just after it).

@@ -380,7 +380,6 @@ func (d *InstrumentDecoder) fastElement(sc *jsontok.Scanner) bool {
 	sc.Advance(n)
 	d.index++
 	d.fastRows++
-	d.appendRow(w)
 	return true
 }
 
@@ -641,19 +640,7 @@ func (d *InstrumentDecoder) appendRow(raw []byte) {
 		v := &r.vals[fi]
 		switch f.kind {
 		case kString:
-			// A short value is copied as 32 bytes at once, without a
-			// call, when the source and the column have room past it:
-			// the bytes past its end lie beyond the column's length and
-			// the next value overwrites them.
-			col := &b.cols[c]
-			n, end := v.slen, len(col.data)
-			if n > 32 || len(r.src)-v.soff < 32 || cap(col.data)-end < 32 || end+n >= b.limit {
-				b.str(c, r.src[v.soff:v.soff+n])
-				continue
-			}
-			*(*[32]byte)(col.data[end : end+32]) = *(*[32]byte)(r.src[v.soff:])
-			col.data = col.data[:end+n]
-			col.offs[b.rows+1] = int32(end + n)
+			b.str(c, r.src[v.soff:v.soff+v.slen])
 		case kFloat:
 			b.f64(c, v.f)
 		case kInt:
@@ -669,15 +656,20 @@ func (d *InstrumentDecoder) appendRow(raw []byte) {
 			b.str(d.colRaw, r.src[v.soff:v.soff+v.slen])
 		}
 	}
-	d.appendTime(d.colCTim, creationField, present)
-	d.appendTime(d.colETim, expirationField, present)
-	if len(r.extra) == 0 {
-		b.null(d.colExt)
-	} else {
-		d.extraBuf = extraJSON(d.extraBuf, raw, r.extra)
-		b.str(d.colExt, d.extraBuf)
-	}
+	d.appendTimes(present, r.vals[creationField].i, r.vals[expirationField].i)
+	d.appendExtra(raw)
 	b.commit()
+}
+
+// appendExtra appends the extra column: the unknown members of the row
+// (d.r.extra, spans of raw), or null.
+func (d *InstrumentDecoder) appendExtra(raw []byte) {
+	if len(d.r.extra) == 0 {
+		d.b.null(d.colExt)
+		return
+	}
+	d.extraBuf = extraJSON(d.extraBuf, raw, d.r.extra)
+	d.b.str(d.colExt, d.extraBuf)
 }
 
 // extraJSON builds {"k":v,...} in buf from the member spans ([begin, end)
@@ -693,10 +685,16 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 	return append(out, '}')
 }
 
-// appendTime appends the UTC time parsed from the raw epoch field fi.
-func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
-	if present&(1<<fi) != 0 {
-		if ms, ok := values.EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
+// appendTimes appends creation_time and expiration_time, the UTC times of
+// the raw epoch fields (present: the bit set of the row's present fields).
+func (d *InstrumentDecoder) appendTimes(present uint32, creation, expiration int64) {
+	d.appendTime(d.colCTim, present&(1<<creationField) != 0, creation)
+	d.appendTime(d.colETim, present&(1<<expirationField) != 0, expiration)
+}
+
+func (d *InstrumentDecoder) appendTime(col int, present bool, epoch int64) {
+	if present {
+		if ms, ok := values.EpochToMillis(epoch, d.opt.TimestampUnit); ok {
 			d.b.i64(col, ms)
 			return
 		}
