@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/schema"
@@ -37,14 +38,20 @@ func decodeWith(t testing.TB, body []byte, fast bool, opt Options) outcome {
 	d := NewInstrumentDecoder(opt)
 	defer d.Release()
 	d.noFast = !fast
+	return decodeOnce(d, body)
+}
+
+// decodeOnce decodes body with d, keeping what it emits.
+func decodeOnce(d *InstrumentDecoder, body []byte) outcome {
 	var o outcome
+	fast := d.fastRows
 	o.stats, o.err = d.Decode(context.Background(), bytes.NewReader(body), testMeta, func(tb *schema.Table, rec arrow.Record) error {
 		rec.Retain()
 		o.recs = append(o.recs, rec)
 		o.tabs = append(o.tabs, tb)
 		return nil
 	})
-	o.fast = d.fastRows
+	o.fast = d.fastRows - fast
 	return o
 }
 
@@ -294,4 +301,55 @@ func FuzzScanHelpers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// One decoder decoding listings one after the other (as run and replay
+// reuse it) emits what a new decoder emits for each: its batches are sized
+// from the previous listing, and grow or not, and its scanner is reused.
+func TestDecoderReuse(t *testing.T) {
+	sim := func(n, group int) []byte {
+		var b bytes.Buffer
+		s := venuesim.New(venuesim.Config{Seed: int64(n), Instruments: n, GroupSize: group, Faults: venuesim.Faults{WrongTypes: true}})
+		if err := s.WriteInstruments(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	bodies := [][]byte{sim(3000, 200), sim(2900, 200), sim(3100, 300), sim(40, 7), []byte(`[{"instruments":[`), sim(5000, 1000), sim(1, 1)}
+	for _, opt := range []Options{{}, {BatchRows: 1000, ReadBuffer: 4096}} {
+		d := NewInstrumentDecoder(opt)
+		for i, body := range bodies {
+			o := decodeOnce(d, body)
+			fresh := decodeWith(t, body, true, opt)
+			if fmt.Sprint(o.err) != fmt.Sprint(fresh.err) || o.stats != fresh.stats || len(o.recs) != len(fresh.recs) {
+				t.Fatalf("opt %+v body %d: reused decoder %v %+v %d records, new one %v %+v %d", opt, i, o.err, o.stats, len(o.recs), fresh.err, fresh.stats, len(fresh.recs))
+			}
+			for j := range o.recs {
+				if o.tabs[j] != fresh.tabs[j] || !array.RecordEqual(o.recs[j], fresh.recs[j]) {
+					t.Fatalf("opt %+v body %d: record %d differs", opt, i, j)
+				}
+				sameSlots(t, j, o.recs[j], fresh.recs[j])
+			}
+			o.release()
+			fresh.release()
+		}
+		d.Release()
+	}
+}
+
+// A decoder holds no Arrow memory between listings (the runner keeps idle
+// decoders without releasing them), whether the last one loaded or failed.
+func TestDecoderHoldsNoMemoryBetweenListings(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	d := NewInstrumentDecoder(Options{Mem: mem, BatchRows: 3})
+	for i, body := range []string{
+		listing(fullInstrument, inst(map[string]string{"strike": `"x"`}), inst(map[string]string{"instrument_name": ""})),
+		`[{"instruments":[1,"a",{"instrument_name":null},{`,
+	} {
+		_, err := d.Decode(context.Background(), strings.NewReader(body), testMeta, func(*schema.Table, arrow.Record) error { return nil })
+		if (err == nil) != (i == 0) {
+			t.Fatalf("listing %d: %v", i, err)
+		}
+		mem.AssertSize(t, 0)
+	}
 }

@@ -163,7 +163,8 @@ type InstrumentDecoder struct {
 	fastRows int64 // rows the fast path decoded (tests)
 
 	extraBuf []byte
-	snapMs   arrow.Timestamp // meta.Time
+	snapMs   arrow.Timestamp  // meta.Time
+	sc       *jsontok.Scanner // kept for the next Decode
 
 	r     row
 	stats Stats
@@ -208,7 +209,13 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	d.meta, d.emit = meta, emit
 	d.snapMs = arrow.Timestamp(meta.Time.UnixMilli())
 	d.stats, d.index = Stats{}, 0
-	sc := jsontok.New(r, d.opt.ReadBuffer)
+	if d.sc == nil {
+		d.sc = jsontok.New(r, d.opt.ReadBuffer)
+	} else {
+		d.sc.Reset(r)
+	}
+	sc := d.sc
+	defer sc.Reset(nil)
 	err := d.decode(ctx, sc)
 	if err == nil {
 		err = d.flush(true)
