@@ -142,9 +142,20 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			r.null |= bit
 			p += 4
 		case fieldKinds[fi] == kString:
-			e := asciiString(w, p)
+			// Most values end within their first 8 bytes: that word is
+			// checked here, without a call.
+			e := -1
+			if c == '"' && len(w)-p >= 9 {
+				if t := stringStops(binary.LittleEndian.Uint64(w[p+1:])); t != 0 {
+					if e = p + 1 + bits.TrailingZeros64(t)/8; w[e] != '"' {
+						return 0
+					}
+				}
+			}
 			if e < 0 {
-				return 0
+				if e = asciiString(w, p); e < 0 {
+					return 0
+				}
 			}
 			// A value of at most 32 bytes is copied with one fixed-size
 			// move, without a call, when w and the column have room past
@@ -376,14 +387,9 @@ func asciiString(w []byte, p int) int {
 	}
 	q := p + 1
 	// Eight bytes at a time: the lowest flagged byte of a word is the
-	// first quote, backslash, control byte or non-ASCII byte (the flags
-	// above it may be false positives, from borrows).
+	// first quote, backslash, control byte or non-ASCII byte.
 	for ; len(w)-q >= 8; q += 8 {
-		x := binary.LittleEndian.Uint64(w[q:])
-		xq := x ^ (lsb * '"')
-		xb := x ^ (lsb * '\\')
-		t := ((xq - lsb) &^ xq) | ((xb - lsb) &^ xb) | ((x - lsb*0x20) &^ x) | x
-		if t &= msb; t != 0 {
+		if t := stringStops(binary.LittleEndian.Uint64(w[q:])); t != 0 {
 			q += bits.TrailingZeros64(t) / 8
 			if w[q] == '"' {
 				return q
@@ -401,6 +407,16 @@ func asciiString(w []byte, p int) int {
 		}
 	}
 	return -1
+}
+
+// stringStops flags (high bit of the byte) the quotes, backslashes,
+// control and non-ASCII bytes of x, 8 bytes of a string little-endian. The
+// lowest flag is exact; flags above it may be false positives, from
+// borrows.
+func stringStops(x uint64) uint64 {
+	xq := x ^ (lsb * '"')
+	xb := x ^ (lsb * '\\')
+	return (((xq - lsb) &^ xq) | ((xb - lsb) &^ xb) | ((x - lsb*0x20) &^ x) | x) & msb
 }
 
 // lsb and msb are the low and high bit of every byte of a word.
