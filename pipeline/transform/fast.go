@@ -144,18 +144,18 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 		case fieldKinds[fi] == kString:
 			// Most values end within their first 8 bytes: that word is
 			// checked here, without a call.
-			e := -1
+			var e int
 			if c == '"' && len(w)-p >= 9 {
 				if t := stringStops(binary.LittleEndian.Uint64(w[p+1:])); t != 0 {
-					if e = p + 1 + bits.TrailingZeros64(t)/8; w[e] != '"' {
+					e = p + 1 + bits.TrailingZeros64(t)/8
+					if w[e] != '"' {
 						return 0
 					}
-				}
-			}
-			if e < 0 {
-				if e = asciiString(w, p); e < 0 {
+				} else if e = stringEnd(w, p+9); e < 0 {
 					return 0
 				}
+			} else if e = asciiString(w, p); e < 0 {
+				return 0
 			}
 			// A value of at most 32 bytes is copied with one fixed-size
 			// move, without a call, when w and the column have room past
@@ -385,7 +385,12 @@ func asciiString(w []byte, p int) int {
 	if w[p] != '"' {
 		return -1
 	}
-	q := p + 1
+	return stringEnd(w, p+1)
+}
+
+// stringEnd is asciiString for a string whose bytes before q are known to
+// be plain.
+func stringEnd(w []byte, q int) int {
 	// Eight bytes at a time: the lowest flagged byte of a word is the
 	// first quote, backslash, control byte or non-ASCII byte.
 	for ; len(w)-q >= 8; q += 8 {

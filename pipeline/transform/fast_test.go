@@ -155,6 +155,8 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 			inst(map[string]string{"instrument_name": `"o\u00e9"`}),
 			inst(map[string]string{"instrument_name": `"pé"`}),
 			inst(map[string]string{"kind": `"opt\"ion"`, "instrument_name": `"q"`}),
+			inst(map[string]string{"kind": `"optionsXY\"z"`, "instrument_id": `"12345678é"`, "instrument_name": `"q2"`}),
+			inst(map[string]string{"instrument_id": `"12345678\u0041"`, "instrument_name": `"q3-abcdefghijklmnopqrstuvwxyz-0123456789"`}),
 			inst(map[string]string{"instrument_name": `""`}),
 			inst(map[string]string{"instrument_name": `null`}),
 			inst(map[string]string{"instrument_name": ``}),
