@@ -534,6 +534,17 @@ func digits(b []byte, p int, m uint64) (uint64, int) {
 	return m, p
 }
 
+// eightDigits returns the value of x, 8 bytes of text little-endian, when
+// they are all decimal digits.
+func eightDigits(x uint64) (uint64, bool) {
+	if x&0xf0f0f0f0f0f0f0f0|(x+0x0606060606060606)&0xf0f0f0f0f0f0f0f0>>4 != 0x3333333333333333 {
+		return 0, false
+	}
+	x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+	x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+	return (x & 0x0000ffff0000ffff) * 42949672960001 >> 32, true
+}
+
 // parseInt parses a JSON integer of at most 18 digits at b[p:] (what
 // strconv.ParseInt gives for it); ok is false for anything else.
 func parseInt(b []byte, p int) (v int64, end int, ok bool) {
@@ -550,12 +561,16 @@ func parseInt(b []byte, p int) (v int64, end int, ok bool) {
 		p++
 	case c-'1' <= 8:
 		q := p
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			v = v*10 + int64(b[p]-'0')
+		var m uint64
+		if len(b)-p >= 8 { // epoch milliseconds have 13 digits
+			if x, ok := eightDigits(binary.LittleEndian.Uint64(b[p:])); ok {
+				m, p = x, p+8
+			}
 		}
-		if p-q > 18 {
+		if m, p = digits(b, p, m); p-q > 18 {
 			return 0, start, false
 		}
+		v = int64(m)
 	default:
 		return 0, start, false
 	}
