@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,6 +123,33 @@ func TestMergeOrderedRuns(t *testing.T) {
 		}
 		if i != len(want) {
 			t.Fatalf("round %d: %d names, want %d", round, i, len(want))
+		}
+	}
+}
+
+// Spilled runs are read in place from the reader's buffer, and copied
+// when an entry is larger than the buffer: both give the rows as written.
+func TestRunCursorLargeEntries(t *testing.T) {
+	big := strings.Repeat("x", runReadBuf+100)
+	var rows []row
+	for i := range 300 {
+		r := inst(fmt.Sprintf("I-%03d", i))
+		if i%37 == 5 {
+			r["instrument_id"] = big
+		}
+		rows = append(rows, r)
+	}
+	var want []string
+	for _, memBytes := range []int{1 << 30, 64 << 10} {
+		_, _, st := diff(t, NewState("s"), "s", at(1), rows, 50, Options{MemBytes: memBytes, TempDir: t.TempDir()})
+		got := entriesOf(t, st)
+		st.Close()
+		if want == nil {
+			want = got
+			continue
+		}
+		if d := diffStrings(got, want); d != "" {
+			t.Fatalf("spilled: %.300s", d)
 		}
 	}
 }

@@ -606,11 +606,17 @@ func (c *memCursor) error() error { return nil }
 func (c *memCursor) close()       {}
 
 // runCursor reads a run.
+//
+// An entry that lies whole in the reader's buffer is read in place (its
+// name and payload are the buffer's bytes, until next); one that does not
+// (a payload larger than the buffer) is copied.
 type runCursor struct {
 	r    *bufio.Reader
 	left int
-	buf  []byte
+	buf  []byte // the current entry: name, then payload
 	nl   int
+	used int // bytes of the reader's buffer the current entry holds
+	own  []byte
 	err  error
 }
 
@@ -619,6 +625,24 @@ func (c *runCursor) next() bool {
 		return false
 	}
 	c.left--
+	if c.used > 0 {
+		c.r.Discard(c.used) // peeked: cannot fail
+		c.used = 0
+	}
+	if hdr, _ := c.r.Peek(2 * binary.MaxVarintLen64); len(hdr) > 0 {
+		nl, k1 := binary.Uvarint(hdr)
+		if k1 > 0 {
+			pl, k2 := binary.Uvarint(hdr[k1:])
+			if k2 > 0 && nl <= maxName && pl <= maxPayload {
+				if n := k1 + k2 + int(nl) + int(pl); n <= c.r.Size() {
+					if b, err := c.r.Peek(n); err == nil {
+						c.buf, c.nl, c.used = b[k1+k2:], int(nl), n
+						return true
+					}
+				}
+			}
+		}
+	}
 	nl, err := binary.ReadUvarint(c.r)
 	if err != nil {
 		c.err = fmt.Errorf("instrument events: read spilled rows: %w", err)
@@ -630,11 +654,12 @@ func (c *runCursor) next() bool {
 		return false
 	}
 	c.nl = int(nl)
-	c.buf = grow(c.buf, int(nl+pl))
-	if _, err := io.ReadFull(c.r, c.buf); err != nil {
+	c.own = grow(c.own, int(nl+pl))
+	if _, err := io.ReadFull(c.r, c.own); err != nil {
 		c.err = fmt.Errorf("instrument events: read spilled rows: %w", err)
 		return false
 	}
+	c.buf = c.own
 	return true
 }
 
