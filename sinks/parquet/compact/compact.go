@@ -475,7 +475,7 @@ func (j *partitionJob) sort(ctx context.Context) error {
 	fanIn := max(2, j.opt.FanIn-len(j.old))
 	runs := j.runs
 	j.runs = nil
-	j.runs, err = mergeRuns(ctx, j.mem, j.u, j.key, tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
+	j.runs, err = mergeRuns(ctx, j.mem, j.u, j.key, j.replayed.keys(), tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
 	return err
 }
 
@@ -520,6 +520,13 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	}
 	runs := j.runs
 	j.runs = nil
+	// Integer keys when every input is a run of the replay's (an earlier
+	// compaction's rows have no ids).
+	var mk *mergeKeys
+	var ids [][]uint32
+	if len(olds) == 0 {
+		mk, ids = keysFor(j.replayed.keys(), runs, false), runIDs(runs)
+	}
 	more, err := openRuns(j.mem, j.u, runs) // the cursors own the runs
 	if err != nil {
 		closeAll(cursors)
@@ -543,7 +550,7 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	g := newGatherer(j.mem, j.u)
 	p := startPipe(out.writeRows)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
-	err = merge(ctx, cursors, j.key, func(src int, rec arrow.Record, row int) error {
+	err = mergeKeyed(ctx, cursors, ids, j.key, mk, func(src int, rec arrow.Record, row int) error {
 		g.add(src, rec, row)
 		if g.rows() >= outBatch {
 			return p.send(g.take())
