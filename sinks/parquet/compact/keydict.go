@@ -41,6 +41,7 @@ type keyDict struct {
 	keys  []string // by id: the encoded prefix (appendPrefix)
 	bytes int
 	full  bool     // past its bounds: no new ids
+	order []uint32 // ids in the order of their prefixes (ranks)
 	rank  []uint32 // by id, for keys[:len(rank)] (ranks)
 }
 
@@ -151,23 +152,36 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 
 // ranks returns each id's rank in the order of the prefixes (equal ranks
 // only for the same id), for every id given so far. The slice is not
-// changed later: a merge keeps it.
+// changed later: a merge or a sort keeps it. The ids given since the last
+// call are sorted and put in place by binary search: a day's snapshots
+// bring a few new names each (the bench day: 8,495 names, 3,000 a
+// snapshot), and every snapshot's sort asks.
 func (d *keyDict) ranks() []uint32 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.rank) == len(d.keys) {
 		return d.rank
 	}
-	order := make([]uint32, len(d.keys))
-	for i := range order {
-		order[i] = uint32(i)
+	cmp := func(a, b uint32) int { return comparePrefixes(d.keys[a], d.keys[b]) }
+	fresh := make([]uint32, 0, len(d.keys)-len(d.order))
+	for id := len(d.order); id < len(d.keys); id++ {
+		fresh = append(fresh, uint32(id))
 	}
-	slices.SortFunc(order, func(a, b uint32) int { return comparePrefixes(d.keys[a], d.keys[b]) })
-	rank := make([]uint32, len(d.keys))
+	slices.SortFunc(fresh, cmp)
+	order := make([]uint32, 0, len(d.keys))
+	at := 0
+	for _, id := range fresh {
+		n, _ := slices.BinarySearchFunc(d.order[at:], id, cmp) // never found: the ids' prefixes differ
+		order = append(order, d.order[at:at+n]...)
+		order = append(order, id)
+		at += n
+	}
+	order = append(order, d.order[at:]...)
+	rank := make([]uint32, len(order))
 	for r, id := range order {
 		rank[id] = uint32(r)
 	}
-	d.rank = rank
+	d.order, d.rank = order, rank
 	return rank
 }
 

@@ -55,7 +55,8 @@ func dictRecords(r *rand.Rand, n, batch int, first int64) []arrow.Record {
 }
 
 // Comparing ranks, then the key's other columns, orders any two rows as
-// compareRows does: nulls first, prefixes of values, empty values, ties.
+// compareRows does: nulls first, prefixes of values, empty values, ties;
+// also when the ranks are worked out a batch of new values at a time.
 func TestIntegerKeysOrderAsCompareRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	recs := dictRecords(r, 400, 64, 0)
@@ -82,6 +83,7 @@ func TestIntegerKeysOrderAsCompareRows(t *testing.T) {
 			rows = append(rows, row{&kv, i, id})
 		}
 		defer rec.Release()
+		d.ranks() // put in place a batch at a time, as the day's sorts ask
 	}
 	rank := d.ranks()
 	sign := func(c int) int { return max(-1, min(1, c)) }
@@ -254,5 +256,39 @@ func TestDaySinkRunsAreKeyed(t *testing.T) {
 	checkSorted(t, partDir(dir, "instruments", day1), "instruments")
 	if _, ok := ds.dicts[p]; ok {
 		t.Fatal("the day's dictionary outlives its flush")
+	}
+}
+
+// A snapshot's rows sorted by their integer keys are in the order of a
+// stable sort by compareRows, ties included.
+func TestKeyedSortMatchesCompareRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	recs := dictRecords(r, 700, 90, 0)
+	d := newKeyDict(dictSchema, dictKey)
+	d.ranks() // an earlier snapshot's names are in place
+	order := func(dict *keyDict) []int64 {
+		so := &sorter{mem: memory.DefaultAllocator, u: dictSchema, key: dictKey, budget: 1 << 30, dict: dict}
+		for _, rec := range recs {
+			if err := so.add(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, _ := so.sorted()
+		defer m.release()
+		if (m.ids != nil) != (dict != nil) {
+			t.Fatalf("run keyed %v with dictionary %v", m.ids != nil, dict != nil)
+		}
+		var out []int64
+		for _, ref := range m.order {
+			out = append(out, m.recs[ref.rec].Column(3).(*array.Int64).Value(int(ref.row)))
+		}
+		return out
+	}
+	got, want := order(d), order(nil)
+	for _, rec := range recs {
+		rec.Release()
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("keyed sort %v\nwant %v", got, want)
 	}
 }
