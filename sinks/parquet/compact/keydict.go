@@ -41,6 +41,7 @@ type keyDict struct {
 	keys  []string // by id: the encoded prefix (appendPrefix)
 	bytes int
 	full  bool     // past its bounds: no new ids
+	next  []uint32 // by id: 1 + the id of the row after it last time (0: none)
 	order []uint32 // ids in the order of their prefixes (ranks)
 	rank  []uint32 // by id, for keys[:len(rank)] (ranks)
 }
@@ -132,6 +133,15 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 			out[i] = out[i-1]
 			continue
 		}
+		// A snapshot lists its names in the order the one before did:
+		// the name after the previous row's last time is a good guess.
+		if i > 0 {
+			if g := d.next[out[i-1]]; g > 0 && d.keys[g-1] == string(buf) {
+				out[i] = g - 1
+				buf, last = last, buf
+				continue
+			}
+		}
 		id, ok := d.ids[string(buf)]
 		if !ok {
 			if len(d.keys) >= d.maxKeys || d.bytes+len(buf) > d.maxBytes {
@@ -142,7 +152,11 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 			s := string(buf)
 			d.ids[s] = id
 			d.keys = append(d.keys, s)
+			d.next = append(d.next, 0)
 			d.bytes += len(s)
+		}
+		if i > 0 {
+			d.next[out[i-1]] = id + 1
 		}
 		out[i] = id
 		buf, last = last, buf
