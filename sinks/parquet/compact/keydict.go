@@ -169,7 +169,7 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 // changed later: a merge or a sort keeps it. The ids given since the last
 // call are sorted and put in place by binary search: a day's snapshots
 // bring a few new names each (the bench day: 8,495 names, 3,000 a
-// snapshot), and every snapshot's sort asks.
+// snapshot).
 func (d *keyDict) ranks() []uint32 {
 	d.mu.Lock()
 	defer d.mu.Unlock()

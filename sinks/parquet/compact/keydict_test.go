@@ -258,37 +258,3 @@ func TestDaySinkRunsAreKeyed(t *testing.T) {
 		t.Fatal("the day's dictionary outlives its flush")
 	}
 }
-
-// A snapshot's rows sorted by their integer keys are in the order of a
-// stable sort by compareRows, ties included.
-func TestKeyedSortMatchesCompareRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	recs := dictRecords(r, 700, 90, 0)
-	d := newKeyDict(dictSchema, dictKey)
-	d.ranks() // an earlier snapshot's names are in place
-	order := func(dict *keyDict) []int64 {
-		so := &sorter{mem: memory.DefaultAllocator, u: dictSchema, key: dictKey, budget: 1 << 30, dict: dict}
-		for _, rec := range recs {
-			if err := so.add(rec); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m, _ := so.sorted()
-		defer m.release()
-		if (m.ids != nil) != (dict != nil) {
-			t.Fatalf("run keyed %v with dictionary %v", m.ids != nil, dict != nil)
-		}
-		var out []int64
-		for _, ref := range m.order {
-			out = append(out, m.recs[ref.rec].Column(3).(*array.Int64).Value(int(ref.row)))
-		}
-		return out
-	}
-	got, want := order(d), order(nil)
-	for _, rec := range recs {
-		rec.Release()
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("keyed sort %v\nwant %v", got, want)
-	}
-}

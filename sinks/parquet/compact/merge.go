@@ -97,7 +97,9 @@ func (s *sorter) spill() error {
 	if len(refs) == 0 {
 		return nil
 	}
-	s.sortRefs(refs)
+	slices.SortStableFunc(refs, func(a, b rowRef) int {
+		return compareRows(&s.views[a.rec], int(a.row), &s.views[b.rec], int(b.row))
+	})
 	if err := copyable(s.mem, s.u); err != nil {
 		return err
 	}
@@ -159,55 +161,13 @@ func (s *sorter) sorted() (*memRun, int64) {
 			order = append(order, rowRef{int32(k), int32(i)})
 		}
 	}
-	sortRefs(order, views, ids, s.dict)
+	cmp := func(a, b rowRef) int {
+		return compareRows(&views[a.rec], int(a.row), &views[b.rec], int(b.row))
+	}
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortStableFunc(order, cmp)
+	}
 	return &memRun{key: s.key, recs: chunk, views: views, order: order, ids: ids}, size
-}
-
-// sortRefs sorts the chunk's rows refs by the key, stably.
-func (s *sorter) sortRefs(refs []rowRef) {
-	var ids [][]uint32
-	if s.keyed() {
-		ids = s.ids
-	}
-	sortRefs(refs, s.views, ids, s.dict)
-}
-
-// sortRefs sorts refs, rows of records whose key views are views, by the
-// key, stably. With the records' ids (keydict.go) it sorts integers — the
-// rows' ranks, then their positions — and compares the rest of the key
-// only among rows of equal ranks; else it compares rows (compareRows).
-func sortRefs(refs []rowRef, views []keyView, ids [][]uint32, dict *keyDict) {
-	if ids == nil || len(refs) >= 1<<32 {
-		cmp := func(a, b rowRef) int {
-			return compareRows(&views[a.rec], int(a.row), &views[b.rec], int(b.row))
-		}
-		if !slices.IsSortedFunc(refs, cmp) {
-			slices.SortStableFunc(refs, cmp)
-		}
-		return
-	}
-	rank := dict.ranks()
-	keys := make([]uint64, len(refs))
-	for i, r := range refs {
-		keys[i] = uint64(rank[ids[r.rec][r.row]])<<32 | uint64(i)
-	}
-	slices.Sort(keys)
-	in := slices.Clone(refs)
-	for i, k := range keys {
-		refs[i] = in[uint32(k)]
-	}
-	for i := 0; i < len(keys); { // rows of equal ranks: by the rest of the key, stably
-		j := i + 1
-		for j < len(keys) && keys[j]>>32 == keys[i]>>32 {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortStableFunc(refs[i:j], func(a, b rowRef) int {
-				return compareRowsFrom(&views[a.rec], int(a.row), &views[b.rec], int(b.row), dict.cols)
-			})
-		}
-		i = j
-	}
 }
 
 // finish spills what is left and returns the runs.
