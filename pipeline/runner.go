@@ -15,6 +15,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -112,6 +113,11 @@ type Runner struct {
 	ledger  *ledger.Ledger // nil: off
 	states  *states        // the live events state; nil: events off
 	made    string         // the scratch folder New made ("": none)
+	// decoders are idle listing decoders, reused by the next listing: a
+	// decoder sizes its first batch from the last listing it decoded and
+	// keeps its read buffer, which spares replay's many snapshots of
+	// about the same size their batches' growth.
+	decoders *sync.Pool
 }
 
 // New returns a Runner after checking the config. An endpoint without the
@@ -132,7 +138,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger}
+	r := &Runner{cfg: cfg, log: cfg.Logger, decoders: new(sync.Pool)}
 	if cfg.Store == nil {
 		return r, nil // checked by Run; Replay and CatchUp need it too
 	}
@@ -741,8 +747,11 @@ func flat(v url.Values) map[string]string {
 func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := NewFanout(ctx, ss, snap, schema.Instruments)
-	dec := transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
-	defer dec.Release()
+	dec, _ := r.decoders.Get().(*transform.InstrumentDecoder)
+	if dec == nil {
+		dec = transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
+	}
+	defer r.decoders.Put(dec) // holds no Arrow memory between listings
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {

@@ -92,6 +92,12 @@ func New(r io.Reader, bufSize int) *Scanner {
 	return &Scanner{r: r, buf: make([]byte, bufSize), tokBeg: -1}
 }
 
+// Reset makes s read a new document from r, keeping its buffers (nil
+// drops the reader it held).
+func (s *Scanner) Reset(r io.Reader) {
+	*s = Scanner{r: r, buf: s.buf, tokBeg: -1, capBuf: s.capBuf[:0], scratch: s.scratch[:0]}
+}
+
 // Offset is the stream offset of the next unread byte.
 func (s *Scanner) Offset() int64 { return s.base + int64(s.pos) }
 

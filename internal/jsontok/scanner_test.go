@@ -275,3 +275,27 @@ func FuzzScanner(f *testing.F) {
 		check(t, doc)
 	})
 }
+
+// A Reset scanner reads the next document from its start, whatever the
+// previous one left (a capture, a token cut off, an error, a grown buffer).
+func TestReset(t *testing.T) {
+	long := `"` + strings.Repeat("x", 9000) + `"`
+	docs := []string{`{"a":[1,2,{"b":null}]}`, `[1,`, long, `{"k":"v\u00e9"}`, `[` + long + `,true]`, `"x"`}
+	s := New(strings.NewReader(""), 4096)
+	for i, doc := range docs {
+		s.Reset(strings.NewReader(doc))
+		if i == 3 {
+			if err := s.StartCapture(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, gerr := decode(s)
+		want, werr := decode(New(strings.NewReader(doc), 4096))
+		if !reflect.DeepEqual(got, want) || (gerr == nil) != (werr == nil) {
+			t.Fatalf("doc %d after Reset: %v, %v; a new scanner: %v, %v", i, got, gerr, want, werr)
+		}
+		if gerr == nil && s.Offset() != int64(len(doc)) {
+			t.Fatalf("doc %d: offset %d, want %d", i, s.Offset(), len(doc))
+		}
+	}
+}

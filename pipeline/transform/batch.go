@@ -76,12 +76,19 @@ func (b *batch) reset() {
 
 // begin makes the batch ready for row b.rows: the first row of a batch
 // allocates fresh (zeroed) column memory for as many rows as the last
-// batch had (b.next); commit grows the slices when more come.
+// batch had (b.next) and a little more, for a decoder reused on listings
+// of about the same size; a row past that grows the slices. Growing when
+// a row comes, not when one ends, spares a listing that ends at the
+// allocation a doubled copy.
 func (b *batch) begin() {
-	if b.alloc > 0 {
+	if b.rows < b.alloc {
 		return
 	}
-	n := max(min(b.next, b.cap), 1)
+	if b.alloc > 0 {
+		b.grow(min(2*b.alloc, b.cap))
+		return
+	}
+	n := max(min(b.next+b.next/16, b.cap), 1)
 	b.alloc = n
 	for i := range b.cols {
 		c := &b.cols[i]
@@ -135,13 +142,33 @@ func (b *batch) str(c int, v []byte) {
 	}
 }
 
+// undoRow clears what was written of row b.rows (not committed, and with no
+// nulls listed yet) so that it can be written again, and sets full back.
+func (b *batch) undoRow(full bool) {
+	r := b.rows
+	for i := range b.cols {
+		c := &b.cols[i]
+		switch c.typ {
+		case schema.Float64:
+			c.f64[r] = 0
+		case schema.Int64, schema.TimestampMs:
+			c.i64[r] = 0
+		case schema.Bool:
+			c.bits[r>>3] &^= 1 << (r & 7)
+		case schema.String:
+			if c.offs != nil {
+				c.data = c.data[:c.offs[r]]
+			}
+		}
+	}
+	b.full = full
+}
+
 // commit ends the row.
 func (b *batch) commit() {
 	b.rows++
 	if b.rows >= b.cap {
 		b.full = true
-	} else if b.rows >= b.alloc {
-		b.grow(min(2*b.alloc, b.cap))
 	}
 }
 

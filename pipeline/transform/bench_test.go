@@ -81,3 +81,23 @@ func BenchmarkDecodeSmallSnapshot(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// venueNumbers are numbers as the venue writes them.
+var venueNumbers = []string{"0.00025", "200000", "0.01", "10", "0.0003", "25", "0.0001", "1", "0", "0.1",
+	"80000", "0.0005", "2.5", "1795593424503", "32503708800000", "-0.5e-3", "94517.25"}
+
+func BenchmarkParseNumber(b *testing.B) {
+	bs := make([][]byte, len(venueNumbers))
+	for i, s := range venueNumbers {
+		bs[i] = []byte(s + ",")
+	}
+	b.ResetTimer()
+	var sum float64
+	for i := 0; i < b.N; i++ {
+		for _, s := range bs {
+			f, _, _ := parseNumber(s, 0)
+			sum += f
+		}
+	}
+	_ = sum
+}

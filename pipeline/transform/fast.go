@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unsafe"
 
@@ -9,8 +11,8 @@ import (
 )
 
 // The fast path: one instrument object parsed straight from the scanner's
-// buffer, without the tokenizer's per-token calls and without copying its
-// strings. It only accepts what it can decode exactly as the general path
+// buffer into the batch's columns, without the tokenizer's per-token calls
+// and without a copy of its strings in between. It only accepts what it can decode exactly as the general path
 // (InstrumentDecoder.instrument) would:
 //
 //   - the object is whole in the buffer (the general path handles refills);
@@ -24,35 +26,61 @@ import (
 //     group, see InstrumentDecoder.element).
 //
 // Anything else — nested unknown members, wrong types, rejects, escapes,
-// UTF-8, odd numbers, malformed JSON — returns 0 before anything is written,
-// and the general path decodes the object from its first byte. So the fast
-// path changes speed, never results; FuzzFastPath checks that.
+// UTF-8, odd numbers, malformed JSON — returns 0 with the values it wrote
+// undone, and the general path decodes the object from its first byte. So
+// the fast path changes speed, never results (null slots included);
+// FuzzFastPath checks that.
 
-// fastInstrument decodes the object at the start of w into d.r and returns
-// the bytes it spans, or 0 to leave it to the general path.
+// fastInstrument decodes the object at the start of w as the batch's next
+// row and returns the bytes it spans, or 0 to leave it to the general path
+// (with the batch as it was).
 func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 	if d.noFast || len(w) < 2 || w[0] != '{' {
 		return 0
 	}
+	b := d.b
+	b.begin()
+	full := b.full
+	n := d.fastRow(w, b, b.rows)
+	if n == 0 {
+		b.undoRow(full)
+	}
+	return n
+}
+
+// fastRow writes the values of the object at the start of w into row row
+// of b as it parses them, and ends the row (commit) when the whole object
+// is one the fast path takes. Otherwise it returns 0 and the caller undoes
+// the values written (batch.undoRow): null lists, the extra column and the
+// row count are only written once nothing can fail.
+func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	r := &d.r
 	r.set, r.null = 0, 0
 	r.extra = r.extra[:0]
-	r.src = w
+	var unparsed uint32 // index_price fields whose text is not a number
 	p := skipWS(w, 1)
 	if p >= len(w) || w[p] == '}' {
 		return 0
 	}
 	next := 0
 	for {
-		// The key: most likely the field after the previous one.
+		// The key: most likely the field after the previous one, written
+		// `"name":` (compact JSON).
 		if p >= len(w) || w[p] != '"' {
 			return 0
 		}
 		fi := -1
-		if next < len(venueFields) {
-			name := venueFields[next].name
-			if e := p + 1 + len(name); e < len(w) && w[e] == '"' && string(w[p+1:e]) == name {
-				fi, p = next, e+1
+		if next < len(keyPats) {
+			k := &keyPats[next]
+			var hit bool
+			if len(w)-p >= 32 {
+				hit = k.match32((*[32]byte)(w[p:]))
+			} else {
+				hit = k.matchShort(w[p:])
+			}
+			if hit {
+				fi = next
+				p += k.n
 			}
 		}
 		if fi < 0 {
@@ -86,23 +114,26 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 				}
 				break
 			}
-			p = q + 1
+			if p = skipWS(w, q+1); p >= len(w) || w[p] != ':' {
+				return 0
+			}
+			p++
 		}
+		fi &= 31 // (no bounds checks below: fi < 25)
 		bit := uint32(1) << fi
 		if r.set&bit != 0 {
 			return 0
 		}
 		r.set |= bit
 		next = fi + 1
-		p = skipWS(w, p)
-		if p >= len(w) || w[p] != ':' {
+		if p < len(w) && isWS(w[p]) {
+			p = skipWS(w, p)
+		}
+		if p >= len(w) {
 			return 0
 		}
-		if p = skipWS(w, p+1); p >= len(w) {
-			return 0
-		}
-		// The value.
-		v := &r.vals[fi]
+		// The value, written to the field's column.
+		col := &b.cols[fieldCols[fi]]
 		switch c := w[p]; {
 		case c == 'n':
 			if !hasWord(w, p, "null") {
@@ -110,31 +141,54 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			}
 			r.null |= bit
 			p += 4
-		case venueFields[fi].kind == kString:
-			e := asciiString(w, p)
-			if e < 0 {
+		case fieldKinds[fi] == kString:
+			// Most values end within their first 8 bytes: that word is
+			// checked here, without a call.
+			var e int
+			if c == '"' && len(w)-p >= 9 {
+				if t := stringStops(binary.LittleEndian.Uint64(w[p+1:])); t != 0 {
+					e = p + 1 + bits.TrailingZeros64(t)/8
+					if w[e] != '"' {
+						return 0
+					}
+				} else if e = stringEnd(w, p+9); e < 0 {
+					return 0
+				}
+			} else if e = asciiString(w, p); e < 0 {
 				return 0
 			}
-			v.soff, v.slen = p+1, e-p-1
+			// A value of at most 32 bytes is copied with one fixed-size
+			// move, without a call, when w and the column have room past
+			// it: the bytes past its end lie beyond the column's length,
+			// and the next value overwrites them.
+			n, end := e-p-1, len(col.data)
+			if n > 32 || len(w)-p < 33 || cap(col.data)-end < 32 || end+n >= b.limit {
+				b.str(fieldCols[fi], w[p+1:e])
+			} else {
+				copy32((*[32]byte)(col.data[end:end+32]), (*[32]byte)(w[p+1:]))
+				col.data = col.data[:end+n]
+				col.offs[row+1] = int32(end + n)
+			}
 			p = e + 1
-		case venueFields[fi].kind == kFloat:
+		case fieldKinds[fi] == kFloat:
 			f, e, ok := parseNumber(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
-			v.f, p = f, e
-		case venueFields[fi].kind == kInt:
+			col.f64[row], p = f, e
+		case fieldKinds[fi] == kInt:
 			i, e, ok := parseInt(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
-			v.i, p = i, e
-		case venueFields[fi].kind == kBool:
+			col.i64[row], p = i, e
+		case fieldKinds[fi] == kBool:
 			switch {
 			case c == 't' && hasWord(w, p, "true"):
-				v.b, p = true, p+4
+				col.bits[row>>3] |= 1 << (row & 7)
+				p += 4
 			case c == 'f' && hasWord(w, p, "false"):
-				v.b, p = false, p+5
+				p += 5
 			default:
 				return 0
 			}
@@ -143,9 +197,18 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			if e < 0 {
 				return 0
 			}
-			v.soff, v.slen = p+1, e-p-1
-			v.f, v.fok = parseDecimalFast(w[p+1 : e])
+			if f, ok := parseDecimalFast(w[p+1 : e]); ok {
+				col.f64[row] = f
+			} else {
+				unparsed |= bit
+			}
+			b.str(d.colRaw, w[p+1:e])
 			p = e + 1
+		}
+		// Compact JSON: a comma and the next key.
+		if p+1 < len(w) && w[p] == ',' && w[p+1] == '"' {
+			p++
+			continue
 		}
 		var more, ok bool
 		if p, more, ok = memberEnd(w, p); !ok {
@@ -155,10 +218,107 @@ func (d *InstrumentDecoder) fastInstrument(w []byte) int {
 			break
 		}
 	}
-	if r.set&^r.null&(1<<nameField) == 0 || r.vals[nameField].slen == 0 {
+	present := r.set &^ r.null
+	if present&(1<<nameField) == 0 {
 		return 0 // rejected: the general path words the reason
 	}
+	if nc := &b.cols[fieldCols[nameField]]; nc.offs[row+1] == nc.offs[row] {
+		return 0 // empty: rejected as well
+	}
+	// Nothing fails from here on.
+	for miss := allFields &^ present; miss != 0; miss &= miss - 1 {
+		fi := bits.TrailingZeros32(miss)
+		b.null(fieldCols[fi&31])
+		if fieldKinds[fi&31] == kIndexPrice {
+			b.null(d.colRaw)
+		}
+	}
+	for un := unparsed &^ r.null; un != 0; un &= un - 1 {
+		b.null(fieldCols[bits.TrailingZeros32(un)&31])
+	}
+	d.appendTimes(present, b.cols[fieldCols[creationField]].i64[row], b.cols[fieldCols[expirationField]].i64[row])
+	d.appendExtra(w)
+	b.commit()
 	return p
+}
+
+// keyPat is the key of a venue field as compact JSON writes it, `"name":`
+// (at most 32 bytes), as four little-endian 8-byte words and the masks of
+// the pattern's bytes in them: matching it is four loads and compares,
+// without a call or a branch per byte.
+type keyPat struct {
+	words, masks [4]uint64
+	n            int // pattern bytes
+}
+
+// keyPats are the patterns of venueFields, by field index.
+var keyPats = func() []keyPat {
+	out := make([]keyPat, len(venueFields))
+	for i, f := range venueFields {
+		pat := `"` + f.name + `":`
+		if len(pat) > 32 {
+			panic("transform: venue field name too long for keyPat: " + f.name)
+		}
+		var buf, mask [32]byte
+		copy(buf[:], pat)
+		for j := range pat {
+			mask[j] = 0xff
+		}
+		k := &out[i]
+		k.n = len(pat)
+		for j := range 4 {
+			k.words[j] = binary.LittleEndian.Uint64(buf[8*j:])
+			k.masks[j] = binary.LittleEndian.Uint64(mask[8*j:])
+		}
+	}
+	return out
+}()
+
+// match32 reports whether w starts with the pattern.
+func (k *keyPat) match32(w *[32]byte) bool {
+	le := binary.LittleEndian
+	return (le.Uint64(w[0:])^k.words[0])&k.masks[0]|(le.Uint64(w[8:])^k.words[1])&k.masks[1]|
+		(le.Uint64(w[16:])^k.words[2])&k.masks[2]|(le.Uint64(w[24:])^k.words[3])&k.masks[3] == 0
+}
+
+// matchShort is match32 for fewer than 32 bytes left in w.
+//
+//go:noinline
+func (k *keyPat) matchShort(w []byte) bool {
+	var b [32]byte
+	for j := range 4 {
+		binary.LittleEndian.PutUint64(b[8*j:], k.words[j])
+	}
+	return len(w) >= k.n && string(w[:k.n]) == string(b[:k.n])
+}
+
+// fieldKinds and fieldCols are venueFields' kinds and columns, indexed by
+// fi&31 without a bounds check; allFields has a bit for every field.
+var (
+	fieldKinds = func() (out [32]fieldKind) {
+		for i, f := range venueFields {
+			out[i] = f.kind
+		}
+		return out
+	}()
+	fieldCols = func() (out [32]int) {
+		for i, f := range venueFields {
+			out[i] = f.col
+		}
+		return out
+	}()
+	allFields = uint32(1)<<len(venueFields) - 1
+)
+
+// copy32 copies 32 bytes with four loads and stores (an array assignment
+// calls memmove).
+func copy32(dst, src *[32]byte) {
+	le := binary.LittleEndian
+	a, b, c, d := le.Uint64(src[0:]), le.Uint64(src[8:]), le.Uint64(src[16:]), le.Uint64(src[24:])
+	le.PutUint64(dst[0:], a)
+	le.PutUint64(dst[8:], b)
+	le.PutUint64(dst[16:], c)
+	le.PutUint64(dst[24:], d)
 }
 
 // memberEnd consumes what follows a member's value: a comma (more members;
@@ -200,11 +360,13 @@ func skipScalar(w []byte, p int) int {
 }
 
 func skipWS(w []byte, p int) int {
-	for p < len(w) && (w[p] == ' ' || w[p] == '\n' || w[p] == '\r' || w[p] == '\t') {
+	for p < len(w) && isWS(w[p]) {
 		p++
 	}
 	return p
 }
+
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 func hasWord(w []byte, p int, word string) bool {
 	return len(w)-p >= len(word) && string(w[p:p+len(word)]) == word
@@ -223,7 +385,24 @@ func asciiString(w []byte, p int) int {
 	if w[p] != '"' {
 		return -1
 	}
-	for q := p + 1; q < len(w); q++ {
+	return stringEnd(w, p+1)
+}
+
+// stringEnd is asciiString for a string whose bytes before q are known to
+// be plain.
+func stringEnd(w []byte, q int) int {
+	// Eight bytes at a time: the lowest flagged byte of a word is the
+	// first quote, backslash, control byte or non-ASCII byte.
+	for ; len(w)-q >= 8; q += 8 {
+		if t := stringStops(binary.LittleEndian.Uint64(w[q:])); t != 0 {
+			q += bits.TrailingZeros64(t) / 8
+			if w[q] == '"' {
+				return q
+			}
+			return -1
+		}
+	}
+	for ; q < len(w); q++ {
 		c := w[q]
 		if c == '"' {
 			return q
@@ -235,8 +414,24 @@ func asciiString(w []byte, p int) int {
 	return -1
 }
 
+// stringStops flags (high bit of the byte) the quotes, backslashes,
+// control and non-ASCII bytes of x, 8 bytes of a string little-endian. The
+// lowest flag is exact; flags above it may be false positives, from
+// borrows.
+func stringStops(x uint64) uint64 {
+	xq := x ^ (lsb * '"')
+	xb := x ^ (lsb * '\\')
+	return (((xq - lsb) &^ xq) | ((xb - lsb) &^ xb) | ((x - lsb*0x20) &^ x) | x) & msb
+}
+
+// lsb and msb are the low and high bit of every byte of a word.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
 // pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+var pow10 = [32]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // parseNumber parses the JSON number at b[p:] (grammar checked) and returns
@@ -255,44 +450,38 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 	if p >= len(b) {
 		return 0, start, false
 	}
+	// m holds the significant digits while there are at most 19 of them
+	// (nd counts them); a leading "0." and the zeros after it are not
+	// significant.
 	var m uint64
 	nd, exp := 0, 0
-	exact := true
 	switch c := b[p]; {
 	case c == '0':
 		p++
 	case c-'1' <= 8:
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			if nd < 19 {
-				m = m*10 + uint64(b[p]-'0')
-				nd++
-			} else {
-				exact = false
-			}
-		}
+		q := p
+		m, p = digits(b, p, 0)
+		nd = p - q
 	default:
 		return 0, start, false
 	}
 	if p < len(b) && b[p] == '.' {
 		p++
 		q := p
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			switch {
-			case m == 0 && b[p] == '0':
-				exp--
-			case nd < 19:
-				m = m*10 + uint64(b[p]-'0')
-				nd++
-				exp--
-			default:
-				exact = false
+		if m == 0 {
+			for p < len(b) && b[p] == '0' {
+				p++
 			}
 		}
+		z := p
+		m, p = digits(b, p, m)
 		if p == q {
 			return 0, start, false
 		}
+		nd += p - z
+		exp = q - p
 	}
-	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+	if p < len(b) && (b[p]|0x20 == 'e') {
 		p++
 		eneg := false
 		if p < len(b) && (b[p] == '+' || b[p] == '-') {
@@ -313,12 +502,12 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		}
 		exp += e
 	}
-	if exact && m <= 1<<53 && exp >= -22 && exp <= 22 {
+	if nd <= 19 && m <= 1<<53 && exp >= -22 && exp <= 22 {
 		f = float64(m)
 		if exp < 0 {
-			f /= pow10[-exp]
+			f /= pow10[-exp&31]
 		} else {
-			f *= pow10[exp]
+			f *= pow10[exp&31]
 		}
 		if neg {
 			f = -f
@@ -330,6 +519,30 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		return 0, start, false
 	}
 	return f, p, true
+}
+
+// digits appends the decimal digits at b[p:] to m (which overflows past
+// 19 digits: the caller counts them) and returns it and their end.
+func digits(b []byte, p int, m uint64) (uint64, int) {
+	for ; p < len(b); p++ {
+		d := b[p] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+	}
+	return m, p
+}
+
+// eightDigits returns the value of x, 8 bytes of text little-endian, when
+// they are all decimal digits.
+func eightDigits(x uint64) (uint64, bool) {
+	if x&0xf0f0f0f0f0f0f0f0|(x+0x0606060606060606)&0xf0f0f0f0f0f0f0f0>>4 != 0x3333333333333333 {
+		return 0, false
+	}
+	x = (x & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+	x = (x & 0x00ff00ff00ff00ff) * 6553601 >> 16
+	return (x & 0x0000ffff0000ffff) * 42949672960001 >> 32, true
 }
 
 // parseInt parses a JSON integer of at most 18 digits at b[p:] (what
@@ -348,12 +561,16 @@ func parseInt(b []byte, p int) (v int64, end int, ok bool) {
 		p++
 	case c-'1' <= 8:
 		q := p
-		for ; p < len(b) && b[p]-'0' <= 9; p++ {
-			v = v*10 + int64(b[p]-'0')
+		var m uint64
+		if len(b)-p >= 8 { // epoch milliseconds have 13 digits
+			if x, ok := eightDigits(binary.LittleEndian.Uint64(b[p:])); ok {
+				m, p = x, p+8
+			}
 		}
-		if p-q > 18 {
+		if m, p = digits(b, p, m); p-q > 18 {
 			return 0, start, false
 		}
+		v = int64(m)
 	default:
 		return 0, start, false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/schema"
@@ -37,14 +38,20 @@ func decodeWith(t testing.TB, body []byte, fast bool, opt Options) outcome {
 	d := NewInstrumentDecoder(opt)
 	defer d.Release()
 	d.noFast = !fast
+	return decodeOnce(d, body)
+}
+
+// decodeOnce decodes body with d, keeping what it emits.
+func decodeOnce(d *InstrumentDecoder, body []byte) outcome {
 	var o outcome
+	fast := d.fastRows
 	o.stats, o.err = d.Decode(context.Background(), bytes.NewReader(body), testMeta, func(tb *schema.Table, rec arrow.Record) error {
 		rec.Retain()
 		o.recs = append(o.recs, rec)
 		o.tabs = append(o.tabs, tb)
 		return nil
 	})
-	o.fast = d.fastRows
+	o.fast = d.fastRows - fast
 	return o
 }
 
@@ -81,8 +88,31 @@ func sameOutcome(t testing.TB, body []byte, opt Options) (fastRows int64) {
 			}
 			t.Fatalf("record %d (%s) differs", i, f.tabs[i].Name)
 		}
+		sameSlots(t, i, f.recs[i], g.recs[i])
 	}
 	return f.fast
+}
+
+// sameSlots fails unless the fixed-width columns of two equal records hold
+// the same bytes, null slots included: a row the fast path began and gave
+// up leaves nothing behind (the general path leaves null slots zero).
+func sameSlots(t testing.TB, i int, f, g arrow.Record) {
+	t.Helper()
+	for c := range int(f.NumCols()) {
+		fd, gd := f.Column(c).Data(), g.Column(c).Data()
+		var n int
+		switch fd.DataType().ID() {
+		case arrow.FLOAT64, arrow.INT64, arrow.TIMESTAMP:
+			n = fd.Len() * 8
+		case arrow.BOOL:
+			n = fd.Len() / 8 // whole bytes; the last one's spare bits are not rows
+		default:
+			continue
+		}
+		if fb, gb := fd.Buffers()[1].Bytes()[:n], gd.Buffers()[1].Bytes()[:n]; !bytes.Equal(fb, gb) {
+			t.Fatalf("record %d column %s: the values buffers differ (null slots included)", i, f.ColumnName(c))
+		}
+	}
 }
 
 func TestFastPathMatchesGeneralPath(t *testing.T) {
@@ -125,6 +155,8 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 			inst(map[string]string{"instrument_name": `"o\u00e9"`}),
 			inst(map[string]string{"instrument_name": `"pé"`}),
 			inst(map[string]string{"kind": `"opt\"ion"`, "instrument_name": `"q"`}),
+			inst(map[string]string{"kind": `"optionsXY\"z"`, "instrument_id": `"12345678é"`, "instrument_name": `"q2"`}),
+			inst(map[string]string{"instrument_id": `"12345678\u0041"`, "instrument_name": `"q3-abcdefghijklmnopqrstuvwxyz-0123456789"`}),
 			inst(map[string]string{"instrument_name": `""`}),
 			inst(map[string]string{"instrument_name": `null`}),
 			inst(map[string]string{"instrument_name": ``}),
@@ -171,7 +203,8 @@ func FuzzFastPath(f *testing.F) {
 // strconv.ParseFloat, bit for bit.
 func FuzzParseNumber(f *testing.F) {
 	for _, s := range []string{"0", "-0", "1", "0.1", "94517.25", "1e22", "1e23", "9007199254740993", "1E-5",
-		"123456789012345678901234.5", "0.000000000000000000000001", "1e400", "-1e-400", "01", "1.", ".5", "-", "2.5e+3"} {
+		"123456789012345678901234.5", "0.000000000000000000000001", "1e400", "-1e-400", "01", "1.", ".5", "-", "2.5e+3",
+		"1795593424503", "12345678", "1234567:", "123456789012345678", "1234567890123456789", "-98765432.5", "9999999/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -196,4 +229,130 @@ func FuzzParseNumber(f *testing.F) {
 			}
 		}
 	})
+}
+
+// asciiStringSlow is asciiString one byte at a time, the reference for the
+// word-at-a-time scan.
+func asciiStringSlow(w []byte, p int) int {
+	if w[p] != '"' {
+		return -1
+	}
+	for q := p + 1; q < len(w); q++ {
+		switch c := w[q]; {
+		case c == '"':
+			return q
+		case c < 0x20 || c == '\\' || c >= 0x80:
+			return -1
+		}
+	}
+	return -1
+}
+
+// keyMatchSlow is keyPats[fi]'s match, byte by byte.
+func keyMatchSlow(w []byte, p, fi int) bool {
+	return bytes.HasPrefix(w[p:], []byte(`"`+venueFields[fi].name+`":`))
+}
+
+func keyMatch(w []byte, p, fi int) bool {
+	k := &keyPats[fi]
+	if len(w)-p >= 32 {
+		return k.match32((*[32]byte)(w[p:]))
+	}
+	return k.matchShort(w[p:])
+}
+
+func TestScanHelpers(t *testing.T) {
+	pad := strings.Repeat("x", 40)
+	strs := []string{`""`, `"a"`, `"abcdefg"`, `"abcdefgh"`, `"abcdefghijklmnop"`, `"BTC-29NOV26-80000-C"`,
+		`"abc\"d"`, `"abcdefgh\n"`, "\"abcdefghi\x1f\"", "\"abcdefghij\x7f\"", `"abcdefgé"`, `"abcdefghijkl`,
+		"\"ab\x80\"", `"a\\"`, "\"\x00\"", `"~ !#"`}
+	for _, s := range strs {
+		for _, w := range []string{s, s + pad, s + `,"` + pad} {
+			if got, want := asciiString([]byte(w), 0), asciiStringSlow([]byte(w), 0); got != want {
+				t.Errorf("asciiString(%q) = %d, want %d", w, got, want)
+			}
+		}
+	}
+	for fi, f := range venueFields {
+		for _, key := range []string{`"` + f.name + `":`, `"` + f.name + `" :`, `"` + f.name + `x":`,
+			`"` + f.name[:len(f.name)-1] + `":`, `"` + strings.ToUpper(f.name[:1]) + f.name[1:] + `":`, `"` + f.name + `":1`} {
+			for _, w := range []string{key, key + pad, "  " + key + pad} {
+				p := strings.IndexByte(w, '"')
+				if got, want := keyMatch([]byte(w), p, fi), keyMatchSlow([]byte(w), p, fi); got != want {
+					t.Errorf("key %s at %q: match %v, want %v", f.name, w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzScanHelpers: the word-at-a-time scans agree with byte loops.
+func FuzzScanHelpers(f *testing.F) {
+	f.Add([]byte(`"instrument_name":"BTC-29NOV26-80000-C","kind":"option"`), uint8(13))
+	f.Add([]byte(`"abcdefgh\"ij"`), uint8(0))
+	f.Fuzz(func(t *testing.T, w []byte, fi uint8) {
+		for p := range w {
+			if w[p] != '"' {
+				continue
+			}
+			if got, want := asciiString(w, p), asciiStringSlow(w, p); got != want {
+				t.Fatalf("asciiString(%q, %d) = %d, want %d", w, p, got, want)
+			}
+			i := int(fi) % len(venueFields)
+			if got, want := keyMatch(w, p, i), keyMatchSlow(w, p, i); got != want {
+				t.Fatalf("key %s at %q[%d:]: match %v, want %v", venueFields[i].name, w, p, got, want)
+			}
+		}
+	})
+}
+
+// One decoder decoding listings one after the other (as run and replay
+// reuse it) emits what a new decoder emits for each: its batches are sized
+// from the previous listing, and grow or not, and its scanner is reused.
+func TestDecoderReuse(t *testing.T) {
+	sim := func(n, group int) []byte {
+		var b bytes.Buffer
+		s := venuesim.New(venuesim.Config{Seed: int64(n), Instruments: n, GroupSize: group, Faults: venuesim.Faults{WrongTypes: true}})
+		if err := s.WriteInstruments(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	bodies := [][]byte{sim(3000, 200), sim(2900, 200), sim(3100, 300), sim(40, 7), []byte(`[{"instruments":[`), sim(5000, 1000), sim(1, 1)}
+	for _, opt := range []Options{{}, {BatchRows: 1000, ReadBuffer: 4096}} {
+		d := NewInstrumentDecoder(opt)
+		for i, body := range bodies {
+			o := decodeOnce(d, body)
+			fresh := decodeWith(t, body, true, opt)
+			if fmt.Sprint(o.err) != fmt.Sprint(fresh.err) || o.stats != fresh.stats || len(o.recs) != len(fresh.recs) {
+				t.Fatalf("opt %+v body %d: reused decoder %v %+v %d records, new one %v %+v %d", opt, i, o.err, o.stats, len(o.recs), fresh.err, fresh.stats, len(fresh.recs))
+			}
+			for j := range o.recs {
+				if o.tabs[j] != fresh.tabs[j] || !array.RecordEqual(o.recs[j], fresh.recs[j]) {
+					t.Fatalf("opt %+v body %d: record %d differs", opt, i, j)
+				}
+				sameSlots(t, j, o.recs[j], fresh.recs[j])
+			}
+			o.release()
+			fresh.release()
+		}
+		d.Release()
+	}
+}
+
+// A decoder holds no Arrow memory between listings (the runner keeps idle
+// decoders without releasing them), whether the last one loaded or failed.
+func TestDecoderHoldsNoMemoryBetweenListings(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	d := NewInstrumentDecoder(Options{Mem: mem, BatchRows: 3})
+	for i, body := range []string{
+		listing(fullInstrument, inst(map[string]string{"strike": `"x"`}), inst(map[string]string{"instrument_name": ""})),
+		`[{"instruments":[1,"a",{"instrument_name":null},{`,
+	} {
+		_, err := d.Decode(context.Background(), strings.NewReader(body), testMeta, func(*schema.Table, arrow.Record) error { return nil })
+		if (err == nil) != (i == 0) {
+			t.Fatalf("listing %d: %v", i, err)
+		}
+		mem.AssertSize(t, 0)
+	}
 }

@@ -163,7 +163,8 @@ type InstrumentDecoder struct {
 	fastRows int64 // rows the fast path decoded (tests)
 
 	extraBuf []byte
-	snapMs   arrow.Timestamp // meta.Time
+	snapMs   arrow.Timestamp  // meta.Time
+	sc       *jsontok.Scanner // kept for the next Decode
 
 	r     row
 	stats Stats
@@ -208,7 +209,13 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	d.meta, d.emit = meta, emit
 	d.snapMs = arrow.Timestamp(meta.Time.UnixMilli())
 	d.stats, d.index = Stats{}, 0
-	sc := jsontok.New(r, d.opt.ReadBuffer)
+	if d.sc == nil {
+		d.sc = jsontok.New(r, d.opt.ReadBuffer)
+	} else {
+		d.sc.Reset(r)
+	}
+	sc := d.sc
+	defer sc.Reset(nil)
 	err := d.decode(ctx, sc)
 	if err == nil {
 		err = d.flush(true)
@@ -380,7 +387,6 @@ func (d *InstrumentDecoder) fastElement(sc *jsontok.Scanner) bool {
 	sc.Advance(n)
 	d.index++
 	d.fastRows++
-	d.appendRow(w)
 	return true
 }
 
@@ -657,15 +663,20 @@ func (d *InstrumentDecoder) appendRow(raw []byte) {
 			b.str(d.colRaw, r.src[v.soff:v.soff+v.slen])
 		}
 	}
-	d.appendTime(d.colCTim, creationField, present)
-	d.appendTime(d.colETim, expirationField, present)
-	if len(r.extra) == 0 {
-		b.null(d.colExt)
-	} else {
-		d.extraBuf = extraJSON(d.extraBuf, raw, r.extra)
-		b.str(d.colExt, d.extraBuf)
-	}
+	d.appendTimes(present, r.vals[creationField].i, r.vals[expirationField].i)
+	d.appendExtra(raw)
 	b.commit()
+}
+
+// appendExtra appends the extra column: the unknown members of the row
+// (d.r.extra, spans of raw), or null.
+func (d *InstrumentDecoder) appendExtra(raw []byte) {
+	if len(d.r.extra) == 0 {
+		d.b.null(d.colExt)
+		return
+	}
+	d.extraBuf = extraJSON(d.extraBuf, raw, d.r.extra)
+	d.b.str(d.colExt, d.extraBuf)
 }
 
 // extraJSON builds {"k":v,...} in buf from the member spans ([begin, end)
@@ -681,10 +692,16 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 	return append(out, '}')
 }
 
-// appendTime appends the UTC time parsed from the raw epoch field fi.
-func (d *InstrumentDecoder) appendTime(col, fi int, present uint32) {
-	if present&(1<<fi) != 0 {
-		if ms, ok := values.EpochToMillis(d.r.vals[fi].i, d.opt.TimestampUnit); ok {
+// appendTimes appends creation_time and expiration_time, the UTC times of
+// the raw epoch fields (present: the bit set of the row's present fields).
+func (d *InstrumentDecoder) appendTimes(present uint32, creation, expiration int64) {
+	d.appendTime(d.colCTim, present&(1<<creationField) != 0, creation)
+	d.appendTime(d.colETim, present&(1<<expirationField) != 0, expiration)
+}
+
+func (d *InstrumentDecoder) appendTime(col int, present bool, epoch int64) {
+	if present {
+		if ms, ok := values.EpochToMillis(epoch, d.opt.TimestampUnit); ok {
 			d.b.i64(col, ms)
 			return
 		}

@@ -13,12 +13,20 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// recordWriter writes records to one Parquet file; Close writes the footer
-// and closes the file. *pqarrow.FileWriter is one.
+// recordWriter writes records to one Parquet file: Write as a row group
+// of their own, WriteBuffered into the row group under way (closed at the
+// properties' MaxRowGroupLength rows); Close writes the footer and closes
+// the file. *pqarrow.FileWriter and *ColumnWriter are ones.
 type recordWriter interface {
 	Write(arrow.Record) error
+	WriteBuffered(arrow.Record) error
 	Close() error
 }
+
+var (
+	_ recordWriter = (*pqarrow.FileWriter)(nil)
+	_ recordWriter = (*ColumnWriter)(nil)
+)
 
 // ColumnWriter writes record batches into row groups whose columns are
 // encoded and compressed by several goroutines at once: the columns of a

@@ -31,7 +31,7 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 	}()
 	sc := schema.Instruments.ArrowSchema()
 	props := func() *parquet.WriterProperties {
-		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1)...)
+		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, RowGroupRows)...)
 	}
 	writeWith := func(name string, open func(f *os.File) (recordWriter, error)) string {
 		path := filepath.Join(dir, name)
@@ -78,7 +78,7 @@ func TestColumnWriterBufferedMatchesPqarrow(t *testing.T) {
 	}()
 	sc := schema.Instruments.ArrowSchema()
 	props := func() *parquet.WriterProperties {
-		return parquet.NewWriterProperties(append(writerOptions(schema.Instruments, 1), parquet.WithMaxRowGroupLength(64))...)
+		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, 64)...)
 	}
 	type bufferedWriter interface {
 		WriteBuffered(arrow.Record) error

@@ -6,6 +6,7 @@
 package parquet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,8 @@ import (
 // Options configure the sink.
 type Options struct {
 	Store            storage.Store // the data directory (a bucket prefix or a folder); required
-	CompressionLevel int           // zstd level; 0 = 3 (see levelOr)
+	CompressionLevel int           // zstd level; 0 = 1 (see levelOr)
+	RowGroupRows     int64         // most rows of a row group; 0 = RowGroupRows
 	Logger           *slog.Logger
 }
 
@@ -112,7 +114,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
 	f := &CountingWriter{W: sw}
-	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel))...)
+	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel), cmp.Or(s.opt.RowGroupRows, RowGroupRows))...)
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
 		sc := t.ArrowSchema()
@@ -131,11 +133,13 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
-// level, statistics (but on the schema's Unfiltered columns: on the 1M
+// level, row groups of at most rowGroupRows rows (RowGroupRows), pages of
+// PageBytes, statistics (but on the schema's Unfiltered columns: on the 1M
 // listing the instruments file took ~0.2 of its ~1.2 CPU-s less without
 // them, docs/PERFORMANCE.md, issue 33; compaction and replay keep every
-// column's) and Encodings: plain encoding for most columns and DELTA_BYTE_ARRAY for the columns whose
-// values share prefixes (schema.Column.SharedPrefix).
+// column's), Encodings (plain encoding for most columns and
+// DELTA_BYTE_ARRAY for the columns whose values share prefixes,
+// schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
 // dictionary pages off — arrow-go v17's dictionary encoder boxes every value
@@ -145,12 +149,14 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // dictionary strike saves 0.8 KB at level 1 and costs 0.2 KB at level 3);
 // delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
 // encoding of the timestamps, and of every string column, larger than plain.
-func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
+func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.WriterProperty {
 	opts := append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("optlake"),
+		parquet.WithMaxRowGroupLength(rowGroupRows),
+		parquet.WithDataPageSize(PageBytes),
 	}, Encodings(t)...)
 	for _, c := range t.Columns {
 		if c.Unfiltered {
@@ -159,6 +165,28 @@ func writerOptions(t *schema.Table, level int) []parquet.WriterProperty {
 	}
 	return opts
 }
+
+// RowGroupRows is the most rows of a row group of a per-snapshot file: a
+// file's records (schema.DefaultBatchRows each) are gathered into row
+// groups of 8 of them (Write: the writer's WriteBuffered). Each row group
+// starts a new column writer per column, with fresh page, encoder and
+// compression buffers (allocated and cleared again: memclr and arrow's
+// memset took 0.38 of the sink's 1.9 CPU-s in a 1M listing's run at one
+// record a row group), and the narrow columns' pages were short (a 32Ki-row float
+// column is one 256 KiB page): fewer, larger row groups cost less and
+// compress better (the 1M listing's two files 8.15 MB at level 1 against
+// 8.63 MB). A 3,000-row snapshot is one row group either way. Measured on
+// the 1M listing (instruments and its first instrument_events,
+// docs/PERFORMANCE.md, issue 33).
+const RowGroupRows = 8 * schema.DefaultBatchRows
+
+// PageBytes is the data page size of a per-snapshot file. A row group
+// under way holds about three pages of buffers per column (the encoder's,
+// the uncompressed page, the compressed one); at arrow-go's 1 MiB and
+// RowGroupRows that is ~95 MB for the 32 instruments columns, which near
+// the run's 160 MiB heap limit makes the GC run much more often (replay's
+// day files took 512 KiB for the same reason: compact.Options.PageBytes).
+const PageBytes = 512 << 10
 
 // Encodings are the column encodings of table t's files: no dictionary
 // pages, DELTA_BYTE_ARRAY for the columns whose values share prefixes,
@@ -174,13 +202,19 @@ func Encodings(t *schema.Table) []parquet.WriterProperty {
 	return opts
 }
 
+// levelOr is the zstd level of a per-snapshot file's pages: l, or 1
+// (klauspost's SpeedFastest) when l is 0. These files are transient in a
+// compacted lake — compaction rewrites each day at level 9, a replay
+// writes its days at level 3 — so the level is chosen for the run's CPU.
+// On the 1M listing (issue 33, docs/PERFORMANCE.md): the sink's CPU in 7
+// alternating runs' profiles 1.37–1.67 (median 1.52) CPU-s at level 1
+// against 1.34–1.93 (1.70) at level 3; the pages alone (340 MB) 0.24–0.31
+// against 0.30–0.41 CPU-s; the two files 8.15 against 7.84 MB (8.29 MB
+// before the row groups of RowGroupRows, at level 3). A 3,000-row
+// snapshot's instruments file is 36.5 against 34.0 KB (+7%).
 func levelOr(l int) int {
 	if l == 0 {
-		// zstd level 3 (klauspost's SpeedDefault): against level 1, 7.7
-		// instead of 8.0 MiB for the 1M listing and 34.5 instead of 37.1 KB
-		// for a 3,000-row snapshot, at the same CPU (1.33–1.44 against
-		// 1.33–1.38 CPU-s for 1M rows, make bench, same run).
-		return 3
+		return 1
 	}
 	return l
 }
@@ -202,7 +236,7 @@ func (w *writer) Write(_ context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("parquet: write after commit or abort")
 	}
-	if err := Guard(w.f, func() error { return w.fw.Write(rec) }); err != nil {
+	if err := Guard(w.f, func() error { return w.fw.WriteBuffered(rec) }); err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)
 	}
 	w.rows += rec.NumRows()

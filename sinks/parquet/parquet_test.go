@@ -326,3 +326,48 @@ func TestStatistics(t *testing.T) {
 		}
 	}
 }
+
+// A file's records are gathered into row groups of RowGroupRows rows (the
+// last one shorter), not one row group per record; DuckDB reads back every
+// row, in order.
+func TestRowGroupsGatherRecords(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{Store: storage.NewLocal(dir), RowGroupRows: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []arrow.Record
+	for _, n := range []int{50, 50, 50, 30} {
+		r := record(t, n)
+		defer r.Release()
+		recs = append(recs, r)
+	}
+	write(t, s, recs...)
+	name := filepath.Join(dir, Path(schema.Instruments, snap))
+	r, err := file.OpenParquetFile(name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var rows []int64
+	for g := range r.NumRowGroups() {
+		rows = append(rows, r.MetaData().RowGroup(g).NumRows())
+	}
+	if fmt.Sprint(rows) != "[64 64 52]" {
+		t.Errorf("row groups of %v rows, want [64 64 52]", rows)
+	}
+	res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT string_agg(strike::BIGINT::VARCHAR, ',' ORDER BY file_row_number) AS strikes,
+		count(index_price) AS priced FROM read_parquet('%s', file_row_number = true)`, name))
+	var want []string
+	for _, n := range []int{50, 50, 50, 30} {
+		for i := range n {
+			want = append(want, fmt.Sprint(1000*i))
+		}
+	}
+	if got := fmt.Sprint(res.Rows[0][0]); got != strings.Join(want, ",") {
+		t.Errorf("strikes read back in file order:\n%s\nwant\n%s", got, strings.Join(want, ","))
+	}
+	if got := fmt.Sprint(res.Rows[0][1]); got != "119" { // every third row is null: 33+33+33+20
+		t.Errorf("%s prices, want 119", got)
+	}
+}

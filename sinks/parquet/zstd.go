@@ -22,6 +22,14 @@ import (
 // than the window still compresses, only with matches within the window).
 // The frames are ordinary zstd frames: any reader decodes them.
 //
+// The frames carry no content checksum (zstd's XXH64 of the page, which
+// klauspost's encoder adds by default): a Parquet page is one small frame
+// whose size the page header already states, libzstd — what DuckDB,
+// Arrow C++ and parquet-mr's native codec write with — leaves the checksum
+// off by default, and hashing every page cost ~0.04 CPU-s per 340 MB of
+// pages (the 1M listing's two files; docs/PERFORMANCE.md, issue 33). The
+// raw archive keeps its checksum (package archive).
+//
 // Everything but EncodeLevel — decoding, streams, the level-less Encode,
 // CompressBound — is the stock codec's.
 type pooledZstd struct {
@@ -50,7 +58,7 @@ func (z *pooledZstd) pool(level int) *sync.Pool {
 	if p == nil {
 		p = &sync.Pool{New: func() any {
 			enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
-				zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+				zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20), zstd.WithEncoderCRC(false))
 			if err != nil {
 				panic("parquet: zstd encoder: " + err.Error()) // only on invalid options, which these are not
 			}
