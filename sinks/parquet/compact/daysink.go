@@ -40,11 +40,12 @@ import (
 // Tables without a sort key (schema.SortKey) go to Fallback, one file
 // per snapshot as before.
 type DaySink struct {
-	opt  DayOptions
-	mem  memory.Allocator
-	mu   sync.Mutex
-	days map[Partition]*dayRows
-	tmp  string // the Lake's TempDir
+	opt   DayOptions
+	mem   memory.Allocator
+	mu    sync.Mutex
+	days  map[Partition]*dayRows
+	dicts map[Partition]*keyDict // each day's key dictionary (keydict.go)
+	tmp   string                 // the Lake's TempDir
 }
 
 // DayOptions configure a DaySink.
@@ -72,7 +73,7 @@ func NewDaySink(opt DayOptions) (*DaySink, error) {
 	if opt.WriterBytes == 0 {
 		opt.WriterBytes = 8 << 20
 	}
-	return &DaySink{opt: opt, mem: memory.DefaultAllocator, days: map[Partition]*dayRows{}}, nil
+	return &DaySink{opt: opt, mem: memory.DefaultAllocator, days: map[Partition]*dayRows{}, dicts: map[Partition]*keyDict{}}, nil
 }
 
 // Name implements sinks.Sink: the fallback's ("parquet").
@@ -96,9 +97,23 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
 	}
 	u := t.ArrowSchema()
+	dict := s.dict(p, u, key)
 	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{}, enc: pq.Encodings(t),
-		file: pq.ManifestFile{Name: name},
-		so:   &sorter{mem: s.mem, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024}}, nil
+		file: pq.ManifestFile{Name: name}, dict: dict,
+		so: &sorter{mem: s.mem, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024, dict: dict}}, nil
+}
+
+// dict returns the key dictionary of partition p (made on first use; nil
+// when the key does not start with a string column).
+func (s *DaySink) dict(p Partition, u *arrow.Schema, key []string) *keyDict {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.dicts[p]
+	if !ok {
+		d = newKeyDict(u, key)
+		s.dicts[p] = d
+	}
+	return d
 }
 
 // tempDir is the Lake's spill folder, asked once: Lake methods are not
@@ -134,6 +149,7 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 		s.mu.Lock()
 		d := s.days[p]
 		delete(s.days, p)
+		delete(s.dicts, p)
 		s.mu.Unlock()
 		r, err := d.replayed()
 		if err == nil {
@@ -159,6 +175,7 @@ func (s *DaySink) Close(ctx context.Context) error {
 	s.mu.Lock()
 	days := s.days
 	s.days = map[Partition]*dayRows{}
+	s.dicts = map[Partition]*keyDict{}
 	s.mu.Unlock()
 	for _, d := range days {
 		d.drop()
@@ -179,6 +196,7 @@ type dayRows struct {
 	key    []string
 	tmp    string
 	budget int64
+	dict   *keyDict // the day's: its runs' ids
 
 	mu      sync.Mutex
 	runs    []*dayRun // in commit order
@@ -209,7 +227,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	d := s.days[p]
 	if d == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, ctx: ctx, stop: stop}
+		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop}
 		s.days[p] = d
 	}
 	return d
@@ -217,7 +235,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 
 // take adds a committed writer's sorted runs and starts a merge of the
 // runs in memory when they fill the budget.
-func (d *dayRows) take(runs []*dayRun, file pq.ManifestFile, u *arrow.Schema, enc []parquet.WriterProperty) error {
+func (d *dayRows) take(runs []*dayRun, dict *keyDict, file pq.ManifestFile, u *arrow.Schema, enc []parquet.WriterProperty) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.err != nil {
@@ -225,6 +243,9 @@ func (d *dayRows) take(runs []*dayRun, file pq.ManifestFile, u *arrow.Schema, en
 		return d.err
 	}
 	for _, r := range runs {
+		if dict != d.dict { // ids of another dictionary mean nothing here
+			r.keyed, r.ids = false, nil
+		}
 		d.runs = append(d.runs, r)
 		if r.Path == "" {
 			d.held += r.size
@@ -291,7 +312,7 @@ func (d *dayRows) mergeGroup(group []*dayRun, out *dayRun) error {
 		dropRuns(runs)
 		return err
 	}
-	merged, err := mergeToRun(d.ctx, d.mem, u, d.key, d.tmp, runs, 4096)
+	merged, err := mergeToRun(d.ctx, d.mem, u, d.key, d.dict, d.tmp, runs, 4096)
 	if err != nil {
 		return err
 	}
@@ -320,7 +341,7 @@ func (d *dayRows) replayed() (*Replayed, error) {
 		d.dropLocked()
 		return nil, d.err
 	}
-	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc}
+	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict}
 	for _, run := range d.runs {
 		r.Runs = append(r.Runs, run.Run)
 	}
@@ -359,6 +380,7 @@ type dayWriter struct {
 	key  []string
 	enc  []parquet.WriterProperty
 	so   *sorter
+	dict *keyDict        // the day's (so's)
 	file pq.ManifestFile // the name the snapshot's own file would have; its rows and groups
 	seen groupSet
 	done bool
@@ -393,7 +415,7 @@ func (w *dayWriter) Commit(context.Context) (sinks.Committed, error) {
 	defer w.so.release()
 	runs, err := w.runs()
 	if err == nil {
-		err = w.s.day(w.p, w).take(runs, w.file, w.u, w.enc)
+		err = w.s.day(w.p, w).take(runs, w.dict, w.file, w.u, w.enc)
 	}
 	if err != nil {
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, pq.DiskFull(err))
@@ -407,9 +429,14 @@ func (w *dayWriter) runs() ([]*dayRun, error) {
 	var out []*dayRun
 	if len(w.so.runs) > 0 {
 		paths, err := w.so.finish()
-		w.so.runs = nil
-		for _, p := range paths {
-			out = append(out, &dayRun{Run: Run{Path: p, Schema: w.u}})
+		ids := w.so.runIDs
+		w.so.runs, w.so.runIDs = nil, nil
+		for i, p := range paths {
+			r := &dayRun{Run: Run{Path: p, Schema: w.u}}
+			if i < len(ids) && ids[i] != nil {
+				r.keyed, r.ids = true, ids[i]
+			}
+			out = append(out, r)
 		}
 		if err != nil {
 			dropDayRuns(out)
@@ -421,7 +448,7 @@ func (w *dayWriter) runs() ([]*dayRun, error) {
 	if m == nil {
 		return nil, nil
 	}
-	return []*dayRun{{Run: Run{Schema: w.u, mem: m}, size: size}}, nil
+	return []*dayRun{{Run: Run{Schema: w.u, mem: m, keyed: m.ids != nil}, size: size}}, nil
 }
 
 func (w *dayWriter) Abort() error {
@@ -438,9 +465,9 @@ func (s *sorter) release() {
 	for _, r := range s.chunk {
 		r.Release()
 	}
-	s.chunk, s.views, s.size = nil, nil, 0
+	s.chunk, s.views, s.ids, s.size = nil, nil, nil, 0
 	for _, r := range s.runs {
 		removeQuiet(r)
 	}
-	s.runs = nil
+	s.runs, s.runIDs = nil, nil
 }

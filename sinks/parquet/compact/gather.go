@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -55,19 +54,6 @@ func (g *gatherer) flush() arrow.Record {
 	return rec
 }
 
-// take hands over the rows added so far, not yet copied (nil when none).
-func (g *gatherer) take() *gathered {
-	if len(g.refs) == 0 {
-		return nil
-	}
-	b := &gathered{recs: slices.Clone(g.recs), refs: slices.Clone(g.refs)}
-	g.recs, g.refs = g.recs[:0], g.refs[:0] // b holds their references now
-	for k := range g.at {
-		g.at[k] = -1
-	}
-	return b
-}
-
 // release drops the rows not flushed.
 func (g *gatherer) release() {
 	for _, r := range g.recs {
@@ -77,45 +63,6 @@ func (g *gatherer) release() {
 	for k := range g.at {
 		g.at[k] = -1
 	}
-}
-
-// gathered are rows in output order not yet copied: refs into records it
-// holds a reference to. Its columns can be gathered one by one, on several
-// goroutines at once (the day's output: pq.ColumnWriter.WriteColumns).
-type gathered struct {
-	recs []arrow.Record
-	refs []rowRef
-}
-
-func (b *gathered) rows() int64 { return int64(len(b.refs)) }
-
-// column gathers column j (type t).
-func (b *gathered) column(mem memory.Allocator, t arrow.DataType, j int) arrow.Array {
-	return gatherColumn(mem, t, b.recs, j, b.refs)
-}
-
-// record gathers every column into one record of schema u.
-func (b *gathered) record(mem memory.Allocator, u *arrow.Schema) arrow.Record {
-	return gather(mem, u, b.recs, b.refs)
-}
-
-// split returns the first n rows and the rest (nil when none), which share
-// b's records (retained once more by the rest).
-func (b *gathered) split(n int64) (*gathered, *gathered) {
-	if n >= b.rows() {
-		return b, nil
-	}
-	for _, r := range b.recs {
-		r.Retain()
-	}
-	return &gathered{recs: b.recs, refs: b.refs[:n]}, &gathered{recs: b.recs, refs: b.refs[n:]}
-}
-
-func (b *gathered) release() {
-	for _, r := range b.recs {
-		r.Release()
-	}
-	b.recs, b.refs = nil, nil
 }
 
 // gather builds the record of refs' rows of recs (all with schema u).

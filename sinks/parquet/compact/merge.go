@@ -49,11 +49,14 @@ type sorter struct {
 	tmp      string
 	budget   int64
 	runBatch int
+	dict     *keyDict // when set, the rows' ids are kept (keydict.go)
 
-	chunk []arrow.Record
-	views []keyView
-	size  int64
-	runs  []string // spilled run files
+	chunk  []arrow.Record
+	views  []keyView
+	ids    [][]uint32 // of chunk, with dict (nil for a record without)
+	size   int64
+	runs   []string   // spilled run files
+	runIDs [][]uint32 // of runs, with dict: their rows' ids (nil: none)
 }
 
 // add takes a batch (with schema u; the sorter retains it).
@@ -65,6 +68,9 @@ func (s *sorter) add(rec arrow.Record) error {
 	rec.Retain()
 	s.chunk = append(s.chunk, rec)
 	s.views = append(s.views, kv)
+	if s.dict != nil {
+		s.ids = append(s.ids, s.dict.idsOf(&kv, int(rec.NumRows())))
+	}
 	s.size += util.TotalRecordSize(rec)
 	if s.size >= s.budget {
 		return s.spill()
@@ -80,7 +86,7 @@ func (s *sorter) spill() error {
 		for _, r := range s.chunk {
 			r.Release()
 		}
-		s.chunk, s.views, s.size = s.chunk[:0], s.views[:0], 0
+		s.chunk, s.views, s.ids, s.size = s.chunk[:0], s.views[:0], s.ids[:0], 0
 	}()
 	var refs []rowRef
 	for k, r := range s.chunk {
@@ -113,15 +119,39 @@ func (s *sorter) spill() error {
 		return err
 	}
 	s.runs = append(s.runs, path)
+	if s.dict != nil {
+		s.runIDs = append(s.runIDs, s.sortedIDs(refs))
+	}
 	return nil
+}
+
+// keyed reports that every record of the chunk has ids.
+func (s *sorter) keyed() bool {
+	return s.dict != nil && len(s.ids) == len(s.chunk) && !slices.ContainsFunc(s.ids, func(x []uint32) bool { return x == nil })
+}
+
+// sortedIDs are the ids of refs' rows (nil unless the chunk is keyed).
+func (s *sorter) sortedIDs(refs []rowRef) []uint32 {
+	if !s.keyed() {
+		return nil
+	}
+	out := make([]uint32, len(refs))
+	for i, r := range refs {
+		out[i] = s.ids[r.rec][r.row]
+	}
+	return out
 }
 
 // sorted hands over the chunk as a run in memory, its rows put in key
 // order by a permutation (the rows stay where they are), and its Arrow
 // bytes.
 func (s *sorter) sorted() (*memRun, int64) {
+	var ids [][]uint32
+	if s.keyed() {
+		ids = s.ids
+	}
 	chunk, views, size := s.chunk, s.views, s.size
-	s.chunk, s.views, s.size = nil, nil, 0
+	s.chunk, s.views, s.ids, s.size = nil, nil, nil, 0
 	if len(chunk) == 0 {
 		return nil, 0
 	}
@@ -137,7 +167,7 @@ func (s *sorter) sorted() (*memRun, int64) {
 	if !slices.IsSortedFunc(order, cmp) {
 		slices.SortStableFunc(order, cmp)
 	}
-	return &memRun{key: s.key, recs: chunk, views: views, order: order}, size
+	return &memRun{key: s.key, recs: chunk, views: views, order: order, ids: ids}, size
 }
 
 // finish spills what is left and returns the runs.
@@ -244,6 +274,12 @@ type mergeInput struct {
 	row int
 	own keyView // a cursor's batch's view (kv points here)
 	pos int     // mc's position in its order
+
+	// With integer keys (mergeKeys): the current row's id and its rank;
+	// a cursor's ids in its row order and the next one's position.
+	id, key uint32
+	ids     []uint32
+	idPos   int
 }
 
 func newMergeInput(c cursor) *mergeInput {
@@ -253,8 +289,9 @@ func newMergeInput(c cursor) *mergeInput {
 }
 
 // advance moves the input to its next row, loading the next batch when the
-// current one is done; false at the end of its input.
-func (it *mergeInput) advance(key []string) (bool, error) {
+// current one is done; false at the end of its input. With mk, the row's
+// id and rank are set too.
+func (it *mergeInput) advance(key []string, mk *mergeKeys) (bool, error) {
 	if m := it.mc; m != nil {
 		it.pos++
 		if it.pos >= len(m.order) {
@@ -263,6 +300,10 @@ func (it *mergeInput) advance(key []string) (bool, error) {
 		}
 		r := m.order[it.pos]
 		it.rec, it.kv, it.row = m.recs[r.rec], &m.views[r.rec], int(r.row)
+		if mk != nil {
+			it.id = m.ids[r.rec][r.row]
+			it.key = mk.rank[it.id]
+		}
 		return true, nil
 	}
 	it.row++
@@ -282,6 +323,14 @@ func (it *mergeInput) advance(key []string) (bool, error) {
 		it.rec, it.own, it.row = rec, kv, 0
 		it.kv = &it.own
 	}
+	if mk != nil {
+		if it.idPos >= len(it.ids) {
+			return false, errors.New("merge: a run has more rows than ids")
+		}
+		it.id = it.ids[it.idPos]
+		it.idPos++
+		it.key = mk.rank[it.id]
+	}
 	return true, nil
 }
 
@@ -290,12 +339,13 @@ func (it *mergeInput) advance(key []string) (bool, error) {
 // plays two), ties going to the earlier input.
 type loserTree struct {
 	in   []*mergeInput
-	tree []int // tree[0]: the winner; tree[n], n ≥ 1: the loser of match n
+	tree []int      // tree[0]: the winner; tree[n], n ≥ 1: the loser of match n
+	mk   *mergeKeys // integer keys, or nil: compareRows
 }
 
-func newLoserTree(in []*mergeInput) *loserTree {
+func newLoserTree(in []*mergeInput, mk *mergeKeys) *loserTree {
 	k := len(in)
-	t := &loserTree{in: in, tree: make([]int, max(k, 1))}
+	t := &loserTree{in: in, tree: make([]int, max(k, 1)), mk: mk}
 	if k <= 1 {
 		return t
 	}
@@ -323,7 +373,14 @@ func (t *loserTree) less(a, b int) bool {
 	if x.rec == nil || y.rec == nil {
 		return y.rec == nil && (x.rec != nil || a < b)
 	}
-	if c := compareRows(x.kv, x.row, y.kv, y.row); c != 0 {
+	first := 0
+	if t.mk != nil {
+		if x.key != y.key {
+			return x.key < y.key
+		}
+		first = t.mk.prefix // equal ranks: equal prefixes
+	}
+	if c := compareRowsFrom(x.kv, x.row, y.kv, y.row, first); c != 0 {
 		return c < 0
 	}
 	return a < b
@@ -344,7 +401,14 @@ func (t *loserTree) replay() {
 // merge merges the cursors (each sorted by key) into emit, in key order,
 // ties in cursor order; emit gets the cursor's index with the row. It
 // closes the cursors.
-func merge(ctx context.Context, cursors []cursor, key []string, emit func(src int, rec arrow.Record, row int) error) (err error) {
+func merge(ctx context.Context, cursors []cursor, key []string, emit func(src int, rec arrow.Record, row int) error) error {
+	return mergeKeyed(ctx, cursors, nil, key, nil, emit)
+}
+
+// mergeKeyed is merge comparing integer keys first when mk is set: ids[k]
+// are cursor k's rows' ids (unused for a run in memory, which has its
+// own). With mk.record, the merged rows' ids are appended to mk.out.
+func mergeKeyed(ctx context.Context, cursors []cursor, ids [][]uint32, key []string, mk *mergeKeys, emit func(src int, rec arrow.Record, row int) error) (err error) {
 	defer func() {
 		for _, c := range cursors {
 			if cerr := c.close(); err == nil {
@@ -358,11 +422,15 @@ func merge(ctx context.Context, cursors []cursor, key []string, emit func(src in
 	in := make([]*mergeInput, len(cursors))
 	for k, c := range cursors {
 		in[k] = newMergeInput(c)
-		if _, err := in[k].advance(key); err != nil {
+		if mk != nil {
+			in[k].ids = ids[k]
+		}
+		if _, err := in[k].advance(key, mk); err != nil {
 			return err
 		}
 	}
-	t := newLoserTree(in)
+	t := newLoserTree(in, mk)
+	record := mk != nil && mk.record
 	for n := 1; ; n++ {
 		if n%65536 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -377,7 +445,10 @@ func merge(ctx context.Context, cursors []cursor, key []string, emit func(src in
 		if err := emit(w, it.rec, it.row); err != nil {
 			return err
 		}
-		if _, err := it.advance(key); err != nil {
+		if record {
+			mk.out = append(mk.out, it.id)
+		}
+		if _, err := it.advance(key, mk); err != nil {
 			return err
 		}
 		t.replay()
@@ -388,7 +459,7 @@ func merge(ctx context.Context, cursors []cursor, key []string, emit func(src in
 // level at a time: each group of fanIn spilled runs (with the runs in
 // memory among them: they hold no read buffer) becomes one longer run. It
 // takes ownership of runs: those not returned are merged or dropped.
-func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
+func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, dict *keyDict, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
 	for spilled(runs) > fanIn {
 		var next []Run
 		for len(runs) > 0 {
@@ -405,7 +476,7 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key [
 				next = append(next, group[0])
 				continue
 			}
-			out, err := mergeToRun(ctx, mem, u, key, tmp, group, batch)
+			out, err := mergeToRun(ctx, mem, u, key, dict, tmp, group, batch)
 			if err != nil {
 				dropRuns(runs)
 				dropRuns(next)
@@ -430,8 +501,11 @@ func spilled(runs []Run) int {
 }
 
 // mergeToRun merges the runs (taking ownership) into one spilled run of
-// schema u, in batches of batch rows.
-func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, tmp string, group []Run, batch int) (Run, error) {
+// schema u, in batches of batch rows; when every run has ids of dict, so
+// has the merged run (and the merge compares integers).
+func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, dict *keyDict, tmp string, group []Run, batch int) (Run, error) {
+	mk := keysFor(dict, group, true)
+	ids := runIDs(group)
 	cursors, err := openRuns(mem, u, group)
 	if err != nil {
 		return Run{}, err
@@ -443,7 +517,7 @@ func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key 
 	}
 	g := newGatherer(mem, u)
 	defer g.release()
-	err = merge(ctx, cursors, key, func(src int, rec arrow.Record, row int) error {
+	err = mergeKeyed(ctx, cursors, ids, key, mk, func(src int, rec arrow.Record, row int) error {
 		g.add(src, rec, row)
 		if g.rows() >= batch {
 			return w.write(g.flush())
@@ -463,7 +537,20 @@ func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key 
 	if err != nil {
 		return Run{}, err
 	}
-	return Run{Path: path, Schema: u}, nil
+	out := Run{Path: path, Schema: u}
+	if mk != nil {
+		out.keyed, out.ids = true, mk.out
+	}
+	return out, nil
+}
+
+// runIDs are the runs' ids, for mergeKeyed.
+func runIDs(runs []Run) [][]uint32 {
+	out := make([][]uint32, len(runs))
+	for i, r := range runs {
+		out[i] = r.ids
+	}
+	return out
 }
 
 // openRuns opens the runs (taking ownership: on error, those not opened
@@ -527,13 +614,14 @@ type memRun struct {
 	recs  []arrow.Record
 	views []keyView // of recs
 	order []rowRef
+	ids   [][]uint32 // of recs: their rows' ids (nil: none)
 }
 
 func (m *memRun) release() {
 	for _, r := range m.recs {
 		r.Release()
 	}
-	m.recs, m.views, m.order = nil, nil, nil
+	m.recs, m.views, m.order, m.ids = nil, nil, nil, nil
 }
 
 // conform gives the records schema u.

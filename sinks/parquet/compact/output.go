@@ -221,43 +221,6 @@ type fileWriter interface {
 	Close() error
 }
 
-// writeRows takes a batch of merged rows (and releases it). With the
-// encodings given and a flat schema, each column is gathered by the
-// worker that encodes it; otherwise the rows are gathered into a record
-// first (write).
-func (o *output) writeRows(b *gathered) error {
-	o.useFixed()
-	if o.encs == nil || !o.parallel() {
-		rec := b.record(o.mem, o.u)
-		b.release()
-		return o.write(rec)
-	}
-	for b != nil {
-		if err := o.open(); err != nil {
-			b.release()
-			return err
-		}
-		cw := o.fw.(*pq.ColumnWriter)
-		part, rest := b.split(cw.Room())
-		err := pq.Guard(o.cw, func() error {
-			return cw.WriteColumns(part.rows(), func(i int) arrow.Array { return part.column(o.mem, o.u.Field(i).Type, i) })
-		})
-		n := part.rows()
-		part.release()
-		if err == nil {
-			err = o.wrote(n)
-		}
-		if err != nil {
-			if rest != nil {
-				rest.release()
-			}
-			return err
-		}
-		b = rest
-	}
-	return nil
-}
-
 // useFixed takes the given encodings, if any, before the first rows.
 func (o *output) useFixed() {
 	if o.encs == nil && o.fixed != nil {
@@ -450,22 +413,23 @@ func encodingNames(u *arrow.Schema, props *parquet.WriterProperties) map[string]
 }
 
 // pipe hands batches of merged rows to fn on a goroutine of its own, in
-// order, one waiting at most: the merge finds the next batch's rows while
-// the output writes the last. fn owns each batch it gets.
+// order, one waiting at most: the merge finds and gathers the next
+// batch's rows while the output encodes the last. fn owns each batch it
+// gets.
 type pipe struct {
-	ch     chan *gathered
+	ch     chan arrow.Record
 	done   chan struct{}
 	err    error       // fn's first error (written before failed is set)
 	failed atomic.Bool // fn has failed: later batches are dropped
 }
 
-func startPipe(fn func(*gathered) error) *pipe {
-	p := &pipe{ch: make(chan *gathered, 1), done: make(chan struct{})}
+func startPipe(fn func(arrow.Record) error) *pipe {
+	p := &pipe{ch: make(chan arrow.Record, 1), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for b := range p.ch {
 			if p.failed.Load() {
-				b.release()
+				b.Release()
 				continue
 			}
 			// A panic here would end the process: Guard makes it an error.
@@ -479,9 +443,9 @@ func startPipe(fn func(*gathered) error) *pipe {
 }
 
 // send hands b over (the pipe owns it); fn's error once it has failed.
-func (p *pipe) send(b *gathered) error {
+func (p *pipe) send(b arrow.Record) error {
 	if p.failed.Load() {
-		b.release()
+		b.Release()
 		return p.err
 	}
 	p.ch <- b

@@ -30,6 +30,8 @@ type Replayed struct {
 	// table's, pq.Encodings) instead of the ones compaction tries on the
 	// day's first rows.
 	Encodings []parquet.WriterProperty
+
+	dict *keyDict // the day's key dictionary: the runs' ids (nil: none)
 }
 
 // Run is a sorted run of a replay and its schema: spilled (an Arrow IPC
@@ -38,6 +40,10 @@ type Run struct {
 	Path   string
 	Schema *arrow.Schema
 	mem    *memRun // in memory (Path "")
+	// keyed: the run carries the day's key dictionary ids of its rows
+	// (keydict.go): ids in file order when spilled, mem.ids in memory.
+	keyed bool
+	ids   []uint32
 }
 
 // PublishDay writes partition p as compaction does — one file sorted by
@@ -122,6 +128,14 @@ func (r *Replayed) encodings() []parquet.WriterProperty {
 		return nil
 	}
 	return r.Encodings
+}
+
+// keys is the day's key dictionary (nil: none).
+func (r *Replayed) keys() *keyDict {
+	if r == nil {
+		return nil
+	}
+	return r.dict
 }
 
 // take hands over the runs; the caller owns them.

@@ -136,7 +136,13 @@ func (kv *keyView) group(i int) pq.Group {
 
 // compareRows orders row i of a against row j of b by the key; nulls first.
 func compareRows(a *keyView, i int, b *keyView, j int) int {
-	for k := range a.cols {
+	return compareRowsFrom(a, i, b, j, 0)
+}
+
+// compareRowsFrom is compareRows on the key's columns from the first-th
+// on (the ones before are equal: a merge's integer keys).
+func compareRowsFrom(a *keyView, i int, b *keyView, j int, first int) int {
+	for k := first; k < len(a.cols); k++ {
 		ca, cb := &a.cols[k], &b.cols[k]
 		if ca.nulls || cb.nulls {
 			na, nb := ca.arr.IsNull(i), cb.arr.IsNull(j)
