@@ -61,9 +61,10 @@ type buffer struct {
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
 // length, name, payload), names distinct and in order, at off in the
-// sorter's spill file. That one file holds every run of the sorter, one
-// after the other (a compaction's run after the runs it merges); it is
-// unlinked as soon as it is created, so a crash leaves nothing behind.
+// sorter's spill file. That one file holds the sorter's runs, one after
+// the other; a compaction writes its run to a new file and drops the old
+// one. A spill file is unlinked as soon as it is created, so a crash leaves
+// nothing behind.
 type runFile struct {
 	f    *spillFile
 	off  int64
@@ -417,34 +418,46 @@ func (s *sorter) writeRun(b *buffer) error {
 	return nil
 }
 
-// compact merges the runs into one.
+// compact merges the runs into one, written to a new spill file: the old
+// file, which holds only the merged runs, is then dropped, so that its
+// space is given back at once rather than at close.
 func (s *sorter) compact() error {
-	old := s.runs
+	old, oldFile := s.runs, s.file
 	cs := make([]cursor, 0, len(old))
 	for _, r := range old {
 		cs = append(cs, r.cursor())
 	}
 	m := newMerge(cs)
-	s.runs = nil
+	s.file = nil // newRun starts a fresh file
 	run, bw, err := s.newRun()
+	if err == nil {
+		n := 0
+		for m.next() {
+			writeRunEntry(bw, m.name(), m.payload())
+			n++
+		}
+		if err = m.error(); err == nil {
+			err = s.finish(run, bw, n)
+		}
+	}
 	if err != nil {
-		s.runs = old
-		return err
-	}
-	s.runs = old
-	n := 0
-	for m.next() {
-		writeRunEntry(bw, m.name(), m.payload())
-		n++
-	}
-	if err := m.error(); err != nil {
-		return err
-	}
-	if err := s.finish(run, bw, n); err != nil {
+		if s.file != nil {
+			s.file.close()
+		}
+		s.runs, s.file = old, oldFile
 		return err
 	}
 	s.runs = []*runFile{run}
+	oldFile.close()
 	return nil
+}
+
+// close closes the file and removes it when unlinking it failed.
+func (f *spillFile) close() {
+	f.f.Close()
+	if f.path != "" {
+		os.Remove(f.path)
+	}
 }
 
 // newRun starts a run at the end of the spill file (created, unlinked, at
@@ -567,10 +580,7 @@ func (s *sorter) close() {
 	s.spare = nil
 	s.runs = nil
 	if s.file != nil {
-		s.file.f.Close()
-		if s.file.path != "" {
-			os.Remove(s.file.path)
-		}
+		s.file.close()
 		s.file = nil
 	}
 	s.buffer = buffer{}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -118,5 +119,58 @@ func TestMergeMatchesBytewiseOrder(t *testing.T) {
 		if i != len(want) || m.error() != nil {
 			t.Fatalf("round %d: %d names (%v), want %d", round, i, m.error(), len(want))
 		}
+	}
+}
+
+// Compaction gives back the space of the runs it merged: with a budget so
+// small that a snapshot makes many times maxRuns runs, the spill file
+// holds only the live runs (before, every merged run stayed in the file
+// until close and it grew about quadratically).
+func TestCompactionFreesSpill(t *testing.T) {
+	dir := t.TempDir()
+	s := newSorter("test", 8<<10, dir)
+	defer s.close()
+	p := make([]byte, 100)
+	const rows = 60_000
+	maxFile := int64(0)
+	for i := range rows {
+		if err := s.add(fmt.Sprintf("BTC-%08d-C", (i*7919)%rows), p); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			if err := s.wait(); err != nil {
+				t.Fatal(err)
+			}
+			if s.file == nil {
+				continue
+			}
+			fi, err := s.file.f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := int64(0)
+			for _, r := range s.runs {
+				live += r.size
+			}
+			if fi.Size() > 2*live+(64<<10) {
+				t.Fatalf("after %d rows: spill file of %d bytes for %d bytes of live runs", i+1, fi.Size(), live)
+			}
+			maxFile = max(maxFile, fi.Size())
+		}
+	}
+	if maxFile < rows*100/2 {
+		t.Fatalf("spill file at most %d bytes: the rows did not spill as the test expects", maxFile)
+	}
+	c, err := s.stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	n := 0
+	for c.next() {
+		n++
+	}
+	if err := c.error(); err != nil || n != rows {
+		t.Fatalf("streamed %d rows (%v), want %d", n, err, rows)
 	}
 }
