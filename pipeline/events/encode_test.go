@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"runtime"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -203,50 +199,11 @@ func BenchmarkObserve1M(b *testing.B) {
 					if err := tc.observe(bd, r); err != nil {
 						b.Fatal(err)
 					}
-					bd.srt.ents = bd.srt.ents[:0] // no sort, no spill: the encoding alone
+					bd.srt.ents, bd.srt.keys = bd.srt.ents[:0], bd.srt.keys[:0] // no sort, no spill: the encoding alone
 					bd.srt.ar.reset()
 				}
 				bd.srt.close()
 			}
 		})
-	}
-}
-
-// threadCPU is the CPU time of the calling thread (lock the goroutine to it).
-func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0)
-	return time.Duration(ts.Nano())
-}
-
-// TestObserveCPU (run by hand: H42_OBSERVE=1) alternates the two encoders
-// over the 1M fixture and prints the thread CPU of each round.
-func TestObserveCPU(t *testing.T) {
-	if os.Getenv("H42_OBSERVE") == "" {
-		t.Skip("by hand")
-	}
-	f, err := benchFixture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	for round := 0; round < 4; round++ {
-		for _, tc := range []struct {
-			name    string
-			observe func(*Builder, arrow.Record) error
-		}{{"columns", (*Builder).Observe}, {"rows", refObserve}} {
-			bd := newBuilder("venue-sim", f.snap0.UnixMilli(), Options{MemBytes: 1 << 30})
-			c0 := threadCPU()
-			for _, r := range f.recs0 {
-				if err := tc.observe(bd, r); err != nil {
-					t.Fatal(err)
-				}
-				bd.srt.ents = bd.srt.ents[:0]
-				bd.srt.ar.reset()
-			}
-			t.Logf("%s: %v thread CPU", tc.name, threadCPU()-c0)
-		}
 	}
 }
