@@ -322,7 +322,7 @@ func (d *Differ) Observe(rec arrow.Record) error {
 		return nil
 	}
 	if d.enc == nil {
-		d.enc = newEncoder(b)
+		d.enc = newEncoder(b, d.opt.encoderGate)
 	}
 	d.enc.pending.Add(1)
 	rec.Retain()

@@ -264,10 +264,15 @@ type encodeJob struct {
 	row0 int64
 }
 
-func newEncoder(b *Builder) *encoder {
+// newEncoder starts the encoder; a non-nil gate holds it before its first
+// record until the gate is closed (tests).
+func newEncoder(b *Builder, gate <-chan struct{}) *encoder {
 	e := &encoder{jobs: make(chan encodeJob, 2), done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
+		if gate != nil {
+			<-gate
+		}
 		var err error
 		for j := range e.jobs {
 			if err == nil {

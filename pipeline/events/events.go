@@ -165,6 +165,9 @@ type Options struct {
 	Background bool
 	// backgroundMin overrides the 4096 rows (tests).
 	backgroundMin int
+	// encoderGate, when not nil, holds the encoder's goroutine before its
+	// first record until it is closed (tests).
+	encoderGate chan struct{}
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):
 	// Save then renames the next state into place instead of copying it,
