@@ -58,6 +58,7 @@ func TestBufferSortLongTies(t *testing.T) {
 		c, off, buf := b.ar.alloc(len(n) + 2)
 		copy(buf, n)
 		buf[len(n)], buf[len(n)+1] = byte(i), byte(i>>8)
+		b.keys = append(b.keys, rowKey(buf[:len(n)], len(b.ents)))
 		b.ents = append(b.ents, entry{key: nameKey(n), chunk: c, off: off, nlen: uint32(len(n)), plen: 2})
 		last[n] = i
 	}
@@ -102,6 +103,7 @@ func TestMergeOrderedRuns(t *testing.T) {
 				c, off, buf := b.ar.alloc(len(n) + 1)
 				copy(buf, n)
 				buf[len(n)] = byte(r)
+				b.keys = append(b.keys, rowKey(buf[:len(n)], len(b.ents)))
 				b.ents = append(b.ents, entry{key: nameKey(n), chunk: c, off: off, nlen: uint32(len(n)), plen: 1})
 				last[n] = byte(r)
 			}

@@ -198,13 +198,7 @@ func (b *buffer) name(e *entry) []byte {
 // their whole name, and the entry's index (its arrival) breaks ties
 // between equal names.
 func (b *buffer) sort() {
-	keys := b.keys
-	if len(keys) != len(b.ents) { // entries added without their keys
-		keys = keys[:0]
-		for i := range b.ents {
-			keys = append(keys, rowKey(b.name(&b.ents[i]), i))
-		}
-	}
+	keys := b.keys // one per entry, added with it
 	b.keys2 = grow24(b.keys2, len(keys))
 	keys, b.keys2 = radixSort(keys, b.keys2)
 	for lo := 0; lo < len(keys); {
@@ -259,7 +253,7 @@ func (b *buffer) permute() {
 	}
 }
 
-// sortTies orders keys of equal 16-byte prefixes, in arrival order, by
+// sortTies orders keys of equal 20-byte prefixes, in arrival order, by
 // their whole names (stable: equal names keep their arrival order).
 func (b *buffer) sortTies(ks []sortKey) {
 	if len(ks) > 12 {

@@ -37,6 +37,7 @@ func TestBufferSortMatchesBytewiseOrder(t *testing.T) {
 			c, off, buf := b.ar.alloc(len(n) + 1)
 			copy(buf, n)
 			buf[len(n)] = byte(i) // the payload tells which row was kept
+			b.keys = append(b.keys, rowKey(buf[:len(n)], len(b.ents)))
 			b.ents = append(b.ents, entry{key: nameKey(n), chunk: c, off: off, nlen: uint32(len(n)), plen: 1})
 		}
 		b.sort()
@@ -88,6 +89,7 @@ func TestMergeMatchesBytewiseOrder(t *testing.T) {
 				c, off, buf := b.ar.alloc(len(n) + 1)
 				copy(buf, n)
 				buf[len(n)] = byte(r)
+				b.keys = append(b.keys, rowKey(buf[:len(n)], len(b.ents)))
 				b.ents = append(b.ents, entry{key: nameKey(string(n)), chunk: c, off: off, nlen: uint32(len(n)), plen: 1})
 				last[string(n)] = byte(r)
 			}
