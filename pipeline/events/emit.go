@@ -70,13 +70,8 @@ type strCol struct {
 	nulls int
 }
 
-func (c *strCol) add(p []byte) {
-	c.data = append(c.data, p...)
-	c.ends = append(c.ends, int32(len(c.data)))
-	c.null = append(c.null, false)
-}
-
-func (c *strCol) addString(s string) {
+// addStr adds a value (a string or its bytes) to c.
+func addStr[S string | []byte](c *strCol, s S) {
 	c.data = append(c.data, s...)
 	c.ends = append(c.ends, int32(len(c.data)))
 	c.null = append(c.null, false)
@@ -157,7 +152,7 @@ func constString(mem memory.Allocator, s string, n int) arrow.Array {
 	var c strCol
 	c.data = make([]byte, 0, n*len(s))
 	for range n {
-		c.addString(s)
+		addStr(&c, s)
 	}
 	return c.array(mem)
 }
@@ -238,7 +233,7 @@ func (e *emitter) flush() error {
 	var ev strCol
 	ev.data = make([]byte, 0, n*len("deactivated"))
 	for _, k := range e.kinds {
-		ev.addString(kindNames[k])
+		addStr(&ev, kindNames[k])
 	}
 	cols[ecName] = e.name.array(mem)
 	cols[ecEvent] = ev.array(mem)
@@ -287,10 +282,10 @@ func (e *emitter) flush() error {
 func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
 	e.n++
 	e.kinds = append(e.kinds, kind)
-	e.name.add(name)
+	addStr(&e.name, name)
 	switch kind {
 	case Listed, Delisted, Expired:
-		e.field.addString("")
+		addStr(&e.field, "")
 		e.old.addNull()
 		e.new.addNull()
 		initial := kind == Listed && !e.d.prev.hasSnap
@@ -298,7 +293,7 @@ func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
 		e.hasInitial = e.hasInitial || initial
 	default:
 		f := fields[field]
-		e.field.addString(f.name)
+		addStr(&e.field, f.name)
 		e.old.addValue(old, f.typ)
 		e.new.addValue(new, f.typ)
 		e.initial = append(e.initial, false)

@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -206,4 +207,35 @@ func BenchmarkObserve1M(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The items' encoders, one value at a time (see fields.go), for refObserve.
+
+func appendNull(b []byte) []byte { return append(b, tagNull) }
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, tagValue)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendFloat(b []byte, v float64) []byte {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v)) {
+		b = append(b, tagInt)
+		return binary.AppendVarint(b, int64(v))
+	}
+	b = append(b, tagValue)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+func appendInt(b []byte, v int64) []byte {
+	b = append(b, tagValue)
+	return binary.AppendVarint(b, v)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, tagTrue)
+	}
+	return append(b, tagValue)
 }

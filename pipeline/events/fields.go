@@ -92,35 +92,6 @@ const (
 	tagTrue  = 0x02
 )
 
-func appendNull(b []byte) []byte { return append(b, tagNull) }
-
-func appendString(b []byte, s string) []byte {
-	b = append(b, tagValue)
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendFloat(b []byte, v float64) []byte {
-	if v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v)) {
-		b = append(b, tagInt)
-		return binary.AppendVarint(b, int64(v))
-	}
-	b = append(b, tagValue)
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-}
-
-func appendInt(b []byte, v int64) []byte {
-	b = append(b, tagValue)
-	return binary.AppendVarint(b, v)
-}
-
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, tagTrue)
-	}
-	return append(b, tagValue)
-}
-
 var errItem = errors.New("malformed payload item")
 
 // nextItem splits the item of a value of type t off the front of p.

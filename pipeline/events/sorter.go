@@ -199,7 +199,7 @@ func (b *buffer) name(e *entry) []byte {
 // between equal names.
 func (b *buffer) sort() {
 	keys := b.keys // one per entry, added with it
-	b.keys2 = grow24(b.keys2, len(keys))
+	b.keys2 = grow(b.keys2, len(keys))
 	keys, b.keys2 = radixSort(keys, b.keys2)
 	for lo := 0; lo < len(keys); {
 		hi := lo + 1
@@ -273,13 +273,6 @@ func (b *buffer) sortTies(ks []sortKey) {
 	}
 }
 
-func grow24(s []sortKey, n int) []sortKey {
-	if cap(s) < n {
-		return make([]sortKey, n)
-	}
-	return s[:n]
-}
-
 // radixSort sorts keys by (k1, k2, k3), stably, using tmp (as long as
 // keys): an LSD radix sort on the 20 bytes, skipping the bytes that are
 // the same in every key (venue names share their first bytes). It returns the
@@ -340,7 +333,7 @@ type sortKey struct {
 
 // rowKey returns the sort key of a name added as entry i.
 func rowKey(name []byte, i int) sortKey {
-	return sortKey{k1: nameKey1(name), k2: nameKey2(name), k3: nameKey3(name), i: uint32(i)}
+	return sortKey{k1: nameKey(name), k2: nameKey2(name), k3: nameKey3(name), i: uint32(i)}
 }
 
 // nameKey3 is the name's bytes 16–19 as a big-endian word (zero padded).
@@ -358,16 +351,6 @@ func nameKey3(name []byte) uint32 {
 // sortKeySize is unsafe.Sizeof(sortKey{}): a buffer holds two per row
 // while it sorts (the radix sort's two arrays).
 const sortKeySize = 24
-
-// nameKey1 is nameKey of a name in bytes.
-func nameKey1(name []byte) uint64 {
-	if len(name) >= 8 {
-		return binary.BigEndian.Uint64(name[:8])
-	}
-	var b [8]byte
-	copy(b[:], name)
-	return binary.BigEndian.Uint64(b[:])
-}
 
 // nameKey2 is nameKey of the name's bytes 8–15 (zero when it has no more
 // than 8): with nameKey it orders names by their first 16 bytes.
@@ -707,7 +690,7 @@ func (m *mergeCursor) advance(i int) bool {
 		return false
 	}
 	name := c.name()
-	m.keys[i] = sortKey{k1: nameKey1(name), k2: nameKey2(name)}
+	m.keys[i] = sortKey{k1: nameKey(name), k2: nameKey2(name)}
 	return true
 }
 

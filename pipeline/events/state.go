@@ -59,8 +59,9 @@ type entry struct {
 	nlen, plen uint32
 }
 
-// nameKey returns the key of a name (see entry).
-func nameKey(name string) uint64 {
+// nameKey returns the key of a name (see entry): its first 8 bytes as a
+// big-endian word (zero padded).
+func nameKey[S string | []byte](name S) uint64 {
 	if len(name) >= 8 {
 		return binary.BigEndian.Uint64([]byte(name[:8]))
 	}
@@ -906,10 +907,10 @@ func (c *fileCursor) trailer() error {
 	return nil
 }
 
-// grow returns b resized to n bytes (contents undefined).
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n, max(n, 2*cap(b)))
+// grow returns s resized to n elements (contents undefined).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, max(n, 2*cap(s)))
 	}
-	return b[:n]
+	return s[:n]
 }
