@@ -199,17 +199,22 @@ func (b *Builder) tooLong(row int64, nm []byte) error {
 // is row0 of the snapshot, to the sorter. check: check each row
 // (checkRow) as it goes; without, the rows were checked already.
 func (b *Builder) encodeRecord(cols []column, n int, row0 int64, check bool) error {
-	for lo := 0; lo < n; lo += encodeBlock {
-		if err := b.encode(cols, lo, min(encodeBlock, n-lo), row0+int64(lo), check); err != nil {
+	for lo := 0; lo < n; {
+		m, err := b.encode(cols, lo, min(encodeBlock, n-lo), row0+int64(lo), check)
+		if err != nil {
 			return err
 		}
+		lo += m
 	}
 	return nil
 }
 
-// encode adds rows [lo, lo+n) (n <= encodeBlock) of a record bound to
-// cols to the sorter; row0 is the number of row lo in the snapshot.
-func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error {
+// encode adds rows [lo, lo+m) of a record bound to cols to the sorter
+// and returns m: the n rows asked for (n <= encodeBlock), or fewer when
+// they take more than chunkSize bytes (at least one row), so that a block
+// is one arena span of bounded size; row0 is the number of row lo in the
+// snapshot.
+func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) (int, error) {
 	e := b.enc
 	if e == nil {
 		e = new(blockEnc)
@@ -223,14 +228,19 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error
 	exp := &cols[len(fields)+colExpiration]
 	exp.sizes(schema.TimestampMs, lo, n, size)
 	name := &cols[len(fields)+colName]
+	total := 0
 	for j := 0; j < n; j++ {
+		if total += len(name.strAt(lo+j)) + int(size[j]); total > chunkSize && j > 0 {
+			n = j // row j and the rest in the next block
+			break
+		}
 		if check {
 			if err := b.checkRow(cols, lo+j, row0+int64(j)); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if size[j] > maxPayload {
-			return b.tooLong(row0+int64(j), name.strAt(lo+j))
+			return 0, b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
 	buf := b.srt.allocRows(n, func(j int) []byte { return name.strAt(lo + j) }, size, &e.pos)
@@ -239,9 +249,9 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) error
 	}
 	exp.write(schema.TimestampMs, lo, n, buf, &e.pos)
 	if err := b.srt.settle(); err != nil {
-		return fmt.Errorf("instrument events: %s: %w", b.source, err)
+		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
-	return nil
+	return n, nil
 }
 
 // encoder encodes a Differ's records on a goroutine of its own, off the

@@ -239,3 +239,47 @@ func appendBool(b []byte, v bool) []byte {
 	}
 	return append(b, tagValue)
 }
+
+// A block of rows larger than chunkSize is split (so that its one arena
+// span stays small and its uint32 offsets cannot wrap): no chunk grows
+// past chunkSize when every row fits one, and the rows are those of the
+// row-by-row reference.
+func TestEncodeLargeBlock(t *testing.T) {
+	field := ""
+	for _, f := range fields {
+		if f.typ == schema.String {
+			field = f.name
+			break
+		}
+	}
+	big := string(bytes.Repeat([]byte("v"), 10<<10))
+	var rows []row
+	for i := range encodeBlock + 44 {
+		rows = append(rows, inst(fmt.Sprintf("I-%04d", i), field, big[:len(big)-i]))
+	}
+	rec := record(t, memory.DefaultAllocator, "venue", at(0), rows)
+	defer rec.Release()
+	got, want := newBuilder("venue", at(0).UnixMilli(), Options{MemBytes: 1 << 30}), newBuilder("venue", at(0).UnixMilli(), Options{MemBytes: 1 << 30})
+	defer got.srt.close()
+	defer want.srt.close()
+	if err := got.Observe(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := refObserve(want, rec); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range got.srt.ar.chunks {
+		if cap(c) > chunkSize {
+			t.Fatalf("chunk %d of %d bytes: a block was not split", i, cap(c))
+		}
+	}
+	g, w := entries(got), entries(want)
+	if len(g) != len(w) || len(g) != len(rows) || got.stats.Rows != int64(len(rows)) {
+		t.Fatalf("%d rows (%d counted), reference %d, want %d", len(g), got.stats.Rows, len(w), len(rows))
+	}
+	for i := range g {
+		if g[i] != w[i] {
+			t.Fatalf("row %d differs from the reference", i)
+		}
+	}
+}

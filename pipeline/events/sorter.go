@@ -111,7 +111,9 @@ func (s *sorter) add(name string, p []byte) error {
 	return nil
 }
 
-// allocRows adds n rows (n <= encodeBlock) as one span of the arena: row
+// allocRows adds n rows (n <= encodeBlock, together at most chunkSize
+// bytes unless n == 1, so that the span's offsets fit in uint32) as one
+// span of the arena: row
 // j is name(j) followed by size[j] bytes of payload, which the caller
 // writes into the returned span before the next settle, starting at pos[j]
 // (set here). Rows so added count towards the buffer's bound at settle,
