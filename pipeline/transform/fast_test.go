@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -355,4 +356,38 @@ func TestDecoderHoldsNoMemoryBetweenListings(t *testing.T) {
 		}
 		mem.AssertSize(t, 0)
 	}
+}
+
+// A listing whose last batches fail to emit (a sink error) leaves nothing
+// for the next listing of a reused decoder: no Arrow memory held, and the
+// next listing's rejects are its own.
+func TestDecoderDropsRowsOfAFailedEmit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	d := NewInstrumentDecoder(Options{Mem: mem, BatchRows: 100})
+	bad := listing(fullInstrument, inst(map[string]string{"strike": `"x"`}), inst(map[string]string{"strike": `"y"`}))
+	sinkDown := errors.New("sink down")
+	_, err := d.Decode(context.Background(), strings.NewReader(bad), testMeta, func(tbl *schema.Table, rec arrow.Record) error {
+		if tbl == schema.Instruments {
+			return sinkDown
+		}
+		return nil
+	})
+	if !errors.Is(err, sinkDown) {
+		t.Fatalf("first listing: %v, want the sink's error", err)
+	}
+	mem.AssertSize(t, 0)
+	rejects := 0
+	st, err := d.Decode(context.Background(), strings.NewReader(listing(fullInstrument, inst(map[string]string{"strike": `"z"`}))), testMeta, func(tbl *schema.Table, rec arrow.Record) error {
+		if tbl == schema.Rejects {
+			rejects += int(rec.NumRows())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Rejects != 1 || rejects != 1 {
+		t.Fatalf("second listing: %d rejects counted, %d emitted; want 1 and 1 (its own)", st.Rejects, rejects)
+	}
+	mem.AssertSize(t, 0)
 }

@@ -219,7 +219,11 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	err := d.decode(ctx, sc)
 	if err == nil {
 		err = d.flush(true)
-	} else {
+	}
+	if err != nil {
+		// A failed decode or a failed emit of the last batches: nothing
+		// built for this listing may reach the next one (the decoder is
+		// pooled and reused).
 		d.discard()
 	}
 	return d.stats, values.BadInput(err)

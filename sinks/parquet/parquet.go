@@ -29,7 +29,7 @@ import (
 type Options struct {
 	Store            storage.Store // the data directory (a bucket prefix or a folder); required
 	CompressionLevel int           // zstd level; 0 = 1 (see levelOr)
-	RowGroupRows     int64         // most rows of a row group; 0 = RowGroupRows
+	RowGroupRows     int64         // most rows of a row group; 0 = the package's RowGroupRows (262,144)
 	Logger           *slog.Logger
 }
 

@@ -27,8 +27,10 @@ import (
 // whose size the page header already states, libzstd — what DuckDB,
 // Arrow C++ and parquet-mr's native codec write with — leaves the checksum
 // off by default, and hashing every page cost ~0.04 CPU-s per 340 MB of
-// pages (the 1M listing's two files; docs/PERFORMANCE.md, issue 33). The
-// raw archive keeps its checksum (package archive).
+// pages (the 1M listing's two files; docs/PERFORMANCE.md, issue 33). Being
+// the process's codec, this holds for every Parquet file optlake writes:
+// per-snapshot files, compacted and replayed days alike. The raw archive
+// keeps its checksum (package archive).
 //
 // Everything but EncodeLevel — decoding, streams, the level-less Encode,
 // CompressBound — is the stock codec's.
