@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 TAGS      ?= disable_grpc_modules
 # Go test flags; CI runs with the race detector.
 TESTFLAGS ?= -race -count=1 -timeout 30m -tags '$(TAGS)'
-FUZZTIME  ?= 30s
+FUZZX     ?= 1
 
 .PHONY: all build demo test deps unit fuzz lint bench clean
 
@@ -37,17 +37,25 @@ test: deps
 	$(GO) test -count=1 -tags '$(TAGS)' -run '^(TestMillionInstruments|TestMillionInstrumentsOnBucket|TestKill9MidUploadOnBucket)$$' ./cmd/optlake/
 	$(MAKE) fuzz
 
-## fuzz: the parsers' fuzz targets, $(FUZZTIME) each. Minimizing is off: on these
-## VMs a fuzz worker sleeps forever while minimizing a new input (go 1.26),
-## which silently stalls the run; failing inputs are still saved whole.
+## fuzz: the parsers' fuzz targets, each for a number of executions (about
+## 10-30 s each on 2 cores; FUZZX=10 runs ten times as many). Counts, not
+## durations: with a duration (-fuzztime 30s), Go 1.26's fuzz coordinator can
+## fail a target with a bare "context deadline exceeded" when a busy worker
+## misses the stop deadline (golang/go#75804, fixed in Go 1.27): no input is
+## at fault and none is saved. Minimizing is off: on these VMs a fuzz worker
+## sleeps forever while minimizing a new input (go 1.26), which silently
+## stalls the run; failing inputs are still saved whole.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInstruments$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
-	$(GO) test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/transform/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseNumber$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/transform/
-	$(GO) test -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime 10s -fuzzminimizetime 0 ./internal/jsontok/
-	$(GO) test -run '^$$' -fuzz '^FuzzInfer$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./pipeline/infer/
-	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/auth/
-	$(GO) test -run '^$$' -fuzz '^FuzzSplice$$' -fuzztime 10s -fuzzminimizetime 0 ./pipeline/extract/envelope/
+	$(call fuzz,FuzzDecodeInstruments,150000,./pipeline/transform/)
+	$(call fuzz,FuzzFastPath,150000,./pipeline/transform/)
+	$(call fuzz,FuzzParseNumber,80000,./pipeline/transform/)
+	$(call fuzz,FuzzScanner,250000,./internal/jsontok/)
+	$(call fuzz,FuzzInfer,20000,./pipeline/infer/)
+	$(call fuzz,FuzzTemplate,150000,./pipeline/extract/auth/)
+	$(call fuzz,FuzzSplice,250000,./pipeline/extract/envelope/)
+
+# fuzz runs target $(1) of package $(3) for $(2) x $(FUZZX) executions.
+fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x -fuzzminimizetime 0 $(3)
 
 ## unit: tests that need nothing installed
 unit:
