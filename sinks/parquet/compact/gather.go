@@ -260,7 +260,19 @@ func gatherStringsInto(offs []int32, data []byte, ss []strSource, refs []rowRef)
 		}
 		if k-i == 1 {
 			offs[i] = pos
-			pos += int32(copy(data[pos:], s.data[s.offs[r.row]:s.offs[r.row+1]]))
+			from, to := s.offs[r.row], s.offs[r.row+1]
+			n := to - from
+			switch {
+			case n <= 16 && int(pos)+16 <= len(data) && int(from)+16 <= len(s.data):
+				// a short string in two word moves: the bytes past it
+				// are overwritten by the strings after it
+				*(*[16]byte)(data[pos:]) = *(*[16]byte)(s.data[from:])
+			case n <= 32 && int(pos)+32 <= len(data) && int(from)+32 <= len(s.data):
+				*(*[32]byte)(data[pos:]) = *(*[32]byte)(s.data[from:])
+			default:
+				copy(data[pos:], s.data[from:to])
+			}
+			pos += n
 		} else {
 			o := s.offs[r.row : int(r.row)+k-i+1]
 			base := o[0]

@@ -18,7 +18,8 @@ import (
 // column's Arrow array, written as it is laid out in memory:
 //
 //	batch  = uvarint rows, node per column of the run's schema
-//	node   = uvarint length, nulls, offset, buffers; buffer*; uvarint
+//	node   = uvarint length, varint nulls (-1: not counted), uvarint
+//	         offset, buffers; buffer*; uvarint
 //	         children; node per child (a list's values)
 //	buffer = uvarint 0 (none) | 1 (raw), len, bytes | 2 (S2), len,
 //	         stored len, S2 block
@@ -40,7 +41,7 @@ type runWriter struct {
 	bw   *bufio.Writer
 	pool *bufPool
 	u    *arrow.Schema
-	tmp  [8]byte
+	tmp  [binary.MaxVarintLen64]byte
 	zbuf []byte    // S2 output
 	cols [3][]byte // a column's gathered buffers (validity, values or offsets, string bytes)
 }
@@ -120,7 +121,7 @@ func (w *runWriter) alloc(n int) []byte { return grow(&w.cols[0], n) }
 // after the validity bitmap, no children.
 func (w *runWriter) node(n, nulls int, valid []byte, bufs ...[]byte) {
 	w.uvarint(uint64(n))
-	w.uvarint(uint64(nulls))
+	w.varint(int64(nulls))
 	w.uvarint(0)
 	w.uvarint(uint64(1 + len(bufs)))
 	if valid == nil {
@@ -137,7 +138,7 @@ func (w *runWriter) node(n, nulls int, valid []byte, bufs ...[]byte) {
 // array writes an array's node, its children's after it.
 func (w *runWriter) array(d arrow.ArrayData) {
 	w.uvarint(uint64(d.Len()))
-	w.uvarint(uint64(d.NullN()))
+	w.varint(int64(d.NullN())) // -1 when not counted (a slice)
 	w.uvarint(uint64(d.Offset()))
 	bufs := d.Buffers()
 	w.uvarint(uint64(len(bufs)))
@@ -173,6 +174,11 @@ func (w *runWriter) buffer(b []byte) {
 	w.uvarint(bufRaw)
 	w.uvarint(uint64(len(b)))
 	w.bw.Write(b)
+}
+
+func (w *runWriter) varint(v int64) {
+	n := binary.PutVarint(w.tmp[:], v)
+	w.bw.Write(w.tmp[:n])
 }
 
 func (w *runWriter) uvarint(v uint64) {
@@ -273,7 +279,15 @@ func (c *runCursor) next() (arrow.Record, error) {
 func (c *runCursor) node(t arrow.DataType) (arrow.ArrayData, error) {
 	var hdr [4]uint64 // length, nulls, offset, buffers
 	for i := range hdr {
-		v, err := binary.ReadUvarint(c.br)
+		var v uint64
+		var err error
+		if i == 1 {
+			var n int64
+			n, err = binary.ReadVarint(c.br)
+			v = uint64(n)
+		} else {
+			v, err = binary.ReadUvarint(c.br)
+		}
 		if err != nil {
 			return nil, noEOF(err)
 		}
@@ -323,7 +337,7 @@ func (c *runCursor) node(t arrow.DataType) (arrow.ArrayData, error) {
 		}
 		kids = append(kids, k)
 	}
-	d := array.NewData(t, int(hdr[0]), bufs, kids, int(hdr[1]), int(hdr[2]))
+	d := array.NewData(t, int(hdr[0]), bufs, kids, int(int64(hdr[1])), int(hdr[2]))
 	release()
 	for _, k := range kids {
 		k.Release()
