@@ -236,20 +236,31 @@ func stringSources(src []*array.String) []strSource {
 	return ss
 }
 
-// stringsSize is the bytes of refs' strings.
-func stringsSize(ss []strSource, refs []rowRef) int {
-	size := 0
-	for _, r := range refs {
-		o := ss[r.rec].offs
-		size += int(o[r.row+1] - o[r.row])
+// stringsGuess is about the bytes of n strings of the sources: their
+// average length, and a quarter more.
+func stringsGuess(ss []strSource, n int) int {
+	bytes, rows := 0, 0
+	for _, s := range ss {
+		if len(s.offs) > 1 {
+			bytes += int(s.offs[len(s.offs)-1] - s.offs[0])
+			rows += len(s.offs) - 1
+		}
 	}
-	return size
+	if rows == 0 {
+		return 64
+	}
+	return bytes/rows*n + bytes/rows*n/4 + 64
 }
 
-// gatherStringsInto gathers refs' strings into offs (len(refs)+1) and data
-// (stringsSize bytes); a run of consecutive rows of a record is copied at
-// once.
-func gatherStringsInto(offs []int32, data []byte, ss []strSource, refs []rowRef) {
+// gatherStringsInto gathers refs' strings: their offsets into offs
+// (len(refs)+1) and their bytes into data (up to its capacity), which
+// more replaces when they do not fit (more(n, data) returns at least n
+// bytes beginning with data's: bufPool.Reallocate); it returns data up to the last string's end. One pass over the
+// sources (a pass to size the bytes first cost as much as the copy: the
+// rows are spread over the inputs). A run of consecutive rows of a record
+// is copied at once; a short string in word moves.
+func gatherStringsInto(offs []int32, data []byte, more func(int, []byte) []byte, ss []strSource, refs []rowRef) []byte {
+	data = data[:cap(data)]
 	pos := int32(0)
 	for i := 0; i < len(refs); {
 		r := refs[i]
@@ -270,6 +281,10 @@ func gatherStringsInto(offs []int32, data []byte, ss []strSource, refs []rowRef)
 			case n <= 32 && int(pos)+32 <= len(data) && int(from)+32 <= len(s.data):
 				*(*[32]byte)(data[pos:]) = *(*[32]byte)(s.data[from:])
 			default:
+				if int(pos+n) > len(data) {
+					data = more(int(pos+n)+len(data)/2, data)
+					data = data[:cap(data)]
+				}
 				copy(data[pos:], s.data[from:to])
 			}
 			pos += n
@@ -279,11 +294,17 @@ func gatherStringsInto(offs []int32, data []byte, ss []strSource, refs []rowRef)
 			for x := range k - i {
 				offs[i+x] = pos + o[x] - base
 			}
+			n := o[k-i] - base
+			if int(pos+n) > len(data) {
+				data = more(int(pos+n)+len(data)/2, data)
+				data = data[:cap(data)]
+			}
 			pos += int32(copy(data[pos:], s.data[base:o[k-i]]))
 		}
 		i = k
 	}
 	offs[len(refs)] = pos
+	return data[:pos]
 }
 
 // gatherStrings gathers a string column into buffers of pool.
@@ -291,9 +312,8 @@ func gatherStrings(pool *bufPool, t arrow.DataType, src []*array.String, refs []
 	valid, nulls := validity(pool, src, refs)
 	ss := stringSources(src)
 	offBuf := pool.buffer((len(refs) + 1) * 4)
-	data := pool.buffer(stringsSize(ss, refs))
-	gatherStringsInto(asSlice[int32](offBuf.Bytes()), data.Bytes(), ss, refs)
-	return finishArray(t, len(refs), nulls, valid, offBuf, data)
+	data := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.Allocate(stringsGuess(ss, len(refs))), pool.Reallocate, ss, refs)
+	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool))
 }
 
 // finishArray makes the array of buffers (after the validity bitmap) and

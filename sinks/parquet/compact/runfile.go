@@ -93,8 +93,7 @@ func (w *runWriter) gatherInto(t arrow.DataType, recs []arrow.Record, j int, ref
 		valid, nulls = validityInto(src, refs, w.alloc)
 		ss := stringSources(src)
 		offs := grow(&w.cols[1], (n+1)*4)
-		data := grow(&w.cols[2], stringsSize(ss, refs))
-		gatherStringsInto(asSlice[int32](offs), data, ss, refs)
+		data := gatherStringsInto(asSlice[int32](offs), w.cols[2], w.more, ss, refs)
 		w.node(n, nulls, valid, offs, data)
 	case arrow.FLOAT64:
 		src := columns[*array.Float64](recs, j)
@@ -209,6 +208,12 @@ func (w *runWriter) finish() (string, error) {
 func (w *runWriter) abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
+}
+
+// more is the strings' scratch of n bytes or more, data's bytes first.
+func (w *runWriter) more(n int, data []byte) []byte {
+	w.cols[2] = append(data, make([]byte, n-len(data))...)
+	return w.cols[2]
 }
 
 // grow returns (*b)[:n], reallocating *b when it is too small.

@@ -50,7 +50,7 @@ func sameRecord(t *testing.T, what string, got, want arrow.Record) {
 	}
 	for j := range int(want.NumCols()) {
 		if !array.Equal(got.Column(j), want.Column(j)) {
-			t.Errorf("%s: column %s: got %v, want %v", what, want.Schema().Field(j).Name, got.Column(j), want.Column(j))
+			t.Errorf("%s: column %s differs", what, want.Schema().Field(j).Name)
 		}
 	}
 }
@@ -240,4 +240,52 @@ func TestBufPool(t *testing.T) {
 	if big := p.Allocate(200 << 20); len(big) != 200<<20 {
 		t.Fatal("a large buffer")
 	}
+}
+
+// The strings' bytes are sized by the sources' average length: rows far
+// longer than it grow the buffer (the pool's and the writer's scratch),
+// keeping the bytes gathered before.
+func TestGatherStringsLongerThanTheirSources(t *testing.T) {
+	u := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, u)
+	var refs []rowRef
+	for i := range 2000 {
+		s := ""
+		if i%100 == 0 {
+			s = fmt.Sprintf("%0300d", i)
+			refs = append(refs, rowRef{0, int32(i)}, rowRef{0, int32(i + 1)}) // and an empty one after it: a run
+		}
+		b.Field(0).(*array.StringBuilder).Append(s)
+	}
+	rec := b.NewRecord()
+	b.Release()
+	defer rec.Release()
+	recs := []arrow.Record{rec}
+	want := rowsOf(t, u, recs, refs)
+	defer want.Release()
+	pool := newBufPool(1 << 20)
+	got := gather(pool, u, recs, refs)
+	sameRecord(t, "gathered", got, want)
+	got.Release()
+	w, err := newRunWriter(pool, u, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.writeRows(recs, refs); err != nil {
+		t.Fatal(err)
+	}
+	path, err := w.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openRun(pool, u, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	read, err := c.next()
+	if err != nil || read == nil {
+		t.Fatalf("%v, %v", read, err)
+	}
+	sameRecord(t, "spilled", read, want)
 }
