@@ -259,3 +259,42 @@ func TestGatherMatchesRowBuilder(t *testing.T) {
 		}
 	}
 }
+
+// sortNearlySorted orders like slices.SortStableFunc (equal keys in their
+// order) on input in order, nearly in order, and far from it (where it
+// gives up inserting).
+func TestSortNearlySorted(t *testing.T) {
+	type item struct{ key, pos int }
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		name string
+		swap int // random swaps of neighbours within 40 places
+		rev  bool
+	}{{"sorted", 0, false}, {"nearly", 30, false}, {"many swaps", 3000, false}, {"reversed", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 2000
+			x := make([]item, n)
+			for i := range x {
+				x[i] = item{key: i / 3, pos: i} // equal keys in threes
+				if tc.rev {
+					x[i].key = (n - i) / 3
+				}
+			}
+			for range tc.swap {
+				i := r.IntN(n - 40)
+				j := i + 1 + r.IntN(39)
+				x[i], x[j] = x[j], x[i]
+			}
+			for i := range x {
+				x[i].pos = i
+			}
+			cmp := func(a, b item) int { return a.key - b.key }
+			want := slices.Clone(x)
+			slices.SortStableFunc(want, cmp)
+			sortNearlySorted(x, cmp)
+			if !slices.Equal(x, want) {
+				t.Fatal("not the stable order")
+			}
+		})
+	}
+}
