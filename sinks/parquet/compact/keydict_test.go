@@ -258,3 +258,44 @@ func TestDaySinkRunsAreKeyed(t *testing.T) {
 		t.Fatal("the day's dictionary outlives its flush")
 	}
 }
+
+// A row's id is its prefix's, whichever way idsOf finds it (the row after
+// the previous row's last time, the previous row's, the map): records
+// that repeat a listing in order, with changes, nulls and values that
+// are prefixes of each other.
+func TestKeyDictIDsMatchPrefixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	d := newKeyDict(dictSchema, dictKey)
+	byPrefix := map[string]uint32{}
+	base := dictRecords(r, 60, 60, 0)
+	recs := slices.Clone(base)
+	for range 6 {
+		recs = append(recs, base[0]) // the same listing again: guesses hit
+	}
+	recs = append(recs, dictRecords(r, 300, 50, 100)...)
+	defer func() {
+		for _, rec := range recs[len(base)+6:] {
+			rec.Release()
+		}
+		for _, rec := range base {
+			rec.Release()
+		}
+	}()
+	for k, rec := range recs {
+		kv, err := newKeyView(rec, dictKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := d.idsOf(&kv, int(rec.NumRows()))
+		for i, id := range ids {
+			p := string(appendPrefix(nil, &kv, d.cols, i))
+			if want, ok := byPrefix[p]; ok && want != id {
+				t.Fatalf("record %d row %d: id %d, its prefix had %d", k, i, id, want)
+			}
+			if d.keys[id] != p {
+				t.Fatalf("record %d row %d: id %d is another prefix's", k, i, id)
+			}
+			byPrefix[p] = id
+		}
+	}
+}
