@@ -93,7 +93,7 @@ func (s *sorter) spill() error {
 	if len(refs) == 0 {
 		return nil
 	}
-	sortNearlySorted(refs, func(a, b rowRef) int {
+	slices.SortStableFunc(refs, func(a, b rowRef) int {
 		return compareRows(&s.views[a.rec], int(a.row), &s.views[b.rec], int(b.row))
 	})
 	if err := copyable(s.mem, s.u); err != nil {
@@ -159,33 +159,10 @@ func (s *sorter) sorted() (*memRun, int64) {
 	cmp := func(a, b rowRef) int {
 		return compareRows(&views[a.rec], int(a.row), &views[b.rec], int(b.row))
 	}
-	sortNearlySorted(order, cmp)
-	return &memRun{key: s.key, recs: chunk, views: views, order: order, ids: ids}, size
-}
-
-// sortNearlySorted sorts x stably: by insertion while that moves at most
-// a few elements per row (a snapshot lists its names nearly in order:
-// insertion sort then costs about one comparison a row, where a merge
-// sort costs its log n levels whatever the order), else by
-// slices.SortStableFunc.
-func sortNearlySorted[E any](x []E, cmp func(a, b E) int) {
-	budget := 4*len(x) + 64 // element moves
-	for i := 1; i < len(x); i++ {
-		if cmp(x[i-1], x[i]) <= 0 {
-			continue
-		}
-		v := x[i]
-		j := i - 1
-		for j > 0 && cmp(x[j-1], v) > 0 {
-			j--
-		}
-		if budget -= i - j; budget < 0 {
-			slices.SortStableFunc(x, cmp) // x[:i] sorted, x[i:] as it was: still a permutation
-			return
-		}
-		copy(x[j+1:i+1], x[j:i])
-		x[j] = v
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortStableFunc(order, cmp)
 	}
+	return &memRun{key: s.key, recs: chunk, views: views, order: order, ids: ids}, size
 }
 
 // finish spills what is left and returns the runs.
