@@ -16,8 +16,9 @@ import (
 //
 //  1. The per-snapshot files are read in batches into a chunk of at most
 //     Options.ChunkBytes of Arrow data; the chunk is sorted in memory by
-//     the key and spilled to a sorted run (an Arrow IPC stream, LZ4, under
-//     .compact/tmp, never in a table folder). Small files share a chunk.
+//     the key and spilled to a sorted run (each column's Arrow buffers,
+//     S2: runfile.go; under .compact/tmp, never in a table folder). Small
+//     files share a chunk.
 //  2. The runs, and the day's earlier compacted files (already sorted),
 //     are merged by a heap that holds one small batch of each: at most
 //     mergeFanIn inputs at a time; more runs are first merged into longer

@@ -35,8 +35,8 @@ type Replayed struct {
 	pool *bufPool // the day's merges' buffers (nil: a pool of its own)
 }
 
-// Run is a sorted run of a replay and its schema: spilled (an Arrow IPC
-// stream under the Lake's TempDir, at Path) or held in memory.
+// Run is a sorted run of a replay and its schema: spilled (a run file,
+// runfile.go, under the Lake's TempDir, at Path) or held in memory.
 type Run struct {
 	Path   string
 	Schema *arrow.Schema
