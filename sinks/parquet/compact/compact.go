@@ -557,12 +557,17 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	err = mergeKeyed(ctx, cursors, ids, j.key, mk, func(src int, rec arrow.Record, row int) error {
 		g.add(src, rec, row)
 		if g.rows() >= outBatch {
-			return p.send(g.flush())
+			b, err := g.flush()
+			if err != nil {
+				return err
+			}
+			return p.send(b)
 		}
 		return nil
 	})
 	if err == nil {
-		if b := g.flush(); b != nil {
+		var b arrow.Record
+		if b, err = g.flush(); b != nil {
 			err = p.send(b)
 		}
 	}

@@ -1,6 +1,8 @@
 package compact
 
 import (
+	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,13 +47,13 @@ func (g *gatherer) add(src int, rec arrow.Record, i int) {
 func (g *gatherer) rows() int { return len(g.refs) }
 
 // flush returns the rows added so far as one record (nil when none).
-func (g *gatherer) flush() arrow.Record {
+func (g *gatherer) flush() (arrow.Record, error) {
 	if len(g.refs) == 0 {
-		return nil
+		return nil, nil
 	}
-	rec := gather(g.pool, g.u, g.recs, g.refs)
+	rec, err := gather(g.pool, g.u, g.recs, g.refs)
 	g.release()
-	return rec
+	return rec, err
 }
 
 // writeTo writes the rows added so far to w as a batch (none when none).
@@ -77,31 +79,36 @@ func (g *gatherer) release() {
 
 // gather builds the record of refs' rows of recs (all with schema u), its
 // buffers from pool.
-func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
-	cols := make([]arrow.Array, u.NumFields())
+func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) (arrow.Record, error) {
+	cols := make([]arrow.Array, 0, u.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
 	for j, f := range u.Fields() {
-		cols[j] = gatherColumn(pool, f.Type, recs, j, refs)
+		c, err := gatherColumn(pool, f.Type, recs, j, refs)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		cols = append(cols, c)
 	}
-	out := array.NewRecord(u, cols, int64(len(refs)))
-	for _, c := range cols {
-		c.Release()
-	}
-	return out
+	return array.NewRecord(u, cols, int64(len(refs))), nil
 }
 
 // gatherColumn gathers column j of refs' rows: flat columns into buffers
 // of pool (every byte written), booleans and lists through arrow-go's
 // builders (Go's zeroed memory: builders rely on it).
-func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) arrow.Array {
+func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) (arrow.Array, error) {
 	switch t.ID() {
 	case arrow.STRING:
 		return gatherStrings(pool, t, columns[*array.String](recs, j), refs)
 	case arrow.FLOAT64:
-		return gatherFixed(pool, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs)
+		return gatherFixed(pool, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs), nil
 	case arrow.INT64:
-		return gatherFixed(pool, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs)
+		return gatherFixed(pool, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs), nil
 	case arrow.TIMESTAMP:
-		return gatherFixed(pool, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs)
+		return gatherFixed(pool, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs), nil
 	}
 	b := array.NewBuilder(memory.DefaultAllocator, t)
 	defer b.Release()
@@ -115,7 +122,7 @@ func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, r
 				bb.Append(a.Value(int(r.row)))
 			}
 		}
-		return b.NewArray()
+		return b.NewArray(), nil
 	}
 	// lists: the row appender
 	app, err := appender(b, t)
@@ -125,7 +132,7 @@ func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, r
 	for _, r := range refs {
 		app(recs[r.rec].Column(j), int(r.row))
 	}
-	return b.NewArray()
+	return b.NewArray(), nil
 }
 
 // columns returns column j of each record as its concrete array type.
@@ -259,9 +266,9 @@ func stringsGuess(ss []strSource, n int) int {
 // sources (a pass to size the bytes first cost as much as the copy: the
 // rows are spread over the inputs). A run of consecutive rows of a record
 // is copied at once; a short string in word moves.
-func gatherStringsInto(offs []int32, data []byte, more func(int, []byte) []byte, ss []strSource, refs []rowRef) []byte {
+func gatherStringsInto(offs []int32, data []byte, more func(int, []byte) []byte, ss []strSource, refs []rowRef) ([]byte, error) {
 	data = data[:cap(data)]
-	pos := int32(0)
+	pos := 0 // an int: the sum may pass int32's range, checked before it is an offset
 	for i := 0; i < len(refs); {
 		r := refs[i]
 		s := &ss[r.rec]
@@ -269,51 +276,74 @@ func gatherStringsInto(offs []int32, data []byte, more func(int, []byte) []byte,
 		for k < len(refs) && refs[k].rec == r.rec && refs[k].row == refs[k-1].row+1 {
 			k++
 		}
+		var n int
 		if k-i == 1 {
-			offs[i] = pos
-			from, to := s.offs[r.row], s.offs[r.row+1]
-			n := to - from
+			offs[i] = int32(pos)
+			from, to := int(s.offs[r.row]), int(s.offs[r.row+1])
+			n = to - from
+			if err := stringsFit(pos, n); err != nil {
+				return nil, err
+			}
 			switch {
-			case n <= 16 && int(pos)+16 <= len(data) && int(from)+16 <= len(s.data):
+			case n <= 16 && pos+16 <= len(data) && from+16 <= len(s.data):
 				// a short string in two word moves: the bytes past it
 				// are overwritten by the strings after it
 				*(*[16]byte)(data[pos:]) = *(*[16]byte)(s.data[from:])
-			case n <= 32 && int(pos)+32 <= len(data) && int(from)+32 <= len(s.data):
+			case n <= 32 && pos+32 <= len(data) && from+32 <= len(s.data):
 				*(*[32]byte)(data[pos:]) = *(*[32]byte)(s.data[from:])
 			default:
-				if int(pos+n) > len(data) {
-					data = more(int(pos+n)+len(data)/2, data)
+				if pos+n > len(data) {
+					data = more(pos+n+len(data)/2, data)
 					data = data[:cap(data)]
 				}
 				copy(data[pos:], s.data[from:to])
 			}
-			pos += n
 		} else {
 			o := s.offs[r.row : int(r.row)+k-i+1]
 			base := o[0]
-			for x := range k - i {
-				offs[i+x] = pos + o[x] - base
+			n = int(o[k-i] - base)
+			if err := stringsFit(pos, n); err != nil {
+				return nil, err
 			}
-			n := o[k-i] - base
-			if int(pos+n) > len(data) {
-				data = more(int(pos+n)+len(data)/2, data)
+			for x := range k - i {
+				offs[i+x] = int32(pos) + o[x] - base
+			}
+			if pos+n > len(data) {
+				data = more(pos+n+len(data)/2, data)
 				data = data[:cap(data)]
 			}
-			pos += int32(copy(data[pos:], s.data[base:o[k-i]]))
+			copy(data[pos:], s.data[base:o[k-i]])
 		}
+		pos += n
 		i = k
 	}
-	offs[len(refs)] = pos
-	return data[:pos]
+	offs[len(refs)] = int32(pos)
+	return data[:pos], nil
+}
+
+// stringsFit reports n more bytes of strings after pos past a string
+// column's int32 offsets.
+func stringsFit(pos, n int) error {
+	if pos+n > math.MaxInt32 {
+		return fmt.Errorf("gather strings: %d bytes and %d more pass a string column's 2 GiB", pos, n)
+	}
+	return nil
 }
 
 // gatherStrings gathers a string column into buffers of pool.
-func gatherStrings(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef) arrow.Array {
+func gatherStrings(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef) (arrow.Array, error) {
 	valid, nulls := validity(pool, src, refs)
 	ss := stringSources(src)
 	offBuf := pool.buffer((len(refs) + 1) * 4)
-	data := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.Allocate(stringsGuess(ss, len(refs))), pool.Reallocate, ss, refs)
-	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool))
+	data, err := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.Allocate(stringsGuess(ss, len(refs))), pool.Reallocate, ss, refs)
+	if err != nil {
+		offBuf.Release()
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, err
+	}
+	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
 }
 
 // finishArray makes the array of buffers (after the validity bitmap) and

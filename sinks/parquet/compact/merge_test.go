@@ -178,14 +178,14 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 			err = merge(context.Background(), cursors, mergeKey, func(src int, rec arrow.Record, row int) error {
 				g.add(src, rec, row)
 				if g.rows() >= 8 {
-					got = append(got, g.flush())
+					got = append(got, mustFlush(t, g))
 				}
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec := g.flush(); rec != nil {
+			if rec := mustFlush(t, g); rec != nil {
 				got = append(got, rec)
 			}
 			i := 0
@@ -241,7 +241,7 @@ func TestGatherMatchesRowBuilder(t *testing.T) {
 		k := r.IntN(len(recs))
 		refs = append(refs, rowRef{int32(k), int32(r.IntN(int(recs[k].NumRows())))})
 	}
-	got := gather(newBufPool(1<<20), u, recs, refs)
+	got := mustGather(t, newBufPool(1<<20), u, recs, refs)
 	defer got.Release()
 	rb, err := newRowBuilder(memory.DefaultAllocator, u)
 	if err != nil {

@@ -182,7 +182,7 @@ func TestReusedBuffersLeakNothing(t *testing.T) {
 		recs := []arrow.Record{rec}
 		want := rowsOf(t, u, recs, refs)
 		defer want.Release()
-		got := gather(pool, u, recs, refs)
+		got := mustGather(t, pool, u, recs, refs)
 		sameRecord(t, fmt.Sprintf("gathered batch %d", k), got, want)
 		got.Release() // its buffers go back to the pool for the next batch
 		if err := w.writeRows(recs, refs); err != nil {
@@ -264,7 +264,7 @@ func TestGatherStringsLongerThanTheirSources(t *testing.T) {
 	want := rowsOf(t, u, recs, refs)
 	defer want.Release()
 	pool := newBufPool(1 << 20)
-	got := gather(pool, u, recs, refs)
+	got := mustGather(t, pool, u, recs, refs)
 	sameRecord(t, "gathered", got, want)
 	got.Release()
 	w, err := newRunWriter(pool, u, t.TempDir())
@@ -288,4 +288,33 @@ func TestGatherStringsLongerThanTheirSources(t *testing.T) {
 		t.Fatalf("%v, %v", read, err)
 	}
 	sameRecord(t, "spilled", read, want)
+}
+
+// write writes rec as a batch of all its rows (the production path,
+// writeRows; a sliced record's offsets included) and releases it.
+func (w *runWriter) write(rec arrow.Record) error {
+	defer rec.Release()
+	refs := make([]rowRef, rec.NumRows())
+	for i := range refs {
+		refs[i] = rowRef{0, int32(i)}
+	}
+	return w.writeRows([]arrow.Record{rec}, refs)
+}
+
+func mustGather(t *testing.T, pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
+	t.Helper()
+	rec, err := gather(pool, u, recs, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func mustFlush(t *testing.T, g *gatherer) arrow.Record {
+	t.Helper()
+	rec, err := g.flush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
