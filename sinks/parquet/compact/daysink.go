@@ -284,7 +284,7 @@ func (d *dayRows) startMerge() {
 	d.merges++
 	go func() {
 		defer close(done)
-		err := d.mergeGroup(group, out)
+		err := recovered(func() error { return d.mergeGroup(group, out) })
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.merging = nil

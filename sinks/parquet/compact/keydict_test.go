@@ -287,6 +287,9 @@ func TestKeyDictIDsMatchPrefixes(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := d.idsOf(&kv, int(rec.NumRows()))
+		if len(ids) != int(rec.NumRows()) {
+			t.Fatalf("record %d: %d ids for %d rows", k, len(ids), rec.NumRows())
+		}
 		for i, id := range ids {
 			p := string(appendPrefix(nil, &kv, d.cols, i))
 			if want, ok := byPrefix[p]; ok && want != id {

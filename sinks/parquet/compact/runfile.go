@@ -570,6 +570,18 @@ func (c *runCursor) buffer() (*memory.Buffer, error) {
 	return nil, fmt.Errorf("buffer kind %d", kind)
 }
 
+// recovered runs fn, a panic an error: a merge on a goroutine of its own
+// must not end the process (a damaged run or a bug in one day's merge
+// fails that day, through the merge's error).
+func recovered(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn()
+}
+
 // noEOF makes an end of file inside a batch an error of its own.
 func noEOF(err error) error {
 	if errors.Is(err, io.EOF) {

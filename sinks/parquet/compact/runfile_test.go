@@ -137,8 +137,10 @@ func TestRunFileRoundTrip(t *testing.T) {
 
 // The pool's buffers are not zeroed: a batch gathered or read after
 // another of the same sizes gets its own values only — its nulls where
-// the batch before had values, its short strings where it had long ones,
-// and no byte of the earlier strings past its own.
+// the batch before had values, its short strings where it had long ones
+// (array.Equal compares each string's bytes, from its offsets: bytes of
+// the earlier strings past the last offset, which nothing reads, are not
+// compared).
 func TestReusedBuffersLeakNothing(t *testing.T) {
 	u := arrow.NewSchema([]arrow.Field{
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
