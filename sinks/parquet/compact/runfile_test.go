@@ -97,7 +97,7 @@ func TestRunFileRoundTrip(t *testing.T) {
 		switch b % 3 {
 		case 0, 1:
 			err = w.writeRows(recs, refs)
-		default: // a whole record: its arrays as they are
+		default: // a whole record, all its rows (write)
 			want[b].Retain()
 			err = w.write(want[b])
 		}
