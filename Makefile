@@ -53,6 +53,7 @@ fuzz:
 	$(call fuzz,FuzzInfer,20000,./pipeline/infer/)
 	$(call fuzz,FuzzTemplate,150000,./pipeline/extract/auth/)
 	$(call fuzz,FuzzSplice,250000,./pipeline/extract/envelope/)
+	$(call fuzz,FuzzChunk,5000,./sinks/parquet/pqpage/)
 
 # fuzz runs target $(1) of package $(3) for $(2) x $(FUZZX) executions.
 fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x -fuzzminimizetime 0 $(3)
