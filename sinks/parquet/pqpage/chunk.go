@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -115,6 +116,7 @@ type Chunk struct {
 	minF, maxF     float64
 	minB, maxB     bool
 	minS, maxS     []byte
+	minK, maxK     uint64 // key(minS), key(maxS)
 	minBuf, maxBuf []byte // minS, maxS once owned
 	lastBuf        []byte // last, once owned
 }
@@ -186,13 +188,11 @@ func (c *Chunk) Append(arr arrow.Array) error {
 	return nil
 }
 
-// size estimates the page's encoded values.
-func (c *Chunk) size() int64 {
-	if c.opt.Delta {
-		return int64(len(c.vals) + 2*len(c.prefix))
-	}
-	return int64(len(c.vals))
-}
+// size estimates the page's encoded values: their bytes (PLAIN), the
+// suffixes' (DELTA_BYTE_ARRAY, whose lengths take a few bits each), as
+// arrow-go's encoders estimate them. Counting the delta lengths as 2 bytes
+// a value made the 1M listing's instrument_id 11% larger (smaller pages).
+func (c *Chunk) size() int64 { return int64(len(c.vals)) }
 
 // own copies what the chunk keeps of the last array (the page's last
 // string, the min and max strings) out of it: the caller releases it.
@@ -346,26 +346,41 @@ func (c *Chunk) bools(values []byte, bit, n int, bitmap []byte) {
 }
 
 // str notes string v for the statistics: only a value that can be a new
-// min or max (its first byte not strictly between theirs) is compared.
+// min or max (its key not strictly between theirs) is compared.
 func (c *Chunk) str(v []byte) {
 	if !c.opt.Stats {
 		return
 	}
+	k := key(v)
 	if !c.hasMinMax {
-		c.minS, c.maxS, c.hasMinMax = v, v, true
+		c.minS, c.maxS, c.minK, c.maxK, c.hasMinMax = v, v, k, k, true
 		return
 	}
-	if len(v) > 0 && len(c.minS) > 0 && len(c.maxS) > 0 && v[0] > c.minS[0] && v[0] < c.maxS[0] {
+	if k > c.minK && k < c.maxK {
 		return
 	}
-	if bytes.Compare(v, c.minS) < 0 {
-		c.minS = v
-	} else if bytes.Compare(v, c.maxS) > 0 {
-		c.maxS = v
+	if k < c.minK || k == c.minK && bytes.Compare(v, c.minS) < 0 {
+		c.minS, c.minK = v, k
+	} else if k > c.maxK || k == c.maxK && bytes.Compare(v, c.maxS) > 0 {
+		c.maxS, c.maxK = v, k
 	}
 }
 
+// key is v's first 8 bytes as a big-endian number, zero-padded: a string
+// whose key is less (greater) than another's is less (greater) as bytes.
+func key(v []byte) uint64 {
+	if len(v) >= 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	var k uint64
+	for i, b := range v {
+		k |= uint64(b) << (56 - 8*i)
+	}
+	return k
+}
+
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
+	c.vals = slices.Grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]))
 	for i := range len(offsets) - 1 {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue

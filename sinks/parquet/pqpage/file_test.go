@@ -391,3 +391,25 @@ func TestFileMatchesArrowGo(t *testing.T) {
 		})
 	}
 }
+
+// Columns of only empty strings (an Arrow array whose value buffer is
+// empty) have the statistics arrow-go gives them.
+func TestFileEmptyStrings(t *testing.T) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	defer b.Release()
+	for c := range testSchema.Fields() {
+		switch fb := b.Field(c).(type) {
+		case *array.StringBuilder:
+			fb.AppendValues([]string{"", "", ""}, nil)
+		default:
+			fb.AppendEmptyValues(3)
+		}
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	dir := t.TempDir()
+	want, got := filepath.Join(dir, "arrowgo.parquet"), filepath.Join(dir, "ours.parquet")
+	writeArrowGo(t, want, testProps(10, 1<<10), []arrow.Record{rec})
+	writeOurs(t, got, testProps(10, 1<<10), []arrow.Record{rec})
+	compareFiles(t, want, got, []arrow.Record{rec})
+}
