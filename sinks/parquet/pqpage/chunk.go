@@ -16,6 +16,7 @@ package pqpage
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -359,11 +360,21 @@ func (c *Chunk) str(v []byte) {
 	if k > c.minK && k < c.maxK {
 		return
 	}
-	if k < c.minK || k == c.minK && bytes.Compare(v, c.minS) < 0 {
+	if k < c.minK || k == c.minK && compareSameKey(v, c.minS) < 0 {
 		c.minS, c.minK = v, k
-	} else if k > c.maxK || k == c.maxK && bytes.Compare(v, c.maxS) > 0 {
+	} else if k > c.maxK || k == c.maxK && compareSameKey(v, c.maxS) > 0 {
 		c.maxS, c.maxK = v, k
 	}
+}
+
+// compareSameKey is bytes.Compare(a, b) for a and b of the same key: past
+// their first 8 bytes, or by length when one has no more (the shorter one's
+// key is padded with zeros: it is the other's prefix).
+func compareSameKey(a, b []byte) int {
+	if len(a) <= 8 || len(b) <= 8 {
+		return cmp.Compare(len(a), len(b))
+	}
+	return bytes.Compare(a[8:], b[8:])
 }
 
 // key is v's first 8 bytes as a big-endian number, zero-padded: a string
