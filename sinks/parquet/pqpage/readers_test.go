@@ -40,7 +40,7 @@ func readerFiles(t *testing.T, dir string, modes ...nullMode) (sd int) {
 // and in parquet_metadata and parquet_schema the same row groups, types,
 // encodings and statistics (min, max, their legacy fields, null counts).
 //
-// Without all-null batches: DuckDB (1.4) rejects arrow-go's page of a
+// Without all-null batches: DuckDB (node-api 1.5.6) rejects arrow-go's page of a
 // DELTA_BYTE_ARRAY column that holds only nulls ("invalid number of
 // miniblocks per block"), see TestDuckDBReadsAllNullDeltaPages.
 func TestDuckDBReadsAsArrowGo(t *testing.T) {
