@@ -46,7 +46,7 @@ func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states state
 	e := &eventsRun{
 		log: log, turn: turn,
 		meta: sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
-		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir(), Background: true},
+		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir(), Background: true, Reuse: states.Reuse()},
 	}
 	if turn == nil {
 		prev, err := states.Load(ctx, sum.Source)
@@ -317,6 +317,9 @@ type stateStore interface {
 	Release(*events.State)
 	// TempDir is where comparisons spill rows and write the next state.
 	TempDir() string
+	// Reuse is the memory the store's comparisons share (one after the
+	// other: a replay, a long-running process).
+	Reuse() *events.Reuse
 }
 
 // states keeps the events state in the data directory's store, under the
@@ -330,13 +333,14 @@ type states struct {
 	st    storage.Store
 	dir   string // the local folder the states are compared in
 	local bool   // dir is the store's own folder: nothing to copy
+	reuse *events.Reuse
 }
 
 func newStates(st storage.Store, scratch string) *states {
 	if dir := storage.LocalDir(st); dir != "" {
-		return &states{st: st, dir: dir, local: true}
+		return &states{st: st, dir: dir, local: true, reuse: events.NewReuse()}
 	}
-	return &states{st: st, dir: scratch}
+	return &states{st: st, dir: scratch, reuse: events.NewReuse()}
 }
 
 // object is the state's name in the store.
@@ -410,18 +414,21 @@ func (s *states) Release(st *events.State) { st.Close() }
 
 func (s *states) TempDir() string { return events.StateDir(s.dir) }
 
+func (s *states) Reuse() *events.Reuse { return s.reuse }
+
 // memStates keeps states between the snapshots of a replay, starting from an
 // empty state per source. A large state is a temporary file in dir (the
 // events' state folder, in the data directory when it is local, where
 // datadir.CleanTemp finds it after a crash); Close removes them.
 type memStates struct {
-	dir string
-	m   map[string]*events.State
+	dir   string
+	m     map[string]*events.State
+	reuse *events.Reuse
 }
 
 // memStates returns the states of a replay or catch-up.
 func (r *Runner) memStates() *memStates {
-	return &memStates{dir: newStates(r.cfg.Store, r.cfg.Scratch).TempDir(), m: map[string]*events.State{}}
+	return &memStates{dir: newStates(r.cfg.Store, r.cfg.Scratch).TempDir(), m: map[string]*events.State{}, reuse: events.NewReuse()}
 }
 
 func (m *memStates) Load(_ context.Context, source string) (*events.State, error) {
@@ -443,6 +450,8 @@ func (m *memStates) Save(_ context.Context, s *events.State) error {
 func (m *memStates) Release(*events.State) {}
 
 func (m *memStates) TempDir() string { return m.dir }
+
+func (m *memStates) Reuse() *events.Reuse { return m.reuse }
 
 // Close releases every state (removing their temporary files).
 func (m *memStates) Close() {

@@ -84,14 +84,14 @@ type spillFile struct {
 // newSorter returns a sorter holding at most about budget bytes of rows in
 // memory: two buffers of half of it, one filling while the other is
 // sorted and written in the background.
-func newSorter(source string, budget int, dir string) *sorter {
+func newSorter(source string, budget int, dir string, re *Reuse) *sorter {
 	if budget <= 0 {
 		budget = defaultMemBytes
 	}
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	return &sorter{source: source, budget: max(int64(budget)/2, 1), dir: dir}
+	return &sorter{source: source, budget: max(int64(budget)/2, 1), dir: dir, buffer: newRowBuffer(re)}
 }
 
 // add copies a row; a later row of the same name replaces an earlier one.
@@ -171,7 +171,7 @@ func (s *sorter) spill() error {
 	}
 	full := s.buffer
 	if s.spare == nil {
-		s.spare = &buffer{}
+		s.spare = &buffer{ar: arena{re: s.ar.re}}
 	}
 	s.buffer, *s.spare = *s.spare, buffer{}
 	spare := s.spare
@@ -586,7 +586,10 @@ func (s *sorter) stream() (cursor, error) {
 	if err := s.wait(); err != nil {
 		return nil, err
 	}
-	s.spare = nil
+	if s.spare != nil {
+		s.spare.release()
+		s.spare = nil
+	}
 	s.buffer.sort()
 	mem := &memCursor{ar: &s.ar, ents: s.ents, i: -1}
 	if len(s.runs) == 0 {
@@ -639,20 +642,23 @@ func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
 // takeState moves the sorted buffer into an in-memory State.
 func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
 	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents}
-	s.buffer = buffer{}
+	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2} // the keys go back at close
 	return st
 }
 
 // close removes the runs and drops the buffers.
 func (s *sorter) close() {
 	s.wait()
-	s.spare = nil
+	if s.spare != nil {
+		s.spare.release()
+		s.spare = nil
+	}
 	s.runs = nil
 	if s.file != nil {
 		s.file.close()
 		s.file = nil
 	}
-	s.buffer = buffer{}
+	s.buffer.release()
 }
 
 // memCursor reads sorted entries held in memory.
