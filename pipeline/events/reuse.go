@@ -13,8 +13,8 @@ import "sync"
 // holds goes with the garbage collector's next cycles when unused.
 type Reuse struct {
 	chunks sync.Pool // *[]byte of cap chunkSize
-	ents   sync.Pool // *[]entry
-	keys   sync.Pool // *[]sortKey
+	ents   slicePool[entry]
+	keys   slicePool[sortKey]
 }
 
 // NewReuse returns an empty Reuse.
@@ -44,35 +44,47 @@ func (r *Reuse) putChunks(chunks [][]byte) {
 	}
 }
 
-func (r *Reuse) entries() []entry {
-	if r != nil {
-		if p, ok := r.ents.Get().(*[]entry); ok {
-			return (*p)[:0]
-		}
+// slicePool recycles slices of T.
+type slicePool[T any] struct{ p sync.Pool }
+
+// get returns an empty slice, with the capacity of one put back if any.
+func (sp *slicePool[T]) get() []T {
+	if p, ok := sp.p.Get().(*[]T); ok {
+		return (*p)[:0]
 	}
 	return nil
 }
 
+func (sp *slicePool[T]) put(s []T) {
+	if cap(s) > 0 {
+		s = s[:0]
+		sp.p.Put(&s)
+	}
+}
+
+func (r *Reuse) entries() []entry {
+	if r == nil {
+		return nil
+	}
+	return r.ents.get()
+}
+
 func (r *Reuse) putEntries(e []entry) {
-	if r != nil && cap(e) > 0 {
-		e = e[:0]
-		r.ents.Put(&e)
+	if r != nil {
+		r.ents.put(e)
 	}
 }
 
 func (r *Reuse) sortKeys() []sortKey {
-	if r != nil {
-		if p, ok := r.keys.Get().(*[]sortKey); ok {
-			return (*p)[:0]
-		}
+	if r == nil {
+		return nil
 	}
-	return nil
+	return r.keys.get()
 }
 
 func (r *Reuse) putSortKeys(k []sortKey) {
-	if r != nil && cap(k) > 0 {
-		k = k[:0]
-		r.keys.Put(&k)
+	if r != nil {
+		r.keys.put(k)
 	}
 }
 
