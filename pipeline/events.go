@@ -317,8 +317,8 @@ type stateStore interface {
 	Release(*events.State)
 	// TempDir is where comparisons spill rows and write the next state.
 	TempDir() string
-	// Reuse is the memory the store's comparisons share (one after the
-	// other: a replay, a long-running process).
+	// Reuse is the memory the store's comparisons share (a replay's, one
+	// after the other), nil for none.
 	Reuse() *events.Reuse
 }
 
@@ -333,14 +333,13 @@ type states struct {
 	st    storage.Store
 	dir   string // the local folder the states are compared in
 	local bool   // dir is the store's own folder: nothing to copy
-	reuse *events.Reuse
 }
 
 func newStates(st storage.Store, scratch string) *states {
 	if dir := storage.LocalDir(st); dir != "" {
-		return &states{st: st, dir: dir, local: true, reuse: events.NewReuse()}
+		return &states{st: st, dir: dir, local: true}
 	}
-	return &states{st: st, dir: scratch, reuse: events.NewReuse()}
+	return &states{st: st, dir: scratch}
 }
 
 // object is the state's name in the store.
@@ -414,7 +413,9 @@ func (s *states) Release(st *events.State) { st.Close() }
 
 func (s *states) TempDir() string { return events.StateDir(s.dir) }
 
-func (s *states) Reuse() *events.Reuse { return s.reuse }
+// Reuse is nil: a live run compares one snapshot of a source; kept
+// memory would only add to its peak.
+func (s *states) Reuse() *events.Reuse { return nil }
 
 // memStates keeps states between the snapshots of a replay, starting from an
 // empty state per source. A large state is a temporary file in dir (the

@@ -170,7 +170,7 @@ type Options struct {
 	encoderGate chan struct{}
 	// Reuse, when not nil, lends the memory of finished comparisons to
 	// this one (and takes its back): share one among the comparisons of
-	// a replay or of a long-running process.
+	// a replay.
 	Reuse *Reuse
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):

@@ -7,25 +7,57 @@ import "sync"
 // sort keys. A replay compares a small snapshot after another (3,000
 // instruments, one 1 MiB chunk each); without it each allocated and
 // cleared its chunk and grew its slices afresh. Give the same Reuse to
-// the Differs of a replay or of a long-running process (Options.Reuse):
-// a sorter takes its memory from it, and gives it back when it is closed,
-// a State when it is closed. It is safe for concurrent use; the memory it
-// holds goes with the garbage collector's next cycles when unused.
+// the Differs of a replay (Options.Reuse): a sorter takes its memory from
+// it and gives it back when it is closed, a State when it is closed. It
+// keeps a few of each (reuseChunks, reuseSlices), enough for the
+// comparisons a pipelined replay has under way, so that what it holds
+// stays small; the rest goes to the garbage collector. It is safe for
+// concurrent use.
 type Reuse struct {
-	chunks sync.Pool // *[]byte of cap chunkSize
-	ents   slicePool[entry]
-	keys   slicePool[sortKey]
+	mu     sync.Mutex
+	chunks freeList[byte]
+	ents   freeList[entry]
+	keys   freeList[sortKey]
 }
+
+// How many chunks and slices of each kind a Reuse keeps at most.
+const (
+	reuseChunks = 8
+	reuseSlices = 8
+)
 
 // NewReuse returns an empty Reuse.
 func NewReuse() *Reuse { return &Reuse{} }
+
+// freeList holds up to a number of slices of T for reuse.
+type freeList[T any] struct{ s [][]T }
+
+// get returns an empty slice, with the capacity of one put back if any.
+func (f *freeList[T]) get() []T {
+	if n := len(f.s); n > 0 {
+		s := f.s[n-1]
+		f.s[n-1] = nil
+		f.s = f.s[:n-1]
+		return s[:0]
+	}
+	return nil
+}
+
+func (f *freeList[T]) put(s []T, limit int) {
+	if cap(s) > 0 && len(f.s) < limit {
+		f.s = append(f.s, s[:0])
+	}
+}
 
 // chunk returns an empty chunk of cap chunkSize (its bytes are stale: the
 // arena's callers write every byte they allocate).
 func (r *Reuse) chunk() []byte {
 	if r != nil {
-		if p, ok := r.chunks.Get().(*[]byte); ok {
-			return (*p)[:0]
+		r.mu.Lock()
+		c := r.chunks.get()
+		r.mu.Unlock()
+		if c != nil {
+			return c
 		}
 	}
 	return make([]byte, 0, chunkSize)
@@ -36,29 +68,12 @@ func (r *Reuse) putChunks(chunks [][]byte) {
 	if r == nil {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, c := range chunks {
 		if cap(c) == chunkSize {
-			c = c[:0]
-			r.chunks.Put(&c)
+			r.chunks.put(c, reuseChunks)
 		}
-	}
-}
-
-// slicePool recycles slices of T.
-type slicePool[T any] struct{ p sync.Pool }
-
-// get returns an empty slice, with the capacity of one put back if any.
-func (sp *slicePool[T]) get() []T {
-	if p, ok := sp.p.Get().(*[]T); ok {
-		return (*p)[:0]
-	}
-	return nil
-}
-
-func (sp *slicePool[T]) put(s []T) {
-	if cap(s) > 0 {
-		s = s[:0]
-		sp.p.Put(&s)
 	}
 }
 
@@ -66,12 +81,16 @@ func (r *Reuse) entries() []entry {
 	if r == nil {
 		return nil
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.ents.get()
 }
 
 func (r *Reuse) putEntries(e []entry) {
 	if r != nil {
-		r.ents.put(e)
+		r.mu.Lock()
+		r.ents.put(e, reuseSlices)
+		r.mu.Unlock()
 	}
 }
 
@@ -79,12 +98,16 @@ func (r *Reuse) sortKeys() []sortKey {
 	if r == nil {
 		return nil
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.keys.get()
 }
 
 func (r *Reuse) putSortKeys(k []sortKey) {
 	if r != nil {
-		r.keys.put(k)
+		r.mu.Lock()
+		r.keys.put(k, 2*reuseSlices)
+		r.mu.Unlock()
 	}
 }
 
