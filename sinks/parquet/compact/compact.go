@@ -226,7 +226,7 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 // BucketSteps).
 func compactPartition(ctx context.Context, st Lake, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
 	start := time.Now()
-	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, key: schema.SortKey(p.Table)}
+	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, pool: newBufPool(opt.ChunkBytes / 2), key: schema.SortKey(p.Table)}
 	j.pr.Partition = p
 	return j.run(ctx, start)
 }
@@ -258,11 +258,12 @@ func (j *partitionJob) run(ctx context.Context, start time.Time) (pr PartitionRe
 
 // partitionJob is one partition's compaction under way.
 type partitionJob struct {
-	st  Lake
-	opt *Options
-	mem memory.Allocator
-	key []string
-	pr  PartitionReport
+	st   Lake
+	opt  *Options
+	mem  memory.Allocator
+	pool *bufPool // the merges' gather and spill buffers
+	key  []string
+	pr   PartitionReport
 
 	files   []File           // every input (List), the publish's consumed
 	fresh   []File           // per-snapshot and parked files, by name
@@ -438,7 +439,7 @@ func (j *partitionJob) sort(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	j.so = &sorter{mem: j.mem, u: j.u, key: j.key, tmp: tmp, budget: j.opt.ChunkBytes, runBatch: 1024}
+	j.so = &sorter{mem: j.mem, pool: j.pool, u: j.u, key: j.key, tmp: tmp, budget: j.opt.ChunkBytes, runBatch: 1024}
 	j.newFiles = map[string]pq.ManifestFile{}
 	for _, s := range j.sources {
 		if s.man != nil || j.discard[s.f.Name] {
@@ -475,7 +476,7 @@ func (j *partitionJob) sort(ctx context.Context) error {
 	fanIn := max(2, j.opt.FanIn-len(j.old))
 	runs := j.runs
 	j.runs = nil
-	j.runs, err = mergeRuns(ctx, j.mem, j.u, j.key, j.replayed.keys(), tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
+	j.runs, err = mergeRuns(ctx, j.mem, j.pool, j.u, j.key, j.replayed.keys(), tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
 	return err
 }
 
@@ -527,7 +528,7 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	if len(olds) == 0 {
 		mk, ids = keysFor(j.replayed.keys(), runs, false), runIDs(runs)
 	}
-	more, err := openRuns(j.mem, j.u, runs) // the cursors own the runs
+	more, err := openRuns(j.mem, j.pool, j.u, runs) // the cursors own the runs
 	if err != nil {
 		closeAll(cursors)
 		return nil, nil, err
@@ -550,7 +551,7 @@ func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	// the encoding is the slower stage, so the merge's goroutine gathers
 	// (on 2 cores it waited for the encoders half of the time when they
 	// gathered their columns themselves).
-	g := newGatherer(j.mem, j.u)
+	g := newGatherer(j.pool, j.u)
 	p := startPipe(out.write)
 	outBatch := min(8<<10, j.opt.RowGroupRows) // a file is split between batches
 	err = mergeKeyed(ctx, cursors, ids, j.key, mk, func(src int, rec arrow.Record, row int) error {

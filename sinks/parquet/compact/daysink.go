@@ -42,6 +42,7 @@ import (
 type DaySink struct {
 	opt   DayOptions
 	mem   memory.Allocator
+	pool  *bufPool // the merges' gather and spill buffers, shared by the days
 	mu    sync.Mutex
 	days  map[Partition]*dayRows
 	dicts map[Partition]*keyDict // each day's key dictionary (keydict.go)
@@ -73,7 +74,7 @@ func NewDaySink(opt DayOptions) (*DaySink, error) {
 	if opt.WriterBytes == 0 {
 		opt.WriterBytes = 8 << 20
 	}
-	return &DaySink{opt: opt, mem: memory.DefaultAllocator, days: map[Partition]*dayRows{}, dicts: map[Partition]*keyDict{}}, nil
+	return &DaySink{opt: opt, mem: memory.DefaultAllocator, pool: newBufPool(opt.Compact.ChunkBytes / 2), days: map[Partition]*dayRows{}, dicts: map[Partition]*keyDict{}}, nil
 }
 
 // Name implements sinks.Sink: the fallback's ("parquet").
@@ -100,7 +101,7 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 	dict := s.dict(p, u, key)
 	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{}, enc: pq.Encodings(t),
 		file: pq.ManifestFile{Name: name}, dict: dict,
-		so: &sorter{mem: s.mem, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024, dict: dict}}, nil
+		so: &sorter{mem: s.mem, pool: s.pool, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024, dict: dict}}, nil
 }
 
 // dict returns the key dictionary of partition p (made on first use; nil
@@ -193,6 +194,7 @@ func (s *DaySink) Close(ctx context.Context) error {
 // run per budget and the last runs, in memory.
 type dayRows struct {
 	mem    memory.Allocator
+	pool   *bufPool
 	key    []string
 	tmp    string
 	budget int64
@@ -227,7 +229,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	d := s.days[p]
 	if d == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		d = &dayRows{mem: s.mem, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop}
+		d = &dayRows{mem: s.mem, pool: s.pool, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop}
 		s.days[p] = d
 	}
 	return d
@@ -312,7 +314,7 @@ func (d *dayRows) mergeGroup(group []*dayRun, out *dayRun) error {
 		dropRuns(runs)
 		return err
 	}
-	merged, err := mergeToRun(d.ctx, d.mem, u, d.key, d.dict, d.tmp, runs, 4096)
+	merged, err := mergeToRun(d.ctx, d.mem, d.pool, u, d.key, d.dict, d.tmp, runs, 4096)
 	if err != nil {
 		return err
 	}
@@ -341,7 +343,7 @@ func (d *dayRows) replayed() (*Replayed, error) {
 		d.dropLocked()
 		return nil, d.err
 	}
-	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict}
+	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict, pool: d.pool}
 	for _, run := range d.runs {
 		r.Runs = append(r.Runs, run.Run)
 	}

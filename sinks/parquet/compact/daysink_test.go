@@ -2,6 +2,8 @@ package compact
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,4 +406,70 @@ func TestDaySinkEvolvingColumns(t *testing.T) {
 	onlyCompacted(t, part)
 	checkSorted(t, part, "position")
 	sameRows(t, "position", rows(t, filepath.Join(part, "*.parquet")), rows(t, filepath.Join(partDir(ref, "position", day1), "*.parquet")))
+}
+
+// orderedRows are the rows of the partition's compacted file in file
+// order, each as its JSON text.
+func orderedRows(t *testing.T, part string) []string {
+	t.Helper()
+	res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT * EXCLUDE (file_row_number) FROM read_parquet('%s/compacted-*.parquet', file_row_number=true) ORDER BY file_row_number`, part))
+	out := make([]string, len(res.Rows))
+	for i, r := range res.Rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
+// A day whose runs all stay in memory is merged once, straight into its
+// file; a day merged a few snapshots at a time into spilled runs while it
+// loads (and whose writers spill too) is merged again from them. Both
+// write the same file: the same rows in the same order.
+func TestDaySinkInMemoryAndSpilledMergesWriteTheSameFile(t *testing.T) {
+	ctx := context.Background()
+	fileOf := func(ds *DaySink, dir string, wantSpilled bool) []string {
+		for k := range 12 {
+			replaySnap(t, ds, schema.Instruments, snapAt(day1, k), 150+7*k, uint64(k), true)
+		}
+		d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
+		d.mu.Lock()
+		d.wait()
+		spilledRuns := 0
+		for _, r := range d.runs {
+			if r.Path != "" {
+				spilledRuns++
+			}
+		}
+		d.mu.Unlock()
+		if (spilledRuns > 2) != wantSpilled {
+			t.Fatalf("%d spilled runs: the test does not exercise the path", spilledRuns)
+		}
+		if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		part := partDir(dir, "instruments", day1)
+		onlyCompacted(t, part)
+		return orderedRows(t, part)
+	}
+	inMem, spilled, writers := t.TempDir(), t.TempDir(), t.TempDir()
+	fb, err := pq.New(pq.Options{Store: localLake(inMem).St})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: localLake(inMem), ChunkBytes: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fileOf(ds, inMem, false)
+	if len(want) == 0 {
+		t.Fatal("no rows")
+	}
+	sameRows(t, "merged through spilled runs", fileOf(newMergingDaySink(t, localLake(spilled)), spilled, true), want)
+	sameRows(t, "writers' spilled runs merged", fileOf(newDaySink(t, localLake(writers)), writers, true), want)
 }

@@ -15,15 +15,15 @@ import (
 // and the merge move every row of a day; row at a time, that cost as much
 // as decoding the day).
 type gatherer struct {
-	mem  memory.Allocator
+	pool *bufPool
 	u    *arrow.Schema
 	recs []arrow.Record // retained until flush
 	refs []rowRef
 	at   []int32 // per merge input: its current record's index in recs (-1: none)
 }
 
-func newGatherer(mem memory.Allocator, u *arrow.Schema) *gatherer {
-	return &gatherer{mem: mem, u: u}
+func newGatherer(pool *bufPool, u *arrow.Schema) *gatherer {
+	return &gatherer{pool: pool, u: u}
 }
 
 // add appends row i of rec (schema u), the current record of merge input
@@ -49,9 +49,19 @@ func (g *gatherer) flush() arrow.Record {
 	if len(g.refs) == 0 {
 		return nil
 	}
-	rec := gather(g.mem, g.u, g.recs, g.refs)
+	rec := gather(g.pool, g.u, g.recs, g.refs)
 	g.release()
 	return rec
+}
+
+// writeTo writes the rows added so far to w as a batch (none when none).
+func (g *gatherer) writeTo(w *runWriter) error {
+	if len(g.refs) == 0 {
+		return nil
+	}
+	err := w.writeRows(g.recs, g.refs)
+	g.release()
+	return err
 }
 
 // release drops the rows not flushed.
@@ -65,11 +75,12 @@ func (g *gatherer) release() {
 	}
 }
 
-// gather builds the record of refs' rows of recs (all with schema u).
-func gather(mem memory.Allocator, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
+// gather builds the record of refs' rows of recs (all with schema u), its
+// buffers from pool.
+func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
 	cols := make([]arrow.Array, u.NumFields())
 	for j, f := range u.Fields() {
-		cols[j] = gatherColumn(mem, f.Type, recs, j, refs)
+		cols[j] = gatherColumn(pool, f.Type, recs, j, refs)
 	}
 	out := array.NewRecord(u, cols, int64(len(refs)))
 	for _, c := range cols {
@@ -78,18 +89,21 @@ func gather(mem memory.Allocator, u *arrow.Schema, recs []arrow.Record, refs []r
 	return out
 }
 
-func gatherColumn(mem memory.Allocator, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) arrow.Array {
+// gatherColumn gathers column j of refs' rows: flat columns into buffers
+// of pool (every byte written), booleans and lists through arrow-go's
+// builders (Go's zeroed memory: builders rely on it).
+func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) arrow.Array {
 	switch t.ID() {
 	case arrow.STRING:
-		return gatherStrings(mem, t, columns[*array.String](recs, j), refs)
+		return gatherStrings(pool, t, columns[*array.String](recs, j), refs)
 	case arrow.FLOAT64:
-		return gatherFixed(mem, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs)
+		return gatherFixed(pool, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs)
 	case arrow.INT64:
-		return gatherFixed(mem, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs)
+		return gatherFixed(pool, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs)
 	case arrow.TIMESTAMP:
-		return gatherFixed(mem, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs)
+		return gatherFixed(pool, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs)
 	}
-	b := array.NewBuilder(mem, t)
+	b := array.NewBuilder(memory.DefaultAllocator, t)
 	defer b.Release()
 	b.Reserve(len(refs))
 	if bb, ok := b.(*array.BooleanBuilder); ok {
@@ -123,9 +137,10 @@ func columns[A arrow.Array](recs []arrow.Record, j int) []A {
 	return out
 }
 
-// validity gathers the validity bitmap of refs' rows (nil, 0 when none is
-// null) and counts the nulls.
-func validity[A arrow.Array](mem memory.Allocator, src []A, refs []rowRef) (*memory.Buffer, int) {
+// validityInto gathers the validity bitmap of refs' rows into alloc(n)
+// bytes, cleared first (nil, 0 when no source has a null), and counts the
+// nulls.
+func validityInto[A arrow.Array](src []A, refs []rowRef, alloc func(n int) []byte) ([]byte, int) {
 	nulls := false
 	for _, a := range src {
 		if a.NullN() > 0 {
@@ -136,9 +151,7 @@ func validity[A arrow.Array](mem memory.Allocator, src []A, refs []rowRef) (*mem
 	if !nulls {
 		return nil, 0
 	}
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(int(bitutil.BytesForBits(int64(len(refs)))))
-	bits := buf.Bytes()
+	bits := alloc(int(bitutil.BytesForBits(int64(len(refs)))))
 	clear(bits)
 	n := 0
 	for i, r := range refs {
@@ -148,60 +161,159 @@ func validity[A arrow.Array](mem memory.Allocator, src []A, refs []rowRef) (*mem
 			n++
 		}
 	}
+	return bits, n
+}
+
+// validity is validityInto a buffer of pool (nil when no row is null).
+func validity[A arrow.Array](pool *bufPool, src []A, refs []rowRef) (*memory.Buffer, int) {
+	var buf *memory.Buffer
+	_, n := validityInto(src, refs, func(n int) []byte {
+		buf = pool.buffer(n)
+		return buf.Bytes()
+	})
 	return buf, n
 }
 
-// gatherFixed gathers a column of fixed-width values straight into its
-// buffers.
-func gatherFixed[T any, A arrow.Array](mem memory.Allocator, t arrow.DataType, src []A, values func(A) []T, refs []rowRef) arrow.Array {
+// asSlice views b as a slice of T (len(b) a multiple of T's size).
+func asSlice[T any](b []byte) []T {
+	var zero T
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(zero)))
+}
+
+// gatherFixedInto gathers refs' values into dst (len(refs) values' bytes)
+// and returns it; a row following the one before in its record is copied
+// with it (a merge's output takes runs of rows from each input). A null's
+// slot holds whatever its source's did.
+func gatherFixedInto[T any, A arrow.Array](dst []byte, src []A, values func(A) []T, refs []rowRef) []byte {
 	vals := make([][]T, len(src))
 	for k, a := range src {
 		vals[k] = values(a)
 	}
-	valid, nulls := validity(mem, src, refs)
-	buf := memory.NewResizableBuffer(mem)
-	var zero T
-	buf.Resize(len(refs) * int(unsafe.Sizeof(zero)))
-	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), len(refs))
-	for i, r := range refs {
-		out[i] = vals[r.rec][r.row] // a null's slot holds whatever its source's did
+	out := asSlice[T](dst)
+	for i := 0; i < len(refs); {
+		r := refs[i]
+		k := i + 1
+		for k < len(refs) && refs[k].rec == r.rec && refs[k].row == refs[k-1].row+1 {
+			k++
+		}
+		if k-i == 1 {
+			out[i] = vals[r.rec][r.row]
+		} else {
+			copy(out[i:k], vals[r.rec][r.row:int(r.row)+k-i])
+		}
+		i = k
 	}
+	return dst
+}
+
+// gatherFixed gathers a column of fixed-width values into buffers of pool.
+func gatherFixed[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef) arrow.Array {
+	valid, nulls := validity(pool, src, refs)
+	var zero T
+	buf := pool.buffer(len(refs) * int(unsafe.Sizeof(zero)))
+	gatherFixedInto(buf.Bytes(), src, values, refs)
 	return finishArray(t, len(refs), nulls, valid, buf)
 }
 
-// gatherStrings gathers a string column straight into its buffers.
-func gatherStrings(mem memory.Allocator, t arrow.DataType, src []*array.String, refs []rowRef) arrow.Array {
-	valid, nulls := validity(mem, src, refs)
-	type strings struct {
-		offs []int32 // the array's offsets into data (absolute)
-		data []byte  // the whole values buffer
-	}
-	ss := make([]strings, len(src))
+// strSource is a string array's offsets (absolute) and its whole values
+// buffer.
+type strSource struct {
+	offs []int32
+	data []byte
+}
+
+func stringSources(src []*array.String) []strSource {
+	ss := make([]strSource, len(src))
 	for k, a := range src {
 		ss[k].offs = a.ValueOffsets()
 		if b := a.Data().Buffers()[2]; b != nil {
 			ss[k].data = b.Bytes()
 		}
 	}
-	size := 0
-	for _, r := range refs {
-		o := ss[r.rec].offs
-		size += int(o[r.row+1] - o[r.row])
+	return ss
+}
+
+// stringsGuess is about the bytes of n strings of the sources: their
+// average length, and a quarter more.
+func stringsGuess(ss []strSource, n int) int {
+	bytes, rows := 0, 0
+	for _, s := range ss {
+		if len(s.offs) > 1 {
+			bytes += int(s.offs[len(s.offs)-1] - s.offs[0])
+			rows += len(s.offs) - 1
+		}
 	}
-	offBuf := memory.NewResizableBuffer(mem)
-	offBuf.Resize((len(refs) + 1) * 4)
-	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(offBuf.Bytes()))), len(refs)+1)
-	data := memory.NewResizableBuffer(mem)
-	data.Resize(size)
-	b := data.Bytes()
-	pos := 0
-	for i, r := range refs {
-		offs[i] = int32(pos)
+	if rows == 0 {
+		return 64
+	}
+	return bytes/rows*n + bytes/rows*n/4 + 64
+}
+
+// gatherStringsInto gathers refs' strings: their offsets into offs
+// (len(refs)+1) and their bytes into data (up to its capacity), which
+// more replaces when they do not fit (more(n, data) returns at least n
+// bytes beginning with data's: bufPool.Reallocate); it returns data up to the last string's end. One pass over the
+// sources (a pass to size the bytes first cost as much as the copy: the
+// rows are spread over the inputs). A run of consecutive rows of a record
+// is copied at once; a short string in word moves.
+func gatherStringsInto(offs []int32, data []byte, more func(int, []byte) []byte, ss []strSource, refs []rowRef) []byte {
+	data = data[:cap(data)]
+	pos := int32(0)
+	for i := 0; i < len(refs); {
+		r := refs[i]
 		s := &ss[r.rec]
-		pos += copy(b[pos:], s.data[s.offs[r.row]:s.offs[r.row+1]])
+		k := i + 1
+		for k < len(refs) && refs[k].rec == r.rec && refs[k].row == refs[k-1].row+1 {
+			k++
+		}
+		if k-i == 1 {
+			offs[i] = pos
+			from, to := s.offs[r.row], s.offs[r.row+1]
+			n := to - from
+			switch {
+			case n <= 16 && int(pos)+16 <= len(data) && int(from)+16 <= len(s.data):
+				// a short string in two word moves: the bytes past it
+				// are overwritten by the strings after it
+				*(*[16]byte)(data[pos:]) = *(*[16]byte)(s.data[from:])
+			case n <= 32 && int(pos)+32 <= len(data) && int(from)+32 <= len(s.data):
+				*(*[32]byte)(data[pos:]) = *(*[32]byte)(s.data[from:])
+			default:
+				if int(pos+n) > len(data) {
+					data = more(int(pos+n)+len(data)/2, data)
+					data = data[:cap(data)]
+				}
+				copy(data[pos:], s.data[from:to])
+			}
+			pos += n
+		} else {
+			o := s.offs[r.row : int(r.row)+k-i+1]
+			base := o[0]
+			for x := range k - i {
+				offs[i+x] = pos + o[x] - base
+			}
+			n := o[k-i] - base
+			if int(pos+n) > len(data) {
+				data = more(int(pos+n)+len(data)/2, data)
+				data = data[:cap(data)]
+			}
+			pos += int32(copy(data[pos:], s.data[base:o[k-i]]))
+		}
+		i = k
 	}
-	offs[len(refs)] = int32(pos)
-	return finishArray(t, len(refs), nulls, valid, offBuf, data)
+	offs[len(refs)] = pos
+	return data[:pos]
+}
+
+// gatherStrings gathers a string column into buffers of pool.
+func gatherStrings(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef) arrow.Array {
+	valid, nulls := validity(pool, src, refs)
+	ss := stringSources(src)
+	offBuf := pool.buffer((len(refs) + 1) * 4)
+	data := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.Allocate(stringsGuess(ss, len(refs))), pool.Reallocate, ss, refs)
+	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool))
 }
 
 // finishArray makes the array of buffers (after the validity bitmap) and

@@ -121,27 +121,29 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 		}
 	}
 	out := make([]uint32, n)
-	var buf, last []byte
+	var buf []byte
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.full {
 		return nil
 	}
 	for i := range n {
-		buf = appendPrefix(buf[:0], kv, d.cols, i)
-		if i > 0 && string(buf) == string(last) {
-			out[i] = out[i-1]
-			continue
-		}
-		// A snapshot lists its names in the order the one before did:
-		// the name after the previous row's last time is a good guess.
 		if i > 0 {
-			if g := d.next[out[i-1]]; g > 0 && d.keys[g-1] == string(buf) {
+			// A snapshot lists its names in the order the one before
+			// did: the name after the previous row's last time is a good
+			// guess; then the previous row's. Both checked on the row's
+			// values, not encoded.
+			prev := out[i-1]
+			if g := d.next[prev]; g > 0 && prefixIs(kv, d.cols, i, d.keys[g-1]) {
 				out[i] = g - 1
-				buf, last = last, buf
+				continue
+			}
+			if prefixIs(kv, d.cols, i, d.keys[prev]) {
+				out[i] = prev
 				continue
 			}
 		}
+		buf = appendPrefix(buf[:0], kv, d.cols, i)
 		id, ok := d.ids[string(buf)]
 		if !ok {
 			if len(d.keys) >= d.maxKeys || d.bytes+len(buf) > d.maxBytes {
@@ -159,9 +161,31 @@ func (d *keyDict) idsOf(kv *keyView, n int) []uint32 {
 			d.next[out[i-1]] = id + 1
 		}
 		out[i] = id
-		buf, last = last, buf
 	}
 	return out
+}
+
+// prefixIs reports whether row i's prefix encodes as key (appendPrefix).
+func prefixIs(kv *keyView, cols, i int, key string) bool {
+	for k := range cols {
+		c := &kv.cols[k]
+		if len(key) == 0 {
+			return false
+		}
+		if c.nulls && c.arr.IsNull(i) {
+			if key[0] != 0 {
+				return false
+			}
+			key = key[1:]
+			continue
+		}
+		v := c.str.Value(i)
+		if key[0] != 1 || len(key) < 5+len(v) || int(prefixLen(key)) != len(v) || key[5:5+len(v)] != v {
+			return false
+		}
+		key = key[5+len(v):]
+	}
+	return len(key) == 0
 }
 
 // ranks returns each id's rank in the order of the prefixes (equal ranks

@@ -151,7 +151,7 @@ func mergedIDs(t *testing.T, d *keyDict, keyed bool) []int64 {
 	tmp := t.TempDir()
 	var runs []Run
 	for k := range 7 {
-		so := &sorter{mem: memory.DefaultAllocator, u: dictSchema, key: dictKey, tmp: tmp, budget: 1 << 30, runBatch: 13, dict: d}
+		so := &sorter{mem: memory.DefaultAllocator, pool: newBufPool(1 << 20), u: dictSchema, key: dictKey, tmp: tmp, budget: 1 << 30, runBatch: 13, dict: d}
 		if k%2 == 1 {
 			so.budget = 2 << 10 // spills
 		}
@@ -182,14 +182,14 @@ func mergedIDs(t *testing.T, d *keyDict, keyed bool) []int64 {
 	if k := keysFor(d, runs, true); (k != nil) != keyed {
 		t.Fatalf("keyed merge: %v, want %v", k != nil, keyed)
 	}
-	out, err := mergeToRun(context.Background(), memory.DefaultAllocator, dictSchema, dictKey, d, tmp, runs, 16)
+	out, err := mergeToRun(context.Background(), memory.DefaultAllocator, newBufPool(1<<20), dictSchema, dictKey, d, tmp, runs, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.keyed != keyed {
 		t.Fatalf("merged run keyed %v, want %v", out.keyed, keyed)
 	}
-	c, err := openRun(memory.DefaultAllocator, out.Path)
+	c, err := openRun(newBufPool(1<<20), dictSchema, out.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +256,46 @@ func TestDaySinkRunsAreKeyed(t *testing.T) {
 	checkSorted(t, partDir(dir, "instruments", day1), "instruments")
 	if _, ok := ds.dicts[p]; ok {
 		t.Fatal("the day's dictionary outlives its flush")
+	}
+}
+
+// A row's id is its prefix's, whichever way idsOf finds it (the row after
+// the previous row's last time, the previous row's, the map): records
+// that repeat a listing in order, with changes, nulls and values that
+// are prefixes of each other.
+func TestKeyDictIDsMatchPrefixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	d := newKeyDict(dictSchema, dictKey)
+	byPrefix := map[string]uint32{}
+	base := dictRecords(r, 60, 60, 0)
+	recs := slices.Clone(base)
+	for range 6 {
+		recs = append(recs, base[0]) // the same listing again: guesses hit
+	}
+	recs = append(recs, dictRecords(r, 300, 50, 100)...)
+	defer func() {
+		for _, rec := range recs[len(base)+6:] {
+			rec.Release()
+		}
+		for _, rec := range base {
+			rec.Release()
+		}
+	}()
+	for k, rec := range recs {
+		kv, err := newKeyView(rec, dictKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := d.idsOf(&kv, int(rec.NumRows()))
+		for i, id := range ids {
+			p := string(appendPrefix(nil, &kv, d.cols, i))
+			if want, ok := byPrefix[p]; ok && want != id {
+				t.Fatalf("record %d row %d: id %d, its prefix had %d", k, i, id, want)
+			}
+			if d.keys[id] != p {
+				t.Fatalf("record %d row %d: id %d is another prefix's", k, i, id)
+			}
+			byPrefix[p] = id
+		}
 	}
 }

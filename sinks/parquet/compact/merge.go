@@ -1,16 +1,11 @@
 package compact
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
@@ -21,8 +16,9 @@ import (
 //
 //  1. The per-snapshot files are read in batches into a chunk of at most
 //     Options.ChunkBytes of Arrow data; the chunk is sorted in memory by
-//     the key and spilled to a sorted run (an Arrow IPC stream, LZ4, under
-//     .compact/tmp, never in a table folder). Small files share a chunk.
+//     the key and spilled to a sorted run (each column's Arrow buffers,
+//     S2: runfile.go; under .compact/tmp, never in a table folder). Small
+//     files share a chunk.
 //  2. The runs, and the day's earlier compacted files (already sorted),
 //     are merged by a heap that holds one small batch of each: at most
 //     mergeFanIn inputs at a time; more runs are first merged into longer
@@ -44,6 +40,7 @@ type cursor interface {
 // sorter turns unsorted record batches into sorted runs.
 type sorter struct {
 	mem      memory.Allocator
+	pool     *bufPool // the runs' gather and spill buffers
 	u        *arrow.Schema
 	key      []string
 	tmp      string
@@ -103,13 +100,12 @@ func (s *sorter) spill() error {
 	if err := copyable(s.mem, s.u); err != nil {
 		return err
 	}
-	w, err := newRunWriter(s.mem, s.u, s.tmp)
+	w, err := newRunWriter(s.pool, s.u, s.tmp)
 	if err != nil {
 		return err
 	}
 	for start := 0; start < len(refs); start += s.runBatch {
-		rec := gather(s.mem, s.u, s.chunk, refs[start:min(start+s.runBatch, len(refs))])
-		if err := w.write(rec); err != nil {
+		if err := w.writeRows(s.chunk, refs[start:min(start+s.runBatch, len(refs))]); err != nil {
 			w.abort()
 			return err
 		}
@@ -178,90 +174,6 @@ func (s *sorter) finish() ([]string, error) {
 		}
 	}
 	return s.runs, nil
-}
-
-// runWriter writes one sorted run.
-type runWriter struct {
-	f  *os.File
-	bw *bufio.Writer
-	w  *ipc.Writer
-}
-
-func newRunWriter(mem memory.Allocator, u *arrow.Schema, dir string) (*runWriter, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("spill: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "run-*.arrows")
-	if err != nil {
-		return nil, fmt.Errorf("spill: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	return &runWriter{f: f, bw: bw, w: ipc.NewWriter(bw, ipc.WithSchema(u), ipc.WithAllocator(mem), ipc.WithLZ4())}, nil
-}
-
-func (w *runWriter) write(rec arrow.Record) error {
-	defer rec.Release()
-	if err := w.w.Write(rec); err != nil {
-		return fmt.Errorf("spill: %w", err)
-	}
-	return nil
-}
-
-func (w *runWriter) finish() (string, error) {
-	err := w.w.Close()
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(w.f.Name())
-		return "", fmt.Errorf("spill: %w", err)
-	}
-	return w.f.Name(), nil
-}
-
-func (w *runWriter) abort() {
-	w.w.Close()
-	w.f.Close()
-	os.Remove(w.f.Name())
-}
-
-// runCursor reads a spilled run; it deletes the file when closed.
-type runCursor struct {
-	f *os.File
-	r *ipc.Reader
-}
-
-func openRun(mem memory.Allocator, path string) (*runCursor, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open run: %w", err)
-	}
-	r, err := ipc.NewReader(bufio.NewReaderSize(f, 256<<10), ipc.WithAllocator(mem))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open run: %w", err)
-	}
-	return &runCursor{f: f, r: r}, nil
-}
-
-func (c *runCursor) next() (arrow.Record, error) {
-	if c.r.Next() {
-		return c.r.Record(), nil
-	}
-	if err := c.r.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read run: %w", err)
-	}
-	return nil, nil
-}
-
-func (c *runCursor) close() error {
-	c.r.Release()
-	err := c.f.Close()
-	os.Remove(c.f.Name())
-	return err
 }
 
 // mergeInput is one input's current row: a cursor's, a batch at a time,
@@ -459,7 +371,7 @@ func mergeKeyed(ctx context.Context, cursors []cursor, ids [][]uint32, key []str
 // level at a time: each group of fanIn spilled runs (with the runs in
 // memory among them: they hold no read buffer) becomes one longer run. It
 // takes ownership of runs: those not returned are merged or dropped.
-func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, dict *keyDict, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
+func mergeRuns(ctx context.Context, mem memory.Allocator, pool *bufPool, u *arrow.Schema, key []string, dict *keyDict, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
 	for spilled(runs) > fanIn {
 		var next []Run
 		for len(runs) > 0 {
@@ -476,7 +388,7 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key [
 				next = append(next, group[0])
 				continue
 			}
-			out, err := mergeToRun(ctx, mem, u, key, dict, tmp, group, batch)
+			out, err := mergeToRun(ctx, mem, pool, u, key, dict, tmp, group, batch)
 			if err != nil {
 				dropRuns(runs)
 				dropRuns(next)
@@ -503,31 +415,29 @@ func spilled(runs []Run) int {
 // mergeToRun merges the runs (taking ownership) into one spilled run of
 // schema u, in batches of batch rows; when every run has ids of dict, so
 // has the merged run (and the merge compares integers).
-func mergeToRun(ctx context.Context, mem memory.Allocator, u *arrow.Schema, key []string, dict *keyDict, tmp string, group []Run, batch int) (Run, error) {
+func mergeToRun(ctx context.Context, mem memory.Allocator, pool *bufPool, u *arrow.Schema, key []string, dict *keyDict, tmp string, group []Run, batch int) (Run, error) {
 	mk := keysFor(dict, group, true)
 	ids := runIDs(group)
-	cursors, err := openRuns(mem, u, group)
+	cursors, err := openRuns(mem, pool, u, group)
 	if err != nil {
 		return Run{}, err
 	}
-	w, err := newRunWriter(mem, u, tmp)
+	w, err := newRunWriter(pool, u, tmp)
 	if err != nil {
 		closeAll(cursors)
 		return Run{}, err
 	}
-	g := newGatherer(mem, u)
+	g := newGatherer(pool, u)
 	defer g.release()
 	err = mergeKeyed(ctx, cursors, ids, key, mk, func(src int, rec arrow.Record, row int) error {
 		g.add(src, rec, row)
 		if g.rows() >= batch {
-			return w.write(g.flush())
+			return g.writeTo(w)
 		}
 		return nil
 	})
 	if err == nil {
-		if rec := g.flush(); rec != nil {
-			err = w.write(rec)
-		}
+		err = g.writeTo(w)
 	}
 	if err != nil {
 		w.abort()
@@ -555,10 +465,10 @@ func runIDs(runs []Run) [][]uint32 {
 
 // openRuns opens the runs (taking ownership: on error, those not opened
 // are dropped) as cursors yielding schema u.
-func openRuns(mem memory.Allocator, u *arrow.Schema, runs []Run) ([]cursor, error) {
+func openRuns(mem memory.Allocator, pool *bufPool, u *arrow.Schema, runs []Run) ([]cursor, error) {
 	var cursors []cursor
 	for i, r := range runs {
-		c, err := r.open(mem, u)
+		c, err := r.open(mem, pool, u)
 		if err != nil {
 			closeAll(cursors)
 			dropRuns(runs[i+1:])
@@ -571,7 +481,7 @@ func openRuns(mem memory.Allocator, u *arrow.Schema, runs []Run) ([]cursor, erro
 
 // open returns the run's cursor, its rows with schema u; the cursor owns
 // the run (deletes its file, releases its records).
-func (r Run) open(mem memory.Allocator, u *arrow.Schema) (cursor, error) {
+func (r Run) open(mem memory.Allocator, pool *bufPool, u *arrow.Schema) (cursor, error) {
 	if r.mem != nil {
 		if !sameColumns(r.Schema, u) {
 			if err := r.mem.conform(mem, u); err != nil {
@@ -581,7 +491,7 @@ func (r Run) open(mem memory.Allocator, u *arrow.Schema) (cursor, error) {
 		}
 		return &memCursor{memRun: r.mem}, nil
 	}
-	rc, err := openRun(mem, r.Path)
+	rc, err := openRun(pool, r.Schema, r.Path)
 	if err != nil {
 		removeQuiet(r.Path)
 		return nil, err

@@ -106,7 +106,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 				case 0: // in memory, its records in another order
 					shuffled := slices.Clone(rows)
 					r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-					so := &sorter{mem: memory.DefaultAllocator, u: mergeSchema, key: mergeKey, budget: 1 << 30}
+					so := &sorter{mem: memory.DefaultAllocator, pool: newBufPool(1 << 20), u: mergeSchema, key: mergeKey, budget: 1 << 30}
 					for _, rec := range mergeRecords(shuffled, 7) {
 						if err := so.add(rec); err != nil {
 							t.Fatal(err)
@@ -129,7 +129,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 					})
 					runs = append(runs, Run{Schema: mergeSchema, mem: m})
 				case 1: // spilled, in batches of 5
-					w, err := newRunWriter(memory.DefaultAllocator, mergeSchema, tmp)
+					w, err := newRunWriter(newBufPool(1<<20), mergeSchema, tmp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -145,7 +145,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 					runs = append(runs, Run{Path: path, Schema: mergeSchema})
 				case 2: // spilled without the v column: conformed (nulls)
 					narrow := arrow.NewSchema(mergeSchema.Fields()[:3], nil)
-					w, err := newRunWriter(memory.DefaultAllocator, narrow, tmp)
+					w, err := newRunWriter(newBufPool(1<<20), narrow, tmp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -169,11 +169,11 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 			want := slices.Clone(all)
 			slices.SortStableFunc(want, compareMergeRows)
 
-			cursors, err := openRuns(memory.DefaultAllocator, mergeSchema, runs)
+			cursors, err := openRuns(memory.DefaultAllocator, newBufPool(1<<20), mergeSchema, runs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newGatherer(memory.DefaultAllocator, mergeSchema)
+			g := newGatherer(newBufPool(1<<20), mergeSchema)
 			var got []arrow.Record
 			err = merge(context.Background(), cursors, mergeKey, func(src int, rec arrow.Record, row int) error {
 				g.add(src, rec, row)
@@ -241,7 +241,7 @@ func TestGatherMatchesRowBuilder(t *testing.T) {
 		k := r.IntN(len(recs))
 		refs = append(refs, rowRef{int32(k), int32(r.IntN(int(recs[k].NumRows())))})
 	}
-	got := gather(memory.DefaultAllocator, u, recs, refs)
+	got := gather(newBufPool(1<<20), u, recs, refs)
 	defer got.Release()
 	rb, err := newRowBuilder(memory.DefaultAllocator, u)
 	if err != nil {

@@ -32,10 +32,11 @@ type Replayed struct {
 	Encodings []parquet.WriterProperty
 
 	dict *keyDict // the day's key dictionary: the runs' ids (nil: none)
+	pool *bufPool // the day's merges' buffers (nil: a pool of its own)
 }
 
-// Run is a sorted run of a replay and its schema: spilled (an Arrow IPC
-// stream under the Lake's TempDir, at Path) or held in memory.
+// Run is a sorted run of a replay and its schema: spilled (a run file,
+// runfile.go, under the Lake's TempDir, at Path) or held in memory.
 type Run struct {
 	Path   string
 	Schema *arrow.Schema
@@ -63,7 +64,7 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 		r.remove()
 		return PartitionReport{}, fmt.Errorf("publish %s: the table has no sort key", p)
 	}
-	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, key: key, replayed: r}
+	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, pool: r.bufPool(opt.ChunkBytes / 2), key: key, replayed: r}
 	j.pr.Partition = p
 	pr, _, err := j.run(ctx, time.Now())
 	r.remove() // runs not yet handed to the merge (an early error)
@@ -72,6 +73,14 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 	}
 	opt.Logger.Debug("replayed day published", slog.String("partition", p.String()), "rows", pr.Rows, "bytes", pr.OutputBytes)
 	return pr, nil
+}
+
+// bufPool is the day's pool of merge buffers, or a new one of max bytes.
+func (r *Replayed) bufPool(max int64) *bufPool {
+	if r.pool != nil {
+		return r.pool
+	}
+	return newBufPool(max)
 }
 
 // remove deletes (or releases) the runs not yet taken by a merge.
