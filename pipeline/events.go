@@ -46,7 +46,7 @@ func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states state
 	e := &eventsRun{
 		log: log, turn: turn,
 		meta: sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source},
-		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir(), Background: true},
+		opt:  events.Options{BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem, TempDir: states.TempDir(), Background: true, Reuse: states.Reuse()},
 	}
 	if turn == nil {
 		prev, err := states.Load(ctx, sum.Source)
@@ -317,6 +317,9 @@ type stateStore interface {
 	Release(*events.State)
 	// TempDir is where comparisons spill rows and write the next state.
 	TempDir() string
+	// Reuse is the memory the store's comparisons share (a replay's, one
+	// after the other), nil for none.
+	Reuse() *events.Reuse
 }
 
 // states keeps the events state in the data directory's store, under the
@@ -410,18 +413,23 @@ func (s *states) Release(st *events.State) { st.Close() }
 
 func (s *states) TempDir() string { return events.StateDir(s.dir) }
 
+// Reuse is nil: a live run compares one snapshot of a source; kept
+// memory would only add to its peak.
+func (s *states) Reuse() *events.Reuse { return nil }
+
 // memStates keeps states between the snapshots of a replay, starting from an
 // empty state per source. A large state is a temporary file in dir (the
 // events' state folder, in the data directory when it is local, where
 // datadir.CleanTemp finds it after a crash); Close removes them.
 type memStates struct {
-	dir string
-	m   map[string]*events.State
+	dir   string
+	m     map[string]*events.State
+	reuse *events.Reuse
 }
 
 // memStates returns the states of a replay or catch-up.
 func (r *Runner) memStates() *memStates {
-	return &memStates{dir: newStates(r.cfg.Store, r.cfg.Scratch).TempDir(), m: map[string]*events.State{}}
+	return &memStates{dir: newStates(r.cfg.Store, r.cfg.Scratch).TempDir(), m: map[string]*events.State{}, reuse: events.NewReuse()}
 }
 
 func (m *memStates) Load(_ context.Context, source string) (*events.State, error) {
@@ -443,6 +451,8 @@ func (m *memStates) Save(_ context.Context, s *events.State) error {
 func (m *memStates) Release(*events.State) {}
 
 func (m *memStates) TempDir() string { return m.dir }
+
+func (m *memStates) Reuse() *events.Reuse { return m.reuse }
 
 // Close releases every state (removing their temporary files).
 func (m *memStates) Close() {

@@ -44,7 +44,7 @@ func NewBuilder(source string, snapshotTime time.Time, sizeHint int) *Builder {
 }
 
 func newBuilder(source string, snapMs int64, opt Options) *Builder {
-	return &Builder{source: source, snapMs: snapMs, srt: newSorter(source, opt.MemBytes, opt.TempDir)}
+	return &Builder{source: source, snapMs: snapMs, srt: newSorter(source, opt.MemBytes, opt.TempDir, opt.Reuse)}
 }
 
 // column is one input column of the record being observed.

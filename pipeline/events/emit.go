@@ -37,11 +37,20 @@ type emitter struct {
 	field      strCol
 	old, new   strCol
 	hasInitial bool // some pending row has initial = true
+	// listed counts the pending rows, from the first, that are listed
+	// events whose other columns were not gathered (see add): a record of
+	// listed events only (a first snapshot's) is their names and the
+	// constant columns of listedCols.
+	listed int
 
 	// consts holds the constant columns of records of constN rows.
 	constN int
 	consts [4]arrow.Array
-	err    error
+	// listedCols holds the columns event, field, old_value, new_value and
+	// initial of a record of listedN listed events.
+	listedN    int
+	listedCols [5]arrow.Array
+	err        error
 }
 
 // The columns of schema.InstrumentEvents the emitter fills, in emitter.cols.
@@ -194,12 +203,64 @@ func (d *Differ) newEmitter(emit func(*schema.Table, arrow.Record) error, stats 
 
 // release drops the shared constant columns.
 func (e *emitter) release() {
-	for i, a := range e.consts {
+	releaseAll(e.consts[:])
+	releaseAll(e.listedCols[:])
+}
+
+func releaseAll(as []arrow.Array) {
+	for i, a := range as {
 		if a != nil {
 			a.Release()
-			e.consts[i] = nil
+			as[i] = nil
 		}
 	}
+}
+
+// listedColumns returns the columns event, field, old_value, new_value
+// and initial of a record of n listed events.
+func (e *emitter) listedColumns(n int) [5]arrow.Array {
+	if e.listedN != n || e.listedCols[0] == nil {
+		releaseAll(e.listedCols[:])
+		mem := e.mem
+		nulls := strCol{ends: make([]int32, n), null: make([]bool, n), nulls: n}
+		for i := range nulls.null {
+			nulls.null[i] = true
+		}
+		bits := newBuffer(mem, int(bitutil.BytesForBits(int64(n))))
+		bm := bits.Bytes()
+		clear(bm)
+		if !e.d.prev.hasSnap {
+			bitutil.SetBitsTo(bm, 0, int64(n), true)
+		}
+		bd := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, bits}, nil, 0, 0)
+		bits.Release()
+		e.listedCols = [5]arrow.Array{
+			constString(mem, kindNames[Listed], n),
+			constString(mem, "", n),
+			nulls.array(mem),
+			nulls.array(mem),
+			array.MakeFromData(bd),
+		}
+		bd.Release()
+		e.listedN = n
+	}
+	return e.listedCols
+}
+
+// unlist gathers the columns of the pending listed events that add left
+// out, before an event of another kind joins them.
+func (e *emitter) unlist() {
+	n := e.listed
+	e.listed = 0
+	initial := !e.d.prev.hasSnap
+	for range n {
+		e.kinds = append(e.kinds, Listed)
+		addStr(&e.field, "")
+		e.old.addNull()
+		e.new.addNull()
+		e.initial = append(e.initial, initial)
+	}
+	e.hasInitial = e.hasInitial || initial && n > 0
 }
 
 // constants returns the constant columns of a record of n rows.
@@ -230,12 +291,22 @@ func (e *emitter) flush() error {
 		a.Retain()
 		cols[i] = a
 	}
+	cols[ecName] = e.name.array(mem)
+	if e.listed == n {
+		lc := e.listedColumns(n)
+		for i, a := range lc {
+			a.Retain()
+			cols[ecEvent+i] = a
+		}
+		e.listed = 0
+		e.name.reset()
+		return e.emitRecord(cols, n)
+	}
 	var ev strCol
 	ev.data = make([]byte, 0, n*len("deactivated"))
 	for _, k := range e.kinds {
 		addStr(&ev, kindNames[k])
 	}
-	cols[ecName] = e.name.array(mem)
 	cols[ecEvent] = ev.array(mem)
 	cols[ecField] = e.field.array(mem)
 	cols[ecOld] = e.old.array(mem)
@@ -254,7 +325,19 @@ func (e *emitter) flush() error {
 	bits.Release()
 	cols[ecInitial] = array.MakeFromData(bd)
 	bd.Release()
+	e.n, e.hasInitial = 0, false
+	e.kinds, e.initial = e.kinds[:0], e.initial[:0]
+	e.name.reset()
+	e.field.reset()
+	e.old.reset()
+	e.new.reset()
+	return e.emitRecord(cols, n)
+}
 
+// emitRecord emits the columns (the emitter's column order) as a record of
+// n rows, releasing them.
+func (e *emitter) emitRecord(cols [10]arrow.Array, n int) error {
+	e.n = 0
 	ordered := make([]arrow.Array, len(cols))
 	for i, a := range cols {
 		ordered[e.cols[i]] = a
@@ -263,12 +346,6 @@ func (e *emitter) flush() error {
 	for _, a := range cols {
 		a.Release()
 	}
-	e.n, e.hasInitial = 0, false
-	e.kinds, e.initial = e.kinds[:0], e.initial[:0]
-	e.name.reset()
-	e.field.reset()
-	e.old.reset()
-	e.new.reset()
 	err := e.emit(schema.InstrumentEvents, rec)
 	rec.Release()
 	if err != nil {
@@ -279,7 +356,22 @@ func (e *emitter) flush() error {
 
 // add appends one event; old and new are the field's items for flips and
 // changes. A full batch is emitted; an emit error is kept in e.err.
+//
+// A listed event that only listed events precede in the pending record
+// adds its name alone (e.listed): the rest of its row is the same for
+// all, and a record of listed events only takes the shared columns of
+// listedColumns.
 func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
+	if kind == Listed && e.listed == e.n {
+		e.n++
+		e.listed++
+		addStr(&e.name, name)
+		e.count(kind)
+		return
+	}
+	if e.listed > 0 {
+		e.unlist()
+	}
 	e.n++
 	e.kinds = append(e.kinds, kind)
 	addStr(&e.name, name)
@@ -298,6 +390,11 @@ func (e *emitter) add(kind Kind, name []byte, field int, old, new []byte) {
 		e.new.addValue(new, f.typ)
 		e.initial = append(e.initial, false)
 	}
+	e.count(kind)
+}
+
+// count counts an added event and emits a full record.
+func (e *emitter) count(kind Kind) {
 	e.stats.Events++
 	e.stats.ByKind[kind]++
 	if e.n >= e.d.opt.BatchRows {

@@ -168,6 +168,10 @@ type Options struct {
 	// encoderGate, when not nil, holds the encoder's goroutine before its
 	// first record until it is closed (tests).
 	encoderGate chan struct{}
+	// Reuse, when not nil, lends the memory of finished comparisons to
+	// this one (and takes its back): share one among the comparisons of
+	// a replay.
+	Reuse *Reuse
 	// TempDir holds the spilled rows and the next state while a large
 	// snapshot is compared (default os.TempDir()). Use StateDir(dataDir):
 	// Save then renames the next state into place instead of copying it,

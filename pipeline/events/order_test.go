@@ -39,6 +39,54 @@ func TestRadixSortStable(t *testing.T) {
 	}
 }
 
+// sortKeys gives exactly a stable sort's order (equal keys in arrival
+// order) whether it merges the input's ascending runs or radix sorts it:
+// ascending runs that overlap, do not, repeat keys of other runs, and more
+// runs than it merges.
+func TestSortKeysStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 400 {
+		n := rng.IntN(3000)
+		runs := 1 + rng.IntN(2*maxMergeRuns)
+		keys := make([]sortKey, n)
+		for i := range keys {
+			k1 := uint64(rng.IntN(1 + rng.IntN(50)))
+			if round%3 == 0 {
+				k1 = rng.Uint64()
+			}
+			keys[i] = sortKey{k1: 0x4254432d00000000 | k1<<8, k2: uint64(rng.IntN(3)), k3: uint32(rng.IntN(2)), i: uint32(i)}
+		}
+		// Sort slices of the input so that it has about runs ascending
+		// runs, some of them disjoint from their neighbours.
+		for lo := 0; lo < n; {
+			hi := min(n, lo+1+rng.IntN(2*n/runs+1))
+			slices.SortStableFunc(keys[lo:hi], func(x, y sortKey) int {
+				return cmp.Or(cmp.Compare(x.k1, y.k1), cmp.Compare(x.k2, y.k2), cmp.Compare(x.k3, y.k3))
+			})
+			if round%4 == 1 && hi < n { // the next slice starts above this one
+				for j := hi; j < n; j++ {
+					keys[j].k1 += 1 << 60
+				}
+			}
+			lo = hi
+		}
+		for i := range keys {
+			keys[i].i = uint32(i) // arrival order after the shuffle above
+		}
+		want := slices.Clone(keys)
+		slices.SortStableFunc(want, func(x, y sortKey) int {
+			return cmp.Or(cmp.Compare(x.k1, y.k1), cmp.Compare(x.k2, y.k2), cmp.Compare(x.k3, y.k3))
+		})
+		got, other := sortKeys(keys, make([]sortKey, n))
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d (%d keys, ~%d runs): order differs from a stable sort", round, n, runs)
+		}
+		if len(other) != n {
+			t.Fatalf("round %d: the other slice has %d keys, want %d", round, len(other), n)
+		}
+	}
+}
+
 // Many names sharing their first 20 bytes (more than the insertion sort
 // takes, and a few), with repeats: ordered by the whole name, the last row of a name
 // kept.

@@ -130,7 +130,7 @@ func TestMergeMatchesBytewiseOrder(t *testing.T) {
 // until close and it grew about quadratically).
 func TestCompactionFreesSpill(t *testing.T) {
 	dir := t.TempDir()
-	s := newSorter("test", 8<<10, dir)
+	s := newSorter("test", 8<<10, dir, nil)
 	defer s.close()
 	p := make([]byte, 100)
 	const rows = 60_000

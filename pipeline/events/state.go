@@ -112,6 +112,10 @@ func (s *State) Close() error {
 		return nil
 	}
 	s.closed = true
+	// Nothing reads a closed state: its memory goes to the next
+	// comparison (Options.Reuse).
+	s.ar.re.putEntries(s.ents)
+	s.ar.release()
 	s.ar, s.ents = arena{}, nil
 	if s.f == nil {
 		return nil
@@ -154,8 +158,9 @@ const (
 // chunks for reuse.
 type arena struct {
 	chunks [][]byte
-	cur    int   // chunk being filled
-	used   int64 // bytes allocated since reset
+	cur    int    // chunk being filled
+	used   int64  // bytes allocated since reset
+	re     *Reuse // where chunks come from and go back to (nil: none)
 }
 
 const chunkSize = 1 << 20
@@ -165,7 +170,11 @@ func (a *arena) alloc(n int) (chunk, off uint32, buf []byte) {
 		a.cur++
 	}
 	if a.cur == len(a.chunks) {
-		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
+		if n <= chunkSize {
+			a.chunks = append(a.chunks, a.re.chunk())
+		} else {
+			a.chunks = append(a.chunks, make([]byte, 0, n))
+		}
 	}
 	c := a.chunks[a.cur]
 	o := len(c)
@@ -534,7 +543,7 @@ func loadV1(s *State, tempDir string) (*State, error) {
 		return nil, err
 	}
 	defer c.close()
-	srt := newSorter(s.source, defaultMemBytes, tempDir)
+	srt := newSorter(s.source, defaultMemBytes, tempDir, nil)
 	defer srt.close()
 	for c.next() {
 		if err := srt.add(string(c.nm), c.pl); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,9 +21,11 @@ import (
 
 // The parallel column writer writes the same file as pqarrow's FileWriter:
 // same schema, row groups, encodings, values and statistics; read back, its
-// Arrow schema is the table's (no ARROW:schema metadata needed).
+// Arrow schema is the table's (no ARROW:schema metadata needed). The
+// table's own properties take package pqpage's encoder; a dictionary
+// column (which pqpage does not write) takes arrow-go's column writers for
+// the whole file.
 func TestColumnWriterMatchesPqarrow(t *testing.T) {
-	dir := t.TempDir()
 	recs := []arrow.Record{record(t, 100), record(t, 50), record(t, 1)}
 	defer func() {
 		for _, r := range recs {
@@ -30,37 +33,81 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 		}
 	}()
 	sc := schema.Instruments.ArrowSchema()
-	props := func() *parquet.WriterProperties {
-		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, RowGroupRows)...)
-	}
-	writeWith := func(name string, open func(f *os.File) (recordWriter, error)) string {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if err := w.Write(r); err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		extra []parquet.WriterProperty
+		ours  bool // pqpage encodes the columns
+	}{
+		{"table's properties", nil, true},
+		{"dictionary column", []parquet.WriterProperty{parquet.WithDictionaryFor("instrument_name", true)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			props := func() *parquet.WriterProperties {
+				return parquet.NewWriterProperties(append(writerOptions(schema.Instruments, 1, RowGroupRows), tc.extra...)...)
 			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	ref := writeWith("pqarrow.parquet", func(f *os.File) (recordWriter, error) {
-		return pqarrow.NewFileWriter(sc, f, props(), pqarrow.NewArrowWriterProperties())
-	})
-	for _, workers := range []int{2, 3, 40} {
-		got := writeWith(fmt.Sprintf("columns-%d.parquet", workers), func(f *os.File) (recordWriter, error) {
-			return NewColumnWriter(sc, f, props(), workers)
+			writeWith := func(name string, open func(f *os.File) (recordWriter, error)) string {
+				path := filepath.Join(dir, name)
+				f, err := os.Create(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := open(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					if err := w.Write(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			}
+			ref := writeWith("pqarrow.parquet", func(f *os.File) (recordWriter, error) {
+				return pqarrow.NewFileWriter(sc, f, props(), pqarrow.NewArrowWriterProperties())
+			})
+			for _, workers := range []int{2, 3, 40} {
+				got := writeWith(fmt.Sprintf("columns-%d.parquet", workers), func(f *os.File) (recordWriter, error) {
+					w, err := NewColumnWriter(sc, f, props(), workers)
+					if err == nil && (w.nf != nil) != tc.ours {
+						t.Errorf("pqpage encodes the columns: %v, want %v", w.nf != nil, tc.ours)
+					}
+					return w, err
+				})
+				compareParquet(t, ref, got)
+			}
 		})
-		compareParquet(t, ref, got)
+	}
+}
+
+// Every fixed table of flat columns is encoded by package pqpage with the
+// properties of its files (the run sink's writerOptions).
+func TestColumnWriterEncodesTablesWithPqpage(t *testing.T) {
+	checked := 0
+	for _, tb := range schema.Tables() {
+		sc := tb.ArrowSchema()
+		flat := true
+		for _, f := range sc.Fields() {
+			flat = flat && isFlat(f.Type)
+		}
+		if !flat {
+			continue
+		}
+		props := parquet.NewWriterProperties(writerOptions(tb, 1, RowGroupRows)...)
+		w, err := NewColumnWriter(sc, io.Discard, props, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", tb.Name, err)
+		}
+		if w.nf == nil {
+			t.Errorf("%s: written with arrow-go's column writers, want pqpage's", tb.Name)
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Errorf("%d tables of flat columns, want instruments, runs, rejects at least", checked)
 	}
 }
 

@@ -1,0 +1,135 @@
+package events
+
+import "sync"
+
+// Reuse keeps the memory of finished comparisons for the next ones: the
+// arena chunks a snapshot's rows were encoded into, its entries and its
+// sort keys. A replay compares a small snapshot after another (3,000
+// instruments, one 1 MiB chunk each); without it each allocated and
+// cleared its chunk and grew its slices afresh. Give the same Reuse to
+// the Differs of a replay (Options.Reuse): a sorter takes its memory from
+// it and gives it back when it is closed, a State when it is closed. It
+// keeps a few of each (reuseChunks, reuseSlices), enough for the
+// comparisons a pipelined replay has under way, so that what it holds
+// stays small; the rest goes to the garbage collector. It is safe for
+// concurrent use.
+type Reuse struct {
+	mu     sync.Mutex
+	chunks freeList[byte]
+	ents   freeList[entry]
+	keys   freeList[sortKey]
+}
+
+// How many chunks and slices of each kind a Reuse keeps at most.
+const (
+	reuseChunks = 8
+	reuseSlices = 8
+)
+
+// NewReuse returns an empty Reuse.
+func NewReuse() *Reuse { return &Reuse{} }
+
+// freeList holds up to a number of slices of T for reuse.
+type freeList[T any] struct{ s [][]T }
+
+// get returns an empty slice, with the capacity of one put back if any.
+func (f *freeList[T]) get() []T {
+	if n := len(f.s); n > 0 {
+		s := f.s[n-1]
+		f.s[n-1] = nil
+		f.s = f.s[:n-1]
+		return s[:0]
+	}
+	return nil
+}
+
+func (f *freeList[T]) put(s []T, limit int) {
+	if cap(s) > 0 && len(f.s) < limit {
+		f.s = append(f.s, s[:0])
+	}
+}
+
+// chunk returns an empty chunk of cap chunkSize (its bytes are stale: the
+// arena's callers write every byte they allocate).
+func (r *Reuse) chunk() []byte {
+	if r != nil {
+		r.mu.Lock()
+		c := r.chunks.get()
+		r.mu.Unlock()
+		if c != nil {
+			return c
+		}
+	}
+	return make([]byte, 0, chunkSize)
+}
+
+// putChunks takes back an arena's chunks of the standard size.
+func (r *Reuse) putChunks(chunks [][]byte) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range chunks {
+		if cap(c) == chunkSize {
+			r.chunks.put(c, reuseChunks)
+		}
+	}
+}
+
+func (r *Reuse) entries() []entry {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ents.get()
+}
+
+func (r *Reuse) putEntries(e []entry) {
+	if r != nil {
+		r.mu.Lock()
+		r.ents.put(e, reuseSlices)
+		r.mu.Unlock()
+	}
+}
+
+func (r *Reuse) sortKeys() []sortKey {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys.get()
+}
+
+func (r *Reuse) putSortKeys(k []sortKey) {
+	if r != nil {
+		r.mu.Lock()
+		r.keys.put(k, 2*reuseSlices)
+		r.mu.Unlock()
+	}
+}
+
+// release gives the arena's chunks back to its Reuse (if any) and empties
+// it; nothing may read what it held any more.
+func (a *arena) release() {
+	a.re.putChunks(a.chunks)
+	*a = arena{re: a.re}
+}
+
+// release gives the buffer's memory back to its arena's Reuse (if any) and
+// empties it.
+func (b *buffer) release() {
+	re := b.ar.re
+	b.ar.release()
+	re.putEntries(b.ents)
+	re.putSortKeys(b.keys)
+	re.putSortKeys(b.keys2)
+	*b = buffer{ar: arena{re: re}}
+}
+
+// newRowBuffer returns an empty buffer taking its memory from re (nil: none).
+func newRowBuffer(re *Reuse) buffer {
+	return buffer{ar: arena{re: re}, ents: re.entries(), keys: re.sortKeys(), keys2: re.sortKeys()}
+}

@@ -1,0 +1,101 @@
+package events
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// A chain of comparisons sharing a Reuse (each state closed once the next
+// comparison is done with it, as a replay does, so that its memory goes to
+// the one after) gives exactly the events and the state files of
+// comparisons that share nothing: in memory and spilled, encoded inline
+// and in the background.
+func TestReuseSameEventsAndStates(t *testing.T) {
+	sim := venuesim.New(venuesim.Config{Seed: 7, Instruments: 3000})
+	var snaps []simSnap
+	for range 6 {
+		snap, recs, err := decodeSim(sim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			for _, r := range recs {
+				r.Release()
+			}
+		}()
+		snaps = append(snaps, simSnap{meta: sinks.Snapshot{Time: snap, RunID: "r" + snap.Format("150405"), Source: "venue-sim"}, recs: recs})
+		sim.Advance(1)
+	}
+	for _, tc := range []struct {
+		name string
+		opt  Options
+	}{
+		{"memory", Options{}},
+		{"spilled", Options{MemBytes: 96 << 10, backgroundMin: 64}},
+		{"background", Options{Background: true, backgroundMin: 64, BatchRows: 500}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, wantStates := chainEvents(t, snaps, tc.opt)
+			opt := tc.opt
+			opt.Reuse = NewReuse()
+			for round := range 2 { // the second round starts with memory to reuse
+				got, gotStates := chainEvents(t, snaps, opt)
+				if d := diffStrings(got, want); d != "" {
+					t.Fatalf("round %d: events with Reuse differ:\n%s", round, d)
+				}
+				for i := range gotStates {
+					if !bytes.Equal(gotStates[i], wantStates[i]) {
+						t.Fatalf("round %d: state file after snapshot %d differs with Reuse", round, i)
+					}
+				}
+			}
+		})
+	}
+}
+
+type simSnap struct {
+	meta sinks.Snapshot
+	recs []arrow.Record
+}
+
+// chainEvents compares the snapshots one after the other from an empty
+// state and returns every event and each snapshot's state file.
+func chainEvents(t *testing.T, snaps []simSnap, opt Options) ([]string, [][]byte) {
+	t.Helper()
+	opt.TempDir = t.TempDir()
+	var all []string
+	var files [][]byte
+	prev := NewState("venue-sim")
+	for _, s := range snaps {
+		d, err := NewDiffer(prev, s.meta, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range s.recs {
+			if err := d.Observe(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs, _, next := finish(t, d)
+		prev.Close() // its memory may go to the next comparison
+		all = append(all, shorts(evs)...)
+		dir := t.TempDir()
+		if err := next.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(StatePath(dir, "venue-sim"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+		prev = next
+	}
+	prev.Close()
+	return all, files
+}
