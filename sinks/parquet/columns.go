@@ -239,6 +239,7 @@ func (w *ColumnWriter) EndRowGroup() error {
 			return nil
 		}
 		if err := w.columns(func(_ context.Context, i, _ int) error { return w.chunks[i].Finish() }); err != nil {
+			w.nf.Fail(err)
 			return err
 		}
 		return w.writeRowGroup()
@@ -330,24 +331,28 @@ func (w *ColumnWriter) writeChunks(n int64, column func(i int) arrow.Array, end 
 		}
 		return nil
 	})
-	if err != nil || !end {
+	if err != nil {
+		// some columns hold the rows, others not: the row group cannot be
+		// completed, and the file gets no footer (Close returns err)
+		w.nf.Fail(err)
 		return err
+	}
+	if !end {
+		return nil
 	}
 	return w.writeRowGroup()
 }
 
 // writeRowGroup writes the finished chunks as the next row group and
-// empties them.
+// empties them (after a failure too, which fails the file: nothing of the
+// row group is in it).
 func (w *ColumnWriter) writeRowGroup() error {
-	rows := w.rgRows
+	err := w.nf.WriteRowGroup(w.rgRows, w.chunks)
 	w.rgRows = 0
-	if err := w.nf.WriteRowGroup(rows, w.chunks); err != nil {
-		return err
-	}
 	for _, c := range w.chunks {
 		c.Reset()
 	}
-	return nil
+	return err
 }
 
 // column encodes arr, column i, into the row group (worker k's buffers);

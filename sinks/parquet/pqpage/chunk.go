@@ -36,9 +36,9 @@ const (
 	encDeltaByteArray = 7
 )
 
-// batchRows is how many rows are encoded between two checks of the page's
-// size (arrow-go's default write batch size).
-const batchRows = 1024
+// defaultBatchRows is Options.BatchRows when it is not set (arrow-go's
+// default write batch size).
+const defaultBatchRows = 1024
 
 // Options describe a column chunk.
 type Options struct {
@@ -51,6 +51,7 @@ type Options struct {
 	Level        int                  // the codec's level
 	PageSize     int64                // a page is closed once its values take this many bytes
 	MaxStatsSize int64                // a longer min or max is left out (arrow-go's MaxStatsSize)
+	BatchRows    int                  // rows encoded between two checks of the page's size (arrow-go's WriteBatchSize; 0: 1024)
 }
 
 type kind int
@@ -131,6 +132,9 @@ func New(opt Options) (*Chunk, error) {
 	if opt.Delta && k != kindString {
 		return nil, fmt.Errorf("pqpage: DELTA_BYTE_ARRAY for %s", opt.Type)
 	}
+	if opt.BatchRows <= 0 {
+		opt.BatchRows = defaultBatchRows
+	}
 	c := &Chunk{opt: opt, kind: k, enc: encPlain}
 	if opt.Delta {
 		c.enc = encDeltaByteArray
@@ -175,8 +179,8 @@ func (c *Chunk) Append(arr arrow.Array) error {
 		return fmt.Errorf("pqpage: %d nulls in a required column", arr.NullN())
 	}
 	n := arr.Len()
-	for off := 0; off < n; off += batchRows {
-		if err := c.batch(arr, off, min(n, off+batchRows)); err != nil {
+	for off := 0; off < n; off += c.opt.BatchRows {
+		if err := c.batch(arr, off, min(n, off+c.opt.BatchRows)); err != nil {
 			return err
 		}
 		if c.size() >= c.opt.PageSize {

@@ -2,8 +2,10 @@ package pqpage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -46,6 +48,7 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 			Level:        props.CompressionLevelFor(path),
 			PageSize:     props.DataPageSize(),
 			MaxStatsSize: props.MaxStatsSizeFor(path),
+			BatchRows:    int(min(props.WriteBatchSize(), math.MaxInt32)),
 		}
 	}
 	return opts, true
@@ -55,16 +58,18 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 // each row group's chunks in column order, then the footer, built by
 // arrow-go's metadata builders as its file writer builds it.
 type File struct {
-	w    io.Writer
-	pos  int64
-	meta *metadata.FileMetaDataBuilder
-	rgs  int16
-	err  error
+	w      io.Writer
+	pos    int64
+	meta   *metadata.FileMetaDataBuilder
+	ncols  int
+	rgs    int16
+	err    error // the first failure: every later write and Close return it
+	closed bool
 }
 
 // NewFile starts a file of schema sc on w (writing the magic).
 func NewFile(w io.Writer, sc *schema.Schema, props *parquet.WriterProperties) (*File, error) {
-	f := &File{w: w, meta: metadata.NewFileMetadataBuilder(sc, props, metadata.NewKeyValueMetadata())}
+	f := &File{w: w, meta: metadata.NewFileMetadataBuilder(sc, props, metadata.NewKeyValueMetadata()), ncols: sc.NumColumns()}
 	if err := f.write(magic); err != nil {
 		return nil, err
 	}
@@ -87,16 +92,33 @@ func (f *File) write(b []byte) error {
 }
 
 // WriteRowGroup writes a row group of rows rows whose columns are chunks
-// (each Finished).
+// (each Finished). Every chunk is checked before anything is written: a
+// failure leaves no part of the row group in the file or the footer, and
+// fails the File (every later write and Close return the error), as a
+// failed write does.
 func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
+	if f.err != nil {
+		return f.err
+	}
+	if f.closed {
+		return f.fail(errors.New("parquet: row group after Close"))
+	}
+	if len(chunks) != f.ncols {
+		return f.fail(fmt.Errorf("parquet: %d column chunks for %d columns", len(chunks), f.ncols))
+	}
+	metas := make([]Meta, len(chunks))
+	for i, c := range chunks {
+		m := c.Meta()
+		if m.Values != rows || c.rows != 0 {
+			return f.fail(fmt.Errorf("parquet: column %d: %d values (%d not finished) in a row group of %d rows", i, m.Values, c.rows, rows))
+		}
+		metas[i] = m
+	}
 	rg := f.meta.AppendRowGroup()
 	rg.SetNumRows(int(rows))
 	start := f.pos
 	for i, c := range chunks {
-		m := c.Meta()
-		if m.Values != rows {
-			return fmt.Errorf("parquet: column %d: %d values in a row group of %d rows", i, m.Values, rows)
-		}
+		m := metas[i]
 		cc := rg.NextColumnChunk()
 		if m.Stats != nil && rows > 0 {
 			cc.SetStats(*m.Stats)
@@ -105,17 +127,29 @@ func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
 			CompressedSize: m.CompressedSize, UncompressedSize: m.UncompressedSize}
 		encStats := metadata.EncodingStats{DataEncodingStats: map[parquet.Encoding]int32{m.Encoding: m.Pages}}
 		if err := cc.Finish(info, false, false, encStats); err != nil {
-			return fmt.Errorf("parquet: column %d: %w", i, err)
+			return f.fail(fmt.Errorf("parquet: column %d: %w", i, err))
 		}
 		if err := f.write(c.Bytes()); err != nil {
 			return err
 		}
 	}
 	if err := rg.Finish(f.pos-start, f.rgs); err != nil {
-		return fmt.Errorf("parquet: row group %d: %w", f.rgs, err)
+		return f.fail(fmt.Errorf("parquet: row group %d: %w", f.rgs, err))
 	}
 	f.rgs++
 	return nil
+}
+
+// Fail fails the File with err (unless it failed already): every later
+// write returns the first error, and Close closes w without a footer. For
+// a writer whose row group could not be completed.
+func (f *File) Fail(err error) { f.fail(err) }
+
+func (f *File) fail(err error) error {
+	if f.err == nil {
+		f.err = err
+	}
+	return f.err
 }
 
 // AppendKeyValueMetadata adds a key-value pair to the footer.
@@ -124,13 +158,22 @@ func (f *File) AppendKeyValueMetadata(key, value string) error {
 }
 
 // Close writes the footer and closes w if it is an io.Closer (as arrow-go's
-// file writer does).
+// file writer does); a failed File closes w without a footer. Like
+// arrow-go's, a second Close does nothing and returns the first one's
+// error (nil after a good one).
 func (f *File) Close() error {
+	if f.closed {
+		return f.err
+	}
+	f.closed = true
 	err := f.footer()
 	if c, ok := f.w.(io.Closer); ok {
 		if cerr := c.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("parquet: close: %w", cerr)
 		}
+	}
+	if err != nil {
+		f.err = err // what a second Close returns
 	}
 	return err
 }

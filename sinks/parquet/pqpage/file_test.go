@@ -3,6 +3,7 @@ package pqpage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // testSchema has every type and shape a Chunk writes: required and
@@ -38,9 +40,9 @@ var testSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 // testProps are the properties of the test files: small pages (many per
-// chunk), delta strings, no statistics on su.
-func testProps(rowGroupRows, pageSize int64) *parquet.WriterProperties {
-	return parquet.NewWriterProperties(
+// chunk), delta strings, no statistics on su; then extra.
+func testProps(rowGroupRows, pageSize int64, extra ...parquet.WriterProperty) *parquet.WriterProperties {
+	return parquet.NewWriterProperties(append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),
 		parquet.WithStats(true),
@@ -51,7 +53,7 @@ func testProps(rowGroupRows, pageSize int64) *parquet.WriterProperties {
 		parquet.WithEncodingFor("sd", parquet.Encodings.DeltaByteArray),
 		parquet.WithEncodingFor("sdr", parquet.Encodings.DeltaByteArray),
 		parquet.WithStatsFor("su", false),
-	)
+	}, extra...)...)
 }
 
 // nullMode is how a generated column has nulls.
@@ -64,8 +66,9 @@ const (
 )
 
 // genRecord makes n rows of testSchema: each column's nulls by mode (the
-// required columns none), values drawn from the edge cases.
-func genRecord(r *rand.Rand, n int, mode func() nullMode, only []float64) arrow.Record {
+// required columns none), values drawn from the edge cases (floats from
+// only unless nil), every string starting with prefix.
+func genRecord(r *rand.Rand, n int, mode func() nullMode, only []float64, prefix string) arrow.Record {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
 	defer b.Release()
 	ints := []int64{math.MinInt64, math.MaxInt64, 0, -1, 1}
@@ -113,7 +116,7 @@ func genRecord(r *rand.Rand, n int, mode func() nullMode, only []float64) arrow.
 			case *array.BooleanBuilder:
 				fb.Append(r.IntN(2) == 0)
 			case *array.StringBuilder:
-				fb.Append(str())
+				fb.Append(prefix + str())
 			}
 		}
 	}
@@ -124,20 +127,7 @@ func genRecord(r *rand.Rand, n int, mode func() nullMode, only []float64) arrow.
 // props.MaxRowGroupLength rows, as pqarrow's WriteBuffered does.
 func writeOurs(t testing.TB, path string, props *parquet.WriterProperties, recs []arrow.Record) {
 	t.Helper()
-	pqschema, err := pqarrow.ToParquet(testSchema, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, ok := ColumnOptions(pqschema, testSchema.Fields(), props)
-	if !ok {
-		t.Fatal("ColumnOptions: not ours")
-	}
-	chunks := make([]*Chunk, len(opts))
-	for i, o := range opts {
-		if chunks[i], err = New(o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pqschema, chunks := testChunks(t, props)
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +177,27 @@ func writeOurs(t testing.TB, path string, props *parquet.WriterProperties, recs 
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testChunks are the Parquet schema of testSchema and a Chunk per column,
+// with props.
+func testChunks(t testing.TB, props *parquet.WriterProperties) (*schema.Schema, []*Chunk) {
+	t.Helper()
+	pqschema, err := pqarrow.ToParquet(testSchema, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, ok := ColumnOptions(pqschema, testSchema.Fields(), props)
+	if !ok {
+		t.Fatal("ColumnOptions: not ours")
+	}
+	chunks := make([]*Chunk, len(opts))
+	for i, o := range opts {
+		if chunks[i], err = New(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pqschema, chunks
 }
 
 // writeArrowGo writes recs with pqarrow's writer.
@@ -270,7 +281,8 @@ func column(t testing.TB, tbl arrow.Table, i int) arrow.Array {
 }
 
 // compareFiles fails unless got reads back as recs, as want does, with
-// want's schema, row groups, encodings, statistics and key-value metadata.
+// want's schema, row groups, pages (checkLayout), encodings, statistics and
+// key-value metadata.
 func compareFiles(t testing.TB, want, got string, recs []arrow.Record) {
 	t.Helper()
 	wr, wt := readFile(t, want)
@@ -304,6 +316,7 @@ func compareFiles(t testing.TB, want, got string, recs []arrow.Record) {
 			all.Release()
 		}
 	}
+	wantPages, gotPages := checkLayout(t, want), checkLayout(t, got)
 	for rg := range len(wm.RowGroups) {
 		if w, g := wm.RowGroup(rg).NumRows(), gm.RowGroup(rg).NumRows(); w != g {
 			t.Fatalf("row group %d: %d rows, want %d", rg, g, w)
@@ -312,8 +325,8 @@ func compareFiles(t testing.TB, want, got string, recs []arrow.Record) {
 			name := wm.Schema.Column(c).Name()
 			wc, _ := wm.RowGroup(rg).ColumnChunk(c)
 			gc, _ := gm.RowGroup(rg).ColumnChunk(c)
-			if fmt.Sprint(wc.EncodingStats()) != fmt.Sprint(gc.EncodingStats()) && len(wc.EncodingStats()) != len(gc.EncodingStats()) {
-				t.Errorf("row group %d column %s: encoding stats %v, want %v", rg, name, gc.EncodingStats(), wc.EncodingStats())
+			if fmt.Sprint(wc.EncodingStats()) != fmt.Sprint(gc.EncodingStats()) || gotPages[rg][c] != wantPages[rg][c] {
+				t.Errorf("row group %d column %s: %d pages %v, want %d %v", rg, name, gotPages[rg][c], gc.EncodingStats(), wantPages[rg][c], wc.EncodingStats())
 			}
 			if fmt.Sprint(wc.Encodings()) != fmt.Sprint(gc.Encodings()) || wc.NumValues() != gc.NumValues() || wc.Compression() != gc.Compression() {
 				t.Errorf("row group %d column %s: %v %d values %v, want %v %d %v", rg, name, gc.Encodings(), gc.NumValues(), gc.Compression(), wc.Encodings(), wc.NumValues(), wc.Compression())
@@ -356,17 +369,23 @@ func TestFileMatchesArrowGo(t *testing.T) {
 		rowGroup, page int64
 		modes          []nullMode
 		floats         []float64 // the floats drawn from (nil: any)
+		prefix         string    // of every string
+		batch          int64     // the write batch size (0: arrow-go's default)
 	}{
-		{"empty", nil, 100, 1 << 10, []nullMode{someNulls}, nil},
-		{"one row", []int{1}, 100, 1 << 10, []nullMode{someNulls}, nil},
-		{"one null row", []int{1}, 100, 1 << 10, []nullMode{allNulls}, nil},
-		{"mixed", []int{100, 50, 1, 64, 300, 7}, 128, 1 << 10, []nullMode{someNulls, noNulls, allNulls}, nil},
-		{"all null", []int{40, 33}, 50, 1 << 10, []nullMode{allNulls}, nil},
-		{"no nulls", []int{2000, 999}, 1000, 4 << 10, []nullMode{noNulls}, nil},
-		{"big pages", []int{5000, 3000}, 6000, 512 << 10, []nullMode{someNulls, noNulls}, nil},
-		{"zeros", []int{30, 20}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{0, math.Copysign(0, -1), 2.5, math.NaN()}},
-		{"negative zeros", []int{30, 20}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{0, math.Copysign(0, -1), -2.5}},
-		{"NaN", []int{30}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{math.NaN()}},
+		{"empty", nil, 100, 1 << 10, []nullMode{someNulls}, nil, "", 0},
+		{"one row", []int{1}, 100, 1 << 10, []nullMode{someNulls}, nil, "", 0},
+		{"one null row", []int{1}, 100, 1 << 10, []nullMode{allNulls}, nil, "", 0},
+		{"mixed", []int{100, 50, 1, 64, 300, 7}, 128, 1 << 10, []nullMode{someNulls, noNulls, allNulls}, nil, "", 0},
+		{"all null", []int{40, 33}, 50, 1 << 10, []nullMode{allNulls}, nil, "", 0},
+		{"no nulls", []int{2000, 999}, 1000, 4 << 10, []nullMode{noNulls}, nil, "", 0},
+		{"big pages", []int{5000, 3000}, 6000, 512 << 10, []nullMode{someNulls, noNulls}, nil, "", 0},
+		{"zeros", []int{30, 20}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{0, math.Copysign(0, -1), 2.5, math.NaN()}, "", 0},
+		{"negative zeros", []int{30, 20}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{0, math.Copysign(0, -1), -2.5}, "", 0},
+		{"NaN", []int{30}, 40, 1 << 10, []nullMode{someNulls, noNulls}, []float64{math.NaN()}, "", 0},
+		// every key (a string's first 8 bytes) the same: min and max by compareSameKey
+		{"shared prefix", []int{300, 200}, 400, 4 << 10, []nullMode{someNulls, noNulls}, nil, "BTC-27NOV26-", 0},
+		// the page size checked every 100 rows: more pages than with 1024
+		{"small write batches", []int{700, 500}, 1000, 1 << 10, []nullMode{someNulls, noNulls}, nil, "", 100},
 	}
 	for seed, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,7 +393,7 @@ func TestFileMatchesArrowGo(t *testing.T) {
 			var recs []arrow.Record
 			for _, n := range tc.rows {
 				// a slice of a larger record: arrays with an offset
-				full := genRecord(r, n+5, func() nullMode { return tc.modes[r.IntN(len(tc.modes))] }, tc.floats)
+				full := genRecord(r, n+5, func() nullMode { return tc.modes[r.IntN(len(tc.modes))] }, tc.floats, tc.prefix)
 				recs = append(recs, full.NewSlice(3, int64(n)+3))
 				full.Release()
 			}
@@ -385,8 +404,12 @@ func TestFileMatchesArrowGo(t *testing.T) {
 			}()
 			dir := t.TempDir()
 			want, got := filepath.Join(dir, "arrowgo.parquet"), filepath.Join(dir, "ours.parquet")
-			writeArrowGo(t, want, testProps(tc.rowGroup, tc.page), recs)
-			writeOurs(t, got, testProps(tc.rowGroup, tc.page), recs)
+			var extra []parquet.WriterProperty
+			if tc.batch > 0 {
+				extra = append(extra, parquet.WithBatchSize(tc.batch))
+			}
+			writeArrowGo(t, want, testProps(tc.rowGroup, tc.page, extra...), recs)
+			writeOurs(t, got, testProps(tc.rowGroup, tc.page, extra...), recs)
 			compareFiles(t, want, got, recs)
 		})
 	}
@@ -412,4 +435,113 @@ func TestFileEmptyStrings(t *testing.T) {
 	writeArrowGo(t, want, testProps(10, 1<<10), []arrow.Record{rec})
 	writeOurs(t, got, testProps(10, 1<<10), []arrow.Record{rec})
 	compareFiles(t, want, got, []arrow.Record{rec})
+}
+
+// closeCounter is a file that counts its Close calls; a write fails once
+// failAt bytes were written (0: never).
+type closeCounter struct {
+	bytes.Buffer
+	closes int
+	failAt int
+}
+
+func (c *closeCounter) Write(b []byte) (int, error) {
+	if c.failAt > 0 && c.Len()+len(b) > c.failAt {
+		return 0, errors.New("disk full")
+	}
+	return c.Buffer.Write(b)
+}
+
+func (c *closeCounter) Close() error { c.closes++; return nil }
+
+// A row group whose chunks do not all hold its rows is refused before any
+// of it is written, and fails the File: the next row group and Close return
+// the error, and Close writes no footer (a file of the magic alone, which
+// no reader takes for a Parquet file).
+func TestFileRowGroupCheckedBeforeWriting(t *testing.T) {
+	props := testProps(100, 1<<20) // no page closed before Finish
+	rec := genRecord(rand.New(rand.NewPCG(1, 1)), 10, func() nullMode { return someNulls }, nil, "")
+	defer rec.Release()
+	for _, tc := range []struct {
+		name  string
+		short int // the column given a row less
+		pend  int // the column left unfinished (-1: none)
+	}{
+		{"last column short", len(testSchema.Fields()) - 1, -1},
+		{"middle column short", 5, -1},
+		{"last column unfinished", -1, len(testSchema.Fields()) - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pqschema, chunks := testChunks(t, props)
+			out := &closeCounter{}
+			f, err := NewFile(out, pqschema, props)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range chunks {
+				arr := rec.Column(i)
+				if i == tc.short {
+					arr = array.NewSlice(arr, 1, int64(arr.Len()))
+					defer arr.Release()
+				}
+				if err := c.Append(arr); err != nil {
+					t.Fatal(err)
+				}
+				if i != tc.pend {
+					if err := c.Finish(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err = f.WriteRowGroup(rec.NumRows(), chunks)
+			if err == nil {
+				t.Fatal("WriteRowGroup: no error")
+			}
+			if out.Len() != len(magic) {
+				t.Errorf("%d bytes written, want the magic's %d", out.Len(), len(magic))
+			}
+			for _, c := range chunks {
+				c.Reset()
+			}
+			if err2 := f.WriteRowGroup(0, chunks); err2 != err {
+				t.Errorf("next WriteRowGroup: %v, want %v", err2, err)
+			}
+			if cerr := f.Close(); cerr != err {
+				t.Errorf("Close: %v, want %v", cerr, err)
+			}
+			if out.Len() != len(magic) || out.closes != 1 {
+				t.Errorf("after Close: %d bytes, %d closes; want %d, 1", out.Len(), out.closes, len(magic))
+			}
+		})
+	}
+}
+
+// Close is idempotent, as arrow-go's file writer's: a second Close writes
+// no second footer and does not close the file again, returning nil after
+// a good Close and the first error after a failed one (compaction closes
+// a file again to abort it when closing it failed).
+func TestFileCloseTwice(t *testing.T) {
+	props := testProps(100, 1<<10)
+	for _, failAt := range []int{0, 6} {
+		pqschema, _ := testChunks(t, props)
+		out := &closeCounter{failAt: failAt}
+		f, err := NewFile(out, pqschema, props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := f.Close()
+		if (first != nil) != (failAt > 0) {
+			t.Fatalf("failAt %d: first Close: %v", failAt, first)
+		}
+		size := out.Len()
+		if second := f.Close(); second != first {
+			t.Errorf("failAt %d: second Close: %v, want %v", failAt, second, first)
+		}
+		if out.Len() != size || out.closes != 1 {
+			t.Errorf("failAt %d: second Close wrote %d bytes, %d closes in all; want 0, 1", failAt, out.Len()-size, out.closes)
+		}
+		if err := f.WriteRowGroup(0, nil); err == nil {
+			t.Errorf("failAt %d: WriteRowGroup after Close: no error", failAt)
+		}
+	}
 }

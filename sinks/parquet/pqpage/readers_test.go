@@ -23,7 +23,7 @@ func readerFiles(t *testing.T, dir string, modes ...nullMode) (sd int) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var recs []arrow.Record
 	for _, n := range []int{400, 250, 1, 90} {
-		recs = append(recs, genRecord(r, n, func() nullMode { return modes[r.IntN(len(modes))] }, nil))
+		recs = append(recs, genRecord(r, n, func() nullMode { return modes[r.IntN(len(modes))] }, nil, ""))
 	}
 	defer func() {
 		for _, rec := range recs {
