@@ -1,0 +1,92 @@
+package pqpage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// poisonAllocator overwrites memory when it is freed, as a pool handing it
+// to the next batch would.
+type poisonAllocator struct{ memory.GoAllocator }
+
+func (p *poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 0xAA
+	}
+}
+
+// A Chunk keeps no view into an array after Append: each batch's strings
+// are delta-encoded against the page's last string and compared with the
+// min and max after the previous array's memory was overwritten. The
+// statistics and the values read back are the strings appended.
+func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	for _, enc := range []parquet.Encoding{parquet.Encodings.Plain, parquet.Encodings.DeltaByteArray} {
+		t.Run(enc.String(), func(t *testing.T) {
+			props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithEncoding(enc), parquet.WithStats(true))
+			pqschema, err := pqarrow.ToParquet(sc, props, pqarrow.DefaultWriterProps())
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts, ok := ColumnOptions(pqschema, sc.Fields(), props)
+			if !ok {
+				t.Fatal("ColumnOptions: not ours")
+			}
+			c, err := New(opts[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := &poisonAllocator{}
+			want := array.NewStringBuilder(memory.DefaultAllocator)
+			defer want.Release()
+			for k := range 3 {
+				b := array.NewStringBuilder(mem)
+				for i := range 10 {
+					s := fmt.Sprintf("BTC-27NOV26-%d-%d", 5-k, i)
+					b.Append(s)
+					want.Append(s)
+				}
+				a := b.NewArray()
+				b.Release()
+				if err := c.Append(a); err != nil {
+					t.Fatal(err)
+				}
+				a.Release() // overwrites the values
+			}
+			if err := c.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			m := c.Meta()
+			if string(m.Stats.Min) != "BTC-27NOV26-3-0" || string(m.Stats.Max) != "BTC-27NOV26-5-9" {
+				t.Errorf("min %q max %q, want BTC-27NOV26-3-0 BTC-27NOV26-5-9", m.Stats.Min, m.Stats.Max)
+			}
+			path := filepath.Join(t.TempDir(), "s.parquet")
+			out, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := NewFile(out, pqschema, props)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.WriteRowGroup(30, []*Chunk{c}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, tbl := readFile(t, path)
+			w := want.NewArray()
+			defer w.Release()
+			sameValues(t, "s", w, column(t, tbl, 0))
+		})
+	}
+}
