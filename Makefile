@@ -54,7 +54,7 @@ fuzz:
 	$(call fuzz,FuzzTemplate,150000,./pipeline/extract/auth/)
 	$(call fuzz,FuzzSplice,250000,./pipeline/extract/envelope/)
 	$(call fuzz,FuzzRunFile,15000,./sinks/parquet/compact/)
-	$(call fuzz,FuzzChunk,5000,./sinks/parquet/pqpage/)
+	$(call fuzz,FuzzChunk,4000,./sinks/parquet/pqpage/)
 
 # fuzz runs target $(1) of package $(3) for $(2) x $(FUZZX) executions.
 fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x -fuzzminimizetime 0 $(3)

@@ -52,8 +52,16 @@ var (
 // Chunks and the file laid out by its File: arrow-go's column writers
 // took 1.45 of the 1M listing's 5.4 CPU-s, most of it in its generic
 // byte-array path (statistics, buffer growth, levels as int16s) — issue
-// 33. Otherwise (a dictionary column compaction chose, another type) the
-// file is written through arrow-go's file.Writer.
+// 33. Otherwise (another type, or any column for which compaction's
+// encoding trials chose a dictionary, DELTA_BINARY_PACKED integers or
+// DELTA_LENGTH_BYTE_ARRAY strings) the whole file is written through
+// arrow-go's file.Writer. So pqpage writes the per-snapshot files and the
+// replayed days; a compacted file only when every column's chosen encoding
+// is PLAIN or DELTA_BYTE_ARRAY.
+//
+// After an error the file is failed: Close closes it without a footer
+// (pqpage) and returns the error; a second Close does nothing (as
+// arrow-go's).
 type ColumnWriter struct {
 	nf       *pqpage.File    // the file when pqpage writes every column; nil: pw
 	chunks   []*pqpage.Chunk // per column, with nf

@@ -238,3 +238,53 @@ func compareParquet(t *testing.T, want, got string) {
 		}
 	}
 }
+
+// closeCountingBuffer is a file that counts its Close calls.
+type closeCountingBuffer struct {
+	bytes.Buffer
+	closes int
+}
+
+func (c *closeCountingBuffer) Close() error { c.closes++; return nil }
+
+// A row group that fails midway (here one column of the wrong length,
+// the others encoded) fails the file: no part of it is written, Close
+// returns the error and writes no footer, and a second Close (compaction's
+// abort after a failed close) returns the same error without writing or
+// closing again.
+func TestColumnWriterFailedRowGroupLeavesNoFooter(t *testing.T) {
+	rec := record(t, 20)
+	defer rec.Release()
+	sc := schema.Instruments.ArrowSchema()
+	out := &closeCountingBuffer{}
+	w, err := NewColumnWriter(sc, out, parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, RowGroupRows)...), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.nf == nil {
+		t.Fatal("not written by pqpage")
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	err = w.WriteColumns(10, func(i int) arrow.Array {
+		if i == 1 {
+			return array.NewSlice(rec.Column(i), 0, 9)
+		}
+		return array.NewSlice(rec.Column(i), 0, 10)
+	})
+	if err == nil {
+		t.Fatal("WriteColumns: no error")
+	}
+	size := out.Len()
+	cerr := w.Close()
+	if cerr == nil {
+		t.Fatal("Close: no error")
+	}
+	if out.Len() != size || bytes.HasSuffix(out.Bytes(), []byte("PAR1")) || out.closes != 1 {
+		t.Errorf("Close wrote %d bytes (footer magic %v), %d closes; want none, 1 close", out.Len()-size, bytes.HasSuffix(out.Bytes(), []byte("PAR1")), out.closes)
+	}
+	if again := w.Close(); again != cerr || out.Len() != size || out.closes != 1 {
+		t.Errorf("second Close: %v, %d bytes, %d closes; want %v, none, 1", again, out.Len()-size, out.closes, cerr)
+	}
+}

@@ -12,6 +12,13 @@
 // as unsigned bytes, floats without NaN and with -0 as the least zero and
 // +0 the greatest, min or max dropped past the size limit), but no
 // statistics in the page headers, which readers do not need.
+//
+// A file is written by pqpage only when every column is one it encodes
+// (ColumnOptions is all or nothing): the run sink's per-snapshot files and
+// the days replayed into the lake. Compaction's files whose encoding trials
+// chose a dictionary, DELTA_BINARY_PACKED integers or
+// DELTA_LENGTH_BYTE_ARRAY strings for any column go, whole, through
+// arrow-go's column writers (as do the trials themselves).
 package pqpage
 
 import (
