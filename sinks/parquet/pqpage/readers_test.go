@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/internal/testenv"
 )
@@ -98,5 +100,43 @@ func TestChDBReadsAsArrowGo(t *testing.T) {
 	got, want := digest("ours.parquet"), digest("arrowgo.parquet")
 	if got != want || !strings.HasPrefix(got, "741\t") {
 		t.Errorf("chDB: %q, want %q (741 rows)", got, want)
+	}
+}
+
+// DuckDB reads definition levels of one bit-packed run of 2,500 groups
+// (every other row null, 20,003 rows in one page) and the values around
+// them.
+func TestDuckDBReadsLongBitPackedLevels(t *testing.T) {
+	const n = 20003
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	for c, f := range testSchema.Fields() {
+		fb := b.Field(c)
+		for i := range n {
+			if f.Nullable && i%2 == 1 {
+				fb.AppendNull()
+				continue
+			}
+			switch fb := fb.(type) {
+			case *array.StringBuilder:
+				fb.Append(fmt.Sprint("v", i))
+			case *array.Int64Builder:
+				fb.Append(int64(i))
+			default:
+				fb.AppendEmptyValues(1)
+			}
+		}
+	}
+	rec := b.NewRecord()
+	b.Release()
+	defer rec.Release()
+	p := filepath.Join(t.TempDir(), "ours.parquet")
+	writeOurs(t, p, testProps(n, 1<<30), []arrow.Record{rec})
+	if pages := checkLayout(t, p); pages[0][1] != 1 {
+		t.Fatalf("column in: %d pages, want 1", pages[0][1])
+	}
+	res := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT count(*), count("in"), sum("in")::BIGINT, count(s), count(sd), sum(i)::BIGINT FROM read_parquet('%s')`, p))
+	// in: the even rows 0, 2, ..., 20002: 10,002 of them, summing to 10,001 * 10,002
+	if got := fmt.Sprint(res.Rows[0]); got != "[20003 10002 100030002 10002 10002 200050003]" {
+		t.Errorf("DuckDB: %s, want [20003 10002 100030002 10002 10002 200050003]", got)
 	}
 }
