@@ -266,7 +266,7 @@ func (e *emitter) unlist() {
 // constants returns the constant columns of a record of n rows.
 func (e *emitter) constants(n int) [4]arrow.Array {
 	if e.constN != n || e.consts[0] == nil {
-		e.release()
+		releaseAll(e.consts[:]) // the listed columns stay: their length is checked apart
 		d, ts := e.d, e.sc.Field(e.cols[ecSnapshot]).Type
 		e.consts = [4]arrow.Array{
 			ecSnapshot: constTimestamp(e.mem, ts, d.b.snapMs, false, n),

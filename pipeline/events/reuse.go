@@ -1,6 +1,9 @@
 package events
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // Reuse keeps the memory of finished comparisons for the next ones: the
 // arena chunks a snapshot's rows were encoded into, its entries and its
@@ -20,10 +23,14 @@ type Reuse struct {
 	keys   freeList[sortKey]
 }
 
-// How many chunks and slices of each kind a Reuse keeps at most.
+// How many chunks and slices of each kind a Reuse keeps at most, and the
+// largest slice it keeps: a snapshot far larger than a replay's (a large
+// Options.MemBytes, a listing of a million instruments) leaves slices of
+// tens of MB, which would otherwise stay held for the rest of the replay.
 const (
-	reuseChunks = 8
-	reuseSlices = 8
+	reuseChunks     = 8
+	reuseSlices     = 8
+	reuseSliceBytes = 4 << 20
 )
 
 // NewReuse returns an empty Reuse.
@@ -44,7 +51,8 @@ func (f *freeList[T]) get() []T {
 }
 
 func (f *freeList[T]) put(s []T, limit int) {
-	if cap(s) > 0 && len(f.s) < limit {
+	var zero T
+	if cap(s) > 0 && len(f.s) < limit && cap(s)*int(unsafe.Sizeof(zero)) <= reuseSliceBytes {
 		f.s = append(f.s, s[:0])
 	}
 }

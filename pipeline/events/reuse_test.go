@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -98,4 +99,27 @@ func chainEvents(t *testing.T, snaps []simSnap, opt Options) ([]string, [][]byte
 	}
 	prev.Close()
 	return all, files
+}
+
+// TestReuseDropsLargeSlices: a Reuse keeps small slices for the next
+// comparison but lets a slice past reuseSliceBytes go, so one huge
+// snapshot does not leave its memory held for the rest of a replay.
+func TestReuseDropsLargeSlices(t *testing.T) {
+	re := NewReuse()
+	small := make([]sortKey, 0, 1024)
+	re.putSortKeys(small)
+	if got := re.sortKeys(); cap(got) != cap(small) {
+		t.Fatalf("small slice not reused: cap %d, want %d", cap(got), cap(small))
+	}
+	var k sortKey
+	huge := make([]sortKey, 0, reuseSliceBytes/int(unsafe.Sizeof(k))+1)
+	re.putSortKeys(huge)
+	if got := re.sortKeys(); got != nil {
+		t.Fatalf("a %d-byte slice was kept (cap %d)", cap(huge)*int(unsafe.Sizeof(k)), cap(got))
+	}
+	ents := make([]entry, 0, reuseSliceBytes/int(unsafe.Sizeof(entry{}))+1)
+	re.putEntries(ents)
+	if got := re.entries(); got != nil {
+		t.Fatalf("a large entries slice was kept (cap %d)", cap(got))
+	}
 }
