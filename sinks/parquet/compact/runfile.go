@@ -468,11 +468,11 @@ func checkNode(t arrow.DataType, n, nulls, off int, bufs []*memory.Buffer, kids 
 	} else if need := int(bitutil.BytesForBits(int64(end))); size(0) < need {
 		return fmt.Errorf("a validity bitmap of %d bytes for %d rows", size(0), end)
 	}
-	if n == 0 {
-		return nil
-	}
 	switch t.ID() {
 	case arrow.STRING, arrow.BINARY, arrow.LIST:
+		if n == 0 {
+			return nil // arrow-go reads no offset of an empty array
+		}
 		limit := 0
 		if t.ID() == arrow.LIST {
 			limit = kids[0].Len()
@@ -490,6 +490,10 @@ func checkNode(t arrow.DataType, n, nulls, off int, bufs []*memory.Buffer, kids 
 	if !ok || fw.BitWidth()%8 != 0 {
 		return errors.New("not a type of a spilled run")
 	}
+	if n == 0 && bufs[1] == nil {
+		return nil
+	}
+	// arrow-go slices the values [off, off+n) even of an empty array.
 	if need := end * (fw.BitWidth() / 8); size(1) < need {
 		return fmt.Errorf("%d bytes of values for %d rows", size(1), end)
 	}
