@@ -454,10 +454,12 @@ func (m *memStates) TempDir() string { return m.dir }
 
 func (m *memStates) Reuse() *events.Reuse { return m.reuse }
 
-// Close releases every state (removing their temporary files).
+// Close releases every state (removing their temporary files) and the
+// records the comparisons' Reuse remembers.
 func (m *memStates) Close() {
 	for _, s := range m.m {
 		s.Close()
 	}
 	clear(m.m)
+	m.reuse.Close()
 }

@@ -27,6 +27,9 @@ type Builder struct {
 	srt    *sorter
 	cols   []column
 	enc    *blockEnc
+	re     *Reuse // holds the memos (nil: none)
+	recs   int    // the records with rows observed
+	noMemo bool   // Options.noMemo
 	stats  Stats
 	err    error // the first Observe error: the rows seen are incomplete
 	done   bool
@@ -44,7 +47,7 @@ func NewBuilder(source string, snapshotTime time.Time, sizeHint int) *Builder {
 }
 
 func newBuilder(source string, snapMs int64, opt Options) *Builder {
-	return &Builder{source: source, snapMs: snapMs, srt: newSorter(source, opt.MemBytes, opt.TempDir, opt.Reuse)}
+	return &Builder{source: source, snapMs: snapMs, srt: newSorter(source, opt.MemBytes, opt.TempDir, opt.Reuse), re: opt.Reuse, noMemo: opt.noMemo}
 }
 
 // column is one input column of the record being observed.
@@ -59,6 +62,7 @@ type column struct {
 	i64   []int64
 	ts    []arrow.Timestamp
 	bln   *array.Boolean
+	bits  []byte // booleans: the value bitmap, from bit off
 }
 
 func (c *column) set(a arrow.Array) {
@@ -74,6 +78,9 @@ func (c *column) set(a arrow.Array) {
 		c.ts = a.TimestampValues()
 	case *array.Boolean:
 		c.bln = a
+		if b := a.Data().Buffers()[1]; b != nil {
+			c.bits = b.Bytes()
+		}
 	}
 }
 
@@ -146,8 +153,10 @@ func bind(rec arrow.Record, cols []column) error {
 // source and snapshot: when the record has source / snapshot_time columns,
 // a row with another value is an error. instrument_name must not be null. A
 // row whose instrument_name was already observed replaces the earlier row
-// (last one wins). rec is not retained. After an error the rows are
-// incomplete: later calls (and State, Finish) return the same error.
+// (last one wins). rec is not retained, except by Options.Reuse, which
+// remembers the record last encoded (Retain) until the next one replaces
+// it or until Reuse.Close. After an error the rows are incomplete: later
+// calls (and State, Finish) return the same error.
 func (b *Builder) Observe(rec arrow.Record) error {
 	if b.done {
 		return errors.New("instrument events: Observe after the state was built")
@@ -170,9 +179,13 @@ func (b *Builder) observe(rec arrow.Record) error {
 		return fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
 	n := int(rec.NumRows())
-	if err := b.encodeRecord(b.cols, n, b.stats.Rows, true); err != nil {
+	if n == 0 {
+		return nil
+	}
+	if err := b.encodeRecord(rec, b.cols, n, b.stats.Rows, b.recs, true); err != nil {
 		return err
 	}
+	b.recs++
 	b.stats.Rows += int64(n)
 	return nil
 }
@@ -314,10 +327,11 @@ func (d *Differ) Observe(rec arrow.Record) error {
 		return nil
 	}
 	if n < d.opt.backgroundMin && d.enc.idle() {
-		if err := b.encodeRecord(cols, n, b.stats.Rows, false); err != nil {
+		if err := b.encodeRecord(rec, cols, n, b.stats.Rows, b.recs, false); err != nil {
 			b.err = err
 			return err
 		}
+		b.recs++
 		b.stats.Rows += int64(n)
 		return nil
 	}
@@ -326,7 +340,8 @@ func (d *Differ) Observe(rec arrow.Record) error {
 	}
 	d.enc.pending.Add(1)
 	rec.Retain()
-	d.enc.jobs <- encodeJob{rec: rec, cols: cols, n: n, row0: b.stats.Rows}
+	d.enc.jobs <- encodeJob{rec: rec, cols: cols, n: n, row0: b.stats.Rows, ord: b.recs}
+	b.recs++
 	b.stats.Rows += int64(n)
 	return nil
 }

@@ -31,6 +31,8 @@ const encodeBlock = 256
 type blockEnc struct {
 	size [encodeBlock]uint32 // payload bytes of each row
 	pos  [encodeBlock]uint32 // where each row's next item goes in the span
+	at   [encodeBlock]int32  // each row's row in the memo copied from, -1: encoded (memo.go)
+	p    [encodeBlock]int32  // the memo row expected after each row
 }
 
 func uvarintLen(v uint64) uint32 { return uint32(bits.Len64(v|1)+6) / 7 }
@@ -54,8 +56,10 @@ func (c *column) strAt(i int) []byte {
 	return c.vals[c.offs[i]-c.offs[0] : c.offs[i+1]-c.offs[0]]
 }
 
-// sizes adds the item sizes of rows [lo, lo+n) of column c (type t) to size.
-func (c *column) sizes(t schema.Type, lo, n int, size *[encodeBlock]uint32) {
+// sizes adds the item sizes of rows [lo, lo+n) of column c (type t) to
+// size[:n].
+func (c *column) sizes(t schema.Type, lo, n int, size []uint32) {
+	size = size[:n]
 	switch t {
 	case schema.String:
 		for j := 0; j < n; j++ {
@@ -101,8 +105,9 @@ func (c *column) sizes(t schema.Type, lo, n int, size *[encodeBlock]uint32) {
 }
 
 // write writes the items of rows [lo, lo+n) of column c (type t) into buf,
-// each at its row's pos, and moves pos past them.
-func (c *column) write(t schema.Type, lo, n int, buf []byte, pos *[encodeBlock]uint32) {
+// each at its row's pos (pos[:n]), and moves pos past them.
+func (c *column) write(t schema.Type, lo, n int, buf []byte, pos []uint32) {
+	pos = pos[:n]
 	switch t {
 	case schema.String:
 		for j := 0; j < n; j++ {
@@ -195,26 +200,37 @@ func (b *Builder) tooLong(row int64, nm []byte) error {
 	return fmt.Errorf("instrument events: %s: row %d (%.64q): instrument %.64q: name or values too long", b.source, row, nm, nm)
 }
 
-// encodeRecord adds the n rows of a record bound to cols, whose first row
-// is row0 of the snapshot, to the sorter. check: check each row
-// (checkRow) as it goes; without, the rows were checked already.
-func (b *Builder) encodeRecord(cols []column, n int, row0 int64, check bool) error {
-	for lo := 0; lo < n; {
-		m, err := b.encode(cols, lo, min(encodeBlock, n-lo), row0+int64(lo), check)
-		if err != nil {
-			return err
-		}
+// encodeRecord adds the n rows of record rec, bound to cols, whose first
+// row is row0 of the snapshot and which is record ord of the snapshot (of
+// those with rows), to the sorter. check: check each row (checkRow) as it
+// goes; without, the rows were checked already. With a Reuse, the rows
+// that repeat the memo of the record (memo.go) are copied from it, and
+// the record becomes the next memo.
+func (b *Builder) encodeRecord(rec arrow.Record, cols []column, n int, row0 int64, ord int, check bool) error {
+	var u memoUse
+	memoize := b.re != nil && !b.noMemo && row0+int64(n) <= memoRows
+	if memoize {
+		u = b.re.recall(b.source, ord, rec, cols, n)
+	}
+	var err error
+	for lo := 0; lo < n && err == nil; {
+		var m int
+		m, err = b.encode(cols, lo, min(encodeBlock, n-lo), row0+int64(lo), check, &u)
 		lo += m
 	}
-	return nil
+	if memoize {
+		b.re.done(b.source, ord, u, err == nil)
+	}
+	return err
 }
 
 // encode adds rows [lo, lo+m) of a record bound to cols to the sorter
 // and returns m: the n rows asked for (n <= encodeBlock), or fewer when
 // they take more than chunkSize bytes (at least one row), so that a block
 // is one arena span of bounded size; row0 is the number of row lo in the
-// snapshot.
-func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) (int, error) {
+// snapshot. The rows u's memo holds with the same values are copied from
+// it; u.next remembers every row's payload.
+func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *memoUse) (int, error) {
 	e := b.enc
 	if e == nil {
 		e = new(blockEnc)
@@ -222,16 +238,49 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) (int,
 	}
 	size := &e.size
 	clear(size[:n])
-	for k := range fields {
-		cols[k].sizes(fields[k].typ, lo, n, size)
-	}
 	exp := &cols[len(fields)+colExpiration]
-	exp.sizes(schema.TimestampMs, lo, n, size)
 	name := &cols[len(fields)+colName]
+	old := u.old
+	if old == nil {
+		sizeRows(cols, lo, 0, n, size)
+	} else {
+		u.match(name, lo, n, &e.at, &e.p)
+		for a := 0; a < n; {
+			k := e.at[a]
+			if k < 0 {
+				a++
+				continue
+			}
+			z := a + 1
+			for z < n && e.at[z] == k+int32(z-a) {
+				z++
+			}
+			// Rows [lo+a, lo+z) repeat the memo's rows from k on.
+			at := e.at[a:z]
+			for c := range fields {
+				cols[c].same(&old.cols[c], fields[c].typ, lo+a, int(k), at)
+			}
+			exp.same(&old.cols[len(fields)+colExpiration], schema.TimestampMs, lo+a, int(k), at)
+			a = z
+		}
+		for a := 0; a < n; {
+			if k := e.at[a]; k >= 0 {
+				size[a] = uint32(len(old.payload(int(k))))
+				a++
+				continue
+			}
+			z := missRun(&e.at, a, n)
+			sizeRows(cols, lo, a, z, size)
+			a = z
+		}
+	}
 	total := 0
 	for j := 0; j < n; j++ {
 		if total += len(name.strAt(lo+j)) + int(size[j]); total > chunkSize && j > 0 {
 			n = j // row j and the rest in the next block
+			if old != nil {
+				u.p = int(e.p[j-1])
+			}
 			break
 		}
 		if check {
@@ -244,14 +293,58 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool) (int,
 		}
 	}
 	buf := b.srt.allocRows(n, func(j int) []byte { return name.strAt(lo + j) }, size, &e.pos)
-	for k := range fields {
-		cols[k].write(fields[k].typ, lo, n, buf, &e.pos)
+	if old == nil {
+		writeRows(cols, lo, 0, n, buf, &e.pos)
+	} else {
+		copied := 0
+		for a := 0; a < n; {
+			if k := e.at[a]; k >= 0 {
+				e.pos[a] += uint32(copy(buf[e.pos[a]:], old.payload(int(k))))
+				copied++
+				a++
+				continue
+			}
+			z := missRun(&e.at, a, n)
+			writeRows(cols, lo, a, z, buf, &e.pos)
+			a = z
+		}
+		b.re.copied.Add(int64(copied))
 	}
-	exp.write(schema.TimestampMs, lo, n, buf, &e.pos)
+	if u.next != nil {
+		u.next.add(buf, n, &e.pos, size)
+	}
 	if err := b.srt.settle(); err != nil {
 		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)
 	}
 	return n, nil
+}
+
+// missRun returns the end of the run of rows from a (< n) that are not
+// copied from the memo (at < 0).
+func missRun(at *[encodeBlock]int32, a, n int) int {
+	z := a + 1
+	for z < n && at[z] < 0 {
+		z++
+	}
+	return z
+}
+
+// sizeRows sets size[a:z] to the payload sizes of rows [lo+a, lo+z) of a
+// record bound to cols (size[a:z] is zero).
+func sizeRows(cols []column, lo, a, z int, size *[encodeBlock]uint32) {
+	for k := range fields {
+		cols[k].sizes(fields[k].typ, lo+a, z-a, size[a:z])
+	}
+	cols[len(fields)+colExpiration].sizes(schema.TimestampMs, lo+a, z-a, size[a:z])
+}
+
+// writeRows writes the payloads of rows [lo+a, lo+z) of a record bound to
+// cols into buf at pos[a:z].
+func writeRows(cols []column, lo, a, z int, buf []byte, pos *[encodeBlock]uint32) {
+	for k := range fields {
+		cols[k].write(fields[k].typ, lo+a, z-a, buf, pos[a:z])
+	}
+	cols[len(fields)+colExpiration].write(schema.TimestampMs, lo+a, z-a, buf, pos[a:z])
 }
 
 // encoder encodes a Differ's records on a goroutine of its own, off the
@@ -272,6 +365,7 @@ type encodeJob struct {
 	cols []column
 	n    int
 	row0 int64
+	ord  int
 }
 
 // newEncoder starts the encoder; a non-nil gate holds it before its first
@@ -286,7 +380,7 @@ func newEncoder(b *Builder, gate <-chan struct{}) *encoder {
 		var err error
 		for j := range e.jobs {
 			if err == nil {
-				if err = b.encodeRecord(j.cols, j.n, j.row0, false); err != nil {
+				if err = b.encodeRecord(j.rec, j.cols, j.n, j.row0, j.ord, false); err != nil {
 					e.err.Store(&err)
 				}
 			}

@@ -165,6 +165,8 @@ type Options struct {
 	Background bool
 	// backgroundMin overrides the 4096 rows (tests).
 	backgroundMin int
+	// noMemo: the encoder neither uses nor keeps Reuse's memos (tests).
+	noMemo bool
 	// encoderGate, when not nil, holds the encoder's goroutine before its
 	// first record until it is closed (tests).
 	encoderGate chan struct{}

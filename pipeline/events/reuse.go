@@ -2,6 +2,7 @@ package events
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -14,13 +15,21 @@ import (
 // it and gives it back when it is closed, a State when it is closed. It
 // keeps a few of each (reuseChunks, reuseSlices), enough for the
 // comparisons a pipelined replay has under way, so that what it holds
-// stays small; the rest goes to the garbage collector. It is safe for
-// concurrent use.
+// stays small; the rest goes to the garbage collector. It also
+// remembers the last records encoded, per source (memo.go), so that the
+// rows the next snapshot repeats are copied, not encoded: those records
+// stay retained until Close. It is safe for concurrent use.
 type Reuse struct {
 	mu     sync.Mutex
 	chunks freeList[byte]
 	ents   freeList[entry]
 	keys   freeList[sortKey]
+	// memos are the records last encoded, per source and record of a
+	// snapshot (see memo); spare keeps the slices of dropped ones.
+	memos map[memoKey]*memo
+	spare []*memo
+	// copied counts the rows copied from memos (tests).
+	copied atomic.Int64
 }
 
 // How many chunks and slices of each kind a Reuse keeps at most, and the

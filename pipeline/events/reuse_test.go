@@ -86,19 +86,25 @@ func chainEvents(t *testing.T, snaps []simSnap, opt Options) ([]string, [][]byte
 		evs, _, next := finish(t, d)
 		prev.Close() // its memory may go to the next comparison
 		all = append(all, shorts(evs)...)
-		dir := t.TempDir()
-		if err := next.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(StatePath(dir, "venue-sim"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, b)
+		files = append(files, savedState(t, next))
 		prev = next
 	}
 	prev.Close()
 	return all, files
+}
+
+// savedState saves st in a new data directory and returns its file.
+func savedState(t *testing.T, st *State) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(StatePath(dir, st.Source()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestReuseDropsLargeSlices: a Reuse keeps small slices for the next

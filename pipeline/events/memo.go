@@ -1,0 +1,367 @@
+package events
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/optlake/optlake/schema"
+)
+
+// A replay's snapshots repeat the one before almost exactly: of a
+// realistic listing's 3,000 instruments about 95% come back with the same
+// compared values (only index_price, which is not compared, moves), in
+// nearly the same order. Encoding every row's 24 values again costs most
+// of a replay's comparison; checking them against the earlier snapshot's
+// Arrow columns costs a fraction of it. So a Reuse remembers, per source
+// and record of a snapshot, the record last encoded (retained) with each
+// row's payload (a memo), and the next comparison's encoder matches its
+// rows with the memo's by name and, where every compared value is the same
+// (compared column by column on the Arrow buffers), copies the remembered
+// payload instead of encoding the row. A payload is a function of the
+// compared values alone, so a copied one is byte for byte the one encoding
+// would write: the events and the state are exactly the same whichever
+// earlier snapshot the memo holds (a pipelined replay encodes two at
+// once; each takes the memo there is).
+
+// memoRows bounds the rows a Reuse remembers per source: the records of a
+// snapshot that lie within its first memoRows rows (a realistic listing's
+// whole snapshot; of a listing of a million instruments, replayed in
+// catch-up, only its first records, so that the memory held stays small).
+const memoRows = 1 << 14
+
+// memoBytes bounds the payload bytes of one memo.
+const memoBytes = 64 << 20
+
+// memoWindow is how far ahead of the expected row a name is looked for
+// before the memo's name index is used.
+const memoWindow = 8
+
+// memoKey names a memo: the source and the record's place in its snapshot.
+type memoKey struct {
+	source string
+	ord    int
+}
+
+// memo is one encoded record of an earlier snapshot: its columns (the
+// record is retained) and each row's payload. It is not modified once
+// remembered, except for its name index, built once at the first need.
+type memo struct {
+	rec  arrow.Record
+	cols []column
+	n    int
+	rows []span // each row's payload in pay
+	pay  []byte // the record's encoded blocks (names and payloads)
+	full bool   // payloads past memoBytes: not remembered
+	refs int    // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
+
+	idxOnce sync.Once
+	seed    maphash.Seed
+	idx     []int32 // open addressing: row+1, 0 = empty
+}
+
+// payload returns row k's payload.
+func (m *memo) payload(k int) []byte {
+	r := m.rows[k]
+	return m.pay[r.off : r.off+r.n]
+}
+
+func (m *memo) name(k int) []byte { return m.cols[len(fields)+colName].strAt(k) }
+
+// near returns the row of name in the memo among the memoWindow rows
+// from p, -1 when there is none.
+func (m *memo) near(name []byte, p int) int {
+	for k := p; k < min(p+memoWindow, m.n); k++ {
+		if string(m.name(k)) == string(name) {
+			return k
+		}
+	}
+	return -1
+}
+
+// lookup returns a row of name in the memo, -1 when it has none.
+func (m *memo) lookup(name []byte) int {
+	m.idxOnce.Do(m.index)
+	mask := uint64(len(m.idx) - 1)
+	for h := maphash.Bytes(m.seed, name) & mask; ; h = (h + 1) & mask {
+		k := int(m.idx[h]) - 1
+		if k < 0 || string(m.name(k)) == string(name) {
+			return k
+		}
+	}
+}
+
+// index builds the name index (the first row of a name wins; any row of
+// it would do).
+func (m *memo) index() {
+	size := 16
+	for size < 2*m.n {
+		size *= 2
+	}
+	m.seed = maphash.MakeSeed()
+	m.idx = make([]int32, size)
+	mask := uint64(size - 1)
+	for k := range m.n {
+		name := m.name(k)
+		h := maphash.Bytes(m.seed, name) & mask
+		for ; m.idx[h] != 0; h = (h + 1) & mask {
+			if string(m.name(int(m.idx[h])-1)) == string(name) {
+				break
+			}
+		}
+		if m.idx[h] == 0 {
+			m.idx[h] = int32(k + 1)
+		}
+	}
+}
+
+// memoUse is an encoder's use of the memos while it encodes one record:
+// old, the memo it copies from (nil: none), next, the memo of this record
+// it builds, p, the row of old expected next, and misses, the rows in a
+// row not found near p.
+type memoUse struct {
+	old, next *memo
+	p         int
+	misses    int
+}
+
+// memoResync is the rows in a row not found near the expected one after
+// which the memo's name index is used: a listing's new instruments come a
+// few at a time (each is looked for near the expected row, and that row
+// is expected next), a run of them or of removed ones is rarer (the index
+// costs about as much as encoding a few dozen rows).
+const memoResync = 16
+
+// recall returns the memo of record ord of source's snapshots to copy
+// from (nil when there is none) and a new one for the record rec being
+// encoded (bound to cols, n rows); give both back with done. A nil Reuse
+// returns nothing.
+func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, n int) memoUse {
+	if r == nil {
+		return memoUse{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := memoKey{source, ord}
+	old := r.memos[key]
+	if old != nil {
+		old.refs++
+	}
+	next := &memo{rec: rec, cols: append([]column(nil), cols...), n: n}
+	if k := len(r.spare) - 1; k >= 0 {
+		next.rows, next.pay = r.spare[k].rows[:0], r.spare[k].pay[:0]
+		r.spare[k] = nil
+		r.spare = r.spare[:k]
+	}
+	rec.Retain()
+	return memoUse{old: old, next: next}
+}
+
+// done gives back a memoUse: next, when ok (the record was encoded whole),
+// becomes the memo of its record.
+func (r *Reuse) done(source string, ord int, u memoUse, ok bool) {
+	if r == nil || u.next == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u.old != nil {
+		r.unref(u.old)
+	}
+	if !ok || u.next.full {
+		u.next.refs = 1
+		r.unref(u.next)
+		return
+	}
+	if r.memos == nil {
+		r.memos = map[memoKey]*memo{}
+	}
+	key := memoKey{source, ord}
+	if cur := r.memos[key]; cur != nil {
+		r.unref(cur)
+	}
+	u.next.refs = 1
+	r.memos[key] = u.next
+}
+
+// unref drops a user of m (under r.mu); the last one releases its record
+// and keeps its slices for the next memo.
+func (r *Reuse) unref(m *memo) {
+	if m.refs--; m.refs > 0 {
+		return
+	}
+	m.rec.Release()
+	if len(r.spare) < 2 && cap(m.pay) <= reuseSliceBytes {
+		r.spare = append(r.spare, &memo{rows: m.rows, pay: m.pay})
+	}
+	*m = memo{}
+}
+
+// Close drops the records a Reuse remembers (their memory is released);
+// the Reuse can still be used.
+func (r *Reuse) Close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, m := range r.memos {
+		r.unref(m)
+		delete(r.memos, k)
+	}
+}
+
+// match sets at[j] to the memo row of the name of row lo+j (j < n), -1
+// when none is found, and p[j] to the memo row expected after it.
+func (u *memoUse) match(name *column, lo, n int, at, p *[encodeBlock]int32) {
+	m := u.old
+	q := u.p
+	for j := range n {
+		nm := name.strAt(lo + j)
+		k := -1
+		if q < m.n && string(m.name(q)) == string(nm) {
+			k = q
+		} else if k = m.near(nm, q+1); k < 0 {
+			if u.misses++; u.misses >= memoResync {
+				k = m.lookup(nm)
+			}
+		}
+		if k >= 0 {
+			q = k + 1
+			u.misses = 0
+		}
+		at[j], p[j] = int32(k), int32(q)
+	}
+	u.p = q
+}
+
+// same sets at[j] to -1 for each row i+j (j < len(at)) of c whose value
+// differs from row k+j of o (the memo's column), both of type t; the rows
+// are a run that repeats the memo's rows in order, so each column is
+// compared as one span of its Arrow buffers (a block compare), row by row
+// only when the span differs. Equal values, to the bit (a float's -0 and
+// 0 differ here), encode to equal items.
+func (c *column) same(o *column, t schema.Type, i, k int, at []int32) {
+	if c.nulls || o.nulls {
+		diffBits(c.valid, c.off+i, o.valid, o.off+k, at)
+	}
+	switch t {
+	case schema.String:
+		if c.sameStrings(o, i, k, len(at)) {
+			return
+		}
+		for j := range at {
+			if at[j] >= 0 && !c.isNull(i+j) && string(c.strAt(i+j)) != string(o.strAt(k+j)) {
+				at[j] = -1
+			}
+		}
+	case schema.Float64:
+		sameFixed(c, bitsOf(c.f64), bitsOf(o.f64), i, k, at)
+	case schema.Int64:
+		sameFixed(c, c.i64, o.i64, i, k, at)
+	case schema.TimestampMs:
+		sameFixed(c, c.ts, o.ts, i, k, at)
+	case schema.Bool:
+		if c.bits == nil || o.bits == nil {
+			for j := range at { // an empty array's: nothing to compare
+				at[j] = -1
+			}
+			break
+		}
+		// A null's value bit is whatever it is: a differing one clears
+		// the row for nothing (the row is encoded).
+		diffBits(c.bits, c.off+i, o.bits, o.off+k, at)
+	}
+}
+
+// diffBits sets at[j] to -1 where bit ci+j of cb differs from bit oi+j of
+// ob (a nil bitmap has every bit set: a validity bitmap of no nulls).
+func diffBits(cb []byte, ci int, ob []byte, oi int, at []int32) {
+	for j := 0; j < len(at); j += 64 {
+		w := min(64, len(at)-j)
+		for x := bitsAt(cb, ci+j, w) ^ bitsAt(ob, oi+j, w); x != 0; x &= x - 1 {
+			at[j+bits.TrailingZeros64(x)] = -1
+		}
+	}
+}
+
+// bitsAt returns bits [off, off+n) of b (n <= 64) as the low bits of a
+// word; a nil b has every bit set.
+func bitsAt(b []byte, off, n int) uint64 {
+	mask := uint64(1)<<n - 1
+	if n == 64 {
+		mask = ^uint64(0)
+	}
+	if b == nil {
+		return mask
+	}
+	i, sh := off>>3, uint(off&7)
+	var w [9]byte
+	copy(w[:], b[i:min(len(b), i+9)])
+	v := binary.LittleEndian.Uint64(w[:8])>>sh | uint64(w[8])<<(64-sh)
+	return v & mask
+}
+
+// sameStrings reports whether rows [i, i+r) of string column c hold the
+// same bytes as rows [k, k+r) of o (nulls aside).
+func (c *column) sameStrings(o *column, i, k, r int) bool {
+	co, oo := c.offs[i:i+r+1], o.offs[k:k+r+1]
+	d := oo[0] - co[0]
+	for j := 1; j <= r; j++ {
+		if co[j]+d != oo[j] {
+			return false
+		}
+	}
+	cb, ob := c.offs[0], o.offs[0]
+	return string(c.vals[co[0]-cb:co[r]-cb]) == string(o.vals[oo[0]-ob:oo[r]-ob])
+}
+
+// sameFixed is same for fixed-width values cv (c's) and ov (the memo's).
+func sameFixed[T comparable](c *column, cv, ov []T, i, k int, at []int32) {
+	a, b := cv[i:i+len(at)], ov[k:k+len(at)]
+	if string(bytesOf(a)) == string(bytesOf(b)) {
+		return
+	}
+	for j, v := range a {
+		if at[j] >= 0 && v != b[j] && !c.isNull(i+j) {
+			at[j] = -1
+		}
+	}
+}
+
+// bytesOf returns the memory of s.
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// bitsOf returns the bits of float64 values (compared as bits: NaN equals
+// itself, -0 differs from 0).
+func bitsOf(f []float64) []uint64 {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&f[0])), len(f))
+}
+
+// add appends a block of rows as encoded: buf holds them (names and
+// payloads), row j's payload ends at pos[j] and has size[j] bytes. A memo
+// past memoBytes is given up (done drops it).
+func (m *memo) add(buf []byte, n int, pos, size *[encodeBlock]uint32) {
+	if m.full || len(m.pay)+len(buf) > memoBytes {
+		m.full = true
+		return
+	}
+	base := uint32(len(m.pay))
+	m.pay = append(m.pay, buf...)
+	for j := range n {
+		m.rows = append(m.rows, span{base + pos[j] - size[j], size[j]})
+	}
+}
