@@ -77,6 +77,10 @@ func memoSnapshots() [][]row {
 		rs[26]["expiration_time"] = t0.Add(time.Hour)
 		rs[27]["expiration_timestamp"] = nil
 		rs[299]["settlement_period"] = "month"
+		for i := 56; i < 72; i += 3 { // bits past a word's first byte
+			rs[i]["deployed"] = false
+			rs[i+64]["option_type"] = nil
+		}
 		return rs
 	})
 	next(func(rs []row) []row { // -0 back to 0, NaN stays NaN
@@ -125,12 +129,17 @@ func TestMemoSameEventsAndStates(t *testing.T) {
 		batch []int // rows per record, by snapshot (cycled); 0: one record
 		slice bool  // observe each record as a slice of a larger one
 		opt   Options
+		// copied is about 90% of the rows copied from memos in the
+		// two rounds (fewer when the records are split differently
+		// from one snapshot to the next): most rows repeat the
+		// snapshot before.
+		copied int64
 	}{
-		{"one record", []int{0}, false, Options{}},
-		{"records", []int{64, 64, 100, 64}, false, Options{}},
-		{"sliced", []int{0, 77}, true, Options{}},
-		{"background", []int{64}, true, Options{Background: true, backgroundMin: 16}},
-		{"spilled", []int{0, 50}, false, Options{MemBytes: 24 << 10}},
+		{"one record", []int{0}, false, Options{}, 4100},
+		{"records", []int{64, 64, 100, 64}, false, Options{}, 2700},
+		{"sliced", []int{0, 77}, true, Options{}, 2000},
+		{"background", []int{64}, true, Options{Background: true, backgroundMin: 16}, 3800},
+		{"spilled", []int{0, 50}, false, Options{MemBytes: 24 << 10}, 1700},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantStates := memoChain(t, snaps, tc.batch, tc.slice, withReuse(tc.opt, true), nil)
@@ -147,8 +156,8 @@ func TestMemoSameEventsAndStates(t *testing.T) {
 					}
 				}
 			}
-			if opt.Reuse.copied.Load() == 0 {
-				t.Fatal("no row was copied from a memo")
+			if got := opt.Reuse.copied.Load(); got < tc.copied {
+				t.Fatalf("%d rows copied from memos, want at least %d", got, tc.copied)
 			}
 			opt.Reuse.Close()
 			mem.AssertSize(t, 0)
