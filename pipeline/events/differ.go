@@ -429,7 +429,7 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 	// them and emits: on a first snapshot of 1,000,000 instruments the two
 	// halves cost about the same (0.2 CPU-s each), and they no longer add
 	// up on one core.
-	q := newEventQueue()
+	q := newEventQueue(d.opt.Reuse)
 	var n int
 	var merr error
 	go func() {
@@ -449,6 +449,7 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 		bt.reset()
 		q.free <- bt
 	}
+	q.release(d.opt.Reuse) // the merge has ended (it closed q.full)
 	if em.err != nil {
 		return fail(em.err)
 	}
@@ -597,11 +598,25 @@ type eventQueue struct {
 	stop chan struct{}
 }
 
-func newEventQueue() *eventQueue {
+// newEventQueue returns a queue whose batches come from re (nil: new ones).
+func newEventQueue(re *Reuse) *eventQueue {
 	q := &eventQueue{full: make(chan *eventBatchBuf, 2), free: make(chan *eventBatchBuf, 2), stop: make(chan struct{})}
-	q.free <- &eventBatchBuf{}
-	q.free <- &eventBatchBuf{}
+	q.free <- re.eventBatch()
+	q.free <- re.eventBatch()
 	return q
+}
+
+// release gives the batches left in the queue back to re, once the merge
+// and the emitter are done with it.
+func (q *eventQueue) release(re *Reuse) {
+	for {
+		select {
+		case bt := <-q.free:
+			re.putEventBatch(bt)
+		default:
+			return
+		}
+	}
 }
 
 // hand queues a batch and returns an empty one; false when the emitter has

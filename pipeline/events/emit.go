@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,23 +189,29 @@ func constTimestamp(mem memory.Allocator, typ arrow.DataType, v int64, null bool
 	return array.MakeFromData(d)
 }
 
+// eventsSchema is schema.InstrumentEvents' Arrow schema, built once.
+var eventsSchema = sync.OnceValue(schema.InstrumentEvents.ArrowSchema)
+
 func (d *Differ) newEmitter(emit func(*schema.Table, arrow.Record) error, stats *Stats) (*emitter, error) {
 	t := schema.InstrumentEvents
-	sc := t.ArrowSchema()
+	sc := eventsSchema()
 	if sc.NumFields() != len(emitterColumns) {
 		return nil, fmt.Errorf("instrument events: schema.InstrumentEvents has %d columns, this package fills %d", sc.NumFields(), len(emitterColumns))
 	}
-	e := &emitter{d: d, emit: emit, stats: stats, sc: sc, mem: d.opt.Mem}
+	e := d.opt.Reuse.emitter()
+	e.d, e.emit, e.stats, e.sc, e.mem = d, emit, stats, sc, d.opt.Mem
 	for i, name := range emitterColumns {
 		e.cols[i] = t.MustIndex(name)
 	}
 	return e, nil
 }
 
-// release drops the shared constant columns.
+// release drops the shared constant columns and gives the emitter's
+// scratch slices back to the Differ's Reuse (if any).
 func (e *emitter) release() {
 	releaseAll(e.consts[:])
 	releaseAll(e.listedCols[:])
+	e.d.opt.Reuse.putEmitter(e)
 }
 
 func releaseAll(as []arrow.Array) {

@@ -26,8 +26,10 @@ type Reuse struct {
 	keys   freeList[sortKey]
 	// memos are the records last encoded, per source and record of a
 	// snapshot (see memo); spare keeps the slices of dropped ones.
-	memos map[memoKey]*memo
-	spare []*memo
+	memos    map[memoKey]*memo
+	spare    []*memo
+	batches  []*eventBatchBuf // of Finish's event queues
+	emitters []*emitter       // their scratch slices, for Finish's next emitter
 	// copied counts the rows copied from memos (tests).
 	copied atomic.Int64
 }
@@ -149,4 +151,61 @@ func (b *buffer) release() {
 // newRowBuffer returns an empty buffer taking its memory from re (nil: none).
 func newRowBuffer(re *Reuse) buffer {
 	return buffer{ar: arena{re: re}, ents: re.entries(), keys: re.sortKeys(), keys2: re.sortKeys()}
+}
+
+// eventBatch returns an empty batch of events for Finish's queue.
+func (r *Reuse) eventBatch() *eventBatchBuf {
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if n := len(r.batches); n > 0 {
+			bt := r.batches[n-1]
+			r.batches = r.batches[:n-1]
+			return bt
+		}
+	}
+	return &eventBatchBuf{}
+}
+
+// putEventBatch takes back an empty batch.
+func (r *Reuse) putEventBatch(bt *eventBatchBuf) {
+	if r == nil || cap(bt.buf) > reuseSliceBytes {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.batches) < 2*reuseSlices {
+		r.batches = append(r.batches, bt)
+	}
+}
+
+// emitter returns an emitter with no state, whose scratch slices (empty)
+// may come from an earlier one.
+func (r *Reuse) emitter() *emitter {
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if n := len(r.emitters); n > 0 {
+			e := r.emitters[n-1]
+			r.emitters = r.emitters[:n-1]
+			return e
+		}
+	}
+	return &emitter{}
+}
+
+// putEmitter takes back the scratch slices of a released emitter.
+func (r *Reuse) putEmitter(e *emitter) {
+	if r == nil || max(cap(e.name.data), cap(e.field.data), cap(e.old.data), cap(e.new.data)) > reuseSliceBytes {
+		return
+	}
+	kept := &emitter{kinds: e.kinds[:0], initial: e.initial[:0], name: e.name, field: e.field, old: e.old, new: e.new}
+	for _, c := range []*strCol{&kept.name, &kept.field, &kept.old, &kept.new} {
+		c.reset()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.emitters) < reuseSlices {
+		r.emitters = append(r.emitters, kept)
+	}
 }
