@@ -292,7 +292,7 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 			return 0, b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
-	buf := b.srt.allocRows(n, func(j int) []byte { return name.strAt(lo + j) }, size, &e.pos)
+	buf := b.srt.allocRows(n, name, lo, size, &e.pos)
 	if old == nil {
 		writeRows(cols, lo, 0, n, buf, &e.pos)
 	} else {

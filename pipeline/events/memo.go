@@ -216,11 +216,14 @@ func (r *Reuse) Close() {
 }
 
 // match sets at[j] to the memo row of the name of row lo+j (j < n), -1
-// when none is found, and p[j] to the memo row expected after it.
+// when none is found, and p[j] to the memo row expected after it. A name
+// found where expected is followed by a span of the names after it,
+// compared at once while they go on repeating the memo's (most do).
 func (u *memoUse) match(name *column, lo, n int, at, p *[encodeBlock]int32) {
 	m := u.old
+	names := &m.cols[len(fields)+colName]
 	q := u.p
-	for j := range n {
+	for j := 0; j < n; {
 		nm := name.strAt(lo + j)
 		k := -1
 		if q < m.n && string(m.name(q)) == string(nm) {
@@ -235,9 +238,26 @@ func (u *memoUse) match(name *column, lo, n int, at, p *[encodeBlock]int32) {
 			u.misses = 0
 		}
 		at[j], p[j] = int32(k), int32(q)
+		j++
+		if k < 0 {
+			continue
+		}
+		for j < n {
+			r := min(memoSpan, n-j, m.n-q)
+			if r == 0 || !name.sameStrings(names, lo+j, q, r) {
+				break
+			}
+			for t := range r {
+				at[j+t], p[j+t] = int32(q+t), int32(q+t+1)
+			}
+			j, q = j+r, q+r
+		}
 	}
 	u.p = q
 }
+
+// memoSpan is the names match compares at once.
+const memoSpan = 32
 
 // same sets at[j] to -1 for each row i+j (j < len(at)) of c whose value
 // differs from row k+j of o (the memo's column), both of type t; the rows

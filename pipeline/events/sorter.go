@@ -114,21 +114,21 @@ func (s *sorter) add(name string, p []byte) error {
 
 // allocRows adds n rows (n <= encodeBlock, together at most chunkSize
 // bytes unless n == 1, so that the span's offsets fit in uint32) as one
-// span of the arena: row
-// j is name(j) followed by size[j] bytes of payload, which the caller
-// writes into the returned span before the next settle, starting at pos[j]
-// (set here). Rows so added count towards the buffer's bound at settle,
+// span of the arena: row j is the name of row lo+j of the string column
+// name followed by size[j] bytes of payload, which the caller writes into
+// the returned span before the next settle, starting at pos[j] (set
+// here). Rows so added count towards the buffer's bound at settle,
 // not at once: a caller adds a block of rows, writes them, then settles
 // (which may spill). The caller checks the lengths (maxName, maxPayload).
-func (s *sorter) allocRows(n int, name func(j int) []byte, size, pos *[encodeBlock]uint32) []byte {
+func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32) []byte {
 	total := 0
 	for j := 0; j < n; j++ {
-		total += len(name(j)) + int(size[j])
+		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
 	}
 	c, off, buf := s.ar.alloc(total)
 	p := uint32(0)
 	for j := 0; j < n; j++ {
-		nm := name(j)
+		nm := name.strAt(lo + j)
 		nl := uint32(copy(buf[p:], nm))
 		k := rowKey(nm, len(s.ents))
 		s.keys = append(s.keys, k)
