@@ -81,6 +81,13 @@
 // Load sorts them the same way, and the next Save writes version 3; version
 // 2 files (zstd) are read as they are.
 //
+// The comparisons of a replay share a Reuse (Options.Reuse), which lends
+// each the memory of the ones before and remembers the record each last
+// encoded: the rows of the next snapshot that repeat it (found by name,
+// every compared value equal on the Arrow buffers) are copied from it
+// instead of encoded, which is most rows of a realistic listing. The
+// events and the state are exactly those of encoding every row.
+//
 // # Use
 //
 //	prev, err := events.Load(dataDir, source)          // empty state when no file
