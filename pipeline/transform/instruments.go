@@ -167,6 +167,7 @@ type InstrumentDecoder struct {
 	sc       *jsontok.Scanner // kept for the next Decode
 
 	r     row
+	texts [32]textCache // the fast path's last value texts, by field
 	stats Stats
 	index int64 // position of the next instrument in the listing
 }
