@@ -65,10 +65,7 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	next := 0
 	for {
 		// The key: most likely the field after the previous one, written
-		// `"name":` (compact JSON).
-		if p >= len(w) || w[p] != '"' {
-			return 0
-		}
+		// `"name":` (compact JSON; the pattern starts with the quote).
 		fi := -1
 		if next < len(keyPats) {
 			k := &keyPats[next]
@@ -84,6 +81,9 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			}
 		}
 		if fi < 0 {
+			if p = skipWS(w, p); p >= len(w) {
+				return 0
+			}
 			q := asciiString(w, p)
 			if q < 0 {
 				return 0
@@ -126,15 +126,19 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 		}
 		r.set |= bit
 		next = fi + 1
-		if p < len(w) && isWS(w[p]) {
-			p = skipWS(w, p)
-		}
 		if p >= len(w) {
 			return 0
 		}
+		c := w[p]
+		if c <= ' ' { // no value starts so: whitespace, or the general path's to word
+			if p = skipWS(w, p); p >= len(w) {
+				return 0
+			}
+			c = w[p]
+		}
 		// The value, written to the field's column.
-		col := &b.cols[fieldCols[fi]]
-		switch c := w[p]; {
+		col := d.fcols[fi]
+		switch {
 		case c == 'n':
 			if !hasWord(w, p, "null") {
 				return 0
@@ -232,8 +236,9 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			b.str(d.colRaw, w[p+1:e])
 			p = e + 1
 		}
-		// Compact JSON: a comma and the next key.
-		if p+1 < len(w) && w[p] == ',' && w[p+1] == '"' {
+		// Compact JSON: a comma and the next key (the key's match, or
+		// else its slow path, checks what follows).
+		if p < len(w) && w[p] == ',' {
 			p++
 			continue
 		}
@@ -439,9 +444,14 @@ func hasWord(w []byte, p int, word string) bool {
 
 // numberByte reports bytes that may continue a number token: after a number
 // the fast path wants a delimiter, else the general path decides.
-func numberByte(c byte) bool {
-	return c-'0' <= 9 || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
-}
+func numberByte(c byte) bool { return numberBytes[c] }
+
+var numberBytes = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.eE+-") {
+		t[c] = true
+	}
+	return t
+}()
 
 // asciiString returns the index of the closing quote of the string starting
 // at w[p] ('"'), or -1 when it is not there, not plain printable ASCII
