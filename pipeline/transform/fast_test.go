@@ -238,9 +238,54 @@ func TestValueTextsAcrossListings(t *testing.T) {
 			if !array.RecordEqual(got.recs[i], want.recs[i]) {
 				t.Fatalf("listing %.80s...: record %d differs:\nreused decoder %v\nnew decoder    %v", body, i, rowsOf(got.recs[i]), rowsOf(want.recs[i]))
 			}
+			sameSlots(t, i, got.recs[i], want.recs[i]) // RecordEqual takes -0 for 0
 		}
 		got.release()
 		want.release()
+	}
+}
+
+// TestValueTextsAreReused: the fast path does take a repeated value text's
+// value from its cache (the tests above would pass without the cache). A
+// decoder whose cached values are spoiled after one listing writes the
+// spoiled values for the next listing's same texts, in every number field
+// and index_price.
+func TestValueTextsAreReused(t *testing.T) {
+	d := NewInstrumentDecoder(Options{})
+	defer d.Release()
+	body := []byte(listing(fullInstrument))
+	first := decodeOnce(d, body)
+	if first.err != nil || first.fast == 0 {
+		t.Fatalf("first listing: %v, %d fast rows", first.err, first.fast)
+	}
+	first.release()
+	spoiled := map[int]bool{}
+	for fi := range d.texts {
+		if c := &d.texts[fi]; c.n != 0 {
+			c.v ^= 1 // the lowest mantissa bit of a float, the parity of an int
+			spoiled[fi] = true
+		}
+	}
+	if len(spoiled) < 10 {
+		t.Fatalf("%d value texts cached after a listing of every field, want the number fields and index_price", len(spoiled))
+	}
+	got := decodeOnce(d, body)
+	want := decodeWith(t, body, false, Options{})
+	defer got.release()
+	defer want.release()
+	if got.err != nil || want.err != nil {
+		t.Fatal(got.err, want.err)
+	}
+	differ := 0
+	for c := range int(got.recs[0].NumCols()) {
+		if !array.Equal(got.recs[0].Column(c), want.recs[0].Column(c)) {
+			differ++
+		}
+	}
+	// Each cached field's column differs, and so do the times parsed from
+	// the two epoch fields.
+	if differ < len(spoiled) {
+		t.Errorf("%d columns took the spoiled cached values, want the %d cached fields' and more", differ, len(spoiled))
 	}
 }
 
