@@ -104,13 +104,17 @@ type Chunk struct {
 	rows   int    // its values, nulls included
 	nulls  int    // its nulls
 	valid  []byte // its validity bitmap (Optional)
-	vals   []byte // PLAIN values; DELTA_BYTE_ARRAY: the suffixes
+	vals   []byte // head bytes left for the lead, then the values: PLAIN; DELTA_BYTE_ARRAY the suffixes
+	head   int    // bytes before the values in vals
 	nbits  int    // booleans in vals
 	prefix []int32
 	suffix []int32
 	last   []byte // the page's last string (delta)
 
-	page, comp []byte // scratch: the uncompressed and compressed page
+	// scratch: the page's lead (levels, delta lengths: what precedes the
+	// values), the page when its lead does not fit in head, the page
+	// compressed
+	lead, page, comp []byte
 
 	// the chunk
 	out       []byte // pages with their headers
@@ -146,6 +150,9 @@ func New(opt Options) (*Chunk, error) {
 	if opt.Delta {
 		c.enc = encDeltaByteArray
 	}
+	if opt.Optional || opt.Delta {
+		c.head = minHead
+	}
 	if opt.Codec != compress.Codecs.Uncompressed {
 		codec, err := compress.GetCodec(opt.Codec)
 		if err != nil {
@@ -171,7 +178,7 @@ func (c *Chunk) Reset() {
 
 func (c *Chunk) resetPage() {
 	c.rows, c.nulls, c.nbits = 0, 0, 0
-	c.valid, c.vals = c.valid[:0], c.vals[:0]
+	c.valid, c.vals = c.valid[:0], slices.Grow(c.vals[:0], c.head)[:c.head]
 	c.prefix, c.suffix = c.prefix[:0], c.suffix[:0]
 	c.last = nil
 }
@@ -204,7 +211,7 @@ func (c *Chunk) Append(arr arrow.Array) error {
 // suffixes' (DELTA_BYTE_ARRAY, whose lengths take a few bits each), as
 // arrow-go's encoders estimate them. Counting the delta lengths as 2 bytes
 // a value made the 1M listing's instrument_id 11% larger (smaller pages).
-func (c *Chunk) size() int64 { return int64(len(c.vals)) }
+func (c *Chunk) size() int64 { return int64(len(c.vals) - c.head) }
 
 // own copies what the chunk keeps of the last array (the page's last
 // string, the min and max strings) out of it: the caller releases it.
@@ -243,9 +250,8 @@ func (c *Chunk) batch(arr arrow.Array, lo, hi int) error {
 	nulls := 0
 	if c.opt.Optional {
 		start := c.rows
-		need := int(bitutil.BytesForBits(int64(start + n)))
-		for len(c.valid) < need {
-			c.valid = append(c.valid, 0)
+		if need := int(bitutil.BytesForBits(int64(start + n))); need > len(c.valid) {
+			c.valid = append(c.valid, make([]byte, need-len(c.valid))...)
 		}
 		if bitmap == nil {
 			bitutil.SetBitsTo(c.valid, int64(start), int64(n), true)
@@ -401,34 +407,57 @@ func key(v []byte) uint64 {
 	return k
 }
 
+// plainStrings appends the strings PLAIN: each its length, then its
+// bytes. A string equal to the one before it is not compared with the
+// min and max again (a sorted day repeats most columns' values row after
+// row).
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
-	c.vals = slices.Grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]))
+	vals := slices.Grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]))
+	stats := c.opt.Stats
+	var prev []byte
+	noted := false // prev is in the statistics
 	for i := range len(offsets) - 1 {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
 		v := values[offsets[i]:offsets[i+1]]
-		c.vals = binary.LittleEndian.AppendUint32(c.vals, uint32(len(v)))
-		c.vals = append(c.vals, v...)
+		vals = binary.LittleEndian.AppendUint32(vals, uint32(len(v)))
+		vals = append(vals, v...)
+		if !stats || noted && bytes.Equal(v, prev) {
+			continue
+		}
 		c.str(v)
+		prev, noted = v, true
 	}
+	c.vals = vals
 }
 
+// deltaStrings appends the strings DELTA_BYTE_ARRAY: the length of the
+// prefix each shares with the one before it, the length of the rest and
+// the rest. A string equal to the one before it (all of it a prefix of
+// the same length) is not compared with the min and max again.
 func (c *Chunk) deltaStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
+	vals, prefix, suffix := c.vals, c.prefix, c.suffix
 	last := c.last
+	noted := false // last is in the statistics
 	for i := range len(offsets) - 1 {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
 		v := values[offsets[i]:offsets[i+1]]
 		p := commonPrefix(last, v)
-		c.prefix = append(c.prefix, int32(p))
-		c.suffix = append(c.suffix, int32(len(v)-p))
-		c.vals = append(c.vals, v[p:]...)
+		prefix = append(prefix, int32(p))
+		suffix = append(suffix, int32(len(v)-p))
+		vals = append(vals, v[p:]...)
+		same := noted && p == len(v) && p == len(last)
 		last = v
+		if same {
+			continue
+		}
 		c.str(v)
+		noted = true
 	}
-	c.last = last
+	c.vals, c.prefix, c.suffix, c.last = vals, prefix, suffix, last
 }
 
 func commonPrefix(a, b []byte) int {
@@ -443,28 +472,42 @@ func commonPrefix(a, b []byte) int {
 	return i
 }
 
+// minHead is the room first left before the values of a page with a lead.
+const minHead = 64
+
 // flush closes the page under way: levels and values, compressed, after
-// their header.
+// their header. The lead (levels, delta lengths) is written into the room
+// left before the values, so that the values are not copied: when it does
+// not fit, the page is put together in c.page and the next pages leave
+// more room.
 func (c *Chunk) flush() error {
 	if c.rows == 0 {
 		return nil
 	}
-	p := c.page[:0]
+	lead := c.lead[:0]
 	if c.opt.Optional {
-		p = append(p, 0, 0, 0, 0)
+		lead = append(lead, 0, 0, 0, 0)
 		var bitmap []byte
 		if c.nulls > 0 {
 			bitmap = c.valid
 		}
-		p = appendLevels(p, bitmap, c.rows)
-		binary.LittleEndian.PutUint32(p, uint32(len(p)-4))
+		lead = appendLevels(lead, bitmap, c.rows)
+		binary.LittleEndian.PutUint32(lead, uint32(len(lead)-4))
 	}
 	if c.opt.Delta {
-		p = appendDeltaPacked(p, c.prefix)
-		p = appendDeltaPacked(p, c.suffix)
+		lead = appendDeltaPacked(lead, c.prefix)
+		lead = appendDeltaPacked(lead, c.suffix)
 	}
-	p = append(p, c.vals...)
-	c.page = p
+	c.lead = lead
+	var p []byte
+	if len(lead) <= c.head {
+		p = c.vals[c.head-len(lead):]
+		copy(p, lead)
+	} else {
+		p = append(append(c.page[:0], lead...), c.vals[c.head:]...)
+		c.page = p
+		c.head = max(c.head, len(lead)+len(lead)/4)
+	}
 	if len(p) > math.MaxInt32 {
 		return fmt.Errorf("pqpage: page of %d bytes", len(p))
 	}
