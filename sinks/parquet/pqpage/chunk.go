@@ -270,6 +270,12 @@ func (c *Chunk) batch(arr arrow.Array, lo, hi int) error {
 		bitmap = nil
 	}
 	switch c.kind {
+	case kindInt64, kindFloat64:
+		c.vals = grow(c.vals, 8*n, c.full())
+	case kindBool:
+		c.vals = grow(c.vals, n/8+1, c.full())
+	}
+	switch c.kind {
 	case kindInt64:
 		vs := arrow.Int64Traits.CastFromBytes(data.Buffers()[1].Bytes())[off+lo : off+hi]
 		c.int64s(vs, bitmap, off+lo)
@@ -412,7 +418,7 @@ func key(v []byte) uint64 {
 // min and max again (a sorted day repeats most columns' values row after
 // row).
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
-	vals := slices.Grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]))
+	vals := grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]), c.full())
 	stats := c.opt.Stats
 	var prev []byte
 	noted := false // prev is in the statistics
@@ -437,7 +443,9 @@ func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit 
 // the rest. A string equal to the one before it (all of it a prefix of
 // the same length) is not compared with the min and max again.
 func (c *Chunk) deltaStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
-	vals, prefix, suffix := c.vals, c.prefix, c.suffix
+	n := len(offsets) - 1
+	vals := grow(c.vals, int(offsets[n]-offsets[0]), c.full())
+	prefix, suffix := grow(c.prefix, n, math.MaxInt), grow(c.suffix, n, math.MaxInt)
 	last := c.last
 	noted := false // last is in the statistics
 	for i := range len(offsets) - 1 {
@@ -458,6 +466,27 @@ func (c *Chunk) deltaStrings(values []byte, offsets []int32, bitmap []byte, bit 
 		noted = true
 	}
 	c.vals, c.prefix, c.suffix, c.last = vals, prefix, suffix, last
+}
+
+// full is about the most a page's buffer holds: the page size, a batch
+// of 8-byte values past it and the lead's room.
+func (c *Chunk) full() int {
+	return c.head + int(min(c.opt.PageSize, math.MaxInt32)) + 8*c.opt.BatchRows
+}
+
+// grow returns s with room for n more elements: twice its capacity, or
+// limit once that is past an eighth of limit (append grows a large slice
+// by 1.25x, so a page's buffer was copied some 20 times on its way to the
+// page size), or more if n needs it.
+func grow[E any](s []E, n, limit int) []E {
+	if n <= cap(s)-len(s) {
+		return s
+	}
+	c := 2 * cap(s)
+	if c > limit/8 {
+		c = limit
+	}
+	return slices.Grow(s, max(n, c-len(s)))
 }
 
 func commonPrefix(a, b []byte) int {

@@ -90,3 +90,60 @@ func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
 		})
 	}
 }
+
+// A string equal to the one before it is left out of the statistics'
+// comparisons (a sorted day repeats most values row after row): what it
+// skips is a value already compared, and only that. The first value of
+// each array is compared even when it equals the last one kept (an empty
+// string after a nil last), nulls between equal values keep the skip, and
+// a delta string that is a prefix of the one before it (all of it a
+// prefix) is not taken for an equal one.
+func TestChunkStatsOverRepeats(t *testing.T) {
+	const null = "\x00null"
+	cases := []struct {
+		name     string
+		arrays   [][]string
+		min, max string
+	}{
+		{"runs", [][]string{{"b", "b", "b", "c", "c", "a", "a"}}, "a", "c"},
+		{"empty first", [][]string{{"b", "b"}, {"", "", "c", "c"}, {"a", "a"}}, "", "c"},
+		{"empty only first", [][]string{{""}, {"x", "x"}}, "", "x"},
+		{"nulls in a run", [][]string{{"m", null, "m", null, null, "m", "z", null, "z"}}, "m", "z"},
+		{"prefix of the last", [][]string{{"bc", "b", "b"}, {"bcd", "bc"}}, "b", "bcd"},
+		{"shared key", [][]string{{"BTC-27NOV26-2", "BTC-27NOV26-2", "BTC-27NOV26-10", "BTC-27NOV26-10", "BTC-27NOV26-3"}}, "BTC-27NOV26-10", "BTC-27NOV26-3"},
+	}
+	for _, delta := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s delta=%v", tc.name, delta), func(t *testing.T) {
+				c, err := New(Options{Type: arrow.BinaryTypes.String, Optional: true, Delta: delta, Stats: true, PageSize: 1 << 20, MaxStatsSize: 4096})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, vs := range tc.arrays {
+					b := array.NewStringBuilder(memory.DefaultAllocator)
+					for _, v := range vs {
+						if v == null {
+							b.AppendNull()
+						} else {
+							b.Append(v)
+						}
+					}
+					a := b.NewArray()
+					b.Release()
+					err := c.Append(a)
+					a.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := c.Finish(); err != nil {
+					t.Fatal(err)
+				}
+				s := c.Meta().Stats
+				if !s.HasMin || !s.HasMax || string(s.Min) != tc.min || string(s.Max) != tc.max {
+					t.Errorf("min %q (%v) max %q (%v), want %q %q", s.Min, s.HasMin, s.Max, s.HasMax, tc.min, tc.max)
+				}
+			})
+		}
+	}
+}
