@@ -372,10 +372,13 @@ func (c *Chunk) bools(values []byte, bit, n int, bitmap []byte) {
 // str notes string v for the statistics: only a value that can be a new
 // min or max (its key not strictly between theirs) is compared.
 func (c *Chunk) str(v []byte) {
-	if !c.opt.Stats {
-		return
+	if c.opt.Stats {
+		c.strKey(v, key(v))
 	}
-	k := key(v)
+}
+
+// strKey is str for v of key k.
+func (c *Chunk) strKey(v []byte, k uint64) {
 	if !c.hasMinMax {
 		c.minS, c.maxS, c.minK, c.maxK, c.hasMinMax = v, v, k, k, true
 		return
@@ -414,26 +417,42 @@ func key(v []byte) uint64 {
 }
 
 // plainStrings appends the strings PLAIN: each its length, then its
-// bytes. A string equal to the one before it is not compared with the
-// min and max again (a sorted day repeats most columns' values row after
-// row).
+// bytes. A string of at most 8 bytes is read and written as one word (the
+// bytes written past it are overwritten by the next one; vals has room for
+// them), which also gives its key. A string equal to the one before it is
+// not compared with the min and max again (a sorted day repeats most
+// columns' values row after row).
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
-	vals := grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]), c.full())
+	n := len(offsets) - 1
+	vals := grow(c.vals, 4*n+int(offsets[n]-offsets[0])+8, c.full())
 	stats := c.opt.Stats
 	var prev []byte
+	var prevK uint64
 	noted := false // prev is in the statistics
-	for i := range len(offsets) - 1 {
+	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
-		v := values[offsets[i]:offsets[i+1]]
-		vals = binary.LittleEndian.AppendUint32(vals, uint32(len(v)))
-		vals = append(vals, v...)
-		if !stats || noted && bytes.Equal(v, prev) {
+		lo, hi := int(offsets[i]), int(offsets[i+1])
+		v := values[lo:hi]
+		var k uint64
+		if m := len(vals); len(v) <= 8 && lo+8 <= len(values) {
+			w := binary.BigEndian.Uint64(values[lo:])
+			vals = vals[:m+12]
+			binary.LittleEndian.PutUint32(vals[m:], uint32(len(v)))
+			binary.BigEndian.PutUint64(vals[m+4:], w)
+			vals = vals[:m+4+len(v)]
+			k = w &^ (1<<(64-8*len(v)) - 1) // the bytes past v zeroed
+		} else {
+			vals = binary.LittleEndian.AppendUint32(vals, uint32(len(v)))
+			vals = append(vals, v...)
+			k = key(v)
+		}
+		if !stats || noted && k == prevK && len(v) == len(prev) && (len(v) <= 8 || bytes.Equal(v[8:], prev[8:])) {
 			continue
 		}
-		c.str(v)
-		prev, noted = v, true
+		c.strKey(v, k)
+		prev, prevK, noted = v, k, true
 	}
 	c.vals = vals
 }

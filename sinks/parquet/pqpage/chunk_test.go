@@ -97,7 +97,8 @@ func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
 // each array is compared even when it equals the last one kept (an empty
 // string after a nil last), nulls between equal values keep the skip, and
 // a delta string that is a prefix of the one before it (all of it a
-// prefix) is not taken for an equal one.
+// prefix) is not taken for an equal one. Padded, the arrays' value buffers
+// go on past their last string: PLAIN reads the short ones as words.
 func TestChunkStatsOverRepeats(t *testing.T) {
 	const null = "\x00null"
 	cases := []struct {
@@ -112,9 +113,10 @@ func TestChunkStatsOverRepeats(t *testing.T) {
 		{"prefix of the last", [][]string{{"bc", "b", "b"}, {"bcd", "bc"}}, "b", "bcd"},
 		{"shared key", [][]string{{"BTC-27NOV26-2", "BTC-27NOV26-2", "BTC-27NOV26-10", "BTC-27NOV26-10", "BTC-27NOV26-3"}}, "BTC-27NOV26-10", "BTC-27NOV26-3"},
 	}
-	for _, delta := range []bool{false, true} {
+	for _, v := range []struct{ delta, padded bool }{{false, false}, {false, true}, {true, false}} {
 		for _, tc := range cases {
-			t.Run(fmt.Sprintf("%s delta=%v", tc.name, delta), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s delta=%v padded=%v", tc.name, v.delta, v.padded), func(t *testing.T) {
+				delta := v.delta
 				c, err := New(Options{Type: arrow.BinaryTypes.String, Optional: true, Delta: delta, Stats: true, PageSize: 1 << 20, MaxStatsSize: 4096})
 				if err != nil {
 					t.Fatal(err)
@@ -128,8 +130,16 @@ func TestChunkStatsOverRepeats(t *testing.T) {
 							b.Append(v)
 						}
 					}
+					if v.padded {
+						b.Append("past the last string")
+					}
 					a := b.NewArray()
 					b.Release()
+					if v.padded {
+						full := a
+						a = array.NewSlice(full, 0, int64(len(vs)))
+						full.Release()
+					}
 					err := c.Append(a)
 					a.Release()
 					if err != nil {
