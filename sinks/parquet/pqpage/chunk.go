@@ -351,6 +351,17 @@ func (c *Chunk) float64s(vs []float64, bitmap []byte, bit int) {
 }
 
 func (c *Chunk) bools(values []byte, bit, n int, bitmap []byte) {
+	if bitmap == nil { // the bits copied as they are (bit-packed, LSB first)
+		need := c.head + int(bitutil.BytesForBits(int64(c.nbits+n)))
+		c.vals = append(c.vals, make([]byte, need-len(c.vals))...)
+		bitutil.CopyBitmap(values, bit, n, c.vals[c.head:], c.nbits)
+		c.nbits += n
+		set := bitutil.CountSetBits(values, bit, n)
+		c.minB = c.minB && set == n
+		c.maxB = c.maxB || set > 0
+		c.hasMinMax = c.hasMinMax || n > 0
+		return
+	}
 	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
