@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 
-	icego "github.com/apache/iceberg-go"
-	icecatalog "github.com/apache/iceberg-go/catalog"
-	iceio "github.com/apache/iceberg-go/io"
-	icetable "github.com/apache/iceberg-go/table"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icecatalog "github.com/optlake/optlake/third_party/iceberg-go/catalog"
+	iceio "github.com/optlake/optlake/third_party/iceberg-go/io"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/storage"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
-	icego "github.com/apache/iceberg-go"
-	icetable "github.com/apache/iceberg-go/table"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"

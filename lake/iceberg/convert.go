@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	icego "github.com/apache/iceberg-go"
-	icetable "github.com/apache/iceberg-go/table"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/schema"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	iceio "github.com/apache/iceberg-go/io"
-	icetable "github.com/apache/iceberg-go/table"
+	iceio "github.com/optlake/optlake/third_party/iceberg-go/io"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 )
 
 // ExpireReport is what Expire did to one table.

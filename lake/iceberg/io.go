@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	iceio "github.com/apache/iceberg-go/io"
+	iceio "github.com/optlake/optlake/third_party/iceberg-go/io"
 
 	"github.com/optlake/optlake/storage"
 )

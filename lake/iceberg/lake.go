@@ -2,7 +2,8 @@
 // (issue 32): each table at DIR/<table>/ with metadata/ beside its data
 // files, partitioned by the day of its snapshot time. The Parquet files
 // the sink writes are registered in place; iceberg-go
-// (github.com/apache/iceberg-go) writes the metadata, manifests and
+// (github.com/apache/iceberg-go, linked from third_party/iceberg-go with
+// a start-up patch) writes the metadata, manifests and
 // snapshots, and this package supplies what is optlake's: the store
 // (an iceberg-go IO over storage.Store) and the atomic commit of the next
 // metadata version (a catalog with no server, see catalog).
@@ -18,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	icego "github.com/apache/iceberg-go"
-	icecatalog "github.com/apache/iceberg-go/catalog"
-	icetable "github.com/apache/iceberg-go/table"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icecatalog "github.com/optlake/optlake/third_party/iceberg-go/catalog"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/storage"

@@ -3,7 +3,7 @@ package iceberg
 import (
 	"fmt"
 
-	icego "github.com/apache/iceberg-go"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
 
 	"github.com/optlake/optlake/schema"
 )
