@@ -428,17 +428,17 @@ func key(v []byte) uint64 {
 }
 
 // plainStrings appends the strings PLAIN: each its length, then its
-// bytes. A string of at most 8 bytes is read and written as one word (the
-// bytes written past it are overwritten by the next one; vals has room for
-// them), which also gives its key. A string equal to the one before it is
-// not compared with the min and max again (a sorted day repeats most
-// columns' values row after row).
+// bytes. A string of at most 16 bytes is read and written as two words
+// (the bytes written past it are overwritten by the next one; vals has
+// room for them), which also give its key and the next 8 bytes' (tail).
+// A string equal to the one before it is not compared with the min and
+// max again (a sorted day repeats most columns' values row after row).
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
 	n := len(offsets) - 1
-	vals := grow(c.vals, 4*n+int(offsets[n]-offsets[0])+8, c.full())
+	vals := grow(c.vals, 4*n+int(offsets[n]-offsets[0])+16, c.full())
 	stats := c.opt.Stats
 	var prev []byte
-	var prevK uint64
+	var prevK, prevT uint64
 	noted := false // prev is in the statistics
 	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
@@ -446,26 +446,33 @@ func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit 
 		}
 		lo, hi := int(offsets[i]), int(offsets[i+1])
 		v := values[lo:hi]
-		var k uint64
-		if m := len(vals); len(v) <= 8 && lo+8 <= len(values) {
-			w := binary.BigEndian.Uint64(values[lo:])
-			vals = vals[:m+12]
+		var k, t uint64
+		if m := len(vals); len(v) <= 16 && lo+16 <= len(values) {
+			w0, w1 := binary.BigEndian.Uint64(values[lo:]), binary.BigEndian.Uint64(values[lo+8:])
+			vals = vals[:m+20]
 			binary.LittleEndian.PutUint32(vals[m:], uint32(len(v)))
-			binary.BigEndian.PutUint64(vals[m+4:], w)
+			binary.BigEndian.PutUint64(vals[m+4:], w0)
+			binary.BigEndian.PutUint64(vals[m+12:], w1)
 			vals = vals[:m+4+len(v)]
-			k = w &^ (1<<(64-8*len(v)) - 1) // the bytes past v zeroed
+			k, t = w0&firstBytes(len(v)), w1&firstBytes(len(v)-8)
 		} else {
 			vals = binary.LittleEndian.AppendUint32(vals, uint32(len(v)))
 			vals = append(vals, v...)
-			k = key(v)
+			k, t = key(v), key(v[min(8, len(v)):])
 		}
-		if !stats || noted && k == prevK && len(v) == len(prev) && (len(v) <= 8 || bytes.Equal(v[8:], prev[8:])) {
+		if !stats || noted && k == prevK && t == prevT && len(v) == len(prev) && (len(v) <= 16 || bytes.Equal(v[16:], prev[16:])) {
 			continue
 		}
 		c.strKey(v, k)
-		prev, prevK, noted = v, k, true
+		prev, prevK, prevT, noted = v, k, t, true
 	}
 	c.vals = vals
+}
+
+// firstBytes is the mask of a big-endian word's first n bytes (none for n
+// <= 0, all for n >= 8).
+func firstBytes(n int) uint64 {
+	return ^(1<<(64-8*min(max(n, 0), 8)) - 1)
 }
 
 // deltaStrings appends the strings DELTA_BYTE_ARRAY: the length of the

@@ -96,8 +96,9 @@ func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
 // skips is a value already compared, and only that. The first value of
 // each array is compared even when it equals the last one kept (an empty
 // string after a nil last), nulls between equal values keep the skip, and
-// a delta string that is a prefix of the one before it (all of it a
-// prefix) is not taken for an equal one. Padded, the arrays' value buffers
+// neither a delta string that is a prefix of the one before it (all of it
+// a prefix) nor a PLAIN one that differs past its key or in its length
+// only is taken for an equal one. Padded, the arrays' value buffers
 // go on past their last string: PLAIN reads the short ones as words.
 func TestChunkStatsOverRepeats(t *testing.T) {
 	const null = "\x00null"
@@ -111,6 +112,9 @@ func TestChunkStatsOverRepeats(t *testing.T) {
 		{"empty only first", [][]string{{""}, {"x", "x"}}, "", "x"},
 		{"nulls in a run", [][]string{{"m", null, "m", null, null, "m", "z", null, "z"}}, "m", "z"},
 		{"prefix of the last", [][]string{{"bc", "b", "b"}, {"bcd", "bc"}}, "b", "bcd"},
+		{"tails", [][]string{{"venue-sim-b", "venue-sim-b", "venue-sim-a", "venue-sim-a"}}, "venue-sim-a", "venue-sim-b"},
+		{"past 16 bytes", [][]string{{"0123456789abcdef-b", "0123456789abcdef-b", "0123456789abcdef-a"}}, "0123456789abcdef-a", "0123456789abcdef-b"},
+		{"zero bytes after", [][]string{{"abcdefghij", "abcdefghij\x00", "abcdefghij\x00"}}, "abcdefghij", "abcdefghij\x00"},
 		{"shared key", [][]string{{"BTC-27NOV26-2", "BTC-27NOV26-2", "BTC-27NOV26-10", "BTC-27NOV26-10", "BTC-27NOV26-3"}}, "BTC-27NOV26-10", "BTC-27NOV26-3"},
 	}
 	for _, v := range []struct{ delta, padded bool }{{false, false}, {false, true}, {true, false}} {
