@@ -485,7 +485,7 @@ func (c *Chunk) deltaStrings(values []byte, offsets []int32, bitmap []byte, bit 
 	prefix, suffix := grow(c.prefix, n, math.MaxInt), grow(c.suffix, n, math.MaxInt)
 	last := c.last
 	noted := false // last is in the statistics
-	for i := range len(offsets) - 1 {
+	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
