@@ -138,6 +138,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), true},
 		{"timestamps in seconds", sim(venuesim.Faults{TimestampsInSeconds: true}, 200), true},
 		{"pretty printed", []byte(pretty), true},
+		{"repeated value texts", []byte(repeatedTexts()), true},
 		{"edge values", []byte(listing(
 			inst(map[string]string{"strike": "1e22"}),
 			inst(map[string]string{"strike": "1e23", "instrument_name": `"b"`}),
@@ -182,6 +183,64 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// repeatedTexts is a listing whose instruments repeat the previous one's
+// value texts, or start or end like them: a value text remembered by the
+// fast path (textCache) must match only the same whole text.
+func repeatedTexts() string {
+	var insts []string
+	for i, v := range []struct{ strike, ts, ip string }{
+		{"1", "1795593424503", `"95012.35"`},
+		{"1", "1795593424503", `"95012.35"`},
+		{"10", "17955934245030", `"95012.350"`},
+		{"1", "179559342450", `"95012.3"`},
+		{"1.5", "1795593424503", `"95012.35"`},
+		{"1.5e3", "1795593424503", `"95012.35 "`},
+		{"1.5E3", "-1795593424503", `"x95012.35"`},
+		{"1.5E3", "-1795593424503", `"x95012.35"`},
+		{"1234567890123456", "1234567890123456", `"12345678901234"`},
+		{"12345678901234567", "12345678901234567", `"123456789012345"`},
+		{"1234567890123456", "1234567890123456", `"12345678901234"`},
+		{"12345678", "12345678", `"123456"`},
+		{"123456789", "123456789", `"1234567"`},
+		{"12345678", "12345678", `"123456"`},
+		{"-0", "0", `"0"`},
+		{"0", "0", `"-0"`},
+		{"null", "null", `null`},
+		{"0", "0", `"0"`},
+	} {
+		insts = append(insts, inst(map[string]string{"strike": v.strike, "expiration_timestamp": v.ts, "index_price": v.ip,
+			"instrument_name": fmt.Sprintf(`"i%d"`, i)}))
+	}
+	return listing(insts...)
+}
+
+// TestValueTextsAcrossListings: a decoder that decoded other listings
+// before (its fast path remembers their value texts) decodes a listing as
+// the general path of a new decoder does.
+func TestValueTextsAcrossListings(t *testing.T) {
+	d := NewInstrumentDecoder(Options{})
+	defer d.Release()
+	for _, body := range []string{
+		listing(inst(map[string]string{"strike": "5", "tick_size": "0.5", "expiration_timestamp": "17", "index_price": `"95012.35"`})),
+		listing(inst(map[string]string{"strike": "50", "tick_size": "0.55", "expiration_timestamp": "170", "index_price": `"95012.355"`})),
+		listing(inst(map[string]string{"strike": "5", "tick_size": "0.5", "expiration_timestamp": "1", "index_price": `"95012.3"`})),
+		repeatedTexts(),
+	} {
+		got := decodeOnce(d, []byte(body))
+		want := decodeWith(t, []byte(body), false, Options{})
+		if got.err != nil || want.err != nil || got.fast == 0 || len(got.recs) != len(want.recs) {
+			t.Fatalf("errors %v, %v; fast rows %d; records %d, %d", got.err, want.err, got.fast, len(got.recs), len(want.recs))
+		}
+		for i := range got.recs {
+			if !array.RecordEqual(got.recs[i], want.recs[i]) {
+				t.Fatalf("listing %.80s...: record %d differs:\nreused decoder %v\nnew decoder    %v", body, i, rowsOf(got.recs[i]), rowsOf(want.recs[i]))
+			}
+		}
+		got.release()
+		want.release()
 	}
 }
 
