@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fileSHA256 is the hex sha256 of the file at path, as sha256sum prints it.
@@ -120,4 +121,64 @@ func readVerified(t *testing.T, a *Archive, m Meta) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The frame's content checksum (its last 4 bytes) is checked whenever the
+// bytes decoded are not the ones hashed against object_sha256: by Open,
+// for metadata with the body's hash only, and for an object too large to
+// be decoded from the bytes hashed. OpenVerified decodes an object it read
+// whole without checking it again (the object's hash was checked on those
+// very bytes). Decoders of both kinds are pooled: a trusted one never
+// serves a checked read.
+func TestFrameChecksumWhereNotVerified(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := New(dir)
+	small := bytes.Repeat([]byte(`{"instrument_name":"BTC-27DEC26-100000-C"},`), 3000)
+	large := randomBody(verifyInMemory + 1<<20)
+	// stored archives body, changes its frame checksum, and returns its
+	// metadata with the changed object's hash (as if written so).
+	stored := func(i int, body []byte) Meta {
+		m := put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0.Add(time.Duration(i) * time.Second), RunID: "run-1", Attempt: 1}, body, 200, true)
+		file := filepath.Join(dir, m.File)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-1] ^= 0x40
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m.ObjectSHA256 = fileSHA256(t, file)
+		return m
+	}
+	mSmall, mLarge := stored(0, small), stored(1, large)
+	old := mSmall
+	sum := sha256.Sum256(small)
+	old.ObjectSHA256, old.SHA256 = "", hex.EncodeToString(sum[:])
+	readBack := func(open func() (io.ReadCloser, error)) ([]byte, error) {
+		rc, err := open()
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+	for round := range 2 {
+		if got := readVerified(t, a, mSmall); !bytes.Equal(got, small) {
+			t.Fatalf("round %d: verified object: read back %d bytes, archived %d", round, len(got), len(small))
+		}
+		for _, tc := range []struct {
+			name string
+			open func() (io.ReadCloser, error)
+		}{
+			{"Open", func() (io.ReadCloser, error) { return a.Open(ctx, mSmall.File) }},
+			{"body hash only", func() (io.ReadCloser, error) { return a.OpenVerified(ctx, old) }},
+			{"object read twice", func() (io.ReadCloser, error) { return a.OpenVerified(ctx, mLarge) }},
+		} {
+			if got, err := readBack(tc.open); err == nil {
+				t.Fatalf("round %d: %s: a changed frame checksum read back %d bytes without an error", round, tc.name, len(got))
+			}
+		}
+	}
 }

@@ -65,10 +65,7 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	next := 0
 	for {
 		// The key: most likely the field after the previous one, written
-		// `"name":` (compact JSON).
-		if p >= len(w) || w[p] != '"' {
-			return 0
-		}
+		// `"name":` (compact JSON; the pattern starts with the quote).
 		fi := -1
 		if next < len(keyPats) {
 			k := &keyPats[next]
@@ -84,6 +81,9 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			}
 		}
 		if fi < 0 {
+			if p = skipWS(w, p); p >= len(w) {
+				return 0
+			}
 			q := asciiString(w, p)
 			if q < 0 {
 				return 0
@@ -126,15 +126,19 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 		}
 		r.set |= bit
 		next = fi + 1
-		if p < len(w) && isWS(w[p]) {
-			p = skipWS(w, p)
-		}
 		if p >= len(w) {
 			return 0
 		}
+		c := w[p]
+		if c <= ' ' { // no value starts so: whitespace, or the general path's to word
+			if p = skipWS(w, p); p >= len(w) {
+				return 0
+			}
+			c = w[p]
+		}
 		// The value, written to the field's column.
-		col := &b.cols[fieldCols[fi]]
-		switch c := w[p]; {
+		col := d.fcols[fi]
+		switch {
 		case c == 'n':
 			if !hasWord(w, p, "null") {
 				return 0
@@ -171,15 +175,31 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			}
 			p = e + 1
 		case fieldKinds[fi] == kFloat:
+			vc := &d.texts[fi]
+			if len(w)-p > textMax && vc.hit(w, p) && !numberByte(w[p+vc.n]) {
+				col.f64[row], p = math.Float64frombits(vc.v), p+vc.n
+				break
+			}
 			f, e, ok := parseNumber(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
 			}
+			if len(w)-p > textMax {
+				vc.set(w, p, e-p, math.Float64bits(f))
+			}
 			col.f64[row], p = f, e
 		case fieldKinds[fi] == kInt:
+			vc := &d.texts[fi]
+			if len(w)-p > textMax && vc.hit(w, p) && !numberByte(w[p+vc.n]) {
+				col.i64[row], p = int64(vc.v), p+vc.n
+				break
+			}
 			i, e, ok := parseInt(w, p)
 			if !ok || e >= len(w) || numberByte(w[e]) {
 				return 0
+			}
+			if len(w)-p > textMax {
+				vc.set(w, p, e-p, uint64(i))
 			}
 			col.i64[row], p = i, e
 		case fieldKinds[fi] == kBool:
@@ -193,20 +213,32 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 				return 0
 			}
 		default: // kIndexPrice: a string holding a decimal number
-			e := asciiString(w, p)
-			if e < 0 {
-				return 0
-			}
-			if f, ok := parseDecimalFast(w[p+1 : e]); ok {
-				col.f64[row] = f
+			// The same text as the last one parsed (quotes included) is
+			// the same number.
+			vc := &d.texts[fi]
+			var e int
+			if len(w)-p > textMax && vc.hit(w, p) {
+				e = p + vc.n - 1
+				col.f64[row] = math.Float64frombits(vc.v)
 			} else {
-				unparsed |= bit
+				if e = asciiString(w, p); e < 0 {
+					return 0
+				}
+				if f, ok := parseDecimalFast(w[p+1 : e]); ok {
+					col.f64[row] = f
+					if len(w)-p > textMax {
+						vc.set(w, p, e+1-p, math.Float64bits(f))
+					}
+				} else {
+					unparsed |= bit
+				}
 			}
 			b.str(d.colRaw, w[p+1:e])
 			p = e + 1
 		}
-		// Compact JSON: a comma and the next key.
-		if p+1 < len(w) && w[p] == ',' && w[p+1] == '"' {
+		// Compact JSON: a comma and the next key (the key's match, or
+		// else its slow path, checks what follows).
+		if p < len(w) && w[p] == ',' {
 			p++
 			continue
 		}
@@ -240,6 +272,44 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	d.appendExtra(w)
 	b.commit()
 	return p
+}
+
+// textCache is the text of the last value of one field that the fast path
+// parsed (at most textMax bytes: numbers, or index_price's string with its
+// quotes) and the value it parsed to. The venue repeats most values from one
+// instrument to the next (commissions, tick sizes, expirations, the index
+// price), and comparing two words costs less than parsing them again. A value
+// depends only on its text, so a hit writes exactly what the parse would: for
+// a number the byte after the text must end it, as after a parse.
+type textCache struct {
+	w0, w1, m0, m1 uint64 // the text as two little-endian words, and the masks of its bytes
+	n              int    // text bytes, 0 when none
+	v              uint64 // float64 bits or int64
+}
+
+// textMax is the longest text a textCache holds.
+const textMax = 16
+
+// hit reports whether w[p:] starts with the cached text (len(w)-p >= textMax).
+func (c *textCache) hit(w []byte, p int) bool {
+	le := binary.LittleEndian
+	return c.n != 0 && (le.Uint64(w[p:])^c.w0)&c.m0|(le.Uint64(w[p+8:])^c.w1)&c.m1 == 0
+}
+
+// set caches w[p:p+n] (when n <= textMax; len(w)-p >= textMax) and its value.
+func (c *textCache) set(w []byte, p, n int, v uint64) {
+	if n > textMax || n <= 0 {
+		return
+	}
+	le := binary.LittleEndian
+	c.m0, c.m1 = ^uint64(0), ^uint64(0)
+	if n < 8 {
+		c.m0, c.m1 = 1<<(8*n)-1, 0
+	} else if n < 16 {
+		c.m1 = 1<<(8*(n-8)) - 1
+	}
+	c.w0, c.w1 = le.Uint64(w[p:])&c.m0, le.Uint64(w[p+8:])&c.m1
+	c.n, c.v = n, v
 }
 
 // keyPat is the key of a venue field as compact JSON writes it, `"name":`
@@ -374,9 +444,14 @@ func hasWord(w []byte, p int, word string) bool {
 
 // numberByte reports bytes that may continue a number token: after a number
 // the fast path wants a delimiter, else the general path decides.
-func numberByte(c byte) bool {
-	return c-'0' <= 9 || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
-}
+func numberByte(c byte) bool { return numberBytes[c] }
+
+var numberBytes = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.eE+-") {
+		t[c] = true
+	}
+	return t
+}()
 
 // asciiString returns the index of the closing quote of the string starting
 // at w[p] ('"'), or -1 when it is not there, not plain printable ASCII

@@ -138,6 +138,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), true},
 		{"timestamps in seconds", sim(venuesim.Faults{TimestampsInSeconds: true}, 200), true},
 		{"pretty printed", []byte(pretty), true},
+		{"repeated value texts", []byte(repeatedTexts()), true},
 		{"edge values", []byte(listing(
 			inst(map[string]string{"strike": "1e22"}),
 			inst(map[string]string{"strike": "1e23", "instrument_name": `"b"`}),
@@ -182,6 +183,109 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// repeatedTexts is a listing whose instruments repeat the previous one's
+// value texts, or start or end like them: a value text remembered by the
+// fast path (textCache) must match only the same whole text.
+func repeatedTexts() string {
+	var insts []string
+	for i, v := range []struct{ strike, ts, ip string }{
+		{"1", "1795593424503", `"95012.35"`},
+		{"1", "1795593424503", `"95012.35"`},
+		{"10", "17955934245030", `"95012.350"`},
+		{"1", "179559342450", `"95012.3"`},
+		{"1.5", "1795593424503", `"95012.35"`},
+		{"1.5e3", "1795593424503", `"95012.35 "`},
+		{"1.5E3", "-1795593424503", `"x95012.35"`},
+		{"1.5E3", "-1795593424503", `"x95012.35"`},
+		{"1234567890123456", "1234567890123456", `"12345678901234"`},
+		{"12345678901234567", "12345678901234567", `"123456789012345"`},
+		{"1234567890123456", "1234567890123456", `"12345678901234"`},
+		{"12345678", "12345678", `"123456"`},
+		{"123456789", "123456789", `"1234567"`},
+		{"12345678", "12345678", `"123456"`},
+		{"-0", "0", `"0"`},
+		{"0", "0", `"-0"`},
+		{"null", "null", `null`},
+		{"0", "0", `"0"`},
+	} {
+		insts = append(insts, inst(map[string]string{"strike": v.strike, "expiration_timestamp": v.ts, "index_price": v.ip,
+			"instrument_name": fmt.Sprintf(`"i%d"`, i)}))
+	}
+	return listing(insts...)
+}
+
+// TestValueTextsAcrossListings: a decoder that decoded other listings
+// before (its fast path remembers their value texts) decodes a listing as
+// the general path of a new decoder does.
+func TestValueTextsAcrossListings(t *testing.T) {
+	d := NewInstrumentDecoder(Options{})
+	defer d.Release()
+	for _, body := range []string{
+		listing(inst(map[string]string{"strike": "5", "tick_size": "0.5", "expiration_timestamp": "17", "index_price": `"95012.35"`})),
+		listing(inst(map[string]string{"strike": "50", "tick_size": "0.55", "expiration_timestamp": "170", "index_price": `"95012.355"`})),
+		listing(inst(map[string]string{"strike": "5", "tick_size": "0.5", "expiration_timestamp": "1", "index_price": `"95012.3"`})),
+		repeatedTexts(),
+	} {
+		got := decodeOnce(d, []byte(body))
+		want := decodeWith(t, []byte(body), false, Options{})
+		if got.err != nil || want.err != nil || got.fast == 0 || len(got.recs) != len(want.recs) {
+			t.Fatalf("errors %v, %v; fast rows %d; records %d, %d", got.err, want.err, got.fast, len(got.recs), len(want.recs))
+		}
+		for i := range got.recs {
+			if !array.RecordEqual(got.recs[i], want.recs[i]) {
+				t.Fatalf("listing %.80s...: record %d differs:\nreused decoder %v\nnew decoder    %v", body, i, rowsOf(got.recs[i]), rowsOf(want.recs[i]))
+			}
+			sameSlots(t, i, got.recs[i], want.recs[i]) // RecordEqual takes -0 for 0
+		}
+		got.release()
+		want.release()
+	}
+}
+
+// TestValueTextsAreReused: the fast path does take a repeated value text's
+// value from its cache (the tests above would pass without the cache). A
+// decoder whose cached values are spoiled after one listing writes the
+// spoiled values for the next listing's same texts, in every number field
+// and index_price.
+func TestValueTextsAreReused(t *testing.T) {
+	d := NewInstrumentDecoder(Options{})
+	defer d.Release()
+	body := []byte(listing(fullInstrument))
+	first := decodeOnce(d, body)
+	if first.err != nil || first.fast == 0 {
+		t.Fatalf("first listing: %v, %d fast rows", first.err, first.fast)
+	}
+	first.release()
+	spoiled := map[int]bool{}
+	for fi := range d.texts {
+		if c := &d.texts[fi]; c.n != 0 {
+			c.v ^= 1 // the lowest mantissa bit of a float, the parity of an int
+			spoiled[fi] = true
+		}
+	}
+	if len(spoiled) < 10 {
+		t.Fatalf("%d value texts cached after a listing of every field, want the number fields and index_price", len(spoiled))
+	}
+	got := decodeOnce(d, body)
+	want := decodeWith(t, body, false, Options{})
+	defer got.release()
+	defer want.release()
+	if got.err != nil || want.err != nil {
+		t.Fatal(got.err, want.err)
+	}
+	differ := 0
+	for c := range int(got.recs[0].NumCols()) {
+		if !array.Equal(got.recs[0].Column(c), want.recs[0].Column(c)) {
+			differ++
+		}
+	}
+	// Each cached field's column differs, and so do the times parsed from
+	// the two epoch fields.
+	if differ < len(spoiled) {
+		t.Errorf("%d columns took the spoiled cached values, want the %d cached fields' and more", differ, len(spoiled))
 	}
 }
 

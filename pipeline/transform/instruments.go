@@ -153,6 +153,7 @@ type InstrumentDecoder struct {
 	emit Emit
 
 	b       *batch               // instruments rows
+	fcols   [32]*batchCol        // b's column of each venue field, by field index
 	rjb     *array.RecordBuilder // rejects
 	colRaw  int
 	colCTim int
@@ -167,6 +168,7 @@ type InstrumentDecoder struct {
 	sc       *jsontok.Scanner // kept for the next Decode
 
 	r     row
+	texts [32]textCache // the fast path's last value texts, by field
 	stats Stats
 	index int64 // position of the next instrument in the listing
 }
@@ -187,6 +189,9 @@ func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	d.colCTim = t.MustIndex("creation_time")
 	d.colETim = t.MustIndex("expiration_time")
 	d.colExt = t.MustIndex("extra")
+	for fi, f := range venueFields {
+		d.fcols[fi] = &d.b.cols[f.col]
+	}
 	return d
 }
 

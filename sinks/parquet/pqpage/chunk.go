@@ -104,13 +104,17 @@ type Chunk struct {
 	rows   int    // its values, nulls included
 	nulls  int    // its nulls
 	valid  []byte // its validity bitmap (Optional)
-	vals   []byte // PLAIN values; DELTA_BYTE_ARRAY: the suffixes
+	vals   []byte // head bytes left for the lead, then the values: PLAIN; DELTA_BYTE_ARRAY the suffixes
+	head   int    // bytes before the values in vals
 	nbits  int    // booleans in vals
 	prefix []int32
 	suffix []int32
 	last   []byte // the page's last string (delta)
 
-	page, comp []byte // scratch: the uncompressed and compressed page
+	// scratch: the page's lead (levels, delta lengths: what precedes the
+	// values), the page when its lead does not fit in head, the page
+	// compressed
+	lead, page, comp []byte
 
 	// the chunk
 	out       []byte // pages with their headers
@@ -146,6 +150,9 @@ func New(opt Options) (*Chunk, error) {
 	if opt.Delta {
 		c.enc = encDeltaByteArray
 	}
+	if opt.Optional || opt.Delta {
+		c.head = minHead
+	}
 	if opt.Codec != compress.Codecs.Uncompressed {
 		codec, err := compress.GetCodec(opt.Codec)
 		if err != nil {
@@ -171,7 +178,7 @@ func (c *Chunk) Reset() {
 
 func (c *Chunk) resetPage() {
 	c.rows, c.nulls, c.nbits = 0, 0, 0
-	c.valid, c.vals = c.valid[:0], c.vals[:0]
+	c.valid, c.vals = c.valid[:0], slices.Grow(c.vals[:0], c.head)[:c.head]
 	c.prefix, c.suffix = c.prefix[:0], c.suffix[:0]
 	c.last = nil
 }
@@ -204,7 +211,7 @@ func (c *Chunk) Append(arr arrow.Array) error {
 // suffixes' (DELTA_BYTE_ARRAY, whose lengths take a few bits each), as
 // arrow-go's encoders estimate them. Counting the delta lengths as 2 bytes
 // a value made the 1M listing's instrument_id 11% larger (smaller pages).
-func (c *Chunk) size() int64 { return int64(len(c.vals)) }
+func (c *Chunk) size() int64 { return int64(len(c.vals) - c.head) }
 
 // own copies what the chunk keeps of the last array (the page's last
 // string, the min and max strings) out of it: the caller releases it.
@@ -243,9 +250,8 @@ func (c *Chunk) batch(arr arrow.Array, lo, hi int) error {
 	nulls := 0
 	if c.opt.Optional {
 		start := c.rows
-		need := int(bitutil.BytesForBits(int64(start + n)))
-		for len(c.valid) < need {
-			c.valid = append(c.valid, 0)
+		if need := int(bitutil.BytesForBits(int64(start + n))); need > len(c.valid) {
+			c.valid = append(c.valid, make([]byte, need-len(c.valid))...)
 		}
 		if bitmap == nil {
 			bitutil.SetBitsTo(c.valid, int64(start), int64(n), true)
@@ -262,6 +268,12 @@ func (c *Chunk) batch(arr arrow.Array, lo, hi int) error {
 	}
 	if nulls == 0 {
 		bitmap = nil
+	}
+	switch c.kind {
+	case kindInt64, kindFloat64:
+		c.vals = grow(c.vals, 8*n, c.full())
+	case kindBool:
+		c.vals = grow(c.vals, n/8+1, c.full())
 	}
 	switch c.kind {
 	case kindInt64:
@@ -339,6 +351,17 @@ func (c *Chunk) float64s(vs []float64, bitmap []byte, bit int) {
 }
 
 func (c *Chunk) bools(values []byte, bit, n int, bitmap []byte) {
+	if bitmap == nil { // the bits copied as they are (bit-packed, LSB first)
+		need := c.head + int(bitutil.BytesForBits(int64(c.nbits+n)))
+		c.vals = append(c.vals, make([]byte, need-len(c.vals))...)
+		bitutil.CopyBitmap(values, bit, n, c.vals[c.head:], c.nbits)
+		c.nbits += n
+		set := bitutil.CountSetBits(values, bit, n)
+		c.minB = c.minB && set == n
+		c.maxB = c.maxB || set > 0
+		c.hasMinMax = c.hasMinMax || n > 0
+		return
+	}
 	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
@@ -360,10 +383,13 @@ func (c *Chunk) bools(values []byte, bit, n int, bitmap []byte) {
 // str notes string v for the statistics: only a value that can be a new
 // min or max (its key not strictly between theirs) is compared.
 func (c *Chunk) str(v []byte) {
-	if !c.opt.Stats {
-		return
+	if c.opt.Stats {
+		c.strKey(v, key(v))
 	}
-	k := key(v)
+}
+
+// strKey is str for v of key k.
+func (c *Chunk) strKey(v []byte, k uint64) {
 	if !c.hasMinMax {
 		c.minS, c.maxS, c.minK, c.maxK, c.hasMinMax = v, v, k, k, true
 		return
@@ -401,34 +427,103 @@ func key(v []byte) uint64 {
 	return k
 }
 
+// plainStrings appends the strings PLAIN: each its length, then its
+// bytes. A string of at most 16 bytes is read and written as two words
+// (the bytes written past it are overwritten by the next one; vals has
+// room for them), which also give its key and the next 8 bytes' (tail).
+// A string equal to the one before it is not compared with the min and
+// max again (a sorted day repeats most columns' values row after row).
 func (c *Chunk) plainStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
-	c.vals = slices.Grow(c.vals, 4*(len(offsets)-1)+int(offsets[len(offsets)-1]-offsets[0]))
-	for i := range len(offsets) - 1 {
+	n := len(offsets) - 1
+	vals := grow(c.vals, 4*n+int(offsets[n]-offsets[0])+16, c.full())
+	stats := c.opt.Stats
+	var prev []byte
+	var prevK, prevT uint64
+	noted := false // prev is in the statistics
+	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
-		v := values[offsets[i]:offsets[i+1]]
-		c.vals = binary.LittleEndian.AppendUint32(c.vals, uint32(len(v)))
-		c.vals = append(c.vals, v...)
-		c.str(v)
+		lo, hi := int(offsets[i]), int(offsets[i+1])
+		v := values[lo:hi]
+		var k, t uint64
+		if m := len(vals); len(v) <= 16 && lo+16 <= len(values) {
+			w0, w1 := binary.BigEndian.Uint64(values[lo:]), binary.BigEndian.Uint64(values[lo+8:])
+			vals = vals[:m+20]
+			binary.LittleEndian.PutUint32(vals[m:], uint32(len(v)))
+			binary.BigEndian.PutUint64(vals[m+4:], w0)
+			binary.BigEndian.PutUint64(vals[m+12:], w1)
+			vals = vals[:m+4+len(v)]
+			k, t = w0&firstBytes(len(v)), w1&firstBytes(len(v)-8)
+		} else {
+			vals = binary.LittleEndian.AppendUint32(vals, uint32(len(v)))
+			vals = append(vals, v...)
+			k, t = key(v), key(v[min(8, len(v)):])
+		}
+		if !stats || noted && k == prevK && t == prevT && len(v) == len(prev) && (len(v) <= 16 || bytes.Equal(v[16:], prev[16:])) {
+			continue
+		}
+		c.strKey(v, k)
+		prev, prevK, prevT, noted = v, k, t, true
 	}
+	c.vals = vals
 }
 
+// firstBytes is the mask of a big-endian word's first n bytes (none for n
+// <= 0, all for n >= 8).
+func firstBytes(n int) uint64 {
+	return ^(1<<(64-8*min(max(n, 0), 8)) - 1)
+}
+
+// deltaStrings appends the strings DELTA_BYTE_ARRAY: the length of the
+// prefix each shares with the one before it, the length of the rest and
+// the rest. A string equal to the one before it (all of it a prefix of
+// the same length) is not compared with the min and max again.
 func (c *Chunk) deltaStrings(values []byte, offsets []int32, bitmap []byte, bit int) {
+	n := len(offsets) - 1
+	vals := grow(c.vals, int(offsets[n]-offsets[0]), c.full())
+	prefix, suffix := grow(c.prefix, n, math.MaxInt), grow(c.suffix, n, math.MaxInt)
 	last := c.last
-	for i := range len(offsets) - 1 {
+	noted := false // last is in the statistics
+	for i := range n {
 		if bitmap != nil && !bitutil.BitIsSet(bitmap, bit+i) {
 			continue
 		}
 		v := values[offsets[i]:offsets[i+1]]
 		p := commonPrefix(last, v)
-		c.prefix = append(c.prefix, int32(p))
-		c.suffix = append(c.suffix, int32(len(v)-p))
-		c.vals = append(c.vals, v[p:]...)
+		prefix = append(prefix, int32(p))
+		suffix = append(suffix, int32(len(v)-p))
+		vals = append(vals, v[p:]...)
+		same := noted && p == len(v) && p == len(last)
 		last = v
+		if same {
+			continue
+		}
 		c.str(v)
+		noted = true
 	}
-	c.last = last
+	c.vals, c.prefix, c.suffix, c.last = vals, prefix, suffix, last
+}
+
+// full is about the most a page's buffer holds: the page size, a batch
+// of 8-byte values past it and the lead's room.
+func (c *Chunk) full() int {
+	return c.head + int(min(c.opt.PageSize, math.MaxInt32)) + 8*c.opt.BatchRows
+}
+
+// grow returns s with room for n more elements: twice its capacity, or
+// limit once that is past an eighth of limit (append grows a large slice
+// by 1.25x, so a page's buffer was copied some 20 times on its way to the
+// page size), or more if n needs it.
+func grow[E any](s []E, n, limit int) []E {
+	if n <= cap(s)-len(s) {
+		return s
+	}
+	c := 2 * cap(s)
+	if c > limit/8 {
+		c = limit
+	}
+	return slices.Grow(s, max(n, c-len(s)))
 }
 
 func commonPrefix(a, b []byte) int {
@@ -443,28 +538,42 @@ func commonPrefix(a, b []byte) int {
 	return i
 }
 
+// minHead is the room first left before the values of a page with a lead.
+const minHead = 64
+
 // flush closes the page under way: levels and values, compressed, after
-// their header.
+// their header. The lead (levels, delta lengths) is written into the room
+// left before the values, so that the values are not copied: when it does
+// not fit, the page is put together in c.page and the next pages leave
+// more room.
 func (c *Chunk) flush() error {
 	if c.rows == 0 {
 		return nil
 	}
-	p := c.page[:0]
+	lead := c.lead[:0]
 	if c.opt.Optional {
-		p = append(p, 0, 0, 0, 0)
+		lead = append(lead, 0, 0, 0, 0)
 		var bitmap []byte
 		if c.nulls > 0 {
 			bitmap = c.valid
 		}
-		p = appendLevels(p, bitmap, c.rows)
-		binary.LittleEndian.PutUint32(p, uint32(len(p)-4))
+		lead = appendLevels(lead, bitmap, c.rows)
+		binary.LittleEndian.PutUint32(lead, uint32(len(lead)-4))
 	}
 	if c.opt.Delta {
-		p = appendDeltaPacked(p, c.prefix)
-		p = appendDeltaPacked(p, c.suffix)
+		lead = appendDeltaPacked(lead, c.prefix)
+		lead = appendDeltaPacked(lead, c.suffix)
 	}
-	p = append(p, c.vals...)
-	c.page = p
+	c.lead = lead
+	var p []byte
+	if len(lead) <= c.head {
+		p = c.vals[c.head-len(lead):]
+		copy(p, lead)
+	} else {
+		p = append(append(c.page[:0], lead...), c.vals[c.head:]...)
+		c.page = p
+		c.head = max(c.head, len(lead)+len(lead)/4)
+	}
 	if len(p) > math.MaxInt32 {
 		return fmt.Errorf("pqpage: page of %d bytes", len(p))
 	}

@@ -90,3 +90,74 @@ func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
 		})
 	}
 }
+
+// A string equal to the one before it is left out of the statistics'
+// comparisons (a sorted day repeats most values row after row): what it
+// skips is a value already compared, and only that. The first value of
+// each array is compared even when it equals the last one kept (an empty
+// string after a nil last), nulls between equal values keep the skip, and
+// neither a delta string that is a prefix of the one before it (all of it
+// a prefix) nor a PLAIN one that differs past its key or in its length
+// only is taken for an equal one. Padded, the arrays' value buffers
+// go on past their last string: PLAIN reads the short ones as words.
+func TestChunkStatsOverRepeats(t *testing.T) {
+	const null = "\x00null"
+	cases := []struct {
+		name     string
+		arrays   [][]string
+		min, max string
+	}{
+		{"runs", [][]string{{"b", "b", "b", "c", "c", "a", "a"}}, "a", "c"},
+		{"empty first", [][]string{{"b", "b"}, {"", "", "c", "c"}, {"a", "a"}}, "", "c"},
+		{"empty only first", [][]string{{""}, {"x", "x"}}, "", "x"},
+		{"nulls in a run", [][]string{{"m", null, "m", null, null, "m", "z", null, "z"}}, "m", "z"},
+		{"prefix of the last", [][]string{{"bc", "b", "b"}, {"bcd", "bc"}}, "b", "bcd"},
+		{"tails", [][]string{{"venue-sim-b", "venue-sim-b", "venue-sim-a", "venue-sim-a"}}, "venue-sim-a", "venue-sim-b"},
+		{"past 16 bytes", [][]string{{"0123456789abcdef-b", "0123456789abcdef-b", "0123456789abcdef-a"}}, "0123456789abcdef-a", "0123456789abcdef-b"},
+		{"zero bytes after", [][]string{{"abcdefghij", "abcdefghij\x00", "abcdefghij\x00"}}, "abcdefghij", "abcdefghij\x00"},
+		{"shared key", [][]string{{"BTC-27NOV26-2", "BTC-27NOV26-2", "BTC-27NOV26-10", "BTC-27NOV26-10", "BTC-27NOV26-3"}}, "BTC-27NOV26-10", "BTC-27NOV26-3"},
+	}
+	for _, v := range []struct{ delta, padded bool }{{false, false}, {false, true}, {true, false}} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s delta=%v padded=%v", tc.name, v.delta, v.padded), func(t *testing.T) {
+				delta := v.delta
+				c, err := New(Options{Type: arrow.BinaryTypes.String, Optional: true, Delta: delta, Stats: true, PageSize: 1 << 20, MaxStatsSize: 4096})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, vs := range tc.arrays {
+					b := array.NewStringBuilder(memory.DefaultAllocator)
+					for _, v := range vs {
+						if v == null {
+							b.AppendNull()
+						} else {
+							b.Append(v)
+						}
+					}
+					if v.padded {
+						b.Append("past the last string")
+					}
+					a := b.NewArray()
+					b.Release()
+					if v.padded {
+						full := a
+						a = array.NewSlice(full, 0, int64(len(vs)))
+						full.Release()
+					}
+					err := c.Append(a)
+					a.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := c.Finish(); err != nil {
+					t.Fatal(err)
+				}
+				s := c.Meta().Stats
+				if !s.HasMin || !s.HasMax || string(s.Min) != tc.min || string(s.Max) != tc.max {
+					t.Errorf("min %q (%v) max %q (%v), want %q %q", s.Min, s.HasMin, s.Max, s.HasMax, tc.min, tc.max)
+				}
+			})
+		}
+	}
+}
