@@ -156,15 +156,24 @@ func newRowBuffer(re *Reuse) buffer {
 // eventBatch returns an empty batch of events for Finish's queue.
 func (r *Reuse) eventBatch() *eventBatchBuf {
 	if r != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if n := len(r.batches); n > 0 {
-			bt := r.batches[n-1]
-			r.batches = r.batches[:n-1]
+		if bt := popLocked(&r.mu, &r.batches); bt != nil {
 			return bt
 		}
 	}
 	return &eventBatchBuf{}
+}
+
+// popLocked takes the last of *list under mu (nil when it is empty).
+func popLocked[T any](mu *sync.Mutex, list *[]*T) *T {
+	mu.Lock()
+	defer mu.Unlock()
+	n := len(*list)
+	if n == 0 {
+		return nil
+	}
+	v := (*list)[n-1]
+	*list = (*list)[:n-1]
+	return v
 }
 
 // putEventBatch takes back an empty batch.
@@ -183,11 +192,7 @@ func (r *Reuse) putEventBatch(bt *eventBatchBuf) {
 // may come from an earlier one.
 func (r *Reuse) emitter() *emitter {
 	if r != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if n := len(r.emitters); n > 0 {
-			e := r.emitters[n-1]
-			r.emitters = r.emitters[:n-1]
+		if e := popLocked(&r.mu, &r.emitters); e != nil {
 			return e
 		}
 	}
