@@ -353,15 +353,27 @@ func (c *runCursor) read() (arrow.Record, error) {
 	if got := binary.LittleEndian.Uint32(tail[:]); got != sum && !c.skipCRC {
 		return nil, fmt.Errorf("checksum %08x, the bytes' %08x: the file is damaged", got, sum)
 	}
-	cols := make([]arrow.Array, len(datas))
-	for j, d := range datas {
-		cols[j] = array.MakeFromData(d)
+	return buildRecord(c.u, datas, int64(rows))
+}
+
+// buildRecord makes a batch's record from its nodes. node checks every
+// node against its type first, because arrow-go panics on buffers that do
+// not fit; a case those checks miss becomes the batch's error here, not a
+// crash of the merge's goroutine.
+func buildRecord(u *arrow.Schema, datas []arrow.ArrayData, rows int64) (rec arrow.Record, err error) {
+	cols := make([]arrow.Array, 0, len(datas))
+	defer func() {
+		for _, a := range cols {
+			a.Release()
+		}
+		if r := recover(); r != nil {
+			rec, err = nil, fmt.Errorf("arrays do not fit their buffers: %v", r)
+		}
+	}()
+	for _, d := range datas {
+		cols = append(cols, array.MakeFromData(d))
 	}
-	rec := array.NewRecord(c.u, cols, int64(rows))
-	for _, a := range cols {
-		a.Release()
-	}
-	return rec, nil
+	return array.NewRecord(u, cols, rows), nil
 }
 
 // node reads an array's node of type t and checks it against t.

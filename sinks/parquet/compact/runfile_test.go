@@ -320,3 +320,35 @@ func mustFlush(t *testing.T, g *gatherer) arrow.Record {
 	}
 	return rec
 }
+
+// TestBuildRecordPanicIsAnError: nodes whose buffers do not fit their type
+// (what node's checks are there to catch, e.g. an int64 column of 10 rows
+// over 8 bytes of values) make an error, not a panic. (The node arrow-go
+// panicked on keeps the reference it took: Go's collector frees it.)
+func TestBuildRecordPanicIsAnError(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	u := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	values := func(n int) *memory.Buffer {
+		b := memory.NewResizableBuffer(mem)
+		b.Resize(n)
+		return b
+	}
+	good, short := values(80), values(8)
+	datas := []arrow.ArrayData{
+		array.NewData(arrow.PrimitiveTypes.Int64, 10, []*memory.Buffer{nil, good}, nil, 0, 0),
+		array.NewData(arrow.PrimitiveTypes.Int64, 10, []*memory.Buffer{nil, short}, nil, 0, 0),
+	}
+	good.Release()
+	short.Release()
+	rec, err := buildRecord(u, datas, 10)
+	if err == nil {
+		rec.Release()
+		t.Fatal("a column of 10 int64s over 8 bytes built a record")
+	}
+	if !strings.Contains(err.Error(), "do not fit") {
+		t.Errorf("error %q", err)
+	}
+	for _, d := range datas {
+		d.Release()
+	}
+}
