@@ -575,7 +575,7 @@ func (d *Differ) merge(pc, nc cursor, out *stateWriter, q *eventQueue) (int, err
 	if err := pc.error(); err != nil {
 		return n, d.prevError(err)
 	}
-	if _, ok := q.hand(bt); !ok {
+	if !q.send(bt) { // the last batch: no empty one is taken back
 		return n, errEmitStopped
 	}
 	return n, nil
@@ -622,9 +622,7 @@ func (q *eventQueue) release(re *Reuse) {
 // hand queues a batch and returns an empty one; false when the emitter has
 // stopped.
 func (q *eventQueue) hand(bt *eventBatchBuf) (*eventBatchBuf, bool) {
-	select {
-	case q.full <- bt:
-	case <-q.stop:
+	if !q.send(bt) {
 		return nil, false
 	}
 	select {
@@ -632,6 +630,16 @@ func (q *eventQueue) hand(bt *eventBatchBuf) (*eventBatchBuf, bool) {
 		return bt, true
 	case <-q.stop:
 		return nil, false
+	}
+}
+
+// send queues a batch; false when the emitter has stopped.
+func (q *eventQueue) send(bt *eventBatchBuf) bool {
+	select {
+	case q.full <- bt:
+		return true
+	case <-q.stop:
+		return false
 	}
 }
 

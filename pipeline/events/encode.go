@@ -210,7 +210,7 @@ func (b *Builder) encodeRecord(rec arrow.Record, cols []column, n int, row0 int6
 	var u memoUse
 	memoize := b.re != nil && !b.noMemo && row0+int64(n) <= memoRows
 	if memoize {
-		u = b.re.recall(b.source, ord, rec, cols, n)
+		u = b.re.recall(b.source, ord, rec, cols, row0, n)
 	}
 	var err error
 	for lo := 0; lo < n && err == nil; {

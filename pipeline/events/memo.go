@@ -53,6 +53,7 @@ type memoKey struct {
 type memo struct {
 	rec  arrow.Record
 	cols []column
+	row0 int64 // the record's first row in its snapshot
 	n    int
 	rows []span // each row's payload in pay
 	pay  []byte // the record's encoded blocks (names and payloads)
@@ -140,7 +141,7 @@ const memoResync = 16
 // from (nil when there is none) and a new one for the record rec being
 // encoded (bound to cols, n rows); give both back with done. A nil Reuse
 // returns nothing.
-func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, n int) memoUse {
+func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, row0 int64, n int) memoUse {
 	if r == nil {
 		return memoUse{}
 	}
@@ -151,7 +152,7 @@ func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, 
 	if old != nil {
 		old.refs++
 	}
-	next := &memo{rec: rec, cols: append([]column(nil), cols...), n: n}
+	next := &memo{rec: rec, cols: append([]column(nil), cols...), row0: row0, n: n}
 	if k := len(r.spare) - 1; k >= 0 {
 		next.rows, next.pay = r.spare[k].rows[:0], r.spare[k].pay[:0]
 		r.spare[k] = nil
@@ -178,14 +179,47 @@ func (r *Reuse) done(source string, ord int, u memoUse, ok bool) {
 		return
 	}
 	if r.memos == nil {
-		r.memos = map[memoKey]*memo{}
+		r.memos, r.held = map[memoKey]*memo{}, map[string]int{}
 	}
 	key := memoKey{source, ord}
 	if cur := r.memos[key]; cur != nil {
-		r.unref(cur)
+		r.drop(key, cur)
 	}
 	u.next.refs = 1
 	r.memos[key] = u.next
+	r.held[source] += u.next.n
+	r.trimMemos(source, ord)
+}
+
+// drop forgets memo m of key (under r.mu).
+func (r *Reuse) drop(key memoKey, m *memo) {
+	r.held[key.source] -= m.n
+	delete(r.memos, key)
+	r.unref(m)
+}
+
+// trimMemos keeps the memos of source within 2*memoRows rows (under r.mu)
+// after record ord's was remembered. Snapshots split into records
+// differently leave memos of other records that cover the same rows
+// (still good to copy from: a payload depends on the values only); past
+// the bound, those that overlap ord's go, then, if that is not enough,
+// every other one of the source.
+func (r *Reuse) trimMemos(source string, ord int) {
+	bound := r.maxHeld
+	if bound == 0 {
+		bound = 2 * memoRows
+	}
+	cur := r.memos[memoKey{source, ord}]
+	for _, all := range []bool{false, true} {
+		if r.held[source] <= bound {
+			return
+		}
+		for k, m := range r.memos {
+			if k.source == source && m != cur && (all || m.row0 < cur.row0+int64(cur.n) && cur.row0 < m.row0+int64(m.n)) {
+				r.drop(k, m)
+			}
+		}
+	}
 }
 
 // unref drops a user of m (under r.mu); the last one releases its record
@@ -210,8 +244,7 @@ func (r *Reuse) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, m := range r.memos {
-		r.unref(m)
-		delete(r.memos, k)
+		r.drop(k, m)
 	}
 }
 
@@ -267,7 +300,15 @@ const memoSpan = 32
 // 0 differ here), encode to equal items.
 func (c *column) same(o *column, t schema.Type, i, k int, at []int32) {
 	if c.nulls || o.nulls {
-		diffBits(c.valid, c.off+i, o.valid, o.off+k, at)
+		// a column of no nulls is all valid, whatever its bitmap says
+		cv, ov := c.valid, o.valid
+		if !c.nulls {
+			cv = nil
+		}
+		if !o.nulls {
+			ov = nil
+		}
+		diffBits(cv, c.off+i, ov, o.off+k, at)
 	}
 	switch t {
 	case schema.String:

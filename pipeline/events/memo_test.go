@@ -83,6 +83,14 @@ func memoSnapshots() [][]row {
 		}
 		return rs
 	})
+	next(func(rs []row) []row { // strings across a row boundary, then moved over it
+		rs[10]["kind"], rs[11]["kind"] = "ab", "c"
+		return rs
+	})
+	next(func(rs []row) []row {
+		rs[10]["kind"], rs[11]["kind"] = "a", "bc"
+		return rs
+	})
 	next(func(rs []row) []row { // -0 back to 0, NaN stays NaN
 		rs[14]["tick_size"] = 0.0
 		return rs
@@ -143,7 +151,9 @@ func TestMemoSameEventsAndStates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantStates := memoChain(t, snaps, tc.batch, tc.slice, withReuse(tc.opt, true), nil)
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			// Freed memory is overwritten: a memo whose record was
+			// released too early no longer matches (too few copied).
+			mem := memory.NewCheckedAllocator(poisonAllocator{memory.NewGoAllocator()})
 			opt := withReuse(tc.opt, false)
 			for round := range 2 { // the second round starts with the first's memos
 				got, gotStates := memoChain(t, snaps, tc.batch, tc.slice, opt, mem)
@@ -163,6 +173,54 @@ func TestMemoSameEventsAndStates(t *testing.T) {
 			mem.AssertSize(t, 0)
 		})
 	}
+}
+
+// TestMemosHoldAtMostMemoRows: a source's memos hold at most their bound
+// of rows (2*memoRows; 1,000 here), however its snapshots are split into
+// records (records of one row, then one record, then of two rows, then
+// one: the earlier memos go past the bound, not stay beside the new
+// ones); and each Finish gives both of its event batches back.
+func TestMemosHoldAtMostMemoRows(t *testing.T) {
+	const bound = 1000
+	rows := memoListing(bound)
+	opt := withReuse(Options{}, false)
+	opt.Reuse.maxHeld = bound
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	memoChain(t, [][]row{rows}, []int{1}, false, opt, mem)
+	memoChain(t, [][]row{rows}, []int{0}, false, opt, mem)
+	memoChain(t, [][]row{rows}, []int{2}, false, opt, mem)
+	memoChain(t, [][]row{rows, rows}, []int{0}, false, opt, mem)
+	re := opt.Reuse
+	re.mu.Lock()
+	total := 0
+	for _, m := range re.memos {
+		total += m.n
+	}
+	memos, batches := len(re.memos), len(re.batches)
+	re.mu.Unlock()
+	held := 0
+	for _, n := range re.held {
+		held += n
+	}
+	if total > bound || held != total {
+		t.Errorf("%d memos remember %d rows (counted %d), bound %d", memos, total, held, bound)
+	}
+	if batches != 2 {
+		t.Errorf("%d event batches kept after the comparisons, want both of the last Finish", batches)
+	}
+	re.Close()
+	mem.AssertSize(t, 0)
+}
+
+// poisonAllocator overwrites the memory it frees (the Go allocator leaves
+// it readable as it was).
+type poisonAllocator struct{ memory.Allocator }
+
+func (p poisonAllocator) Free(b []byte) {
+	for i := range b {
+		b[i] = 0xa5
+	}
+	p.Allocator.Free(b)
 }
 
 func withReuse(opt Options, noMemo bool) Options {

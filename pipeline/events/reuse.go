@@ -27,6 +27,8 @@ type Reuse struct {
 	// memos are the records last encoded, per source and record of a
 	// snapshot (see memo); spare keeps the slices of dropped ones.
 	memos    map[memoKey]*memo
+	held     map[string]int // rows the memos of each source hold
+	maxHeld  int            // the bound of held (trimMemos; 0: 2*memoRows)
 	spare    []*memo
 	batches  []*eventBatchBuf // of Finish's event queues
 	emitters []*emitter       // their scratch slices, for Finish's next emitter
