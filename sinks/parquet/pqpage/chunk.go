@@ -511,18 +511,15 @@ func (c *Chunk) full() int {
 	return c.head + int(min(c.opt.PageSize, math.MaxInt32)) + 8*c.opt.BatchRows
 }
 
-// grow returns s with room for n more elements: twice its capacity, or
-// limit once that is past an eighth of limit (append grows a large slice
-// by 1.25x, so a page's buffer was copied some 20 times on its way to the
-// page size), or more if n needs it.
+// grow returns s with room for n more elements: twice its capacity, at
+// most limit, or more if n needs it (append grows a large slice by 1.25x,
+// so a page's buffer was copied some 20 times on its way to the page
+// size; a chunk that never fills a page keeps a buffer of its size).
 func grow[E any](s []E, n, limit int) []E {
 	if n <= cap(s)-len(s) {
 		return s
 	}
-	c := 2 * cap(s)
-	if c > limit/8 {
-		c = limit
-	}
+	c := min(2*cap(s), limit)
 	return slices.Grow(s, max(n, c-len(s)))
 }
 

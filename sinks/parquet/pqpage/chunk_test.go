@@ -161,3 +161,26 @@ func TestChunkStatsOverRepeats(t *testing.T) {
 		}
 	}
 }
+
+// A chunk that never fills a page holds a buffer about the size of its
+// values, not of a page (it is made anew for each file: a small file's
+// columns would each hold a page's worth).
+func TestChunkBufferFitsItsValues(t *testing.T) {
+	c, err := New(Options{Type: arrow.BinaryTypes.String, Optional: true, PageSize: 512 << 10, BatchRows: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range 3000 {
+		b.Append(fmt.Sprintf("BTC-27NOV26-%012d", i)) // 25 bytes
+	}
+	a := b.NewArray()
+	defer a.Release()
+	if err := c.Append(a); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := len(c.vals), cap(c.vals); m > 3*n { // a page's worth was 6.4 times
+		t.Errorf("%d bytes of values in a buffer of %d", n, m)
+	}
+}
