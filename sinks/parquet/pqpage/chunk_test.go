@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // poisonAllocator overwrites memory when it is freed, as a pool handing it
@@ -32,18 +31,8 @@ func TestChunkKeepsNoViewsAfterRelease(t *testing.T) {
 	for _, enc := range []parquet.Encoding{parquet.Encodings.Plain, parquet.Encodings.DeltaByteArray} {
 		t.Run(enc.String(), func(t *testing.T) {
 			props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithEncoding(enc), parquet.WithStats(true))
-			pqschema, err := pqarrow.ToParquet(sc, props, pqarrow.DefaultWriterProps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts, ok := ColumnOptions(pqschema, sc.Fields(), props)
-			if !ok {
-				t.Fatal("ColumnOptions: not ours")
-			}
-			c, err := New(opts[0])
-			if err != nil {
-				t.Fatal(err)
-			}
+			pqschema, chunks := chunksOf(t, sc, props)
+			c := chunks[0]
 			mem := &poisonAllocator{}
 			want := array.NewStringBuilder(memory.DefaultAllocator)
 			defer want.Release()

@@ -182,12 +182,17 @@ func writeOurs(t testing.TB, path string, props *parquet.WriterProperties, recs 
 // testChunks are the Parquet schema of testSchema and a Chunk per column,
 // with props.
 func testChunks(t testing.TB, props *parquet.WriterProperties) (*schema.Schema, []*Chunk) {
+	return chunksOf(t, testSchema, props)
+}
+
+// chunksOf are the Parquet schema of sc and a Chunk per column, with props.
+func chunksOf(t testing.TB, sc *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, []*Chunk) {
 	t.Helper()
-	pqschema, err := pqarrow.ToParquet(testSchema, props, pqarrow.DefaultWriterProps())
+	pqschema, err := pqarrow.ToParquet(sc, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, ok := ColumnOptions(pqschema, testSchema.Fields(), props)
+	opts, ok := ColumnOptions(pqschema, sc.Fields(), props)
 	if !ok {
 		t.Fatal("ColumnOptions: not ours")
 	}
