@@ -7,7 +7,9 @@
 //
 // The pages are what arrow-go writes for the same properties: definition
 // levels RLE/bit-packed (bit width 1) for optional columns, values PLAIN
-// (booleans bit-packed) or DELTA_BYTE_ARRAY for strings, statistics as
+// (booleans bit-packed) or DELTA_BYTE_ARRAY for strings, or strings
+// dictionary-encoded (dict.go: a dictionary page, then data pages of
+// RLE_DICTIONARY indices, PLAIN past the dictionary's size limit), statistics as
 // arrow-go computes them (min and max of the non-null values, byte arrays
 // as unsigned bytes, floats without NaN and with -0 as the least zero and
 // +0 the greatest, min or max dropped past the size limit), but no
@@ -16,9 +18,10 @@
 // A file is written by pqpage only when every column is one it encodes
 // (ColumnOptions is all or nothing): the run sink's per-snapshot files and
 // the days replayed into the lake. Compaction's files whose encoding trials
-// chose a dictionary, DELTA_BINARY_PACKED integers or
-// DELTA_LENGTH_BYTE_ARRAY strings for any column go, whole, through
-// arrow-go's column writers (as do the trials themselves).
+// chose a dictionary for a column other than a string,
+// DELTA_BINARY_PACKED integers or DELTA_LENGTH_BYTE_ARRAY strings for any
+// column go, whole, through arrow-go's column writers (as do the trials
+// themselves).
 package pqpage
 
 import (
@@ -39,8 +42,10 @@ import (
 // Parquet's encoding numbers (format.Encoding).
 const (
 	encPlain          = 0
+	encPlainDict      = 2
 	encRLE            = 3
 	encDeltaByteArray = 7
+	encRLEDict        = 8
 )
 
 // defaultBatchRows is Options.BatchRows when it is not set (arrow-go's
@@ -59,6 +64,12 @@ type Options struct {
 	PageSize     int64                // a page is closed once its values take this many bytes
 	MaxStatsSize int64                // a longer min or max is left out (arrow-go's MaxStatsSize)
 	BatchRows    int                  // rows encoded between two checks of the page's size (arrow-go's WriteBatchSize; 0: 1024)
+
+	// Dict encodes strings with a dictionary (dict.go); not with Delta.
+	Dict          bool
+	DictPageSize  int64            // the dictionary's PLAIN bytes past which the chunk's later pages are PLAIN (arrow-go's DictionaryPageSizeLimit)
+	IndexEncoding parquet.Encoding // of the data pages of indices: RLE_DICTIONARY (PLAIN_DICTIONARY for Parquet 1.0)
+	DictEncoding  parquet.Encoding // of the dictionary page: PLAIN (PLAIN_DICTIONARY for Parquet 1.0)
 }
 
 type kind int
@@ -132,6 +143,8 @@ type Chunk struct {
 	minK, maxK     uint64 // key(minS), key(maxS)
 	minBuf, maxBuf []byte // minS, maxS once owned
 	lastBuf        []byte // last, once owned
+
+	dictState // Options.Dict
 }
 
 // New returns a Chunk for opt.
@@ -143,13 +156,16 @@ func New(opt Options) (*Chunk, error) {
 	if opt.Delta && k != kindString {
 		return nil, fmt.Errorf("pqpage: DELTA_BYTE_ARRAY for %s", opt.Type)
 	}
+	if opt.Dict && (k != kindString || opt.Delta) {
+		return nil, fmt.Errorf("pqpage: dictionary for %s (delta %v)", opt.Type, opt.Delta)
+	}
+	if opt.Dict && (opt.IndexEncoding != encRLEDict && opt.IndexEncoding != encPlainDict || opt.DictEncoding != encPlain && opt.DictEncoding != encPlainDict) {
+		return nil, fmt.Errorf("pqpage: dictionary pages %s, indices %s", opt.DictEncoding, opt.IndexEncoding)
+	}
 	if opt.BatchRows <= 0 {
 		opt.BatchRows = defaultBatchRows
 	}
-	c := &Chunk{opt: opt, kind: k, enc: encPlain}
-	if opt.Delta {
-		c.enc = encDeltaByteArray
-	}
+	c := &Chunk{opt: opt, kind: k}
 	if opt.Optional || opt.Delta {
 		c.head = minHead
 	}
@@ -173,6 +189,11 @@ func (c *Chunk) Reset() {
 	c.minF, c.maxF = math.Inf(1), math.Inf(-1)
 	c.minB, c.maxB = true, false
 	c.minS, c.maxS = nil, nil
+	c.enc = encPlain
+	if c.opt.Delta {
+		c.enc = encDeltaByteArray
+	}
+	c.resetDict()
 	c.resetPage()
 }
 
@@ -181,6 +202,7 @@ func (c *Chunk) resetPage() {
 	c.valid, c.vals = c.valid[:0], slices.Grow(c.vals[:0], c.head)[:c.head]
 	c.prefix, c.suffix = c.prefix[:0], c.suffix[:0]
 	c.last = nil
+	c.idx, c.raw = c.idx[:0], 0
 }
 
 // Append adds arr's values (of the Options' type) to the chunk, closing
@@ -202,6 +224,9 @@ func (c *Chunk) Append(arr arrow.Array) error {
 				return err
 			}
 		}
+		if c.dictOn && int64(len(c.dict)) >= c.opt.DictPageSize {
+			c.fallBack()
+		}
 	}
 	c.own()
 	return nil
@@ -211,7 +236,14 @@ func (c *Chunk) Append(arr arrow.Array) error {
 // suffixes' (DELTA_BYTE_ARRAY, whose lengths take a few bits each), as
 // arrow-go's encoders estimate them. Counting the delta lengths as 2 bytes
 // a value made the 1M listing's instrument_id 11% larger (smaller pages).
-func (c *Chunk) size() int64 { return int64(len(c.vals) - c.head) }
+// A page of dictionary indices counts its values' PLAIN bytes, as arrow-go
+// (and parquet-mr) size it.
+func (c *Chunk) size() int64 {
+	if c.dictOn {
+		return c.raw
+	}
+	return int64(len(c.vals) - c.head)
+}
 
 // own copies what the chunk keeps of the last array (the page's last
 // string, the min and max strings) out of it: the caller releases it.
@@ -290,7 +322,9 @@ func (c *Chunk) batch(arr arrow.Array, lo, hi int) error {
 		if b := data.Buffers()[2]; b != nil {
 			values = b.Bytes()
 		}
-		if c.opt.Delta {
+		if c.dictOn {
+			c.dictStrings(values, offsets, bitmap, off+lo)
+		} else if c.opt.Delta {
 			c.deltaStrings(values, offsets, bitmap, off+lo)
 		} else {
 			c.plainStrings(values, offsets, bitmap, off+lo)
@@ -557,6 +591,9 @@ func (c *Chunk) flush() error {
 		lead = appendLevels(lead, bitmap, c.rows)
 		binary.LittleEndian.PutUint32(lead, uint32(len(lead)-4))
 	}
+	if c.dictOn {
+		c.vals = c.appendIndices(c.vals)
+	}
 	if c.opt.Delta {
 		lead = appendDeltaPacked(lead, c.prefix)
 		lead = appendDeltaPacked(lead, c.suffix)
@@ -585,29 +622,48 @@ func (c *Chunk) flush() error {
 	c.out = append(c.out, data...)
 	c.values += int64(c.rows)
 	c.pages++
+	if c.dictOn {
+		c.dictPages++
+	}
 	c.resetPage()
 	return nil
 }
 
-// Finish closes the last page.
-func (c *Chunk) Finish() error { return c.flush() }
+// Finish closes the last page (and builds the dictionary page).
+func (c *Chunk) Finish() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.finishDict()
+}
 
-// Bytes are the chunk's pages, their headers included (after Finish).
+// Bytes are the chunk's data pages, their headers included (after
+// Finish); its dictionary page, if any, is DictPage.
 func (c *Chunk) Bytes() []byte { return c.out }
+
+// DictPage is the chunk's dictionary page, its header included, which
+// precedes Bytes in the file (after Finish; empty: none).
+func (c *Chunk) DictPage() []byte { return c.dictPage }
 
 // Meta is what the footer says of the chunk (after Finish).
 type Meta struct {
-	Values           int64 // nulls included
-	CompressedSize   int64 // len(Bytes)
-	UncompressedSize int64 // headers and uncompressed pages
-	Pages            int32
-	Encoding         parquet.Encoding
+	Values           int64                       // nulls included
+	CompressedSize   int64                       // len(DictPage) + len(Bytes)
+	UncompressedSize int64                       // headers and uncompressed pages
+	Pages            int32                       // data pages
+	Encoding         parquet.Encoding            // of the data pages (after a dictionary's fallback, of the PLAIN ones)
+	DictPage         int64                       // len(DictPage): 0 when the chunk has no dictionary page
+	DictEncoding     parquet.Encoding            // of the dictionary page
+	IndexPages       int32                       // the first of Pages, dictionary indices
+	IndexEncoding    parquet.Encoding            // of IndexPages
+	Fallback         bool                        // the dictionary filled up after IndexPages: the later values PLAIN
 	Stats            *metadata.EncodedStatistics // nil without Options.Stats
 }
 
 // Meta returns the chunk's metadata.
 func (c *Chunk) Meta() Meta {
-	m := Meta{Values: c.values, CompressedSize: int64(len(c.out)), UncompressedSize: c.uncomp, Pages: c.pages, Encoding: parquet.Encoding(c.enc)}
+	m := Meta{Values: c.values, CompressedSize: int64(len(c.dictPage) + len(c.out)), UncompressedSize: c.uncomp, Pages: c.pages, Encoding: parquet.Encoding(c.enc),
+		DictPage: int64(len(c.dictPage)), DictEncoding: c.opt.DictEncoding, IndexPages: c.dictPages, IndexEncoding: c.opt.IndexEncoding, Fallback: c.keepDict}
 	if !c.opt.Stats {
 		return m
 	}

@@ -18,7 +18,8 @@ var magic = []byte("PAR1")
 // ColumnOptions are the Options of the chunks of a file of schema sc
 // (Parquet) whose columns hold arrays of arrow's field types, written with
 // props; ok is false when a column is not one a Chunk writes as arrow-go
-// would (not flat, another type, a dictionary or an encoding other than
+// would (not flat, another type, a dictionary of other values than
+// strings or with arrow-go's first-page cost check, an encoding other than
 // PLAIN or strings' DELTA_BYTE_ARRAY) or the file is not one File writes
 // (encrypted, with page indexes or bloom filters, data pages V2).
 func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.WriterProperties) (opts []Options, ok bool) {
@@ -30,12 +31,16 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 		col := sc.Column(i)
 		path := col.Path()
 		if !Supported(f.Type) || col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() > 1 ||
-			props.DictionaryEnabledFor(path) || props.PageIndexEnabledFor(path) || props.BloomFilterEnabledFor(path) {
+			props.PageIndexEnabledFor(path) || props.BloomFilterEnabledFor(path) {
 			return nil, false
 		}
 		enc := props.EncodingFor(path)
-		delta := enc == parquet.Encodings.DeltaByteArray
-		if enc != parquet.Encodings.Plain && !(delta && f.Type.ID() == arrow.STRING) {
+		dict := props.DictionaryEnabledFor(path)
+		delta := enc == parquet.Encodings.DeltaByteArray && !dict
+		switch {
+		case dict && (f.Type.ID() != arrow.STRING || enc != parquet.Encodings.Plain || props.DictionaryCostFallbackEnabledFor(path)):
+			return nil, false
+		case enc != parquet.Encodings.Plain && !(delta && f.Type.ID() == arrow.STRING):
 			return nil, false
 		}
 		opts[i] = Options{
@@ -49,6 +54,10 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 			PageSize:     props.DataPageSize(),
 			MaxStatsSize: props.MaxStatsSizeFor(path),
 			BatchRows:    int(min(props.WriteBatchSize(), math.MaxInt32)),
+		}
+		if dict {
+			opts[i].Dict, opts[i].DictPageSize = true, props.DictionaryPageSizeLimit()
+			opts[i].IndexEncoding, opts[i].DictEncoding = props.DictionaryIndexEncoding(), props.DictionaryPageEncoding()
 		}
 	}
 	return opts, true
@@ -123,11 +132,27 @@ func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
 		if m.Stats != nil && rows > 0 {
 			cc.SetStats(*m.Stats)
 		}
-		info := metadata.ChunkMetaInfo{NumValues: m.Values, IndexPageOffset: -1, DataPageOffset: f.pos,
+		info := metadata.ChunkMetaInfo{NumValues: m.Values, IndexPageOffset: -1, DataPageOffset: f.pos + m.DictPage,
 			CompressedSize: m.CompressedSize, UncompressedSize: m.UncompressedSize}
-		encStats := metadata.EncodingStats{DataEncodingStats: map[parquet.Encoding]int32{m.Encoding: m.Pages}}
-		if err := cc.Finish(info, false, false, encStats); err != nil {
+		encStats := metadata.EncodingStats{DataEncodingStats: map[parquet.Encoding]int32{}}
+		if m.IndexPages > 0 {
+			encStats.DataEncodingStats[m.IndexEncoding] = m.IndexPages
+		}
+		if plain := m.Pages - m.IndexPages; plain > 0 || m.Pages == 0 {
+			encStats.DataEncodingStats[m.Encoding] = plain
+		}
+		hasDict := m.DictPage > 0
+		if hasDict {
+			info.DictPageOffset = f.pos
+			encStats.DictEncodingStats = map[parquet.Encoding]int32{m.DictEncoding: 1}
+		}
+		// the encodings listed as arrow-go lists them: after a fallback
+		// PLAIN once more (even when no value came after it)
+		if err := cc.Finish(info, hasDict, m.Fallback, encStats); err != nil {
 			return f.fail(fmt.Errorf("parquet: column %d: %w", i, err))
+		}
+		if err := f.write(c.DictPage()); err != nil {
+			return err
 		}
 		if err := f.write(c.Bytes()); err != nil {
 			return err

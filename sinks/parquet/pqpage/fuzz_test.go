@@ -65,11 +65,18 @@ func fuzzRecord(data []byte) arrow.Record {
 
 // fuzzProps are the properties data[0] picks: row groups of 5, 50 or 2000
 // rows, pages of 64, 256 or 4096 bytes, the page size checked every 7, 64
-// or 1024 rows.
+// or 1024 rows; dictionaries for s and su (dictProps) of at most 1 MiB or
+// 300 bytes (a fallback) or none.
 func fuzzProps(cfg byte) *parquet.WriterProperties {
 	rowGroup := []int64{5, 50, 2000}[cfg%3]
 	page := []int64{64, 256, 4096}[cfg/3%3]
 	batch := []int64{7, 64, 1024}[cfg/9%3]
+	switch cfg / 27 % 3 {
+	case 1:
+		return dictProps(rowGroup, page, parquet.WithBatchSize(batch))
+	case 2:
+		return dictProps(rowGroup, page, parquet.WithBatchSize(batch), parquet.WithDictionaryPageSizeLimit(300))
+	}
 	return testProps(rowGroup, page, parquet.WithBatchSize(batch))
 }
 
@@ -97,11 +104,13 @@ func naiveMinMax(a *array.String) (lo, hi []byte, ok bool) {
 // DELTA_BINARY_PACKED lengths), across batches, pages, row groups and
 // appends of 1 to 3 slices of the record (arrays at an offset: validity
 // bitmaps copied from a non-zero bit; the delta state carried across
-// appends). A string chunk's statistics are bytes.Compare's min and max.
+// appends), and dictionary-encoded strings (indices, fallbacks). A string chunk's statistics are bytes.Compare's min and max.
 func FuzzChunk(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o', 1, 2, 3, 4, 5, 6, 7, 8, 0xff, 3, 2, 'x', 'y', 0, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(append([]byte{2, 100, 200}, make([]byte, 12000)...)) // > 1024 rows in a row group
 	f.Add(append([]byte{13, 3, 9, 0x55, 0xff, 40}, bytes.Repeat([]byte("BTC-27NOV26-"), 60)...))
+	f.Add(append([]byte{27 + 2, 100, 200}, bytes.Repeat([]byte{0, 0, 3, 'B', 'T', 'C', 0, 0, 0, 0, 0, 0, 0, 0}, 300)...)) // one value: a dictionary of one entry
+	f.Add(append([]byte{54 + 4, 3, 9, 0x55, 0xff, 40}, bytes.Repeat([]byte("ETH-27NOV26-"), 60)...))                      // a dictionary past 300 bytes
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 {
 			return

@@ -87,10 +87,11 @@ func (r *thriftReader) structure(field func(id int, t byte) bool) {
 
 // checkLayout walks every page header of the (zstd) file at path and fails
 // unless the footer agrees with the pages: row groups and chunks back to
-// back from offset 4, each chunk's data page offset, sizes (headers
-// included) and value count the sums of its pages', each page decompressing
-// to its uncompressed size, the row groups' totals their chunks'. It
-// returns the pages of each row group's chunks.
+// back from offset 4, a chunk's dictionary page (if any) its first and
+// its only one, each chunk's dictionary and data page offsets, sizes
+// (headers included) and value count the sums of its pages', each page
+// decompressing to its uncompressed size, the row groups' totals their
+// chunks'. It returns the data pages of each row group's chunks.
 func checkLayout(t testing.TB, path string) (pages [][]int) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -120,16 +121,18 @@ func checkLayout(t testing.TB, path string) (pages [][]int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cc.DataPageOffset() != pos || cc.FileOffset() != pos || cc.HasDictionaryPage() {
-				t.Errorf("row group %d column %d: data_page_offset %d file_offset %d, want %d", g, c, cc.DataPageOffset(), cc.FileOffset(), pos)
+			if cc.FileOffset() != pos || cc.HasDictionaryPage() && cc.DictionaryPageOffset() != pos {
+				t.Errorf("row group %d column %d: file_offset %d dictionary_page_offset %d, want %d", g, c, cc.FileOffset(), cc.DictionaryPageOffset(), pos)
 			}
 			var comp, uncomp, values int64
 			n := 0
-			for p := pos; p < pos+cc.TotalCompressedSize(); n++ {
+			for p := pos; p < pos+cc.TotalCompressedSize(); {
 				r := &thriftReader{b: raw[p:]}
-				var us, cs, nv int64
+				var typ, us, cs, nv int64
 				r.structure(func(id int, _ byte) bool {
 					switch id {
+					case 1:
+						typ = r.zigzag()
 					case 2:
 						us = r.zigzag()
 					case 3:
@@ -147,6 +150,19 @@ func checkLayout(t testing.TB, path string) (pages [][]int) {
 					}
 					return true
 				})
+				switch {
+				case typ == 2 && (p != pos || !cc.HasDictionaryPage()):
+					t.Errorf("row group %d column %d: dictionary page at %d, chunk at %d (has one: %v)", g, c, p, pos, cc.HasDictionaryPage())
+				case typ == 0 && n == 0 && cc.DataPageOffset() != p:
+					t.Errorf("row group %d column %d: data_page_offset %d, first data page at %d", g, c, cc.DataPageOffset(), p)
+				case typ == 0:
+					n++
+				case typ != 2:
+					t.Errorf("row group %d column %d: page type %d", g, c, typ)
+				}
+				if typ == 0 && p == pos && cc.HasDictionaryPage() {
+					t.Errorf("row group %d column %d: no dictionary page at %d", g, c, p)
+				}
 				h := int64(r.i)
 				if p+h+cs > int64(len(raw)) {
 					t.Fatalf("row group %d column %d page at %d: %d bytes past the file's end", g, c, p, p+h+cs-int64(len(raw)))
