@@ -47,17 +47,17 @@ var (
 // was 4.9 KB of a 3,000-row snapshot's 47 KB.
 //
 // When every column is one package pqpage encodes (int64, float64, bool,
-// timestamp[ms] and string columns, PLAIN or DELTA_BYTE_ARRAY, no
-// dictionary: the lake's tables), the columns are encoded by pqpage's
+// timestamp[ms] and string columns, PLAIN or DELTA_BYTE_ARRAY, strings
+// also with a dictionary: the lake's tables), the columns are encoded by pqpage's
 // Chunks and the file laid out by its File: arrow-go's column writers
 // took 1.45 of the 1M listing's 5.4 CPU-s, most of it in its generic
 // byte-array path (statistics, buffer growth, levels as int16s) — issue
 // 33. Otherwise (another type, or any column for which compaction's
-// encoding trials chose a dictionary, DELTA_BINARY_PACKED integers or
-// DELTA_LENGTH_BYTE_ARRAY strings) the whole file is written through
-// arrow-go's file.Writer. So pqpage writes the per-snapshot files and the
-// replayed days; a compacted file only when every column's chosen encoding
-// is PLAIN or DELTA_BYTE_ARRAY.
+// encoding trials chose a dictionary of numbers, DELTA_BINARY_PACKED
+// integers or DELTA_LENGTH_BYTE_ARRAY strings) the whole file is written
+// through arrow-go's file.Writer. So pqpage writes the per-snapshot files
+// and the replayed days; a compacted file only when every column's chosen
+// encoding is PLAIN, DELTA_BYTE_ARRAY or a dictionary of strings.
 //
 // After an error the file is failed: Close closes it without a footer
 // (pqpage) and returns the error; a second Close does nothing (as

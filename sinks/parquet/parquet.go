@@ -137,18 +137,22 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // PageBytes, statistics (but on the schema's Unfiltered columns: on the 1M
 // listing the instruments file took ~0.2 of its ~1.2 CPU-s less without
 // them, docs/PERFORMANCE.md, issue 33; compaction and replay keep every
-// column's), Encodings (plain encoding for most columns and
-// DELTA_BYTE_ARRAY for the columns whose values share prefixes,
-// schema.Column.SharedPrefix).
+// column's), Encodings (plain encoding for most columns, dictionary pages
+// for the strings of few values, Dictionary, and DELTA_BYTE_ARRAY for the
+// columns whose values share prefixes, schema.Column.SharedPrefix).
 //
 // Chosen by measurement (docs/PERFORMANCE.md, a 3,000-instrument snapshot):
-// dictionary pages off — arrow-go v17's dictionary encoder boxes every value
-// in an interface (one allocation per value), 1.0–2.0 CPU-s per million
-// rows, while zstd on plain pages finds the repeated short values anyway
-// (on the 1M listing 9.8 MB against 11.0 MB; on a 3,000-row snapshot a
-// dictionary strike saves 0.8 KB at level 1 and costs 0.2 KB at level 3);
-// delta encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta
-// encoding of the timestamps, and of every string column, larger than plain.
+// no dictionary pages for numbers — arrow-go v17's dictionary encoder
+// boxes every value in an interface (one allocation per value), 1.0–2.0
+// CPU-s per million rows, while zstd on plain pages finds the repeated
+// values anyway (on a 3,000-row snapshot a dictionary strike saves 0.8 KB
+// at level 1 and costs 0.2 KB at level 3); dictionary pages for the
+// Dictionary strings, which package pqpage encodes (issue 33: a replay's
+// day files 473,864 → 366,705 bytes for instruments and 109,783 → 95,097
+// for instrument_events, its pages ~0.07 CPU-s cheaper: an index per value
+// instead of copying the string and zstd finding it again); delta
+// encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta encoding of
+// the timestamps, and of every string column, larger than plain.
 func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.WriterProperty {
 	opts := append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
@@ -188,18 +192,39 @@ const RowGroupRows = 8 * schema.DefaultBatchRows
 // day files took 512 KiB for the same reason: compact.Options.PageBytes).
 const PageBytes = 512 << 10
 
-// Encodings are the column encodings of table t's files: no dictionary
-// pages, DELTA_BYTE_ARRAY for the columns whose values share prefixes,
-// plain for the others (see writerOptions). A replayed day's file takes
-// them too (compact.DaySink): fixed by the schema, not tried per day.
+// Encodings are the column encodings of table t's files: dictionary pages
+// for the string columns of few distinct values (Dictionary),
+// DELTA_BYTE_ARRAY for the columns whose values share prefixes, plain for
+// the others (see writerOptions). A replayed day's file takes them too
+// (compact.DaySink): fixed by the schema, not tried per day.
 func Encodings(t *schema.Table) []parquet.WriterProperty {
 	opts := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
 	for _, c := range t.Columns {
-		if c.SharedPrefix && c.Type == schema.String && !c.List {
+		switch {
+		case c.Type != schema.String || c.List:
+		case Dictionary(c):
+			opts = append(opts, parquet.WithDictionaryFor(c.Name, true))
+		case c.SharedPrefix:
 			opts = append(opts, parquet.WithEncodingFor(c.Name, parquet.Encodings.DeltaByteArray))
 		}
 	}
 	return opts
+}
+
+// Dictionary reports whether string column c's pages are dictionary
+// pages (package pqpage's: an index per value, a lookup only when the
+// value differs from the one before): the schema's LowCardinality
+// columns, and run_id and index_price_raw, one value per snapshot (per
+// currency): PLAIN, their repeated strings were copied into every page and
+// found again by zstd. In a replayed day (sorted by instrument, so these
+// two change every row) run_id took 100,396 bytes PLAIN against 25,818
+// with a dictionary, index_price_raw 24,723 against 22,285.
+func Dictionary(c schema.Column) bool {
+	switch c.Name {
+	case "run_id", "index_price_raw":
+		return true
+	}
+	return c.LowCardinality
 }
 
 // levelOr is the zstd level of a per-snapshot file's pages: l, or 1
