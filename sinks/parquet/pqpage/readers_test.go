@@ -12,20 +12,32 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 
 	"github.com/optlake/optlake/internal/testenv"
 )
 
 // readerFiles writes the same random records with Chunks (ours.parquet) and
 // with arrow-go (arrowgo.parquet) into dir: several row groups of many
-// pages, nulls (by modes), NaN, ±0, long and empty strings. It returns the
+// pages, nulls (by modes), NaN, ±0, long and empty strings; with dict,
+// columns s and su dictionary-encoded (dictProps: low-cardinality runs in
+// the first two records, random strings in the others, whose dictionary
+// fills up). It returns the
 // non-null values of column sd.
-func readerFiles(t *testing.T, dir string, modes ...nullMode) (sd int) {
+func readerFiles(t *testing.T, dir string, dict bool, modes ...nullMode) (sd int) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(1, 2))
 	var recs []arrow.Record
-	for _, n := range []int{400, 250, 1, 90} {
-		recs = append(recs, genRecord(r, n, func() nullMode { return modes[r.IntN(len(modes))] }, nil, ""))
+	props := testProps(300, 2<<10)
+	for i, n := range []int{400, 250, 1, 90} {
+		rec := genRecord(r, n, func() nullMode { return modes[r.IntN(len(modes))] }, nil, "")
+		if dict && i < 2 {
+			rec = lowCard(r, rec, []string{"", "BTC", "ETH", "USDC", "option"}, 50, true)
+		}
+		recs = append(recs, rec)
+	}
+	if dict {
+		props = dictProps(300, 2<<10, parquet.WithDictionaryPageSizeLimit(1<<10)) // the random strings' fall back
 	}
 	defer func() {
 		for _, rec := range recs {
@@ -33,8 +45,8 @@ func readerFiles(t *testing.T, dir string, modes ...nullMode) (sd int) {
 			rec.Release()
 		}
 	}()
-	writeArrowGo(t, filepath.Join(dir, "arrowgo.parquet"), testProps(300, 2<<10), recs)
-	writeOurs(t, filepath.Join(dir, "ours.parquet"), testProps(300, 2<<10), recs)
+	writeArrowGo(t, filepath.Join(dir, "arrowgo.parquet"), props, recs)
+	writeOurs(t, filepath.Join(dir, "ours.parquet"), props, recs)
 	return 0 // counted as the records are released
 }
 
@@ -46,8 +58,14 @@ func readerFiles(t *testing.T, dir string, modes ...nullMode) (sd int) {
 // DELTA_BYTE_ARRAY column that holds only nulls ("invalid number of
 // miniblocks per block"), see TestDuckDBReadsAllNullDeltaPages.
 func TestDuckDBReadsAsArrowGo(t *testing.T) {
+	for _, dict := range []bool{false, true} {
+		t.Run(fmt.Sprint("dictionary=", dict), func(t *testing.T) { duckDBReadsAsArrowGo(t, dict) })
+	}
+}
+
+func duckDBReadsAsArrowGo(t *testing.T, dict bool) {
 	dir := t.TempDir()
-	readerFiles(t, dir, someNulls, noNulls)
+	readerFiles(t, dir, dict, someNulls, noNulls)
 	ours, ref := filepath.Join(dir, "ours.parquet"), filepath.Join(dir, "arrowgo.parquet")
 	var differ []string
 	for _, f := range testSchema.Fields() {
@@ -77,17 +95,24 @@ FROM read_parquet('%s', file_row_number = true) a FULL JOIN read_parquet('%s', f
 // rejects in arrow-go's files.
 func TestDuckDBReadsAllNullDeltaPages(t *testing.T) {
 	dir := t.TempDir()
-	sd := readerFiles(t, dir, someNulls, noNulls, allNulls, allNulls)
+	sd := readerFiles(t, dir, false, someNulls, noNulls, allNulls, allNulls)
 	res := testenv.DuckDBQuery(t, fmt.Sprintf("SELECT count(*), count(sd) FROM read_parquet('%s')", filepath.Join(dir, "ours.parquet")))
 	if got, want := fmt.Sprint(res.Rows[0]), fmt.Sprintf("[741 %d]", sd); got != want {
 		t.Errorf("DuckDB: rows, sd values %s, want %s", got, want)
 	}
 }
 
-// chDB (ClickHouse) reads a file of Chunks as arrow-go's: the same rows.
+// chDB (ClickHouse) reads a file of Chunks as arrow-go's: the same rows,
+// with and without dictionaries.
 func TestChDBReadsAsArrowGo(t *testing.T) {
+	for _, dict := range []bool{false, true} {
+		t.Run(fmt.Sprint("dictionary=", dict), func(t *testing.T) { chDBReadsAsArrowGo(t, dict) })
+	}
+}
+
+func chDBReadsAsArrowGo(t *testing.T, dict bool) {
 	dir := t.TempDir()
-	readerFiles(t, dir, someNulls, someNulls, noNulls, allNulls)
+	readerFiles(t, dir, dict, someNulls, someNulls, noNulls, allNulls)
 	ch := testenv.NewChDB(t)
 	ch.Workdir = dir
 	digest := func(name string) string {
