@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/storage"
 )
 
 // The parallel column writer writes the same file as pqarrow's FileWriter:
@@ -108,6 +110,25 @@ func TestColumnWriterEncodesTablesWithPqpage(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Errorf("%d tables of flat columns, want instruments, runs, rejects at least", checked)
+	}
+}
+
+// On one core too the sink writes a table of flat columns with
+// ColumnWriter (pqpage's encoder, one goroutine), not with pqarrow's column
+// writers and their dictionary encoder.
+func TestSinkOnOneCoreEncodesWithPqpage(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s, err := New(Options{Store: storage.NewLocal(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Open(context.Background(), schema.Instruments, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if cw, ok := w.(*writer).fw.(*ColumnWriter); !ok || cw.nf == nil || cw.workers != 1 {
+		t.Errorf("one core: writer %T, want a ColumnWriter of pqpage's chunks on one goroutine", w.(*writer).fw)
 	}
 }
 
