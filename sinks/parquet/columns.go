@@ -114,36 +114,22 @@ func NewColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropert
 
 // ColumnWorkers is how many goroutines encode the columns of a file of
 // schema sc at once (NewColumnWriter): GOMAXPROCS, at most 4. It is 0
-// when ColumnWriter is not worth it (one core) or cannot write sc (a
-// list, struct or other nested column): write with pqarrow's writer.
+// when ColumnWriter cannot write sc (a list, struct or other nested
+// column): write with pqarrow's writer. On one core it is 1: ColumnWriter
+// on one goroutine, whose pqpage encoder is cheaper than pqarrow's column
+// writers, and whose dictionary pages (pq.Encodings) are pqpage's, not
+// arrow-go's dictionary encoder's. With GOMAXPROCS=1 (issue 33, 4 and 3
+// pairs against main before the dictionaries, which wrote through pqarrow
+// on one core): the 1M listing's run 2.9–3.9 CPU-s against 3.8–4.1; a
+// replay, whose day files compaction writes through ColumnWriter too,
+// 1.40–1.62 against 1.67–2.26 (a 2-core machine shared with other work).
 func ColumnWorkers(sc *arrow.Schema) int {
-	workers := min(runtime.GOMAXPROCS(0), 4)
-	if workers < 2 {
-		return 0
-	}
 	for _, f := range sc.Fields() {
 		if !isFlat(f.Type) {
 			return 0
 		}
 	}
-	return workers
-}
-
-// sinkWorkers is how many goroutines encode the columns of a per-snapshot
-// file of schema sc: ColumnWorkers, or on one core 1 (ColumnWriter on one
-// goroutine: package pqpage's encoder is cheaper than pqarrow's column
-// writers, whose dictionary encoder the Dictionary columns would otherwise
-// take. With GOMAXPROCS=1 the 1M listing's run took 2.9–3.9 CPU-s, 3.2–4.1
-// s, against 3.8–4.1 CPU-s, 4.1–4.6 s through pqarrow without
-// dictionaries, 4 pairs, issue 33); 0 for a nested schema (pqarrow's
-// writer).
-func sinkWorkers(sc *arrow.Schema) int {
-	for _, f := range sc.Fields() {
-		if !isFlat(f.Type) {
-			return 0
-		}
-	}
-	return max(ColumnWorkers(sc), 1)
+	return min(runtime.GOMAXPROCS(0), 4)
 }
 
 // isFlat reports types written as a single leaf column.

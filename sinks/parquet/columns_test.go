@@ -113,9 +113,9 @@ func TestColumnWriterEncodesTablesWithPqpage(t *testing.T) {
 	}
 }
 
-// On one core too the sink writes a table of flat columns with
-// ColumnWriter (pqpage's encoder, one goroutine), not with pqarrow's column
-// writers and their dictionary encoder.
+// On one core too the sink (and compaction, ColumnWorkers) writes a table
+// of flat columns with ColumnWriter (pqpage's encoder, one goroutine), not
+// with pqarrow's column writers and their dictionary encoder.
 func TestSinkOnOneCoreEncodesWithPqpage(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	s, err := New(Options{Store: storage.NewLocal(t.TempDir())})

@@ -118,7 +118,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
 		sc := t.ArrowSchema()
-		if workers := sinkWorkers(sc); workers > 0 {
+		if workers := ColumnWorkers(sc); workers > 0 {
 			fw, err = NewColumnWriter(sc, f, props, workers)
 		} else {
 			fw, err = pqarrow.NewFileWriter(sc, f, props, pqarrow.NewArrowWriterProperties())
