@@ -9,8 +9,8 @@
 // levels RLE/bit-packed (bit width 1) for optional columns, values PLAIN
 // (booleans bit-packed) or DELTA_BYTE_ARRAY for strings, or strings
 // dictionary-encoded (dict.go: a dictionary page, then data pages of
-// RLE_DICTIONARY indices, PLAIN past the dictionary's size limit), statistics as
-// arrow-go computes them (min and max of the non-null values, byte arrays
+// RLE_DICTIONARY indices, PLAIN past the dictionary's size limit),
+// statistics as arrow-go computes them (min and max of the non-null values, byte arrays
 // as unsigned bytes, floats without NaN and with -0 as the least zero and
 // +0 the greatest, min or max dropped past the size limit), but no
 // statistics in the page headers, which readers do not need.
