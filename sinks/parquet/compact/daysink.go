@@ -160,7 +160,7 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 			pr, err = PublishDay(ctx, s.opt.Compact, p, r)
 			if err == nil {
 				s.opt.Compact.Logger.Info("replayed day written", "partition", p.String(), "snapshot_files", len(r.Files),
-					"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond))
+					"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond), "merged", !pr.direct)
 			}
 		}
 		if err != nil {
@@ -208,8 +208,10 @@ type dayRows struct {
 	files   []pq.ManifestFile
 	u       *arrow.Schema // the last committed schema: the table's columns
 	enc     []parquet.WriterProperty
-	err     error // a merge's, reported by later commits and FlushDay
-	merges  int   // merges started
+	err     error     // a merge's, reported by later commits and FlushDay
+	merges  int       // merges (or packs) started
+	pack    *packFile // the day's packed runs (pack.go), made by the first pack
+	noPack  bool      // merge, never pack (tests)
 
 	ctx  context.Context // the merges'; cancelled by drop
 	stop context.CancelFunc
@@ -229,7 +231,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	d := s.days[p]
 	if d == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		d = &dayRows{mem: s.mem, pool: s.pool, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop}
+		d = &dayRows{mem: s.mem, pool: s.pool, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop, noPack: s.opt.Compact.noPack}
 		s.days[p] = d
 	}
 	return d
@@ -282,9 +284,15 @@ func (d *dayRows) startMerge() {
 	done := make(chan struct{})
 	d.merging = done
 	d.merges++
+	pack := d.packable(group)
 	go func() {
 		defer close(done)
-		err := recovered(func() error { return d.mergeGroup(group, out) })
+		err := recovered(func() error {
+			if pack {
+				return d.packGroup(group, out)
+			}
+			return d.mergeGroup(group, out)
+		})
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.merging = nil
@@ -292,6 +300,51 @@ func (d *dayRows) startMerge() {
 			d.err = fmt.Errorf("merge the day's runs: %w", pq.DiskFull(err))
 		}
 	}()
+}
+
+// packable reports runs that packGroup takes: all in memory, keyed, of
+// the same columns, packable ones.
+func (d *dayRows) packable(group []*dayRun) bool {
+	if d.noPack || len(group) == 0 {
+		return false
+	}
+	u := group[0].Schema
+	for _, r := range group {
+		if r.mem == nil || !r.keyed || r.mem.ids == nil || !sameColumns(r.Schema, u) {
+			return false
+		}
+	}
+	return packable(u, d.key, d.dict)
+}
+
+// packGroup packs the runs into out (one packed run: pack.go), the day's
+// pack file made on first use.
+func (d *dayRows) packGroup(group []*dayRun, out *dayRun) error {
+	mems := make([]*memRun, len(group))
+	for i, r := range group {
+		mems[i] = r.mem
+	}
+	d.mu.Lock()
+	pf := d.pack
+	d.mu.Unlock()
+	if pf == nil {
+		var err error
+		if pf, err = newPackFile(d.pool, d.tmp); err != nil {
+			dropDayRuns(group)
+			return err
+		}
+		d.mu.Lock()
+		d.pack = pf
+		d.mu.Unlock()
+	}
+	g, err := packGroup(d.ctx, pf, group[0].Schema, d.key, d.dict.cols, mems)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	out.Run = Run{Schema: group[0].Schema, packed: g, keyed: true}
+	d.mu.Unlock()
+	return nil
 }
 
 // mergeGroup merges the runs into out (one spilled run with the union of
@@ -343,7 +396,8 @@ func (d *dayRows) replayed() (*Replayed, error) {
 		d.dropLocked()
 		return nil, d.err
 	}
-	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict, pool: d.pool}
+	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict, pool: d.pool, pack: d.pack}
+	d.pack = nil
 	for _, run := range d.runs {
 		r.Runs = append(r.Runs, run.Run)
 	}
@@ -364,6 +418,8 @@ func (d *dayRows) drop() {
 func (d *dayRows) dropLocked() {
 	dropDayRuns(d.runs)
 	d.runs = nil
+	d.pack.remove()
+	d.pack = nil
 	d.stop()
 }
 

@@ -592,6 +592,18 @@ func (c *Chunk) flush() error {
 // Finish closes the last page.
 func (c *Chunk) Finish() error { return c.flush() }
 
+// Done returns the finished chunk (after Finish) as a Chunk of its own
+// holding only its pages and what Meta says of them, for a later
+// File.WriteRowGroup: c may be Reset and reused for another row group
+// meanwhile (a file written a column at a time, every row group of a
+// column before the next column).
+func (c *Chunk) Done() *Chunk {
+	return &Chunk{opt: c.opt, kind: c.kind, enc: c.enc, rows: c.rows,
+		out: bytes.Clone(c.out), values: c.values, uncomp: c.uncomp, pages: c.pages, nullCount: c.nullCount,
+		hasMinMax: c.hasMinMax, minI: c.minI, maxI: c.maxI, minF: c.minF, maxF: c.maxF, minB: c.minB, maxB: c.maxB,
+		minS: bytes.Clone(c.minS), maxS: bytes.Clone(c.maxS)}
+}
+
 // Bytes are the chunk's pages, their headers included (after Finish).
 func (c *Chunk) Bytes() []byte { return c.out }
 

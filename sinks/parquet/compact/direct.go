@@ -1,0 +1,369 @@
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/apache/arrow-go/v18/parquet"
+
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/pqpage"
+)
+
+// A replayed day whose rows are all its own runs (no earlier compaction,
+// no other snapshot file), each in memory or packed (pack.go) and keyed
+// by the day's dictionary, is written without a merge: its order is
+// worked out at once — every row counted into its key prefix's rank
+// (keydict.go), rows of one rank sorted by the rest of the key (an
+// integer), ties in run order then each run's own order, which is the
+// merge's order (ties to the earlier input) — and the file is written a
+// column at a time: a worker reads a column of every packed record once
+// and gathers it straight into the pages of every row group, in the
+// batches the merge's output would have appended (so that the pages are
+// the same: the file is byte for byte the one the merge writes). The row
+// groups' finished chunks are held (compressed) until every column is
+// done, then laid out as File writes a row group at a time.
+//
+// Memory: the order (8 bytes a row), each worker's column of the day
+// (decompressed), and the file's compressed chunks.
+
+// directRun is a run as the direct writer reads it: records in memory,
+// or packed ones.
+type directUnit struct {
+	rec    arrow.Record // in memory (nil: packed)
+	packed *packedRec
+	file   *packFile
+	kv     *keyView // the rest of the key, at least
+	rows   int
+}
+
+// directOK reports whether the day can be written by writeDirect: runs
+// reaches here only from sort, once the fresh files are read.
+func (j *partitionJob) directOK(freshRuns int) bool {
+	r := j.replayed
+	if r == nil || j.opt.noDirect || r.dict == nil || r.Encodings == nil || len(j.old) > 0 || len(j.newFiles) > 0 || freshRuns > 0 {
+		return false
+	}
+	if !packable(j.u, j.key, r.dict) || pq.ColumnWorkers(j.u) == 0 {
+		return false
+	}
+	if _, _, ok, err := pq.PageColumns(j.u, j.props()); err != nil || !ok {
+		return false
+	}
+	var size int64
+	rows := 0
+	for _, run := range r.Runs {
+		switch {
+		case run.packed != nil:
+			for _, pr := range run.packed.runs {
+				for _, rec := range pr.recs {
+					size += rec.size
+				}
+			}
+			rows += run.packed.rows()
+		case run.mem != nil && run.keyed && run.mem.ids != nil:
+			for _, rec := range run.mem.recs {
+				size += util.TotalRecordSize(rec)
+			}
+			rows += len(run.mem.order)
+		default:
+			return false
+		}
+		if !sameColumns(run.Schema, j.u) {
+			return false
+		}
+	}
+	// One file: the merge's output splits past MaxFileBytes, and a day's
+	// Parquet takes at most about its Arrow bytes (half of them, to be
+	// safe: strings' delta lengths).
+	return rows > 0 && size < j.opt.MaxFileBytes/2
+}
+
+// props are the day file's writer properties.
+func (j *partitionJob) props() *parquet.WriterProperties {
+	o := &output{opt: j.opt, mem: j.mem}
+	return o.props(j.replayed.encodings()...)
+}
+
+// directOrder is the day's rows in the file's order (rowRef.rec indexing
+// units).
+func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef, error) {
+	var units []directUnit
+	type part struct {
+		base, recs int
+		order      []rowRef
+		ids        [][]uint32
+	}
+	var parts []part
+	n := 0
+	for _, run := range runs {
+		if g := run.packed; g != nil {
+			for _, pr := range g.runs {
+				parts = append(parts, part{len(units), len(pr.recs), pr.order, pr.ids})
+				for k := range pr.recs {
+					units = append(units, directUnit{packed: &pr.recs[k], file: g.file, kv: &pr.rest[k], rows: pr.recs[k].rows})
+				}
+				n += len(pr.order)
+			}
+			continue
+		}
+		m := run.mem
+		parts = append(parts, part{len(units), len(m.recs), m.order, m.ids})
+		for k, rec := range m.recs {
+			units = append(units, directUnit{rec: rec, kv: &m.views[k], rows: int(rec.NumRows())})
+		}
+		n += len(m.order)
+	}
+	// Counting sort by rank (stable: runs in order, each in its order).
+	start := make([]int, len(rank)+1)
+	for _, p := range parts {
+		if len(p.ids) != p.recs {
+			return nil, nil, fmt.Errorf("a run's ids do not match its records")
+		}
+		for _, r := range p.order {
+			id := p.ids[r.rec][r.row]
+			if int(id) >= len(rank) {
+				return nil, nil, fmt.Errorf("key id %d past the dictionary's %d", id, len(rank))
+			}
+			start[rank[id]+1]++
+		}
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	refs := make([]rowRef, n)
+	at := slices.Clone(start[:len(rank)])
+	for _, p := range parts {
+		for _, r := range p.order {
+			k := rank[p.ids[r.rec][r.row]]
+			refs[at[k]] = rowRef{int32(p.base) + r.rec, r.row}
+			at[k]++
+		}
+	}
+	// Within a rank, by the rest of the key.
+	cmp := func(a, b rowRef) int {
+		return compareRowsFrom(units[a.rec].kv, int(a.row), units[b.rec].kv, int(b.row), prefix)
+	}
+	for k := range len(rank) {
+		s := refs[start[k]:start[k+1]]
+		if len(s) > 1 && !slices.IsSortedFunc(s, cmp) {
+			slices.SortStableFunc(s, cmp)
+		}
+	}
+	return units, refs, nil
+}
+
+// rowGroup is one row group of the direct writer: the parts [lo, hi) of
+// the order appended to its chunks one after the other.
+type rowGroup struct {
+	rows  int64
+	parts [][2]int
+}
+
+// directGroups cuts n rows into the merge's output batches of batch rows,
+// each cut at the row groups' bounds (ColumnWriter.WriteBuffered).
+func directGroups(n, batch, rgRows int) []rowGroup {
+	var out []rowGroup
+	var cur rowGroup
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		for off := lo; off < hi; {
+			k := min(hi-off, rgRows-int(cur.rows))
+			cur.parts = append(cur.parts, [2]int{off, off + k})
+			cur.rows += int64(k)
+			off += k
+			if cur.rows == int64(rgRows) {
+				out = append(out, cur)
+				cur = rowGroup{}
+			}
+		}
+	}
+	if cur.rows > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// writeDirect writes the day's runs (directOK) into the staged partition.
+func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error) {
+	runs := j.runs
+	j.runs = nil
+	defer dropRuns(runs)
+	r := j.replayed
+	units, refs, err := directOrder(runs, r.dict.ranks(), r.dict.cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &output{opt: j.opt, mem: j.mem, u: j.u, manifest: j.manifest(), fixed: r.encodings()}
+	out.useFixed()
+	props := out.props(out.encs...)
+	pqschema, opts, ok, err := pq.PageColumns(j.u, props)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("the day's columns are not all pqpage's")
+	}
+	groups := directGroups(len(refs), min(8<<10, j.opt.RowGroupRows), j.opt.RowGroupRows)
+	chunks := make([][]*pqpage.Chunk, len(groups))
+	for g := range chunks {
+		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
+	}
+	if err := j.directColumns(ctx, units, refs, groups, opts, chunks); err != nil {
+		return nil, nil, err
+	}
+
+	staged, err := j.st.Stage(ctx, j.pr.Partition)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := pq.CompactedName(out.manifest.ID, 0)
+	w, err := staged.Create(name)
+	if err != nil {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("create: %w", err)
+	}
+	cw := &pq.CountingWriter{W: w}
+	err = pq.Guard(cw, func() error {
+		nf, err := pqpage.NewFile(cw, pqschema, props)
+		if err != nil {
+			return err
+		}
+		for g, rg := range groups {
+			if err := nf.WriteRowGroup(rg.rows, chunks[g]); err != nil {
+				nf.Close()
+				return err
+			}
+			chunks[g] = nil
+		}
+		m := out.manifest
+		m.Rows = int64(len(refs))
+		b, err := json.Marshal(m)
+		if err != nil {
+			nf.Close()
+			return err
+		}
+		if err := nf.AppendKeyValueMetadata(pq.ManifestKey, string(b)); err != nil {
+			nf.Close()
+			return err
+		}
+		return nf.Close()
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("write %s: %w", name, pq.DiskFull(err))
+	}
+	out.total, out.parts, out.bytes = int64(len(refs)), 1, cw.N
+	if want := r.rows(); out.total != want {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)
+	}
+	j.pr.direct = true
+	return staged, out, nil
+}
+
+// directColumns builds every row group's chunk of every column, a column
+// at a time on each of the workers: the column of every unit read once,
+// then gathered in the order, batch by batch, into its chunks.
+func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, refs []rowRef, groups []rowGroup, opts []pqpage.Options, chunks [][]*pqpage.Chunk) error {
+	ncols := j.u.NumFields()
+	errs := make([]error, ncols)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for range min(pq.ColumnWorkers(j.u), ncols) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			readers := map[*packFile]*packReader{}
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= ncols {
+					return
+				}
+				errs[i] = pq.Guard(nil, func() error { return j.directColumn(ctx, units, refs, groups, opts[i], chunks, i, readers) })
+				if errs[i] != nil {
+					mu.Lock()
+					next = ncols // the others stop after their column
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("column %s: %w", j.u.Field(i).Name, err)
+		}
+	}
+	return nil
+}
+
+// directColumn builds column i's chunks.
+func (j *partitionJob) directColumn(ctx context.Context, units []directUnit, refs []rowRef, groups []rowGroup, opt pqpage.Options, chunks [][]*pqpage.Chunk, i int, readers map[*packFile]*packReader) error {
+	t := j.u.Field(i).Type
+	arrs := make([]arrow.Array, len(units))
+	defer func() {
+		for k, a := range arrs {
+			if a != nil && units[k].rec == nil {
+				a.Release()
+			}
+		}
+	}()
+	for k, u := range units {
+		if u.rec != nil {
+			arrs[k] = u.rec.Column(i)
+			continue
+		}
+		rd := readers[u.file]
+		if rd == nil {
+			rd = newPackReader(u.file, j.pool)
+			readers[u.file] = rd
+		}
+		if i >= len(u.packed.cols) {
+			return fmt.Errorf("a packed record without all its columns")
+		}
+		a, err := rd.column(t, u.packed.cols[i], u.rows)
+		if err != nil {
+			return err
+		}
+		arrs[k] = a
+	}
+	c, err := pqpage.New(opt)
+	if err != nil {
+		return err
+	}
+	for g, rg := range groups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, p := range rg.parts {
+			arr, err := gatherArrays(j.pool, t, arrs, refs[p[0]:p[1]])
+			if err != nil {
+				return err
+			}
+			err = c.Append(arr)
+			arr.Release()
+			if err != nil {
+				return err
+			}
+		}
+		if err := c.Finish(); err != nil {
+			return err
+		}
+		chunks[g][i] = c.Done()
+		c.Reset()
+	}
+	return nil
+}
