@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -146,13 +147,13 @@ func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef,
 		}
 	}
 	// Within a rank, by the rest of the key.
-	cmp := func(a, b rowRef) int {
+	byRest := func(a, b rowRef) int {
 		return compareRowsFrom(units[a.rec].kv, int(a.row), units[b.rec].kv, int(b.row), prefix)
 	}
 	for k := range len(rank) {
 		s := refs[start[k]:start[k+1]]
-		if len(s) > 1 && !slices.IsSortedFunc(s, cmp) {
-			slices.SortStableFunc(s, cmp)
+		if len(s) > 1 && !slices.IsSortedFunc(s, byRest) {
+			slices.SortStableFunc(s, byRest)
 		}
 	}
 	return units, refs, nil
@@ -275,6 +276,23 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 // then gathered in the order, batch by batch, into its chunks.
 func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, refs []rowRef, groups []rowGroup, opts []pqpage.Options, chunks [][]*pqpage.Chunk) error {
 	ncols := j.u.NumFields()
+	// The largest columns first: a worker left with a large one at the
+	// end would leave the other idle.
+	cost := make([]int64, ncols)
+	for _, u := range units {
+		for i := range ncols {
+			if u.rec != nil {
+				cost[i] += dataBytes(u.rec.Column(i).Data())
+			} else if i < len(u.packed.cols) {
+				cost[i] += u.packed.cols[i].size
+			}
+		}
+	}
+	cols := make([]int, ncols)
+	for i := range cols {
+		cols[i] = i
+	}
+	slices.SortStableFunc(cols, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
 	errs := make([]error, ncols)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -286,12 +304,13 @@ func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, re
 			readers := map[*packFile]*packReader{}
 			for {
 				mu.Lock()
-				i := next
+				at := next
 				next++
 				mu.Unlock()
-				if i >= ncols {
+				if at >= ncols {
 					return
 				}
+				i := cols[at]
 				errs[i] = pq.Guard(nil, func() error { return j.directColumn(ctx, units, refs, groups, opts[i], chunks, i, readers) })
 				if errs[i] != nil {
 					mu.Lock()

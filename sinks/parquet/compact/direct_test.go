@@ -3,6 +3,7 @@ package compact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -47,8 +48,18 @@ type dayStats struct {
 // (random per compaction), and what the day's runs were.
 func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([]byte, dayStats) {
 	t.Helper()
+	return replayTableDay(t, schema.Instruments, opt, writerBytes, snaps, nil)
+}
+
+// replayTableDay is replayDay of table tbl, into a lake that before
+// (when set) fills first.
+func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(dir string)) ([]byte, dayStats) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
+	if before != nil {
+		before(dir)
+	}
 	lake := localLake(dir)
 	fb, err := pq.New(pq.Options{Store: lake.St})
 	if err != nil {
@@ -59,24 +70,9 @@ func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range snaps {
-		snap := snapAt(day1, s.k)
-		w, err := ds.Open(ctx, schema.Instruments, snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := genRecordNamed(schema.Instruments, snap, s.n, s.seed, func(r *rand.Rand, _ int) string { return fmt.Sprintf("ETH-%04d-P", r.IntN(s.names)) })
-		err = w.Write(ctx, rec)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	commitSnaps(t, ds, tbl, snaps, 0)
 	var st dayStats
-	p := Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}
+	p := Partition{Table: tbl.Name, Date: day1.Format(time.DateOnly)}
 	d := ds.days[p]
 	d.mu.Lock()
 	d.wait()
@@ -104,7 +100,7 @@ func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([
 	if err := ds.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	part := onlyCompacted(t, partDir(dir, "instruments", day1))
+	part := onlyCompacted(t, partDir(dir, tbl.Name, day1))
 	b, err := os.ReadFile(part)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +110,29 @@ func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([
 		t.Fatalf("no manifest ID %q in %s", id, part)
 	}
 	return bytes.ReplaceAll(b, []byte(id), []byte("0123456789abcdef")), st
+}
+
+// commitSnaps writes and commits snaps of table tbl into the sink, their
+// values from their seeds + seed.
+func commitSnaps(t *testing.T, ds *DaySink, tbl *schema.Table, snaps []daySnap, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range snaps {
+		snap := snapAt(day1, s.k)
+		w, err := ds.Open(ctx, tbl, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := genRecordNamed(tbl, snap, s.n, s.seed+seed, func(r *rand.Rand, _ int) string { return fmt.Sprintf("ETH-%04d-P", r.IntN(s.names)) })
+		err = w.Write(ctx, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // packFiles are the pack files under dir.
@@ -180,5 +199,209 @@ func TestReplayedDayWrittenWithoutMergeIsTheMergedFile(t *testing.T) {
 				t.Fatalf("left behind: %v", st.packFiles)
 			}
 		})
+	}
+}
+
+// The day is merged as before whenever it cannot be written directly:
+// rows of an earlier compaction or another run's snapshot file in the
+// partition, a snapshot large enough to spill its own run, a key whose
+// rest is not integers (nothing packed); a key with two integer columns
+// after the dictionary's is written directly. Either way the file is the
+// merge's.
+func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
+	snaps := daySnaps(16, 150, 60, 11)
+	compacted := func(dir string) { // an earlier replay's compacted day of three of the snapshots
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatal(err)
+		}
+		replayInto(t, dir, snaps[:3])
+	}
+	later := func(dir string) { writeSnap(t, dir, schema.Instruments, snapAt(day1, 60), 90, 8) }
+	cases := []struct {
+		name        string
+		tbl         *schema.Table
+		writerBytes int64
+		before      func(dir string)
+		wantPacked  bool
+		wantDirect  bool
+	}{
+		{"earlier compaction", schema.Instruments, 64 << 20, compacted, true, false},
+		{"a later run's file", schema.Instruments, 64 << 20, later, true, false},
+		{"a snapshot spills", schema.Instruments, 16 << 10, nil, false, false},
+		{"string after the dictionary's columns", schema.Runs, 64 << 20, nil, false, false},
+		{"two integers after the dictionary's columns", schema.Rejects, 64 << 20, nil, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opt := Options{ChunkBytes: 64 << 10, RowGroupRows: 500}
+			merged := opt
+			merged.noPack, merged.noDirect = true, true
+			want, _ := replayTableDay(t, c.tbl, merged, c.writerBytes, snaps, c.before)
+			got, st := replayTableDay(t, c.tbl, opt, c.writerBytes, snaps, c.before)
+			if (st.packed > 0) != c.wantPacked || st.direct != c.wantDirect {
+				t.Fatalf("packed %d runs, direct %v; want packed %v, direct %v", st.packed, st.direct, c.wantPacked, c.wantDirect)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("a file of %d bytes, the merge's %d bytes differs", len(got), len(want))
+			}
+			if len(st.packFiles) > 0 {
+				t.Fatalf("left behind: %v", st.packFiles)
+			}
+		})
+	}
+}
+
+// replayInto replays snaps into the lake in dir (merged: the default
+// path is not what is tested there).
+func replayInto(t *testing.T, dir string, snaps []daySnap) {
+	t.Helper()
+	ctx := context.Background()
+	lake := localLake(dir)
+	fb, err := pq.New(pq.Options{Store: lake.St})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := NewDaySink(DayOptions{Fallback: fb, Compact: Options{Lake: lake, noPack: true, noDirect: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitSnaps(t, ds, schema.Instruments, snaps, 99)
+	if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// packingDay loads snaps into a DaySink of opt on a fresh lake, waits for
+// its packs and returns the sink, the lake's folder and the day's pack
+// file (failing when nothing was packed).
+func packingDay(t *testing.T, opt Options, snaps []daySnap) (*DaySink, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	lake := localLake(dir)
+	fb, err := pq.New(pq.Options{Store: lake.St})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Lake = lake
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: opt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		replaySnap(t, ds, schema.Instruments, snapAt(day1, s.k), s.n, s.seed, true)
+	}
+	d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
+	d.mu.Lock()
+	d.wait()
+	pf := d.pack
+	d.mu.Unlock()
+	if pf == nil {
+		t.Fatal("nothing packed: the test does not exercise packs")
+	}
+	return ds, dir, pf.f.Name()
+}
+
+// A damaged pack file fails the day's publish (direct or merged after
+// all) with an error, not a crash or wrong rows: the partition is left
+// as it was, and the pack file is deleted.
+func TestDamagedPackFailsTheDay(t *testing.T) {
+	damages := []struct {
+		name string
+		do   func(t *testing.T, path string, strike packedCol)
+	}{
+		// the file still reads, node by node: only the checksum tells
+		{"a value changed", func(t *testing.T, path string, strike packedCol) {
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b := make([]byte, 1)
+			at := strike.off + strike.n - 3 // in the last value (the node ends with its children's count)
+			if _, err := f.ReadAt(b, at); err != nil {
+				t.Fatal(err)
+			}
+			b[0] ^= 0x01
+			if _, err := f.WriteAt(b, at); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a byte flipped", func(t *testing.T, path string, _ packedCol) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0x40
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncated", func(t *testing.T, path string, _ packedCol) {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, st.Size()/3); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"zeroed", func(t *testing.T, path string, _ packedCol) {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, make([]byte, st.Size()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, direct := range []bool{true, false} {
+		for _, dmg := range damages {
+			t.Run(fmt.Sprintf("%s, direct %v", dmg.name, direct), func(t *testing.T) {
+				ctx := context.Background()
+				ds, dir, path := packingDay(t, Options{ChunkBytes: 96 << 10, noDirect: !direct}, daySnaps(12, 150, 80, 21))
+				d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
+				var strike packedCol
+				for _, r := range d.runs {
+					if g := r.packed; g != nil {
+						strike = g.runs[0].recs[0].cols[g.u.FieldIndices("strike")[0]]
+						break
+					}
+				}
+				dmg.do(t, path, strike)
+				err := ds.FlushDay(ctx, day1.Format(time.DateOnly))
+				if err == nil || !strings.Contains(err.Error(), "pack") {
+					t.Fatalf("FlushDay: %v, want an error of the pack", err)
+				}
+				if left := packFiles(t, dir); len(left) > 0 {
+					t.Fatalf("left behind: %v", left)
+				}
+				if err := ds.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(partDir(dir, "instruments", day1)); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("the partition is there: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// A day dropped (the sink closed before its FlushDay) deletes its pack
+// file.
+func TestDroppedDayDeletesItsPack(t *testing.T) {
+	ds, dir, path := packingDay(t, Options{ChunkBytes: 96 << 10}, daySnaps(12, 150, 80, 22))
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}].drop()
+	if left := packFiles(t, dir); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+	if err := ds.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -85,9 +85,10 @@ func (pf *packFile) remove() {
 // packedCol is where a column of a packed record is: its node's bytes
 // and their CRC-32C.
 type packedCol struct {
-	off int64
-	n   int64
-	crc uint32
+	off  int64
+	n    int64
+	size int64 // the column's Arrow bytes (its buffers')
+	crc  uint32
 }
 
 // packedRec is a packed record: its rows and columns.
@@ -196,8 +197,9 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 			for j := range u.NumFields() {
 				off := pf.pos()
 				pf.w.crc = 0
-				pf.w.array(rec.Column(j).Data())
-				prec.cols[j] = packedCol{off: off, n: pf.pos() - off, crc: pf.w.crc}
+				d := rec.Column(j).Data()
+				pf.w.array(d)
+				prec.cols[j] = packedCol{off: off, n: pf.pos() - off, size: dataBytes(d), crc: pf.w.crc}
 			}
 			if err := pf.w.flushErr(); err != nil {
 				return nil, fmt.Errorf("pack: %w", err)
@@ -226,6 +228,17 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 		return nil, fmt.Errorf("pack: %w", err)
 	}
 	return g, nil
+}
+
+// dataBytes are the bytes of d's buffers.
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	return n
 }
 
 // packReader reads columns of packed records.
