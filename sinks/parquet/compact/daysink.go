@@ -28,12 +28,14 @@ import (
 // permutation of its records: no row is copied) and hands it to the day,
 // Abort drops them, so a snapshot that fails leaves nothing. The day keeps
 // its snapshots' runs in memory up to half of Compact.ChunkBytes; past
-// that, a goroutine of the day merges them into one spilled run while the
-// next snapshots load (dayRows).
-// FlushDay, called once every snapshot of the day is loaded, merges the
-// day's runs with the partition's other files and publishes the partition
-// (PublishDay): readers see the day's old files or its new one, never
-// both. The file's encodings are the table's (pq.Encodings), not tried.
+// that, a goroutine of the day packs them into the day's pack file as
+// they are (pack.go; runs it cannot pack are merged into one spilled run)
+// while the next snapshots load (dayRows).
+// FlushDay, called once every snapshot of the day is loaded, publishes the
+// partition (PublishDay): a day of only its own packed and in-memory runs
+// is written in its order a column at a time, without a merge
+// (direct.go); otherwise its runs are merged with the partition's other
+// files. Readers see the day's old files or its new one, never both. The file's encodings are the table's (pq.Encodings), not tried.
 // Rows held for a day not flushed (a cancelled or crashed replay) are
 // dropped by Close or the next Recover; the partition stays as it was.
 //
@@ -185,13 +187,16 @@ func (s *DaySink) Close(ctx context.Context) error {
 }
 
 // dayRows are the committed rows of one partition, awaiting its publish:
-// sorted runs in the order their snapshots committed, in memory or
-// spilled. Once the runs in memory reach the budget (half of ChunkBytes),
-// they are handed to a merge on a goroutine of the day, which writes them
-// as one spilled run in their place; a commit that fills the budget again
-// while that merge is under way waits for it. So the day holds at most
-// twice the budget, and what FlushDay has left to merge is that spilled
-// run per budget and the last runs, in memory.
+// sorted runs in the order their snapshots committed, in memory, packed
+// or spilled. Once the runs in memory reach the budget (half of
+// ChunkBytes), they are handed to a goroutine of the day, which packs
+// them (pack.go: their records' columns to the day's pack file, their
+// order and keys kept in memory) or, when they cannot be packed, merges
+// them into one spilled run, in their place; a commit that fills the
+// budget again while that is under way waits for it. So the day holds at
+// most twice the budget (and the packed runs' order and keys, ~20 bytes
+// a row), and what FlushDay has left is a packed or spilled run per
+// budget and the last runs, in memory.
 type dayRows struct {
 	mem    memory.Allocator
 	pool   *bufPool

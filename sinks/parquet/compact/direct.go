@@ -36,8 +36,8 @@ import (
 // Memory: the order (8 bytes a row), each worker's column of the day
 // (decompressed), and the file's compressed chunks.
 
-// directRun is a run as the direct writer reads it: records in memory,
-// or packed ones.
+// directUnit is a record of the day as the direct writer reads it: in
+// memory, or packed.
 type directUnit struct {
 	rec    arrow.Record // in memory (nil: packed)
 	packed *packedRec
@@ -46,8 +46,11 @@ type directUnit struct {
 	rows   int
 }
 
-// directOK reports whether the day can be written by writeDirect: runs
-// reaches here only from sort, once the fresh files are read.
+// directOK reports whether the day can be written by writeDirect (sort
+// asks, once the fresh files are read into freshRuns runs): only the
+// replay's runs, each packed or in memory with ids, of the day's columns
+// (flat, of types pack takes, the rest of the key integers), written by
+// pqpage, one file's worth. ColumnWorkers is 0 on one core: merged.
 func (j *partitionJob) directOK(freshRuns int) bool {
 	r := j.replayed
 	if r == nil || j.opt.noDirect || r.dict == nil || r.Encodings == nil || len(j.old) > 0 || len(j.newFiles) > 0 || freshRuns > 0 {
