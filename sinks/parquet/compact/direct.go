@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -98,8 +99,9 @@ func (j *partitionJob) props() *parquet.WriterProperties {
 }
 
 // directOrder is the day's rows in the file's order (rowRef.rec indexing
-// units).
-func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef, error) {
+// units), and where each rank's rows start in it (refs[start[k]:
+// start[k+1]] hold the key prefix of rank k).
+func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef, []int, error) {
 	var units []directUnit
 	type part struct {
 		base, recs int
@@ -130,12 +132,12 @@ func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef,
 	start := make([]int, len(rank)+1)
 	for _, p := range parts {
 		if len(p.ids) != p.recs {
-			return nil, nil, fmt.Errorf("a run's ids do not match its records")
+			return nil, nil, nil, fmt.Errorf("a run's ids do not match its records")
 		}
 		for _, r := range p.order {
 			id := p.ids[r.rec][r.row]
 			if int(id) >= len(rank) {
-				return nil, nil, fmt.Errorf("key id %d past the dictionary's %d", id, len(rank))
+				return nil, nil, nil, fmt.Errorf("key id %d past the dictionary's %d", id, len(rank))
 			}
 			start[rank[id]+1]++
 		}
@@ -162,7 +164,7 @@ func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef,
 			slices.SortStableFunc(s, byRest)
 		}
 	}
-	return units, refs, nil
+	return units, refs, start, nil
 }
 
 // rowGroup is one row group of the direct writer: the parts [lo, hi) of
@@ -203,10 +205,18 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	j.runs = nil
 	defer dropRuns(runs)
 	r := j.replayed
-	units, refs, err := directOrder(runs, r.dict.ranks(), r.dict.cols)
+	dd := &directDay{keyVals: map[int]keyValues{}}
+	var err error
+	dd.units, dd.refs, dd.start, err = directOrder(runs, r.dict.ranks(), r.dict.cols)
 	if err != nil {
 		return nil, nil, err
 	}
+	for k, name := range j.key[:r.dict.cols] {
+		var kv keyValues
+		kv.vals, kv.valid = r.dict.prefixValues(k)
+		dd.keyVals[j.u.FieldIndices(name)[0]] = kv
+	}
+	units, refs := dd.units, dd.refs
 	out := &output{opt: j.opt, mem: j.mem, u: j.u, manifest: j.manifest(), fixed: r.encodings()}
 	out.useFixed()
 	props := out.props(out.encs...)
@@ -228,7 +238,8 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	for g := range chunks {
 		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
 	}
-	if err := j.directColumns(ctx, units, refs, groups, opts, chunks); err != nil {
+	dd.groups, dd.opts, dd.chunks = groups, opts, chunks
+	if err := j.directColumns(ctx, dd); err != nil {
 		return nil, nil, err
 	}
 
@@ -287,7 +298,8 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 // directColumns builds every row group's chunk of every column, a column
 // at a time on each of the workers: the column of every unit read once,
 // then gathered in the order, batch by batch, into its chunks.
-func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, refs []rowRef, groups []rowGroup, opts []pqpage.Options, chunks [][]*pqpage.Chunk) error {
+func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
+	units := dd.units
 	ncols := j.u.NumFields()
 	// The largest columns first: a worker left with a large one at the
 	// end would leave the other idle.
@@ -300,6 +312,9 @@ func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, re
 				cost[i] += u.packed.cols[i].size
 			}
 		}
+	}
+	for i := range dd.keyVals {
+		cost[i] = 0 // not read
 	}
 	cols := make([]int, ncols)
 	for i := range cols {
@@ -324,7 +339,7 @@ func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, re
 					return
 				}
 				i := cols[at]
-				errs[i] = pq.Guard(nil, func() error { return j.directColumn(ctx, units, refs, groups, opts[i], chunks, i, readers) })
+				errs[i] = pq.Guard(nil, func() error { return j.directColumn(ctx, dd, i, readers) })
 				if errs[i] != nil {
 					mu.Lock()
 					next = ncols // the others stop after their column
@@ -342,9 +357,33 @@ func (j *partitionJob) directColumns(ctx context.Context, units []directUnit, re
 	return nil
 }
 
+// directDay is a day the direct writer writes.
+type directDay struct {
+	units  []directUnit
+	refs   []rowRef // the file's order
+	start  []int    // refs[start[k]:start[k+1]]: the rows of rank k
+	groups []rowGroup
+	opts   []pqpage.Options  // per column
+	chunks [][]*pqpage.Chunk // per row group and column, built by directColumn
+	// keyVals are the values of the key's dictionary columns by rank, by
+	// column index: a row's value is its rank's, not read nor gathered.
+	keyVals map[int]keyValues
+}
+
+// keyValues are a dictionary column's values by rank (valid nil: no null).
+type keyValues struct {
+	vals  []string
+	valid []bool
+}
+
 // directColumn builds column i's chunks.
-func (j *partitionJob) directColumn(ctx context.Context, units []directUnit, refs []rowRef, groups []rowGroup, opt pqpage.Options, chunks [][]*pqpage.Chunk, i int, readers map[*packFile]*packReader) error {
+func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) error {
+	units, refs, groups, chunks := dd.units, dd.refs, dd.groups, dd.chunks
+	opt := dd.opts[i]
 	t := j.u.Field(i).Type
+	if kv, ok := dd.keyVals[i]; ok {
+		return j.directKeyColumn(ctx, dd, i, kv)
+	}
 	arrs := make([]arrow.Array, len(units))
 	defer func() {
 		for k, a := range arrs {
@@ -398,6 +437,87 @@ func (j *partitionJob) directColumn(ctx context.Context, units []directUnit, ref
 		c.Reset()
 	}
 	return nil
+}
+
+// directKeyColumn builds the chunks of column i, one of the dictionary's:
+// each row's value is its rank's (kv).
+func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int, kv keyValues) error {
+	c, err := pqpage.New(dd.opts[i])
+	if err != nil {
+		return err
+	}
+	t := j.u.Field(i).Type
+	for g, rg := range dd.groups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, p := range rg.parts {
+			arr, err := keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+			if err != nil {
+				return err
+			}
+			err = c.Append(arr)
+			arr.Release()
+			if err != nil {
+				return err
+			}
+		}
+		if err := c.Finish(); err != nil {
+			return err
+		}
+		dd.chunks[g][i] = c.Done()
+		c.Reset()
+	}
+	return nil
+}
+
+// keyColumn builds the string array of rows [lo, hi) of the order of a
+// dictionary column: each row's value is its rank's.
+func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, hi int) (arrow.Array, error) {
+	n := hi - lo
+	first, _ := slices.BinarySearch(start, lo+1) // start[first] > lo: rank first-1 holds row lo
+	// the bytes, and the nulls
+	bytes, nulls := 0, 0
+	for k, p := first-1, lo; p < hi; k++ {
+		end := min(hi, start[k+1])
+		if kv.valid != nil && !kv.valid[k] {
+			nulls += end - p
+		} else {
+			bytes += len(kv.vals[k]) * (end - p)
+		}
+		p = end
+	}
+	if err := stringsFit(0, bytes); err != nil {
+		return nil, err
+	}
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = pool.buffer(int(bitutil.BytesForBits(int64(n))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	offBuf := pool.buffer((n + 1) * 4)
+	offs := asSlice[int32](offBuf.Bytes())
+	data := pool.Allocate(bytes)
+	pos := 0
+	for k, p := first-1, lo; p < hi; k++ {
+		end := min(hi, start[k+1])
+		null := kv.valid != nil && !kv.valid[k]
+		v := kv.vals[k]
+		for ; p < end; p++ {
+			offs[p-lo] = int32(pos)
+			if null {
+				continue
+			}
+			if bits != nil {
+				bitutil.SetBit(bits, p-lo)
+			}
+			pos += copy(data[pos:], v)
+		}
+	}
+	offs[n] = int32(pos)
+	return finishArray(t, n, nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
 }
 
 // A batch of the day's order takes its rows from every record of the day

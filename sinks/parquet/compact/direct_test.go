@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
@@ -403,5 +407,68 @@ func TestDroppedDayDeletesItsPack(t *testing.T) {
 	}
 	if err := ds.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The direct writer's order is the key's (nulls in every key column, ties
+// of the whole key), and its dictionary columns, made from the values of
+// the rows' ranks, are the columns the rows hold.
+func TestDirectOrderAndKeyColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	d := newKeyDict(dictSchema, dictKey)
+	pool := newBufPool(1 << 20)
+	var runs []Run
+	defer func() { dropRuns(runs) }()
+	for k := range 5 {
+		so := &sorter{mem: memory.DefaultAllocator, pool: pool, u: dictSchema, key: dictKey, budget: 1 << 30, dict: d}
+		for _, rec := range dictRecords(r, 200, 70, int64(1000*k)) {
+			err := so.add(rec)
+			rec.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, _ := so.sorted()
+		if m.ids == nil {
+			t.Fatal("a run without ids")
+		}
+		runs = append(runs, Run{Schema: dictSchema, mem: m, keyed: true})
+	}
+	units, refs, start, err := directOrder(runs, d.ranks(), d.cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1000 {
+		t.Fatalf("%d rows in the order, want 1000", len(refs))
+	}
+	for i := 1; i < len(refs); i++ {
+		a, b := refs[i-1], refs[i]
+		if c := compareRows(units[a.rec].kv, int(a.row), units[b.rec].kv, int(b.row)); c > 0 {
+			t.Fatalf("row %d of the order sorts before row %d", i, i-1)
+		}
+	}
+	for c := range d.cols {
+		var kv keyValues
+		kv.vals, kv.valid = d.prefixValues(c)
+		arrs := make([]arrow.Array, len(units))
+		for k, u := range units {
+			arrs[k] = u.rec.Column(c)
+		}
+		for lo := 0; lo < len(refs); lo += 77 {
+			hi := min(lo+77, len(refs))
+			want, err := gatherArrays(pool, arrow.BinaryTypes.String, arrs, refs[lo:hi])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := keyColumn(pool, arrow.BinaryTypes.String, start, kv, lo, hi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !array.Equal(got, want) {
+				t.Fatalf("column %d, rows %d-%d:\n got %v\nwant %v", c, lo, hi, got, want)
+			}
+			got.Release()
+			want.Release()
+		}
 	}
 }
