@@ -378,8 +378,7 @@ type keyValues struct {
 
 // directColumn builds column i's chunks.
 func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) error {
-	units, refs, groups, chunks := dd.units, dd.refs, dd.groups, dd.chunks
-	opt := dd.opts[i]
+	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
 		return j.directKeyColumn(ctx, dd, i, kv)
@@ -411,48 +410,26 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 		}
 		arrs[k] = a
 	}
-	c, err := pqpage.New(opt)
-	if err != nil {
-		return err
-	}
-	for g, rg := range groups {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for k, p := range rg.parts {
-			arr, err := gatherByUnit(j.pool, t, arrs, refs[p[0]:p[1]], rg.perms[k])
-			if err != nil {
-				return err
-			}
-			err = c.Append(arr)
-			arr.Release()
-			if err != nil {
-				return err
-			}
-		}
-		if err := c.Finish(); err != nil {
-			return err
-		}
-		chunks[g][i] = c.Done()
-		c.Reset()
-	}
-	return nil
+	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+		p := rg.parts[k]
+		return gatherByUnit(j.pool, t, arrs, refs[p[0]:p[1]], rg.perms[k])
+	})
 }
 
-// directKeyColumn builds the chunks of column i, one of the dictionary's:
-// each row's value is its rank's (kv).
-func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int, kv keyValues) error {
+// build builds column i's chunk of every row group, appending the arrays
+// part makes of each of its parts.
+func (dd *directDay) build(ctx context.Context, i int, part func(rg *rowGroup, k int) (arrow.Array, error)) error {
 	c, err := pqpage.New(dd.opts[i])
 	if err != nil {
 		return err
 	}
-	t := j.u.Field(i).Type
-	for g, rg := range dd.groups {
+	for g := range dd.groups {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for _, p := range rg.parts {
-			arr, err := keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+		rg := &dd.groups[g]
+		for k := range rg.parts {
+			arr, err := part(rg, k)
 			if err != nil {
 				return err
 			}
@@ -469,6 +446,16 @@ func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int
 		c.Reset()
 	}
 	return nil
+}
+
+// directKeyColumn builds the chunks of column i, one of the dictionary's:
+// each row's value is its rank's (kv).
+func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int, kv keyValues) error {
+	t := j.u.Field(i).Type
+	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+		p := rg.parts[k]
+		return keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+	})
 }
 
 // keyColumn builds the string array of rows [lo, hi) of the order of a
