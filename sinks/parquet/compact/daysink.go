@@ -308,9 +308,11 @@ func (d *dayRows) startMerge() {
 }
 
 // packable reports runs that packGroup takes: all in memory, keyed, of
-// the same columns, packable ones.
+// the same columns, packable ones, and a day the direct writer can write
+// (it needs ColumnWorkers: on one core the day merges as before, which a
+// pack would only delay).
 func (d *dayRows) packable(group []*dayRun) bool {
-	if d.noPack || len(group) == 0 {
+	if d.noPack || len(group) == 0 || pq.ColumnWorkers(group[0].Schema) == 0 {
 		return false
 	}
 	u := group[0].Schema

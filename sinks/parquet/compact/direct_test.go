@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,16 @@ func commitSnaps(t *testing.T, ds *DaySink, tbl *schema.Table, snaps []daySnap, 
 	}
 }
 
+// needCores skips a test of packs and the direct writer on one core,
+// where the day neither packs nor is written directly (ColumnWorkers 0;
+// TestReplayedDayFallsBackToTheMerge tests that case).
+func needCores(t *testing.T) {
+	t.Helper()
+	if pq.ColumnWorkers(schema.Instruments.ArrowSchema()) == 0 {
+		t.Skip("one core: a replayed day is merged, neither packed nor written directly")
+	}
+}
+
 // packFiles are the pack files under dir.
 func packFiles(t *testing.T, dir string) []string {
 	t.Helper()
@@ -172,6 +183,7 @@ func TestReplayedDayWrittenWithoutMergeIsTheMergedFile(t *testing.T) {
 		{"batches cut by row groups", Options{ChunkBytes: 2 << 20, RowGroupRows: 10000}, daySnaps(40, 700, 500, 4), true, false},
 		{"one snapshot", Options{ChunkBytes: 1 << 30}, daySnaps(1, 300, 100, 5), false, false},
 	}
+	needCores(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			merged := c.opt
@@ -234,9 +246,16 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 		{"a snapshot spills", schema.Instruments, 16 << 10, nil, false, false},
 		{"string after the dictionary's columns", schema.Runs, 64 << 20, nil, false, false},
 		{"two integers after the dictionary's columns", schema.Rejects, 64 << 20, nil, true, true},
+		{"one core", schema.Instruments, 64 << 20, nil, false, false},
 	}
+	cores := pq.ColumnWorkers(schema.Instruments.ArrowSchema()) > 0
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "one core" {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			} else if !cores {
+				c.wantPacked, c.wantDirect = false, false
+			}
 			opt := Options{ChunkBytes: 64 << 10, RowGroupRows: 500}
 			merged := opt
 			merged.noPack, merged.noDirect = true, true
@@ -283,6 +302,7 @@ func replayInto(t *testing.T, dir string, snaps []daySnap) {
 // file (failing when nothing was packed).
 func packingDay(t *testing.T, opt Options, snaps []daySnap) (*DaySink, string, string) {
 	t.Helper()
+	needCores(t)
 	dir := t.TempDir()
 	lake := localLake(dir)
 	fb, err := pq.New(pq.Options{Store: lake.St})
