@@ -312,7 +312,7 @@ func (d *dayRows) startMerge() {
 // (it needs ColumnWorkers: on one core the day merges as before, which a
 // pack would only delay).
 func (d *dayRows) packable(group []*dayRun) bool {
-	if d.noPack || len(group) == 0 || pq.ColumnWorkers(group[0].Schema) == 0 {
+	if d.noPack || len(group) == 0 || group[0].Schema == nil {
 		return false
 	}
 	u := group[0].Schema
@@ -321,7 +321,7 @@ func (d *dayRows) packable(group []*dayRun) bool {
 			return false
 		}
 	}
-	return packable(u, d.key, d.dict)
+	return pq.ColumnWorkers(u) > 0 && packable(u, d.key, d.dict)
 }
 
 // packGroup packs the runs into out (one packed run: pack.go), the day's
