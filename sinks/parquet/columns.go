@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
@@ -80,17 +81,12 @@ type ColumnWriter struct {
 // to workers goroutines at once.
 func NewColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, workers int) (*ColumnWriter, error) {
 	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(props.Allocator()))
-	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
+	pqschema, opts, ok, err := PageColumns(sc, props)
 	if err != nil {
 		return nil, err
 	}
-	for i, f := range sc.Fields() {
-		if !isFlat(f.Type) {
-			return nil, fmt.Errorf("column %s is not a flat column", sc.Field(i).Name)
-		}
-	}
 	workers = max(workers, 1)
-	if opts, ok := pqpage.ColumnOptions(pqschema, sc.Fields(), props); ok {
+	if ok {
 		chunks := make([]*pqpage.Chunk, len(opts))
 		for i, o := range opts {
 			if chunks[i], err = pqpage.New(o); err != nil {
@@ -110,6 +106,25 @@ func NewColumnWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropert
 	pw := file.NewParquetWriter(w, pqschema.Root(), file.WithWriterProps(props))
 	return &ColumnWriter{pw: pw, sc: sc, props: aprops, workers: workers, levels: make([][]int16, workers),
 		inWorker: inWorker, maxRows: max(props.MaxRowGroupLength(), 1)}, nil
+}
+
+// PageColumns returns the Parquet schema of a file of flat columns sc
+// written with props (as NewColumnWriter writes it) and its columns'
+// pqpage options; ok is false when pqpage does not write every column
+// (NewColumnWriter then writes through arrow-go).
+func PageColumns(sc *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, []pqpage.Options, bool, error) {
+	aprops := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(props.Allocator()))
+	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for i, f := range sc.Fields() {
+		if !isFlat(f.Type) {
+			return nil, nil, false, fmt.Errorf("column %s is not a flat column", sc.Field(i).Name)
+		}
+	}
+	opts, ok := pqpage.ColumnOptions(pqschema, sc.Fields(), props)
+	return pqschema, opts, ok, nil
 }
 
 // ColumnWorkers is how many goroutines encode the columns of a file of

@@ -73,6 +73,13 @@ type Options struct {
 	MaxFileBytes     int64 // a partition's file is split past this size (default 1 GiB)
 	CompressionLevel int   // zstd level (default 9)
 	SampleRows       int   // rows the encodings are chosen on (default 32768)
+	// noPack (tests): a replayed day merges its runs in memory past the
+	// budget instead of packing them (pack.go).
+	noPack bool
+	// noDirect (tests): a replayed day is always merged, never written
+	// by direct.go.
+	noDirect bool
+
 	// DecodeWeight weighs a column chunk's decompressed bytes against its
 	// stored bytes when encodings are compared: cost = stored +
 	// decompressed/DecodeWeight. zstd makes plain pages of a sorted day
@@ -155,6 +162,8 @@ type PartitionReport struct {
 	OutputBytes int64
 	Took        time.Duration
 	Encodings   map[string]string // column -> encoding chosen
+
+	direct bool // a replayed day written without a merge (direct.go)
 }
 
 // Compact compacts the partitions of opt's range. It recovers an
@@ -284,6 +293,7 @@ type partitionJob struct {
 	// replayed, when set, are rows a replay sorted (PublishDay): they
 	// replace the files of the same names, which are consumed unread.
 	replayed *Replayed
+	direct   bool // the replayed day is written by writeDirect
 }
 
 func (j *partitionJob) close() {
@@ -468,8 +478,17 @@ func (j *partitionJob) sort(ctx context.Context) error {
 		return err
 	}
 	j.so.runs = nil
+	if j.directOK(len(paths)) {
+		j.direct = true
+		j.runs = j.replayed.take()
+		j.pr.InputRows += j.replayed.rows()
+		return nil
+	}
 	for _, p := range paths {
 		j.runs = append(j.runs, Run{Path: p, Schema: j.u})
+	}
+	if err := j.replayed.unpack(ctx, j.pool, j.key, tmp); err != nil {
+		return err
 	}
 	j.runs = append(j.runs, j.replayed.take()...)
 	j.pr.InputRows += j.replayed.rows()
@@ -507,6 +526,9 @@ func (j *partitionJob) manifest() pq.Manifest {
 // the runs into the staged partition, and checks every row read is
 // written, less the replaced ones. On error the stage is dropped.
 func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
+	if j.direct {
+		return j.writeDirect(ctx)
+	}
 	var cursors []cursor
 	var olds []*sourceCursor
 	for _, s := range j.old {

@@ -42,6 +42,11 @@ func snapAt(d time.Time, k int) sinks.Snapshot {
 // (in shuffled order, so that sorting matters), every other column random
 // from seed, nulls in nullable columns, lists of 0-3 elements.
 func genRecord(t *schema.Table, snap sinks.Snapshot, n int, seed uint64) arrow.Record {
+	return genRecordNamed(t, snap, n, seed, func(_ *rand.Rand, i int) string { return fmt.Sprintf("BTC-%05d-C", i) })
+}
+
+// genRecordNamed is genRecord with row i's instrument_name name(r, i).
+func genRecordNamed(t *schema.Table, snap sinks.Snapshot, n int, seed uint64, name func(r *rand.Rand, i int) string) arrow.Record {
 	r := rand.New(rand.NewPCG(seed, uint64(snap.Time.UnixMilli())))
 	b := array.NewRecordBuilder(memory.DefaultAllocator, t.ArrowSchema())
 	defer b.Release()
@@ -60,7 +65,7 @@ func genRecord(t *schema.Table, snap sinks.Snapshot, n int, seed uint64) arrow.R
 				f.(*array.StringBuilder).Append(snap.Source)
 				continue
 			case "instrument_name":
-				f.(*array.StringBuilder).Append(fmt.Sprintf("BTC-%05d-C", i))
+				f.(*array.StringBuilder).Append(name(r, i))
 				continue
 			case "account":
 				f.(*array.StringBuilder).Append(fmt.Sprintf("acct-%d", i%3))

@@ -28,12 +28,14 @@ import (
 // permutation of its records: no row is copied) and hands it to the day,
 // Abort drops them, so a snapshot that fails leaves nothing. The day keeps
 // its snapshots' runs in memory up to half of Compact.ChunkBytes; past
-// that, a goroutine of the day merges them into one spilled run while the
-// next snapshots load (dayRows).
-// FlushDay, called once every snapshot of the day is loaded, merges the
-// day's runs with the partition's other files and publishes the partition
-// (PublishDay): readers see the day's old files or its new one, never
-// both. The file's encodings are the table's (pq.Encodings), not tried.
+// that, a goroutine of the day packs them into the day's pack file as
+// they are (pack.go; runs it cannot pack are merged into one spilled run)
+// while the next snapshots load (dayRows).
+// FlushDay, called once every snapshot of the day is loaded, publishes the
+// partition (PublishDay): a day of only its own packed and in-memory runs
+// is written in its order a column at a time, without a merge
+// (direct.go); otherwise its runs are merged with the partition's other
+// files. Readers see the day's old files or its new one, never both. The file's encodings are the table's (pq.Encodings), not tried.
 // Rows held for a day not flushed (a cancelled or crashed replay) are
 // dropped by Close or the next Recover; the partition stays as it was.
 //
@@ -160,7 +162,7 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 			pr, err = PublishDay(ctx, s.opt.Compact, p, r)
 			if err == nil {
 				s.opt.Compact.Logger.Info("replayed day written", "partition", p.String(), "snapshot_files", len(r.Files),
-					"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond))
+					"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond), "merged", !pr.direct)
 			}
 		}
 		if err != nil {
@@ -185,13 +187,16 @@ func (s *DaySink) Close(ctx context.Context) error {
 }
 
 // dayRows are the committed rows of one partition, awaiting its publish:
-// sorted runs in the order their snapshots committed, in memory or
-// spilled. Once the runs in memory reach the budget (half of ChunkBytes),
-// they are handed to a merge on a goroutine of the day, which writes them
-// as one spilled run in their place; a commit that fills the budget again
-// while that merge is under way waits for it. So the day holds at most
-// twice the budget, and what FlushDay has left to merge is that spilled
-// run per budget and the last runs, in memory.
+// sorted runs in the order their snapshots committed, in memory, packed
+// or spilled. Once the runs in memory reach the budget (half of
+// ChunkBytes), they are handed to a goroutine of the day, which packs
+// them (pack.go: their records' columns to the day's pack file, their
+// order and keys kept in memory) or, when they cannot be packed, merges
+// them into one spilled run, in their place; a commit that fills the
+// budget again while that is under way waits for it. So the day holds at
+// most twice the budget (and the packed runs' order and keys, ~20 bytes
+// a row), and what FlushDay has left is a packed or spilled run per
+// budget and the last runs, in memory.
 type dayRows struct {
 	mem    memory.Allocator
 	pool   *bufPool
@@ -208,8 +213,10 @@ type dayRows struct {
 	files   []pq.ManifestFile
 	u       *arrow.Schema // the last committed schema: the table's columns
 	enc     []parquet.WriterProperty
-	err     error // a merge's, reported by later commits and FlushDay
-	merges  int   // merges started
+	err     error     // a merge's, reported by later commits and FlushDay
+	merges  int       // merges (or packs) started
+	pack    *packFile // the day's packed runs (pack.go), made by the first pack
+	noPack  bool      // merge, never pack (tests)
 
 	ctx  context.Context // the merges'; cancelled by drop
 	stop context.CancelFunc
@@ -229,7 +236,7 @@ func (s *DaySink) day(p Partition, w *dayWriter) *dayRows {
 	d := s.days[p]
 	if d == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		d = &dayRows{mem: s.mem, pool: s.pool, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop}
+		d = &dayRows{mem: s.mem, pool: s.pool, key: w.key, tmp: w.so.tmp, budget: s.opt.Compact.ChunkBytes / 2, dict: w.dict, ctx: ctx, stop: stop, noPack: s.opt.Compact.noPack}
 		s.days[p] = d
 	}
 	return d
@@ -282,9 +289,15 @@ func (d *dayRows) startMerge() {
 	done := make(chan struct{})
 	d.merging = done
 	d.merges++
+	pack := d.packable(group)
 	go func() {
 		defer close(done)
-		err := recovered(func() error { return d.mergeGroup(group, out) })
+		err := recovered(func() error {
+			if pack {
+				return d.packGroup(group, out)
+			}
+			return d.mergeGroup(group, out)
+		})
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.merging = nil
@@ -292,6 +305,53 @@ func (d *dayRows) startMerge() {
 			d.err = fmt.Errorf("merge the day's runs: %w", pq.DiskFull(err))
 		}
 	}()
+}
+
+// packable reports runs that packGroup takes: all in memory, keyed, of
+// the same columns, packable ones, and a day the direct writer can write
+// (flat columns, which ColumnWriter encodes: ColumnWorkers is 1 or more,
+// also on one core).
+func (d *dayRows) packable(group []*dayRun) bool {
+	if d.noPack || len(group) == 0 || group[0].Schema == nil {
+		return false
+	}
+	u := group[0].Schema
+	for _, r := range group {
+		if r.mem == nil || !r.keyed || r.mem.ids == nil || !sameColumns(r.Schema, u) {
+			return false
+		}
+	}
+	return pq.ColumnWorkers(u) > 0 && packable(u, d.key, d.dict)
+}
+
+// packGroup packs the runs into out (one packed run: pack.go), the day's
+// pack file made on first use.
+func (d *dayRows) packGroup(group []*dayRun, out *dayRun) error {
+	mems := make([]*memRun, len(group))
+	for i, r := range group {
+		mems[i] = r.mem
+	}
+	d.mu.Lock()
+	pf := d.pack
+	d.mu.Unlock()
+	if pf == nil {
+		var err error
+		if pf, err = newPackFile(d.pool, d.tmp); err != nil {
+			dropDayRuns(group)
+			return err
+		}
+		d.mu.Lock()
+		d.pack = pf
+		d.mu.Unlock()
+	}
+	g, err := packGroup(d.ctx, pf, group[0].Schema, d.key, d.dict.cols, mems)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	out.Run = Run{Schema: group[0].Schema, packed: g, keyed: true}
+	d.mu.Unlock()
+	return nil
 }
 
 // mergeGroup merges the runs into out (one spilled run with the union of
@@ -343,7 +403,8 @@ func (d *dayRows) replayed() (*Replayed, error) {
 		d.dropLocked()
 		return nil, d.err
 	}
-	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict, pool: d.pool}
+	r := &Replayed{Schema: d.u, Files: d.files, Encodings: d.enc, dict: d.dict, pool: d.pool, pack: d.pack}
+	d.pack = nil
 	for _, run := range d.runs {
 		r.Runs = append(r.Runs, run.Run)
 	}
@@ -364,6 +425,8 @@ func (d *dayRows) drop() {
 func (d *dayRows) dropLocked() {
 	dropDayRuns(d.runs)
 	d.runs = nil
+	d.pack.remove()
+	d.pack = nil
 	d.stop()
 }
 

@@ -269,7 +269,7 @@ func newMergingDaySink(t *testing.T, lake *ParquetLake) *DaySink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: lake, ChunkBytes: 96 << 10, FanIn: 3}})
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: lake, ChunkBytes: 96 << 10, FanIn: 3, noPack: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,21 +100,31 @@ func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) 
 // of pool (every byte written), booleans and lists through arrow-go's
 // builders (Go's zeroed memory: builders rely on it).
 func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) (arrow.Array, error) {
+	arrs := make([]arrow.Array, len(recs))
+	for k, r := range recs {
+		arrs[k] = r.Column(j)
+	}
+	return gatherArrays(pool, t, arrs, refs)
+}
+
+// gatherArrays is gatherColumn of arrays of type t, refs' rec indexing
+// arrs.
+func gatherArrays(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef) (arrow.Array, error) {
 	switch t.ID() {
 	case arrow.STRING:
-		return gatherStrings(pool, t, columns[*array.String](recs, j), refs)
+		return gatherStrings(pool, t, as[*array.String](arrs), refs)
 	case arrow.FLOAT64:
-		return gatherFixed(pool, t, columns[*array.Float64](recs, j), (*array.Float64).Float64Values, refs), nil
+		return gatherFixed(pool, t, as[*array.Float64](arrs), (*array.Float64).Float64Values, refs), nil
 	case arrow.INT64:
-		return gatherFixed(pool, t, columns[*array.Int64](recs, j), (*array.Int64).Int64Values, refs), nil
+		return gatherFixed(pool, t, as[*array.Int64](arrs), (*array.Int64).Int64Values, refs), nil
 	case arrow.TIMESTAMP:
-		return gatherFixed(pool, t, columns[*array.Timestamp](recs, j), (*array.Timestamp).TimestampValues, refs), nil
+		return gatherFixed(pool, t, as[*array.Timestamp](arrs), (*array.Timestamp).TimestampValues, refs), nil
 	}
 	b := array.NewBuilder(memory.DefaultAllocator, t)
 	defer b.Release()
 	b.Reserve(len(refs))
 	if bb, ok := b.(*array.BooleanBuilder); ok {
-		src := columns[*array.Boolean](recs, j)
+		src := as[*array.Boolean](arrs)
 		for _, r := range refs {
 			if a := src[r.rec]; a.IsNull(int(r.row)) {
 				bb.AppendNull()
@@ -130,7 +140,7 @@ func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, r
 		panic(err) // copyable has refused the schema before any row is gathered
 	}
 	for _, r := range refs {
-		app(recs[r.rec].Column(j), int(r.row))
+		app(arrs[r.rec], int(r.row))
 	}
 	return b.NewArray(), nil
 }
@@ -140,6 +150,15 @@ func columns[A arrow.Array](recs []arrow.Record, j int) []A {
 	out := make([]A, len(recs))
 	for k, r := range recs {
 		out[k] = r.Column(j).(A)
+	}
+	return out
+}
+
+// as returns the arrays as their concrete array type.
+func as[A arrow.Array](arrs []arrow.Array) []A {
+	out := make([]A, len(arrs))
+	for k, a := range arrs {
+		out[k] = a.(A)
 	}
 	return out
 }

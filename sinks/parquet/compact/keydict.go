@@ -247,3 +247,42 @@ func keysFor(d *keyDict, runs []Run, record bool) *mergeKeys {
 	}
 	return &mergeKeys{rank: d.ranks(), prefix: d.cols, record: record}
 }
+
+// prefixValues are, by rank (ranks), the values of the prefix's k-th
+// column: vals[r], or null where valid[r] is false (valid nil: none).
+func (d *keyDict) prefixValues(k int) (vals []string, valid []bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	vals = make([]string, len(d.order))
+	for r, id := range d.order {
+		key := d.keys[id]
+		for c := 0; ; c++ {
+			null := key[0] == 0
+			var v string
+			if !null {
+				n := prefixLen(key)
+				v, key = key[5:5+n], key[5+n:]
+			} else {
+				key = key[1:]
+			}
+			if c < k {
+				continue
+			}
+			if null {
+				if valid == nil {
+					valid = make([]bool, len(d.order))
+					for x := range r {
+						valid[x] = true
+					}
+				}
+			} else {
+				vals[r] = v
+				if valid != nil {
+					valid[r] = true
+				}
+			}
+			break
+		}
+	}
+	return vals, valid
+}

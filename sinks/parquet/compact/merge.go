@@ -482,6 +482,10 @@ func openRuns(mem memory.Allocator, pool *bufPool, u *arrow.Schema, runs []Run) 
 // open returns the run's cursor, its rows with schema u; the cursor owns
 // the run (deletes its file, releases its records).
 func (r Run) open(mem memory.Allocator, pool *bufPool, u *arrow.Schema) (cursor, error) {
+	if r.packed != nil {
+		r.packed.release()
+		return nil, errors.New("a packed run is merged once unpacked")
+	}
 	if r.mem != nil {
 		if !sameColumns(r.Schema, u) {
 			if err := r.mem.conform(mem, u); err != nil {
@@ -504,6 +508,7 @@ func (r Run) open(mem memory.Allocator, pool *bufPool, u *arrow.Schema) (cursor,
 
 // drop deletes the run's file or releases its records.
 func (r Run) drop() {
+	r.packed.release()
 	if r.mem != nil {
 		r.mem.release()
 	}

@@ -31,8 +31,9 @@ type Replayed struct {
 	// day's first rows.
 	Encodings []parquet.WriterProperty
 
-	dict *keyDict // the day's key dictionary: the runs' ids (nil: none)
-	pool *bufPool // the day's merges' buffers (nil: a pool of its own)
+	dict *keyDict  // the day's key dictionary: the runs' ids (nil: none)
+	pack *packFile // the day's packed runs' file (nil: none); deleted by remove
+	pool *bufPool  // the day's merges' buffers (nil: a pool of its own)
 }
 
 // Run is a sorted run of a replay and its schema: spilled (a run file,
@@ -45,6 +46,9 @@ type Run struct {
 	// (keydict.go): ids in file order when spilled, mem.ids in memory.
 	keyed bool
 	ids   []uint32
+	// packed: runs in memory packed to the day's pack file (pack.go);
+	// keyed, Path "" and mem nil.
+	packed *packedGroup
 }
 
 // PublishDay writes partition p as compaction does — one file sorted by
@@ -90,6 +94,8 @@ func (r *Replayed) remove() {
 	}
 	dropRuns(r.Runs)
 	r.Runs = nil
+	r.pack.remove()
+	r.pack = nil
 }
 
 // has reports whether the replay replaces the file name.
@@ -145,6 +151,28 @@ func (r *Replayed) keys() *keyDict {
 		return nil
 	}
 	return r.dict
+}
+
+// unpack turns the packed runs into spilled runs, a group at a time
+// (packedGroup.unpack): for a day not written by direct.go.
+func (r *Replayed) unpack(ctx context.Context, pool *bufPool, key []string, tmp string) error {
+	if r == nil {
+		return nil
+	}
+	for i, run := range r.Runs {
+		if run.packed == nil {
+			continue
+		}
+		r.Runs[i] = Run{}
+		out, err := run.packed.unpack(ctx, pool, key, r.dict, tmp)
+		if err != nil {
+			return fmt.Errorf("merge the day's packed runs: %w", err)
+		}
+		r.Runs[i] = out
+	}
+	r.pack.remove()
+	r.pack = nil
+	return nil
 }
 
 // take hands over the runs; the caller owns them.

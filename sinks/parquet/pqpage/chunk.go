@@ -637,6 +637,20 @@ func (c *Chunk) Finish() error {
 	return c.finishDict()
 }
 
+// Done returns the finished chunk (after Finish) as a Chunk of its own
+// holding only its pages (the dictionary page included) and what Meta
+// says of them, for a later
+// File.WriteRowGroup: c may be Reset and reused for another row group
+// meanwhile (a file written a column at a time, every row group of a
+// column before the next column).
+func (c *Chunk) Done() *Chunk {
+	return &Chunk{opt: c.opt, kind: c.kind, enc: c.enc, rows: c.rows,
+		out: bytes.Clone(c.out), values: c.values, uncomp: c.uncomp, pages: c.pages, nullCount: c.nullCount,
+		hasMinMax: c.hasMinMax, minI: c.minI, maxI: c.maxI, minF: c.minF, maxF: c.maxF, minB: c.minB, maxB: c.maxB,
+		minS: bytes.Clone(c.minS), maxS: bytes.Clone(c.maxS),
+		dictState: dictState{keepDict: c.keepDict, dictPages: c.dictPages, dictPage: bytes.Clone(c.dictPage)}}
+}
+
 // Bytes are the chunk's data pages, their headers included (after
 // Finish); its dictionary page, if any, is DictPage.
 func (c *Chunk) Bytes() []byte { return c.out }

@@ -1,0 +1,600 @@
+package compact
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/apache/arrow-go/v18/parquet"
+
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/pqpage"
+)
+
+// A replayed day whose rows are all its own runs (no earlier compaction,
+// no other snapshot file), each in memory or packed (pack.go) and keyed
+// by the day's dictionary, is written without a merge: its order is
+// worked out at once — every row counted into its key prefix's rank
+// (keydict.go), rows of one rank sorted by the rest of the key (an
+// integer), ties in run order then each run's own order, which is the
+// merge's order (ties to the earlier input) — and the file is written a
+// column at a time: a worker reads a column of every packed record once
+// and gathers it straight into the pages of every row group, in the
+// batches the merge's output would have appended (so that the pages are
+// the same: the file is byte for byte the one the merge writes). The row
+// groups' finished chunks are held (compressed) until every column is
+// done, then laid out as File writes a row group at a time.
+//
+// Memory: the order (8 bytes a row), each worker's column of the day
+// (decompressed), and the file's compressed chunks.
+
+// directUnit is a record of the day as the direct writer reads it: in
+// memory, or packed.
+type directUnit struct {
+	rec    arrow.Record // in memory (nil: packed)
+	packed *packedRec
+	file   *packFile
+	kv     *keyView // the rest of the key, at least
+	rows   int
+}
+
+// directOK reports whether the day can be written by writeDirect (sort
+// asks, once the fresh files are read into freshRuns runs): only the
+// replay's runs, each packed or in memory with ids, of the day's columns
+// (flat, of types pack takes, the rest of the key integers), written by
+// pqpage (ColumnWorkers: 1 or more, also on one core), one file's worth.
+func (j *partitionJob) directOK(freshRuns int) bool {
+	r := j.replayed
+	if r == nil || j.opt.noDirect || r.dict == nil || r.Encodings == nil || len(j.old) > 0 || len(j.newFiles) > 0 || freshRuns > 0 {
+		return false
+	}
+	if !packable(j.u, j.key, r.dict) || pq.ColumnWorkers(j.u) == 0 {
+		return false
+	}
+	if _, _, ok, err := pq.PageColumns(j.u, j.props()); err != nil || !ok {
+		return false
+	}
+	var size int64
+	rows := 0
+	for _, run := range r.Runs {
+		switch {
+		case run.packed != nil:
+			for _, pr := range run.packed.runs {
+				for _, rec := range pr.recs {
+					size += rec.size
+				}
+			}
+			rows += run.packed.rows()
+		case run.mem != nil && run.keyed && run.mem.ids != nil:
+			for _, rec := range run.mem.recs {
+				size += util.TotalRecordSize(rec)
+			}
+			rows += len(run.mem.order)
+		default:
+			return false
+		}
+		if !sameColumns(run.Schema, j.u) {
+			return false
+		}
+	}
+	// One file: the merge's output splits past MaxFileBytes, and a day's
+	// Parquet takes at most about its Arrow bytes (half of them, to be
+	// safe: strings' delta lengths).
+	return rows > 0 && size < j.opt.MaxFileBytes/2
+}
+
+// props are the day file's writer properties.
+func (j *partitionJob) props() *parquet.WriterProperties {
+	o := &output{opt: j.opt, mem: j.mem}
+	return o.props(j.replayed.encodings()...)
+}
+
+// directOrder is the day's rows in the file's order (rowRef.rec indexing
+// units), and where each rank's rows start in it (refs[start[k]:
+// start[k+1]] hold the key prefix of rank k).
+func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef, []int, error) {
+	var units []directUnit
+	type part struct {
+		base, recs int
+		order      []rowRef
+		ids        [][]uint32
+	}
+	var parts []part
+	n := 0
+	for _, run := range runs {
+		if g := run.packed; g != nil {
+			for _, pr := range g.runs {
+				parts = append(parts, part{len(units), len(pr.recs), pr.order, pr.ids})
+				for k := range pr.recs {
+					units = append(units, directUnit{packed: &pr.recs[k], file: g.file, kv: &pr.rest[k], rows: pr.recs[k].rows})
+				}
+				n += len(pr.order)
+			}
+			continue
+		}
+		m := run.mem
+		parts = append(parts, part{len(units), len(m.recs), m.order, m.ids})
+		for k, rec := range m.recs {
+			units = append(units, directUnit{rec: rec, kv: &m.views[k], rows: int(rec.NumRows())})
+		}
+		n += len(m.order)
+	}
+	// Counting sort by rank (stable: runs in order, each in its order).
+	start := make([]int, len(rank)+1)
+	for _, p := range parts {
+		if len(p.ids) != p.recs {
+			return nil, nil, nil, fmt.Errorf("a run's ids do not match its records")
+		}
+		for _, r := range p.order {
+			id := p.ids[r.rec][r.row]
+			if int(id) >= len(rank) {
+				return nil, nil, nil, fmt.Errorf("key id %d past the dictionary's %d", id, len(rank))
+			}
+			start[rank[id]+1]++
+		}
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	refs := make([]rowRef, n)
+	at := slices.Clone(start[:len(rank)])
+	for _, p := range parts {
+		for _, r := range p.order {
+			k := rank[p.ids[r.rec][r.row]]
+			refs[at[k]] = rowRef{int32(p.base) + r.rec, r.row}
+			at[k]++
+		}
+	}
+	// Within a rank, by the rest of the key.
+	byRest := func(a, b rowRef) int {
+		return compareRowsFrom(units[a.rec].kv, int(a.row), units[b.rec].kv, int(b.row), prefix)
+	}
+	for k := range len(rank) {
+		s := refs[start[k]:start[k+1]]
+		if len(s) > 1 && !slices.IsSortedFunc(s, byRest) {
+			slices.SortStableFunc(s, byRest)
+		}
+	}
+	return units, refs, start, nil
+}
+
+// rowGroup is one row group of the direct writer: the parts [lo, hi) of
+// the order appended to its chunks one after the other.
+type rowGroup struct {
+	rows  int64
+	parts [][2]int
+	perms [][]int32 // per part: its positions by record (unitOrder)
+}
+
+// directGroups cuts n rows into the merge's output batches of batch rows,
+// each cut at the row groups' bounds (ColumnWriter.WriteBuffered).
+func directGroups(n, batch, rgRows int) []rowGroup {
+	var out []rowGroup
+	var cur rowGroup
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		for off := lo; off < hi; {
+			k := min(hi-off, rgRows-int(cur.rows))
+			cur.parts = append(cur.parts, [2]int{off, off + k})
+			cur.rows += int64(k)
+			off += k
+			if cur.rows == int64(rgRows) {
+				out = append(out, cur)
+				cur = rowGroup{}
+			}
+		}
+	}
+	if cur.rows > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// writeDirect writes the day's runs (directOK) into the staged partition.
+func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error) {
+	runs := j.runs
+	j.runs = nil
+	defer dropRuns(runs)
+	r := j.replayed
+	dd := &directDay{keyVals: map[int]keyValues{}}
+	var err error
+	dd.units, dd.refs, dd.start, err = directOrder(runs, r.dict.ranks(), r.dict.cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, name := range j.key[:r.dict.cols] {
+		var kv keyValues
+		kv.vals, kv.valid = r.dict.prefixValues(k)
+		dd.keyVals[j.u.FieldIndices(name)[0]] = kv
+	}
+	units, refs := dd.units, dd.refs
+	out := &output{opt: j.opt, mem: j.mem, u: j.u, manifest: j.manifest(), fixed: r.encodings()}
+	out.useFixed()
+	props := out.props(out.encs...)
+	pqschema, opts, ok, err := pq.PageColumns(j.u, props)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("the day's columns are not all pqpage's")
+	}
+	groups := directGroups(len(refs), min(8<<10, j.opt.RowGroupRows), j.opt.RowGroupRows)
+	count := make([]int32, len(units))
+	for g := range groups {
+		for _, p := range groups[g].parts {
+			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+		}
+	}
+	chunks := make([][]*pqpage.Chunk, len(groups))
+	for g := range chunks {
+		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
+	}
+	dd.groups, dd.opts, dd.chunks = groups, opts, chunks
+	if err := j.directColumns(ctx, dd); err != nil {
+		return nil, nil, err
+	}
+
+	staged, err := j.st.Stage(ctx, j.pr.Partition)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := pq.CompactedName(out.manifest.ID, 0)
+	w, err := staged.Create(name)
+	if err != nil {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("create: %w", err)
+	}
+	cw := &pq.CountingWriter{W: w}
+	err = pq.Guard(cw, func() error {
+		nf, err := pqpage.NewFile(cw, pqschema, props)
+		if err != nil {
+			return err
+		}
+		for g, rg := range groups {
+			if err := nf.WriteRowGroup(rg.rows, chunks[g]); err != nil {
+				nf.Close()
+				return err
+			}
+			chunks[g] = nil
+		}
+		m := out.manifest
+		m.Rows = int64(len(refs))
+		b, err := json.Marshal(m)
+		if err != nil {
+			nf.Close()
+			return err
+		}
+		if err := nf.AppendKeyValueMetadata(pq.ManifestKey, string(b)); err != nil {
+			nf.Close()
+			return err
+		}
+		return nf.Close()
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("write %s: %w", name, pq.DiskFull(err))
+	}
+	out.total, out.parts, out.bytes = int64(len(refs)), 1, cw.N
+	if want := r.rows(); out.total != want {
+		staged.Abort()
+		return nil, nil, fmt.Errorf("wrote %d rows, expected %d: left as it was", out.total, want)
+	}
+	j.pr.direct = true
+	return staged, out, nil
+}
+
+// directColumns builds every row group's chunk of every column, a column
+// at a time on each of the workers: the column of every unit read once,
+// then gathered in the order, batch by batch, into its chunks.
+func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
+	units := dd.units
+	ncols := j.u.NumFields()
+	// The largest columns first: a worker left with a large one at the
+	// end would leave the other idle.
+	cost := make([]int64, ncols)
+	for _, u := range units {
+		for i := range ncols {
+			if u.rec != nil {
+				cost[i] += dataBytes(u.rec.Column(i).Data())
+			} else if i < len(u.packed.cols) {
+				cost[i] += u.packed.cols[i].size
+			}
+		}
+	}
+	for i := range dd.keyVals {
+		cost[i] = 0 // not read
+	}
+	cols := make([]int, ncols)
+	for i := range cols {
+		cols[i] = i
+	}
+	slices.SortStableFunc(cols, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	errs := make([]error, ncols)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for range min(pq.ColumnWorkers(j.u), ncols) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			readers := map[*packFile]*packReader{}
+			for {
+				mu.Lock()
+				at := next
+				next++
+				mu.Unlock()
+				if at >= ncols {
+					return
+				}
+				i := cols[at]
+				errs[i] = pq.Guard(nil, func() error { return j.directColumn(ctx, dd, i, readers) })
+				if errs[i] != nil {
+					mu.Lock()
+					next = ncols // the others stop after their column
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("column %s: %w", j.u.Field(i).Name, err)
+		}
+	}
+	return nil
+}
+
+// directDay is a day the direct writer writes.
+type directDay struct {
+	units  []directUnit
+	refs   []rowRef // the file's order
+	start  []int    // refs[start[k]:start[k+1]]: the rows of rank k
+	groups []rowGroup
+	opts   []pqpage.Options  // per column
+	chunks [][]*pqpage.Chunk // per row group and column, built by directColumn
+	// keyVals are the values of the key's dictionary columns by rank, by
+	// column index: a row's value is its rank's, not read nor gathered.
+	keyVals map[int]keyValues
+}
+
+// keyValues are a dictionary column's values by rank (valid nil: no null).
+type keyValues struct {
+	vals  []string
+	valid []bool
+}
+
+// directColumn builds column i's chunks.
+func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) error {
+	units, refs := dd.units, dd.refs
+	t := j.u.Field(i).Type
+	if kv, ok := dd.keyVals[i]; ok {
+		return j.directKeyColumn(ctx, dd, i, kv)
+	}
+	arrs := make([]arrow.Array, len(units))
+	defer func() {
+		for k, a := range arrs {
+			if a != nil && units[k].rec == nil {
+				a.Release()
+			}
+		}
+	}()
+	for k, u := range units {
+		if u.rec != nil {
+			arrs[k] = u.rec.Column(i)
+			continue
+		}
+		rd := readers[u.file]
+		if rd == nil {
+			rd = newPackReader(u.file, j.pool)
+			readers[u.file] = rd
+		}
+		if i >= len(u.packed.cols) {
+			return fmt.Errorf("a packed record without all its columns")
+		}
+		a, err := rd.column(t, u.packed.cols[i], u.rows)
+		if err != nil {
+			return err
+		}
+		arrs[k] = a
+	}
+	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+		p := rg.parts[k]
+		return gatherByUnit(j.pool, t, arrs, refs[p[0]:p[1]], rg.perms[k])
+	})
+}
+
+// build builds column i's chunk of every row group, appending the arrays
+// part makes of each of its parts.
+func (dd *directDay) build(ctx context.Context, i int, part func(rg *rowGroup, k int) (arrow.Array, error)) error {
+	c, err := pqpage.New(dd.opts[i])
+	if err != nil {
+		return err
+	}
+	for g := range dd.groups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rg := &dd.groups[g]
+		for k := range rg.parts {
+			arr, err := part(rg, k)
+			if err != nil {
+				return err
+			}
+			err = c.Append(arr)
+			arr.Release()
+			if err != nil {
+				return err
+			}
+		}
+		if err := c.Finish(); err != nil {
+			return err
+		}
+		dd.chunks[g][i] = c.Done()
+		c.Reset()
+	}
+	return nil
+}
+
+// directKeyColumn builds the chunks of column i, one of the dictionary's:
+// each row's value is its rank's (kv).
+func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int, kv keyValues) error {
+	t := j.u.Field(i).Type
+	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+		p := rg.parts[k]
+		return keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+	})
+}
+
+// keyColumn builds the string array of rows [lo, hi) of the order of a
+// dictionary column: each row's value is its rank's.
+func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, hi int) (arrow.Array, error) {
+	n := hi - lo
+	first, _ := slices.BinarySearch(start, lo+1) // start[first] > lo: rank first-1 holds row lo
+	// the bytes, and the nulls
+	bytes, nulls := 0, 0
+	for k, p := first-1, lo; p < hi; k++ {
+		end := min(hi, start[k+1])
+		if kv.valid != nil && !kv.valid[k] {
+			nulls += end - p
+		} else {
+			bytes += len(kv.vals[k]) * (end - p)
+		}
+		p = end
+	}
+	if err := stringsFit(0, bytes); err != nil {
+		return nil, err
+	}
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = pool.buffer(int(bitutil.BytesForBits(int64(n))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	offBuf := pool.buffer((n + 1) * 4)
+	offs := asSlice[int32](offBuf.Bytes())
+	data := pool.Allocate(bytes)
+	pos := 0
+	for k, p := first-1, lo; p < hi; k++ {
+		end := min(hi, start[k+1])
+		null := kv.valid != nil && !kv.valid[k]
+		v := kv.vals[k]
+		for ; p < end; p++ {
+			offs[p-lo] = int32(pos)
+			if null {
+				continue
+			}
+			if bits != nil {
+				bitutil.SetBit(bits, p-lo)
+			}
+			pos += copy(data[pos:], v)
+		}
+	}
+	offs[n] = int32(pos)
+	return finishArray(t, n, nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
+}
+
+// A batch of the day's order takes its rows from every record of the day
+// (~150 on the bench: the same instruments in every snapshot), so that a
+// gather in the batch's order reads from as many places at once, more
+// than a CPU's prefetchers follow: each value's cache line missed. So the
+// direct writer copies a batch's values record by record (unitOrder),
+// each record's read forward, into their places in the batch (a few
+// hundred KB, in cache): gatherFixedByUnit, gatherStringsByUnit.
+
+// unitOrder returns the positions in refs ordered by record (stably: a
+// record's rows in the batch's order, its own order).
+func unitOrder(refs []rowRef, count []int32) []int32 {
+	clear(count)
+	for _, r := range refs {
+		count[r.rec]++
+	}
+	at := int32(0)
+	for k, c := range count {
+		count[k] = at
+		at += c
+	}
+	perm := make([]int32, len(refs))
+	for i, r := range refs {
+		perm[count[r.rec]] = int32(i)
+		count[r.rec]++
+	}
+	return perm
+}
+
+// gatherByUnit is gatherArrays, the values of fixed-width and string
+// columns copied record by record (perm: unitOrder).
+func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef, perm []int32) (arrow.Array, error) {
+	switch t.ID() {
+	case arrow.STRING:
+		return gatherStringsByUnit(pool, t, as[*array.String](arrs), refs, perm)
+	case arrow.FLOAT64:
+		return gatherFixedByUnit(pool, t, as[*array.Float64](arrs), (*array.Float64).Float64Values, refs, perm), nil
+	case arrow.INT64:
+		return gatherFixedByUnit(pool, t, as[*array.Int64](arrs), (*array.Int64).Int64Values, refs, perm), nil
+	case arrow.TIMESTAMP:
+		return gatherFixedByUnit(pool, t, as[*array.Timestamp](arrs), (*array.Timestamp).TimestampValues, refs, perm), nil
+	}
+	return gatherArrays(pool, t, arrs, refs)
+}
+
+// gatherFixedByUnit is gatherFixed, record by record.
+func gatherFixedByUnit[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef, perm []int32) arrow.Array {
+	valid, nulls := validity(pool, src, refs)
+	var zero T
+	buf := pool.buffer(len(refs) * int(unsafe.Sizeof(zero)))
+	vals := make([][]T, len(src))
+	for k, a := range src {
+		vals[k] = values(a)
+	}
+	out := asSlice[T](buf.Bytes())
+	for _, i := range perm {
+		r := refs[i]
+		out[i] = vals[r.rec][r.row]
+	}
+	return finishArray(t, len(refs), nulls, valid, buf)
+}
+
+// gatherStringsByUnit is gatherStrings, the strings' offsets worked out
+// in the batch's order first, their bytes copied record by record.
+func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef, perm []int32) (arrow.Array, error) {
+	valid, nulls := validity(pool, src, refs)
+	ss := stringSources(src)
+	offBuf := pool.buffer((len(refs) + 1) * 4)
+	offs := asSlice[int32](offBuf.Bytes())
+	pos := 0
+	for i, r := range refs {
+		o := ss[r.rec].offs
+		n := int(o[r.row+1] - o[r.row])
+		if err := stringsFit(pos, n); err != nil {
+			offBuf.Release()
+			if valid != nil {
+				valid.Release()
+			}
+			return nil, err
+		}
+		offs[i] = int32(pos)
+		pos += n
+	}
+	offs[len(refs)] = int32(pos)
+	data := pool.Allocate(pos)
+	for _, i := range perm {
+		r := refs[i]
+		s := &ss[r.rec]
+		copy(data[offs[i]:offs[i+1]], s.data[s.offs[r.row]:s.offs[r.row+1]])
+	}
+	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
+}
