@@ -487,14 +487,20 @@ func (j *partitionJob) sort(ctx context.Context) error {
 	for _, p := range paths {
 		j.runs = append(j.runs, Run{Path: p, Schema: j.u})
 	}
+	j.pr.InputRows += j.replayed.rows()
+	return j.mergeReplayed(ctx, tmp)
+}
+
+// mergeReplayed adds the replay's runs (unpacked) to j.runs and merges
+// them down to what the output merge takes at once.
+func (j *partitionJob) mergeReplayed(ctx context.Context, tmp string) error {
 	if err := j.replayed.unpack(ctx, j.pool, j.key, tmp); err != nil {
 		return err
 	}
-	j.runs = append(j.runs, j.replayed.take()...)
-	j.pr.InputRows += j.replayed.rows()
-	fanIn := max(2, j.opt.FanIn-len(j.old))
-	runs := j.runs
+	runs := append(j.runs, j.replayed.take()...)
 	j.runs = nil
+	fanIn := max(2, j.opt.FanIn-len(j.old))
+	var err error
 	j.runs, err = mergeRuns(ctx, j.mem, j.pool, j.u, j.key, j.replayed.keys(), tmp, runs, fanIn, batchRows(j.opt, j.u, fanIn))
 	return err
 }
@@ -527,7 +533,20 @@ func (j *partitionJob) manifest() pq.Manifest {
 // written, less the replaced ones. On error the stage is dropped.
 func (j *partitionJob) write(ctx context.Context) (Staged, *output, error) {
 	if j.direct {
-		return j.writeDirect(ctx)
+		staged, out, err := j.writeDirect(ctx)
+		if !errors.Is(err, errSplit) {
+			return staged, out, err
+		}
+		// merged after all: the runs go back to the replay
+		j.direct = false
+		j.replayed.Runs, j.runs = j.runs, nil
+		tmp, err := j.st.TempDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := j.mergeReplayed(ctx, tmp); err != nil {
+			return nil, nil, err
+		}
 	}
 	var cursors []cursor
 	var olds []*sourceCursor

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -88,7 +89,9 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	}
 	// One file: the merge's output splits past MaxFileBytes, and a day's
 	// Parquet takes at most about its Arrow bytes (half of them, to be
-	// safe: strings' delta lengths).
+	// safe: strings' delta lengths); not with row groups of a few rows,
+	// whose pages' headers outweigh their values: writeDirect checks the
+	// chunks it built (splits) and leaves such a day to the merge.
 	return rows > 0 && size < j.opt.MaxFileBytes/2
 }
 
@@ -202,8 +205,13 @@ func directGroups(n, batch, rgRows int) []rowGroup {
 // writeDirect writes the day's runs (directOK) into the staged partition.
 func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error) {
 	runs := j.runs
-	j.runs = nil
-	defer dropRuns(runs)
+	split := false
+	defer func() {
+		if !split { // the runs are kept for the merge
+			dropRuns(runs)
+			j.runs = nil
+		}
+	}()
 	r := j.replayed
 	dd := &directDay{keyVals: map[int]keyValues{}}
 	var err error
@@ -227,7 +235,8 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	if !ok {
 		return nil, nil, fmt.Errorf("the day's columns are not all pqpage's")
 	}
-	groups := directGroups(len(refs), min(8<<10, j.opt.RowGroupRows), j.opt.RowGroupRows)
+	batch := min(8<<10, j.opt.RowGroupRows) // the merge's output batches (partitionJob.write)
+	groups := directGroups(len(refs), batch, j.opt.RowGroupRows)
 	count := make([]int32, len(units))
 	for g := range groups {
 		for _, p := range groups[g].parts {
@@ -241,6 +250,10 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	dd.groups, dd.opts, dd.chunks = groups, opts, chunks
 	if err := j.directColumns(ctx, dd); err != nil {
 		return nil, nil, err
+	}
+	if splits(groups, chunks, len(refs), batch, j.opt.MaxFileBytes) {
+		split = true
+		return nil, nil, errSplit
 	}
 
 	staged, err := j.st.Stage(ctx, j.pr.Partition)
@@ -293,6 +306,32 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	}
 	j.pr.direct = true
 	return staged, out, nil
+}
+
+// errSplit is writeDirect's when the merge would write the day as more
+// than one file: the day is merged after all.
+var errSplit = errors.New("the day's file would be split")
+
+// splits reports whether the merge's output of these row groups (rows
+// rows in batches of batch rows) would close its file past maxBytes
+// before the last batch (output.wrote), its later rows going to another
+// file in other row groups: the day's Arrow bytes (directOK) bound the
+// Parquet bytes only for row groups large enough for their pages'
+// headers not to count.
+func splits(groups []rowGroup, chunks [][]*pqpage.Chunk, rows, batch int, maxBytes int64) bool {
+	pos := int64(4) // "PAR1"
+	end := 0
+	for g, rg := range groups {
+		for _, c := range chunks[g] {
+			pos += c.Meta().CompressedSize
+		}
+		end += int(rg.rows)
+		if pos >= maxBytes {
+			// checked after the batch in which the row group ends
+			return (end-1)/batch < (rows-1)/batch
+		}
+	}
+	return false
 }
 
 // directColumns builds every row group's chunk of every column, a column

@@ -60,6 +60,17 @@ func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([
 // (when set) fills first.
 func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(dir string)) ([]byte, dayStats) {
 	t.Helper()
+	files, st := replayDayFiles(t, tbl, opt, writerBytes, snaps, before)
+	if len(files) != 1 {
+		t.Fatalf("the day holds %d files, want one", len(files))
+	}
+	return files[0], st
+}
+
+// replayDayFiles is replayTableDay of a day of any number of files: each
+// file's bytes (the manifest ID blanked), in name order.
+func replayDayFiles(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(dir string)) ([][]byte, dayStats) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	if before != nil {
@@ -105,16 +116,22 @@ func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes in
 	if err := ds.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	part := onlyCompacted(t, partDir(dir, tbl.Name, day1))
-	b, err := os.ReadFile(part)
-	if err != nil {
-		t.Fatal(err)
+	var files [][]byte
+	for _, name := range names(t, partDir(dir, tbl.Name, day1)) {
+		if !pq.IsCompacted(name) {
+			t.Fatalf("%s in the day's partition", name)
+		}
+		b, err := os.ReadFile(filepath.Join(partDir(dir, tbl.Name, day1), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimPrefix(name, "compacted-")[:16]
+		if !bytes.Contains(b, []byte(id)) {
+			t.Fatalf("no manifest ID %q in %s", id, name)
+		}
+		files = append(files, bytes.ReplaceAll(b, []byte(id), []byte("0123456789abcdef")))
 	}
-	id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(part), "compacted-"), "-000.parquet")
-	if len(id) != 16 || !bytes.Contains(b, []byte(id)) {
-		t.Fatalf("no manifest ID %q in %s", id, part)
-	}
-	return bytes.ReplaceAll(b, []byte(id), []byte("0123456789abcdef")), st
+	return files, st
 }
 
 // commitSnaps writes and commits snaps of table tbl into the sink, their
@@ -272,6 +289,37 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 				t.Fatalf("left behind: %v", st.packFiles)
 			}
 		})
+	}
+}
+
+// A day whose file the merge would split (its bytes past MaxFileBytes
+// before its last batch: here row groups of 2 rows, whose Parquet is many
+// times its Arrow bytes) is merged after all, into the merge's files,
+// not written directly as one file past the limit.
+func TestReplayedDaySplitAsTheMergeSplitsIt(t *testing.T) {
+	needCores(t)
+	snaps := daySnaps(12, 200, 90, 21)
+	opt := Options{ChunkBytes: 256 << 10, RowGroupRows: 2, MaxFileBytes: 2 << 20}
+	merged := opt
+	merged.noPack, merged.noDirect = true, true
+	want, _ := replayDayFiles(t, schema.Instruments, merged, 64<<20, snaps, nil)
+	if len(want) < 2 {
+		t.Fatalf("the merge wrote %d files: the case does not split", len(want))
+	}
+	got, st := replayDayFiles(t, schema.Instruments, opt, 64<<20, snaps, nil)
+	if st.packed == 0 || st.direct {
+		t.Fatalf("packed %d runs, direct %v: want packed and merged", st.packed, st.direct)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d files, the merge's %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("file %d differs from the merge's", i)
+		}
+	}
+	if len(st.packFiles) > 0 {
+		t.Fatalf("left behind: %v", st.packFiles)
 	}
 }
 
