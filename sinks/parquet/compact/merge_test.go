@@ -259,3 +259,50 @@ func TestGatherMatchesRowBuilder(t *testing.T) {
 		}
 	}
 }
+
+// A keyed chunk is sorted by its ids' ranks, then the rest of the key:
+// the order of a stable sort by compareRows (ties in (record, row)
+// order), with nulls in the prefix, names the dictionary saw in an
+// earlier chunk and new ones, rows of one name at several times and
+// duplicates of the whole key.
+func TestSorterRanksOrderAsCompareRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 71))
+	for _, c := range []struct{ rows, names, times, batch int }{
+		{1, 1, 1, 10}, {300, 40, 1, 64}, {500, 7, 3, 100}, {1000, 900, 2, 333}, {200, 1, 5, 50},
+	} {
+		dict := newKeyDict(mergeSchema, mergeKey)
+		if dict == nil {
+			t.Fatal("no dictionary for a string-led key")
+		}
+		for round := range 3 { // later rounds: mostly names the dictionary has
+			rows := make([]mergeRow, c.rows)
+			for i := range rows {
+				rows[i] = mergeRow{ts: int64(rng.IntN(c.times)), id: int64(i)}
+				if n := rng.IntN(c.names + 1); n < c.names {
+					s := fmt.Sprintf("n%03d", (n*7+round)%(c.names+round))
+					rows[i].name = &s
+				}
+			}
+			recs := mergeRecords(rows, c.batch)
+			so := &sorter{mem: memory.DefaultAllocator, key: mergeKey, budget: 1 << 40, dict: dict}
+			for _, r := range recs {
+				if err := so.add(r); err != nil {
+					t.Fatal(err)
+				}
+				r.Release()
+			}
+			m, _ := so.sorted()
+			if m.ids == nil {
+				t.Fatalf("%+v: the chunk has no ids", c)
+			}
+			want := slices.Clone(rows)
+			slices.SortStableFunc(want, compareMergeRows)
+			for i, ref := range m.order {
+				if got := rows[int(ref.rec)*c.batch+int(ref.row)]; got.id != want[i].id {
+					t.Fatalf("%+v round %d: row %d is id %d, want %d", c, round, i, got.id, want[i].id)
+				}
+			}
+			m.release()
+		}
+	}
+}

@@ -3,6 +3,7 @@ package pqpage
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,4 +181,49 @@ func uvarint(b []byte) (uint64, int) {
 		}
 	}
 	return 0, 0
+}
+
+// distinctRecord is a record of n rows whose string columns hold
+// distinct values of 6 bytes (v and the row's number, 5 digits reversed:
+// few shared prefixes): one dictionary entry of 10 PLAIN bytes a row.
+func distinctRecord(n, from int) arrow.Record {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	defer b.Release()
+	for c := range testSchema.Fields() {
+		switch fb := b.Field(c).(type) {
+		case *array.StringBuilder:
+			for i := range n {
+				d := []byte(fmt.Sprintf("%05d", from+i))
+				slices.Reverse(d)
+				fb.Append("v" + string(d))
+			}
+		default:
+			fb.AppendEmptyValues(n)
+		}
+	}
+	return b.NewRecord()
+}
+
+// A dictionary that fills up in the batch that closes a page (100 rows of
+// 10 bytes a batch, pages of 1,000 bytes, a dictionary of 3,000) falls
+// back with no page under way: at the row group's last row (no PLAIN page
+// after the pages of indices, PLAIN still listed), before more rows, and
+// a chunk Reset after a fallback has its dictionary again. And indices
+// past 16 bits wide (70,000 entries), their width growing across the
+// pages of one chunk, as arrow-go writes and reads them.
+func TestFileDictFallbackAtPageEndAndWideIndices(t *testing.T) {
+	for _, tc := range []struct{ rows, rowGroup, limit int }{
+		{300, 300, 3000}, {600, 300, 3000}, {400, 300, 3000}, {350, 1000, 3000}, {70000, 100000, 1 << 20},
+	} {
+		t.Run(fmt.Sprint(tc.rows, "/", tc.rowGroup), func(t *testing.T) {
+			rec := distinctRecord(tc.rows, 0)
+			defer rec.Release()
+			got := compareWithArrowGo(t, dictProps(int64(tc.rowGroup), 1000, parquet.WithBatchSize(100), parquet.WithDictionaryPageSizeLimit(int64(tc.limit))), []arrow.Record{rec})
+			gr, _ := readFile(t, got)
+			cc, _ := gr.MetaData().RowGroup(0).ColumnChunk(testSchema.FieldIndices("s")[0])
+			if encs := fmt.Sprint(cc.Encodings()); !cc.HasDictionaryPage() || strings.Contains(encs, "PLAIN RLE PLAIN") != (tc.rows >= 300 && tc.limit == 3000) {
+				t.Errorf("column s: dictionary page %v, encodings %s", cc.HasDictionaryPage(), encs)
+			}
+		})
+	}
 }

@@ -121,6 +121,9 @@ func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
 		if m.Values != rows || c.rows != 0 {
 			return f.fail(fmt.Errorf("parquet: column %d: %d values (%d not finished) in a row group of %d rows", i, m.Values, c.rows, rows))
 		}
+		if (c.dictOn || c.keepDict) && len(c.dictPage) == 0 { // its pages of indices without their dictionary
+			return f.fail(fmt.Errorf("parquet: column %d: not finished (no dictionary page)", i))
+		}
 		metas[i] = m
 	}
 	rg := f.meta.AppendRowGroup()

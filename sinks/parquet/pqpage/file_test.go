@@ -501,15 +501,18 @@ func TestFileRowGroupCheckedBeforeWriting(t *testing.T) {
 		name  string
 		short int // the column given a row less
 		pend  int // the column left unfinished (-1: none)
+		props *parquet.WriterProperties
 	}{
-		{"last column short", len(testSchema.Fields()) - 1, -1},
-		{"middle column short", 5, -1},
-		{"last column unfinished", -1, len(testSchema.Fields()) - 1},
+		{"last column short", len(testSchema.Fields()) - 1, -1, props},
+		{"middle column short", 5, -1, props},
+		{"last column unfinished", -1, len(testSchema.Fields()) - 1, props},
+		// its pages all closed by Append, but no dictionary page yet
+		{"dictionary column unfinished", -1, testSchema.FieldIndices("s")[0], dictProps(100, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pqschema, chunks := testChunks(t, props)
+			pqschema, chunks := testChunks(t, tc.props)
 			out := &closeCounter{}
-			f, err := NewFile(out, pqschema, props)
+			f, err := NewFile(out, pqschema, tc.props)
 			if err != nil {
 				t.Fatal(err)
 			}
