@@ -298,8 +298,8 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 // not written directly as one file past the limit.
 func TestReplayedDaySplitAsTheMergeSplitsIt(t *testing.T) {
 	needCores(t)
-	snaps := daySnaps(12, 200, 90, 21)
-	opt := Options{ChunkBytes: 256 << 10, RowGroupRows: 2, MaxFileBytes: 2 << 20}
+	snaps := daySnaps(4, 60, 20, 21)
+	opt := Options{ChunkBytes: 32 << 10, RowGroupRows: 2, MaxFileBytes: 100 << 10, CompressionLevel: 1}
 	merged := opt
 	merged.noPack, merged.noDirect = true, true
 	want, _ := replayDayFiles(t, schema.Instruments, merged, 64<<20, snaps, nil)
