@@ -79,6 +79,9 @@ type Options struct {
 	// noDirect (tests): a replayed day is always merged, never written
 	// by direct.go.
 	noDirect bool
+	// directBytes (tests): the most memory the direct writer may need
+	// (directOK); 0: directMemory.
+	directBytes int64
 
 	// DecodeWeight weighs a column chunk's decompressed bytes against its
 	// stored bytes when encodings are compared: cost = stored +

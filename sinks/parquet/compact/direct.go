@@ -36,7 +36,9 @@ import (
 // done, then laid out as File writes a row group at a time.
 //
 // Memory: the order (8 bytes a row), each worker's column of the day
-// (decompressed), and the file's compressed chunks.
+// (decompressed), and the file's compressed chunks; a day whose order and
+// largest columns need more than Options.directMemory is merged instead
+// (bounded whatever the day's size).
 
 // directUnit is a record of the day as the direct writer reads it: in
 // memory, or packed.
@@ -66,26 +68,44 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	}
 	var size int64
 	rows := 0
+	cols := make([]int64, j.u.NumFields()) // each column's Arrow bytes
 	for _, run := range r.Runs {
+		if !sameColumns(run.Schema, j.u) {
+			return false
+		}
 		switch {
 		case run.packed != nil:
 			for _, pr := range run.packed.runs {
 				for _, rec := range pr.recs {
 					size += rec.size
+					for c, pc := range rec.cols {
+						cols[c] += pc.size
+					}
 				}
 			}
 			rows += run.packed.rows()
 		case run.mem != nil && run.keyed && run.mem.ids != nil:
 			for _, rec := range run.mem.recs {
 				size += util.TotalRecordSize(rec)
+				for c, a := range rec.Columns() {
+					cols[c] += int64(util.TotalArraySize(a))
+				}
 			}
 			rows += len(run.mem.order)
 		default:
 			return false
 		}
-		if !sameColumns(run.Schema, j.u) {
-			return false
-		}
+	}
+	// Bounded memory, as the merge's: the order (rowRef, id and rank: 16
+	// bytes a row) and a whole column of the day per worker, the largest
+	// first, must fit directMemory; a larger day is merged.
+	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
+	need := int64(rows) * 16
+	for _, c := range cols[:min(pq.ColumnWorkers(j.u), len(cols))] {
+		need += c
+	}
+	if need > j.opt.directMemory() {
+		return false
 	}
 	// One file: the merge's output splits past MaxFileBytes, and a day's
 	// Parquet takes at most about its Arrow bytes (half of them, to be
@@ -636,4 +656,15 @@ func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, r
 		copy(data[offs[i]:offs[i+1]], s.data[s.offs[r.row]:s.offs[r.row+1]])
 	}
 	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
+}
+
+// directMemory is the most the direct writer may hold for a day's order
+// and its workers' columns (directOK): twice ChunkBytes, at least 96 MiB
+// (the bench's replayed day of 450,000 instruments needs ~36 MB; a day of
+// ~1.2 million is merged instead).
+func (o *Options) directMemory() int64 {
+	if o.directBytes > 0 {
+		return o.directBytes
+	}
+	return max(2*o.ChunkBytes, 96<<20)
 }

@@ -265,6 +265,7 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 		{"string after the dictionary's columns", schema.Runs, 64 << 20, nil, false, false},
 		{"two integers after the dictionary's columns", schema.Rejects, 64 << 20, nil, true, true},
 		{"one core (packed and direct as on two)", schema.Instruments, 64 << 20, nil, true, true},
+		{"more than the direct writer's memory", schema.Instruments, 64 << 20, nil, true, false},
 	}
 	cores := pq.ColumnWorkers(schema.Instruments.ArrowSchema()) > 0
 	for _, c := range cases {
@@ -275,6 +276,9 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 				c.wantPacked, c.wantDirect = false, false
 			}
 			opt := Options{ChunkBytes: 64 << 10, RowGroupRows: 500}
+			if strings.HasPrefix(c.name, "more than") {
+				opt.directBytes = 64 << 10 // the day's order alone needs more
+			}
 			merged := opt
 			merged.noPack, merged.noDirect = true, true
 			want, _ := replayTableDay(t, c.tbl, merged, c.writerBytes, snaps, c.before)
