@@ -65,7 +65,9 @@ func FuzzDecodeInstruments(f *testing.F) {
 		// an array) or, without that key, one instrument; {} is an empty
 		// group. Anything but an object fails the listing.
 		var elems []json.RawMessage
-		shapeOK := json.Unmarshal(body, &elems) == nil
+		// A JSON null unmarshals into a nil slice, but a listing of null
+		// is an error (an array is expected), as the decoder says.
+		shapeOK := json.Unmarshal(body, &elems) == nil && elems != nil
 		want, groups := 0, 0
 		for _, e := range elems {
 			var g map[string]json.RawMessage
