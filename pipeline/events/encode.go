@@ -33,6 +33,7 @@ type blockEnc struct {
 	pos  [encodeBlock]uint32 // where each row's next item goes in the span
 	at   [encodeBlock]int32  // each row's row in the memo copied from, -1: encoded (memo.go)
 	p    [encodeBlock]int32  // the memo row expected after each row
+	id   [encodeBlock]rowID  // each row's identity, when the record is memoized (memo.go)
 }
 
 func uvarintLen(v uint64) uint32 { return uint32(bits.Len64(v|1)+6) / 7 }
@@ -292,7 +293,23 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 			return 0, b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
-	buf := b.srt.allocRows(n, name, lo, size, &e.pos)
+	var ids *[encodeBlock]rowID
+	if u.next != nil {
+		// A row encoded is new (this record's memo's), a row copied
+		// keeps the id of the row it is copied from.
+		ids = &e.id
+		for j := range n {
+			ids[j] = newRowID(u.next.gen, lo+j)
+		}
+		if old != nil {
+			for j := range n {
+				if k := e.at[j]; k >= 0 {
+					ids[j] = old.ids[k]
+				}
+			}
+		}
+	}
+	buf := b.srt.allocRows(n, name, lo, size, &e.pos, ids)
 	if old == nil {
 		writeRows(cols, lo, 0, n, buf, &e.pos)
 	} else {
@@ -311,7 +328,7 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 		b.re.copied.Add(int64(copied))
 	}
 	if u.next != nil {
-		u.next.add(buf, n, &e.pos, size)
+		u.next.add(buf, n, &e.pos, size, ids)
 	}
 	if err := b.srt.settle(); err != nil {
 		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)
