@@ -30,6 +30,7 @@ type Builder struct {
 	re     *Reuse // holds the memos (nil: none)
 	recs   int    // the records with rows observed
 	noMemo bool   // Options.noMemo
+	srcRun []byte // the source repeated (checkRows)
 	stats  Stats
 	err    error // the first Observe error: the rows seen are incomplete
 	done   bool
@@ -317,11 +318,9 @@ func (d *Differ) Observe(rec arrow.Record) error {
 		return b.err
 	}
 	n := int(rec.NumRows())
-	for i := range n {
-		if err := b.checkRow(cols, i, b.stats.Rows+int64(i)); err != nil {
-			b.err = err
-			return err
-		}
+	if err := b.checkRows(cols, n, b.stats.Rows); err != nil {
+		b.err = err
+		return err
 	}
 	if n == 0 {
 		return nil

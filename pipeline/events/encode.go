@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -195,6 +196,75 @@ func (b *Builder) checkRow(cols []column, i int, row int64) error {
 		return b.tooLong(row, nm)
 	}
 	return nil
+}
+
+// checkRows checks the n rows of a record bound to cols (row0 is its
+// first row's number in the snapshot) as checkRow does, and returns
+// checkRow's error for the first row that fails. The rows of a listing
+// pass: each check is made over a whole column (no nulls, every name
+// short, every source and snapshot time the builder's), row by row only
+// when one fails.
+func (b *Builder) checkRows(cols []column, n int, row0 int64) error {
+	if n == 0 {
+		return nil
+	}
+	name := &cols[len(fields)+colName]
+	src := &cols[len(fields)+colSource]
+	snap := &cols[len(fields)+colSnapshot]
+	ok := !name.nulls
+	if ok && int(name.offs[n]-name.offs[0]) > maxName {
+		for i := range n {
+			if name.offs[i+1]-name.offs[i] > maxName {
+				ok = false
+				break
+			}
+		}
+	}
+	if ok && src.arr != nil {
+		ok = !src.nulls && src.allEqual(b.source, n, &b.srcRun)
+	}
+	if ok && snap.arr != nil {
+		ok = !snap.nulls
+		for _, v := range snap.ts[:n] {
+			if int64(v) != b.snapMs {
+				ok = false
+				break
+			}
+		}
+	}
+	if ok {
+		return nil
+	}
+	for i := range n {
+		if err := b.checkRow(cols, i, row0+int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allEqual reports whether rows [0, n) of string column c all hold s
+// (nulls aside); *run caches s repeated, to compare many at once.
+func (c *column) allEqual(s string, n int, run *[]byte) bool {
+	l := int32(len(s))
+	o := c.offs[:n+1]
+	for i := range o {
+		if o[i]-o[0] != int32(i)*l {
+			return false
+		}
+	}
+	k := min(n, encodeBlock) // repetitions compared at once
+	if len(*run) != k*len(s) {
+		*run = []byte(strings.Repeat(s, k))
+	}
+	for v := c.vals[:n*len(s)]; len(v) > 0; {
+		m := min(len(v), len(*run))
+		if string(v[:m]) != string((*run)[:m]) {
+			return false
+		}
+		v = v[m:]
+	}
+	return true
 }
 
 func (b *Builder) tooLong(row int64, nm []byte) error {
