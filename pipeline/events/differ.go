@@ -30,6 +30,7 @@ type Builder struct {
 	re     *Reuse // holds the memos (nil: none)
 	recs   int    // the records with rows observed
 	noMemo bool   // Options.noMemo
+	srcRun []byte // the source repeated (checkRows)
 	stats  Stats
 	err    error // the first Observe error: the rows seen are incomplete
 	done   bool
@@ -317,11 +318,9 @@ func (d *Differ) Observe(rec arrow.Record) error {
 		return b.err
 	}
 	n := int(rec.NumRows())
-	for i := range n {
-		if err := b.checkRow(cols, i, b.stats.Rows+int64(i)); err != nil {
-			b.err = err
-			return err
-		}
+	if err := b.checkRows(cols, n, b.stats.Rows); err != nil {
+		b.err = err
+		return err
 	}
 	if n == 0 {
 		return nil
@@ -487,12 +486,34 @@ func (d *Differ) merge(pc, nc cursor, out *stateWriter, q *eventQueue) (int, err
 		checkPrev = fc.check
 	}
 	var (
-		n       int
-		changes []change
+		n, passed int
+		changes   []change
 	)
+	// Both sides in memory with their rows' ids (a replay's comparisons
+	// sharing a Reuse): an instrument whose row has the id of the previous
+	// state's (the same name and payload, see rowID) has no event, and is
+	// passed over without reading its name or payload.
+	nm, _ := nc.(*memCursor)
+	pm, _ := pc.(*memCursor)
+	byID := nm != nil && pm != nil && len(nm.ids) > 0 && len(pm.ids) > 0 && out == nil
 	bt := <-q.free
 	nok, pok := nc.next(), pc.next()
 	for nok || pok {
+		if byID && nok && pok {
+			i, j := nm.i, pm.i
+			for i < len(nm.ids) && j < len(pm.ids) && nm.ids[i] != 0 && nm.ids[i] == pm.ids[j] {
+				i++
+				j++
+			}
+			if i > nm.i {
+				n += i - nm.i
+				passed += i - nm.i
+				nm.i, pm.i = i-1, j-1
+				if nok, pok = nm.next(), pm.next(); !nok && !pok {
+					break
+				}
+			}
+		}
 		if len(bt.evs) >= eventBatch {
 			var ok bool
 			if bt, ok = q.hand(bt); !ok {
@@ -568,6 +589,9 @@ func (d *Differ) merge(pc, nc cursor, out *stateWriter, q *eventQueue) (int, err
 			}
 		}
 		nok, pok = nc.next(), pc.next()
+	}
+	if passed > 0 {
+		d.opt.Reuse.passed.Add(int64(passed))
 	}
 	if err := nc.error(); err != nil {
 		return n, fmt.Errorf("instrument events: %s: %w", d.meta.Source, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,7 @@ type blockEnc struct {
 	pos  [encodeBlock]uint32 // where each row's next item goes in the span
 	at   [encodeBlock]int32  // each row's row in the memo copied from, -1: encoded (memo.go)
 	p    [encodeBlock]int32  // the memo row expected after each row
+	id   [encodeBlock]rowID  // each row's identity, when the record is memoized (memo.go)
 }
 
 func uvarintLen(v uint64) uint32 { return uint32(bits.Len64(v|1)+6) / 7 }
@@ -196,6 +198,75 @@ func (b *Builder) checkRow(cols []column, i int, row int64) error {
 	return nil
 }
 
+// checkRows checks the n rows of a record bound to cols (row0 is its
+// first row's number in the snapshot) as checkRow does, and returns
+// checkRow's error for the first row that fails. The rows of a listing
+// pass: each check is made over a whole column (no nulls, every name
+// short, every source and snapshot time the builder's), row by row only
+// when one fails.
+func (b *Builder) checkRows(cols []column, n int, row0 int64) error {
+	if n == 0 {
+		return nil
+	}
+	name := &cols[len(fields)+colName]
+	src := &cols[len(fields)+colSource]
+	snap := &cols[len(fields)+colSnapshot]
+	ok := !name.nulls
+	if ok && int(name.offs[n]-name.offs[0]) > maxName {
+		for i := range n {
+			if name.offs[i+1]-name.offs[i] > maxName {
+				ok = false
+				break
+			}
+		}
+	}
+	if ok && src.arr != nil {
+		ok = !src.nulls && src.allEqual(b.source, n, &b.srcRun)
+	}
+	if ok && snap.arr != nil {
+		ok = !snap.nulls
+		for _, v := range snap.ts[:n] {
+			if int64(v) != b.snapMs {
+				ok = false
+				break
+			}
+		}
+	}
+	if ok {
+		return nil
+	}
+	for i := range n {
+		if err := b.checkRow(cols, i, row0+int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allEqual reports whether rows [0, n) of string column c all hold s
+// (nulls aside); *run caches s repeated, to compare many at once.
+func (c *column) allEqual(s string, n int, run *[]byte) bool {
+	l := int32(len(s))
+	o := c.offs[:n+1]
+	for i := range o {
+		if o[i]-o[0] != int32(i)*l {
+			return false
+		}
+	}
+	k := min(n, encodeBlock) // repetitions compared at once
+	if len(*run) != k*len(s) {
+		*run = []byte(strings.Repeat(s, k))
+	}
+	for v := c.vals[:n*len(s)]; len(v) > 0; {
+		m := min(len(v), len(*run))
+		if string(v[:m]) != string((*run)[:m]) {
+			return false
+		}
+		v = v[m:]
+	}
+	return true
+}
+
 func (b *Builder) tooLong(row int64, nm []byte) error {
 	return fmt.Errorf("instrument events: %s: row %d (%.64q): instrument %.64q: name or values too long", b.source, row, nm, nm)
 }
@@ -292,7 +363,23 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 			return 0, b.tooLong(row0+int64(j), name.strAt(lo+j))
 		}
 	}
-	buf := b.srt.allocRows(n, name, lo, size, &e.pos)
+	var ids *[encodeBlock]rowID
+	if u.next != nil {
+		// A row encoded is new (this record's memo's), a row copied
+		// keeps the id of the row it is copied from.
+		ids = &e.id
+		for j := range n {
+			ids[j] = newRowID(u.next.gen, lo+j)
+		}
+		if old != nil {
+			for j := range n {
+				if k := e.at[j]; k >= 0 {
+					ids[j] = old.ids[k]
+				}
+			}
+		}
+	}
+	buf := b.srt.allocRows(n, name, lo, size, &e.pos, ids)
 	if old == nil {
 		writeRows(cols, lo, 0, n, buf, &e.pos)
 	} else {
@@ -311,7 +398,7 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 		b.re.copied.Add(int64(copied))
 	}
 	if u.next != nil {
-		u.next.add(buf, n, &e.pos, size)
+		u.next.add(buf, n, &e.pos, size, ids)
 	}
 	if err := b.srt.settle(); err != nil {
 		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
 )
 
 // refObserve is the row-by-row encoding that Builder.observe's column
@@ -280,6 +281,61 @@ func TestEncodeLargeBlock(t *testing.T) {
 	for i := range g {
 		if g[i] != w[i] {
 			t.Fatalf("row %d differs from the reference", i)
+		}
+	}
+}
+
+// TestCheckRowsAsEachRow: the checks of a whole record (checkRows, the
+// background Observe's) reject exactly the records that the checks row by
+// row reject (checkRow, the Builder's), with the same error (the first bad
+// row's), wherever the bad row is, in a record sliced at any offset; and a
+// good record passes.
+func TestCheckRowsAsEachRow(t *testing.T) {
+	long := string(bytes.Repeat([]byte("x"), maxName+1))
+	bad := map[string]row{
+		"good":              nil,
+		"null name":         {"instrument_name": nil},
+		"long name":         {"instrument_name": long},
+		"other source":      {"source": "t"},
+		"longer source":     {"source": "ss"},
+		"empty source":      {"source": ""},
+		"null source":       {"source": nil},
+		"other snapshot":    {"snapshot_time": at(2)},
+		"null snapshot":     {"snapshot_time": nil},
+		"source of the row": {"source": "s", "instrument_name": "s"},
+	}
+	for what, over := range bad {
+		for _, pos := range []int{0, 1, 299, 599} {
+			for _, off := range []int{0, 3} {
+				rows := make([]row, 600+off)
+				for i := range rows {
+					rows[i] = inst(fmt.Sprintf("A%04d", i))
+				}
+				if over != nil {
+					for k, v := range over {
+						rows[off+pos][k] = v
+					}
+				}
+				whole := record(t, memory.DefaultAllocator, "s", at(1), rows)
+				rec := whole.NewSlice(int64(off), whole.NumRows())
+				whole.Release()
+				var errs [2]error
+				for i, bg := range []bool{false, true} {
+					d, err := NewDiffer(nil, sinks.Snapshot{Source: "s", Time: at(1)}, Options{Background: bg})
+					if err != nil {
+						t.Fatal(err)
+					}
+					errs[i] = d.Observe(rec)
+					d.Close()
+				}
+				rec.Release()
+				if (errs[0] == nil) != (over == nil || what == "source of the row") {
+					t.Errorf("%s at %d (offset %d): row by row: %v", what, pos, off, errs[0])
+				}
+				if fmt.Sprint(errs[1]) != fmt.Sprint(errs[0]) {
+					t.Errorf("%s at %d (offset %d): whole record: %v, row by row: %v", what, pos, off, errs[1], errs[0])
+				}
+			}
 		}
 	}
 }

@@ -85,8 +85,11 @@
 // each the memory of the ones before and remembers the record each last
 // encoded: the rows of the next snapshot that repeat it (found by name,
 // every compared value equal on the Arrow buffers) are copied from it
-// instead of encoded, which is most rows of a realistic listing. The
-// events and the state are exactly those of encoding every row.
+// instead of encoded, which is most rows of a realistic listing. Such a
+// row keeps the id of the row it is copied from (rowID), and Finish
+// passes over the instruments whose rows have the previous state's ids
+// without reading their names or payloads. The events and the state are
+// exactly those of encoding and comparing every row.
 //
 // # Use
 //

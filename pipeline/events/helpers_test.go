@@ -59,6 +59,11 @@ func record(t testing.TB, mem memory.Allocator, source string, snap time.Time, r
 	for _, r := range rows {
 		full := maps.Clone(r)
 		full["snapshot_time"], full["run_id"], full["source"] = snap, "run-"+snap.Format("150405"), source
+		for _, k := range []string{"source", "snapshot_time"} { // a row's own (tests of bad rows)
+			if v, ok := r[k]; ok {
+				full[k] = v
+			}
+		}
 		for i, c := range schema.Instruments.Columns {
 			v := full[c.Name]
 			fb := b.Field(i)

@@ -41,6 +41,27 @@ const memoBytes = 64 << 20
 // before the memo's name index is used.
 const memoWindow = 8
 
+// rowID identifies a row's instrument name and payload within a Reuse (0:
+// no identity). Each row a memo remembers has one: a row encoded from its
+// values gets a new one (its memo's gen and its row in the memo), a row
+// copied from an earlier memo's row keeps that row's. Rows of equal
+// (non-zero) rowID therefore have the same name and the same payload, by
+// induction: a copied row has its source's name (matched) and payload
+// (every compared value equal). The entries of a sorter and of a State
+// built with a Reuse carry their rows' ids, so that the comparison with
+// the previous state can pass over the instruments whose ids are equal
+// without reading their names or payloads (Differ.merge): of a replay's
+// snapshots most instruments come back with the same values, and their
+// rows are copied from the memo of the snapshot before, whose rows are
+// the previous state's.
+type rowID uint64
+
+// newRowID returns the id of row k of the memo of generation gen.
+func newRowID(gen uint64, k int) rowID { return rowID(gen<<16 | uint64(k)) }
+
+// memoRows < 1<<16: a row of a memo fits newRowID's low bits.
+var _ [1<<16 - memoRows]struct{}
+
 // memoKey names a memo: the source and the record's place in its snapshot.
 type memoKey struct {
 	source string
@@ -55,10 +76,12 @@ type memo struct {
 	cols []column
 	row0 int64 // the record's first row in its snapshot
 	n    int
-	rows []span // each row's payload in pay
-	pay  []byte // the record's encoded blocks (names and payloads)
-	full bool   // payloads past memoBytes: not remembered
-	refs int    // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
+	rows []span  // each row's payload in pay
+	ids  []rowID // each row's identity (see rowID)
+	gen  uint64  // the memo's generation: its new rows' ids (newRowID)
+	pay  []byte  // the record's encoded blocks (names and payloads)
+	full bool    // payloads past memoBytes: not remembered
+	refs int     // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
 
 	idxOnce sync.Once
 	seed    maphash.Seed
@@ -152,9 +175,10 @@ func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, 
 	if old != nil {
 		old.refs++
 	}
-	next := &memo{rec: rec, cols: append([]column(nil), cols...), row0: row0, n: n}
+	r.gen++
+	next := &memo{rec: rec, cols: append([]column(nil), cols...), row0: row0, n: n, gen: r.gen}
 	if k := len(r.spare) - 1; k >= 0 {
-		next.rows, next.pay = r.spare[k].rows[:0], r.spare[k].pay[:0]
+		next.rows, next.pay, next.ids = r.spare[k].rows[:0], r.spare[k].pay[:0], r.spare[k].ids[:0]
 		r.spare[k] = nil
 		r.spare = r.spare[:k]
 	}
@@ -230,7 +254,7 @@ func (r *Reuse) unref(m *memo) {
 	}
 	m.rec.Release()
 	if len(r.spare) < 2 && cap(m.pay) <= reuseSliceBytes {
-		r.spare = append(r.spare, &memo{rows: m.rows, pay: m.pay})
+		r.spare = append(r.spare, &memo{rows: m.rows, pay: m.pay, ids: m.ids})
 	}
 	*m = memo{}
 }
@@ -413,9 +437,9 @@ func bitsOf(f []float64) []uint64 {
 }
 
 // add appends a block of rows as encoded: buf holds them (names and
-// payloads), row j's payload ends at pos[j] and has size[j] bytes. A memo
-// past memoBytes is given up (done drops it).
-func (m *memo) add(buf []byte, n int, pos, size *[encodeBlock]uint32) {
+// payloads), row j's payload ends at pos[j] and has size[j] bytes, its id
+// is ids[j]. A memo past memoBytes is given up (done drops it).
+func (m *memo) add(buf []byte, n int, pos, size *[encodeBlock]uint32, ids *[encodeBlock]rowID) {
 	if m.full || len(m.pay)+len(buf) > memoBytes {
 		m.full = true
 		return
@@ -425,4 +449,5 @@ func (m *memo) add(buf []byte, n int, pos, size *[encodeBlock]uint32) {
 	for j := range n {
 		m.rows = append(m.rows, span{base + pos[j] - size[j], size[j]})
 	}
+	m.ids = append(m.ids, ids[:n]...)
 }

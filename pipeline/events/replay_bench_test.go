@@ -145,6 +145,8 @@ func BenchmarkReplayArchive(b *testing.B) {
 				prev.Close()
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(opt.Reuse.copied.Load())/float64(b.N), "copied/op")
+			b.ReportMetric(float64(opt.Reuse.passed.Load())/float64(b.N), "passed/op")
 		})
 	}
 }

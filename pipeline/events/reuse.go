@@ -24,16 +24,21 @@ type Reuse struct {
 	chunks freeList[byte]
 	ents   freeList[entry]
 	keys   freeList[sortKey]
+	ids    freeList[rowID]
 	// memos are the records last encoded, per source and record of a
 	// snapshot (see memo); spare keeps the slices of dropped ones.
 	memos    map[memoKey]*memo
 	held     map[string]int // rows the memos of each source hold
 	maxHeld  int            // the bound of held (trimMemos; 0: 2*memoRows)
 	spare    []*memo
+	gen      uint64           // the last memo's generation (under mu; see rowID)
 	batches  []*eventBatchBuf // of Finish's event queues
 	emitters []*emitter       // their scratch slices, for Finish's next emitter
 	// copied counts the rows copied from memos (tests).
 	copied atomic.Int64
+	// passed counts the instruments merges passed over by their rows'
+	// ids (tests).
+	passed atomic.Int64
 }
 
 // How many chunks and slices of each kind a Reuse keeps at most, and the
@@ -98,39 +103,35 @@ func (r *Reuse) putChunks(chunks [][]byte) {
 	}
 }
 
-func (r *Reuse) entries() []entry {
+// takeSlice returns an empty slice of f (under r's lock), nil for a nil r.
+func takeSlice[T any](r *Reuse, f func(*Reuse) *freeList[T]) []T {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.ents.get()
+	return f(r).get()
 }
 
-func (r *Reuse) putEntries(e []entry) {
+// keepSlice gives s back to f (under r's lock), which keeps up to limit.
+func keepSlice[T any](r *Reuse, f func(*Reuse) *freeList[T], s []T, limit int) {
 	if r != nil {
 		r.mu.Lock()
-		r.ents.put(e, reuseSlices)
+		f(r).put(s, limit)
 		r.mu.Unlock()
 	}
 }
 
-func (r *Reuse) sortKeys() []sortKey {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.keys.get()
-}
+func entsOf(r *Reuse) *freeList[entry]   { return &r.ents }
+func idsOf(r *Reuse) *freeList[rowID]    { return &r.ids }
+func keysOf(r *Reuse) *freeList[sortKey] { return &r.keys }
 
-func (r *Reuse) putSortKeys(k []sortKey) {
-	if r != nil {
-		r.mu.Lock()
-		r.keys.put(k, 2*reuseSlices)
-		r.mu.Unlock()
-	}
-}
+func (r *Reuse) entries() []entry        { return takeSlice(r, entsOf) }
+func (r *Reuse) putEntries(e []entry)    { keepSlice(r, entsOf, e, reuseSlices) }
+func (r *Reuse) rowIDs() []rowID         { return takeSlice(r, idsOf) }
+func (r *Reuse) putRowIDs(ids []rowID)   { keepSlice(r, idsOf, ids, reuseSlices) }
+func (r *Reuse) sortKeys() []sortKey     { return takeSlice(r, keysOf) }
+func (r *Reuse) putSortKeys(k []sortKey) { keepSlice(r, keysOf, k, 2*reuseSlices) }
 
 // release gives the arena's chunks back to its Reuse (if any) and empties
 // it; nothing may read what it held any more.
@@ -145,6 +146,7 @@ func (b *buffer) release() {
 	re := b.ar.re
 	b.ar.release()
 	re.putEntries(b.ents)
+	re.putRowIDs(b.ids)
 	re.putSortKeys(b.keys)
 	re.putSortKeys(b.keys2)
 	*b = buffer{ar: arena{re: re}}
@@ -152,7 +154,7 @@ func (b *buffer) release() {
 
 // newRowBuffer returns an empty buffer taking its memory from re (nil: none).
 func newRowBuffer(re *Reuse) buffer {
-	return buffer{ar: arena{re: re}, ents: re.entries(), keys: re.sortKeys(), keys2: re.sortKeys()}
+	return buffer{ar: arena{re: re}, ents: re.entries(), ids: re.rowIDs(), keys: re.sortKeys(), keys2: re.sortKeys()}
 }
 
 // eventBatch returns an empty batch of events for Finish's queue.

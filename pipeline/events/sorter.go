@@ -56,6 +56,9 @@ type sorter struct {
 type buffer struct {
 	ar   arena
 	ents []entry
+	// ids, when not empty, holds each entry's row identity (see rowID),
+	// in step with ents; empty when no row has one.
+	ids []rowID
 	// keys and keys2 are sort's working memory, kept for the next sort.
 	keys, keys2 []sortKey
 }
@@ -106,6 +109,9 @@ func (s *sorter) add(name string, p []byte) error {
 	copy(buf[copy(buf, name):], p)
 	s.keys = append(s.keys, rowKey(buf[:len(name)], len(s.ents)))
 	s.ents = append(s.ents, entry{key: nameKey(name), chunk: c, off: off, nlen: uint32(len(name)), plen: uint32(len(p))})
+	if len(s.ids) > 0 {
+		s.ids = append(s.ids, 0)
+	}
 	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
@@ -120,7 +126,8 @@ func (s *sorter) add(name string, p []byte) error {
 // here). Rows so added count towards the buffer's bound at settle,
 // not at once: a caller adds a block of rows, writes them, then settles
 // (which may spill). The caller checks the lengths (maxName, maxPayload).
-func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32) []byte {
+// ids (nil: none) are the rows' identities (rowID).
+func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID) []byte {
 	total := 0
 	for j := 0; j < n; j++ {
 		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
@@ -135,6 +142,15 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 		s.ents = append(s.ents, entry{key: k.k1, chunk: c, off: off + p, nlen: nl, plen: size[j]})
 		pos[j] = p + nl
 		p += nl + size[j]
+	}
+	switch {
+	case ids != nil:
+		if len(s.ids) < len(s.ents)-n {
+			s.ids = append(s.ids, make([]rowID, len(s.ents)-n-len(s.ids))...)
+		}
+		s.ids = append(s.ids, ids[:n]...)
+	case len(s.ids) > 0:
+		s.ids = append(s.ids, make([]rowID, n)...)
 	}
 	return buf
 }
@@ -178,7 +194,7 @@ func (s *sorter) spill() error {
 	s.bg = make(chan error, 1)
 	go func() {
 		err := s.writeRun(&full)
-		full.ents, full.keys = full.ents[:0], full.keys[:0]
+		full.ents, full.keys, full.ids = full.ents[:0], full.keys[:0], full.ids[:0]
 		full.ar.reset()
 		*spare = full // reused by the next spill
 		s.bg <- err
@@ -218,16 +234,24 @@ func (b *buffer) sort() {
 	b.permute()
 	// Keep the last row of each name: equal names are adjacent, in
 	// arrival order.
-	ents, n := b.ents, 0
+	ents, ids, n := b.ents, b.ids, 0
 	for j := range ents {
 		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 && keys[j].k3 == keys[j+1].k3 &&
 			bytes.Equal(b.name(&ents[j]), b.name(&ents[j+1])) {
 			continue // a later row of the same name follows
 		}
-		ents[n] = ents[j]
+		if n != j {
+			ents[n] = ents[j]
+			if len(ids) > 0 {
+				ids[n] = ids[j]
+			}
+		}
 		n++
 	}
 	b.ents = ents[:n]
+	if len(ids) > 0 {
+		b.ids = ids[:n]
+	}
 	b.keys = keys[:0] // consumed (their i overwritten by permute)
 }
 
@@ -236,21 +260,31 @@ func (b *buffer) sort() {
 // it overwrites the keys' i.
 func (b *buffer) permute() {
 	const done = math.MaxUint32
-	ents, keys := b.ents, b.keys
+	ents, keys, ids := b.ents, b.keys, b.ids
 	for s := range keys {
 		if keys[s].i == done {
 			continue
 		}
 		first := ents[s]
+		var firstID rowID
+		if len(ids) > 0 {
+			firstID = ids[s]
+		}
 		j := s
 		for {
 			k := int(keys[j].i)
 			keys[j].i = done
 			if k == s {
 				ents[j] = first
+				if len(ids) > 0 {
+					ids[j] = firstID
+				}
 				break
 			}
 			ents[j] = ents[k]
+			if len(ids) > 0 {
+				ids[j] = ids[k]
+			}
 			j = k
 		}
 	}
@@ -591,7 +625,7 @@ func (s *sorter) stream() (cursor, error) {
 		s.spare = nil
 	}
 	s.buffer.sort()
-	mem := &memCursor{ar: &s.ar, ents: s.ents, i: -1}
+	mem := &memCursor{ar: &s.ar, ents: s.ents, ids: s.ids, i: -1}
 	if len(s.runs) == 0 {
 		return mem, nil
 	}
@@ -641,7 +675,7 @@ func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
 
 // takeState moves the sorted buffer into an in-memory State.
 func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
-	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents}
+	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents, ids: s.ids}
 	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2} // the keys go back at close
 	return st
 }
@@ -665,6 +699,7 @@ func (s *sorter) close() {
 type memCursor struct {
 	ar   *arena
 	ents []entry
+	ids  []rowID // the entries' identities (empty: none)
 	i    int
 }
 
@@ -902,7 +937,7 @@ func (s *State) cursor() (cursor, error) {
 		return nil, errClosed
 	}
 	if !inFile {
-		return &memCursor{ar: &s.ar, ents: s.ents, i: -1}, nil
+		return &memCursor{ar: &s.ar, ents: s.ents, ids: s.ids, i: -1}, nil
 	}
 	c, err := s.openFile()
 	if err != nil {

@@ -41,6 +41,7 @@ type State struct {
 	// In memory: entries sorted by name, names distinct.
 	ar   arena
 	ents []entry
+	ids  []rowID // the entries' identities (empty: none; see rowID)
 
 	mu     sync.Mutex
 	f      *os.File // the state file (nil: in memory)
@@ -94,7 +95,7 @@ func (s *State) Len() int { return s.n }
 // MemBytes estimates the memory the state holds: its entries when it is in
 // memory, nothing but buffers while a file-backed state is read.
 func (s *State) MemBytes() int64 {
-	n := int64(cap(s.ents)) * entrySize
+	n := int64(cap(s.ents))*entrySize + int64(cap(s.ids))*8
 	for _, c := range s.ar.chunks {
 		n += int64(cap(c))
 	}
@@ -115,8 +116,9 @@ func (s *State) Close() error {
 	// Nothing reads a closed state: its memory goes to the next
 	// comparison (Options.Reuse).
 	s.ar.re.putEntries(s.ents)
+	s.ar.re.putRowIDs(s.ids)
 	s.ar.release()
-	s.ar, s.ents = arena{}, nil
+	s.ar, s.ents, s.ids = arena{}, nil, nil
 	if s.f == nil {
 		return nil
 	}
