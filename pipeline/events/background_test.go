@@ -19,13 +19,11 @@ import (
 // mixed (records of 1000 rows, small ones encoded in Observe when the
 // encoder is idle); every record is released (runSim's checked allocator).
 func TestBackgroundEncoding(t *testing.T) {
-	t.Parallel()
 	const ticks = 6
 	want, _, wantState := runSim(t, ticks, "", Options{})
 	for _, c := range []struct{ memBytes, min int }{{4 << 10, 1}, {256 << 10, 1}, {0, 1}, {4 << 10, 0}, {4 << 10, 999}} {
 		memBytes := c.memBytes
 		t.Run(fmt.Sprintf("buffer %d min %d", memBytes, c.min), func(t *testing.T) {
-			t.Parallel() // each with its own simulator, allocator and folder
 			got, _, st := runSim(t, ticks, "", Options{Background: true, MemBytes: memBytes, TempDir: t.TempDir(), backgroundMin: c.min})
 			if d := diffStrings(got, want); d != "" {
 				t.Fatal(d)

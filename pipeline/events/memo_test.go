@@ -138,7 +138,6 @@ func memoSnapshots() [][]row {
 // memory or spilled; and the memo was used. Closing the Reuse releases
 // the records it held.
 func TestMemoSameEventsAndStates(t *testing.T) {
-	t.Parallel()
 	snaps := memoSnapshots()
 	for _, tc := range []struct {
 		name  string
@@ -199,7 +198,6 @@ func TestMemoSameEventsAndStates(t *testing.T) {
 // one: the earlier memos go past the bound, not stay beside the new
 // ones); and each Finish gives both of its event batches back.
 func TestMemosHoldAtMostMemoRows(t *testing.T) {
-	t.Parallel()
 	const bound = 1000
 	rows := memoListing(bound)
 	opt := withReuse(Options{}, false)

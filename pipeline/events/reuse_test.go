@@ -18,7 +18,6 @@ import (
 // comparisons that share nothing: in memory and spilled, encoded inline
 // and in the background.
 func TestReuseSameEventsAndStates(t *testing.T) {
-	t.Parallel()
 	sim := venuesim.New(venuesim.Config{Seed: 7, Instruments: 3000})
 	var snaps []simSnap
 	for range 6 {

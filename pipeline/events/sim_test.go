@@ -107,7 +107,6 @@ func expectedSimEvents(prev, cur []venuesim.Instrument, first bool, src, runID s
 // snapshots) with a plain diff of the simulator's own typed listings, and
 // checks that a replay (fresh state, same snapshots) gives identical events.
 func TestSimulator(t *testing.T) {
-	t.Parallel()
 	const ticks = 10
 	first, kinds, firstState := runSim(t, ticks, t.TempDir(), Options{})
 	for _, k := range kindNames {
@@ -137,7 +136,6 @@ func TestSimulator(t *testing.T) {
 	}{{512, false}, {4 << 10, true}, {64 << 10, false}, {256 << 10, true}} {
 		memBytes, saved := c.memBytes, c.saved
 		t.Run(fmt.Sprintf("buffer %d saved %v", memBytes, saved), func(t *testing.T) {
-			t.Parallel() // each with its own simulator, allocator and folders
 			dir, tmp := "", t.TempDir()
 			if saved {
 				dir = t.TempDir()

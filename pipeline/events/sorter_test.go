@@ -129,7 +129,6 @@ func TestMergeMatchesBytewiseOrder(t *testing.T) {
 // holds only the live runs (before, every merged run stayed in the file
 // until close and it grew about quadratically).
 func TestCompactionFreesSpill(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	s := newSorter("test", 8<<10, dir, nil)
 	defer s.close()
