@@ -111,6 +111,14 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 	d := newColDict()
 	limit := dd.opts[i].DictPageSize
 	for k, u := range units {
+		ids[k], all = all[:u.rows:u.rows], all[u.rows:]
+		if u.rec == nil && i < len(u.packed.cols) && u.packed.cols[i].dict {
+			ok, err := j.packedDayIDs(d, u, i, readers, ids[k], limit)
+			if !ok || err != nil {
+				return false, err
+			}
+			continue
+		}
 		a, err := j.unitColumn(u, i, readers)
 		if err != nil {
 			return false, err
@@ -122,7 +130,6 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 			}
 			return false, fmt.Errorf("a record's column of %d %s, not %d strings", a.Len(), a.DataType(), u.rows)
 		}
-		ids[k], all = all[:u.rows:u.rows], all[u.rows:]
 		ok = d.idsOf(s, ids[k], limit)
 		if u.rec == nil {
 			a.Release()
@@ -145,4 +152,16 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 	})
 	dd.indexed[i] = err == nil
 	return true, err
+}
+
+// packedDayIDs sets out to the day's ids of column i of packed unit u,
+// packed with ids (packdict.go): its distinct values numbered once each.
+func (j *partitionJob) packedDayIDs(d *colDict, u directUnit, i int, readers map[*packFile]*packReader, out []uint32, limit int64) (bool, error) {
+	ids, vals, err := j.packReader(u, readers).dictColumn(u.packed.cols[i], u.rows)
+	if err != nil {
+		return false, err
+	}
+	defer ids.Release()
+	defer vals.Release()
+	return d.dayIDs(ids, vals, out, limit), nil
 }

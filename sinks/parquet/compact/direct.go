@@ -444,6 +444,14 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
+		// not read, but a damaged pack fails the day all the same
+		for _, u := range units {
+			if u.rec == nil && i < len(u.packed.cols) {
+				if err := j.packReader(u, readers).check(u.packed.cols[i]); err != nil {
+					return err
+				}
+			}
+		}
 		return j.directKeyColumn(ctx, dd, i, kv)
 	}
 	if dd.opts[i].Dict && !dd.byValue {
@@ -484,15 +492,21 @@ func (j *partitionJob) unitColumn(u directUnit, i int, readers map[*packFile]*pa
 	if u.rec != nil {
 		return u.rec.Column(i), nil
 	}
+	rd := j.packReader(u, readers)
+	if i >= len(u.packed.cols) {
+		return nil, fmt.Errorf("a packed record without all its columns")
+	}
+	return rd.column(j.u.Field(i).Type, u.packed.cols[i], u.rows)
+}
+
+// packReader is the reader of u's pack file.
+func (j *partitionJob) packReader(u directUnit, readers map[*packFile]*packReader) *packReader {
 	rd := readers[u.file]
 	if rd == nil {
 		rd = newPackReader(u.file, j.pool)
 		readers[u.file] = rd
 	}
-	if i >= len(u.packed.cols) {
-		return nil, fmt.Errorf("a packed record without all its columns")
-	}
-	return rd.column(j.u.Field(i).Type, u.packed.cols[i], u.rows)
+	return rd
 }
 
 // build builds column i's chunk of every row group, add adding each of
