@@ -31,8 +31,11 @@ type localDict struct {
 	data  []byte
 }
 
-// encode numbers a's values (a null's id 0), false when a has more than
-// a quarter of its rows distinct values (or an offset).
+// encode numbers a's values (a null's id 0), false when a has more
+// than an eighth of its rows (at most 256) distinct values, or an
+// offset. A value equal to the one before it, or to the one before
+// that (a record sorted by instrument alternates calls and puts), is not
+// looked up.
 func (l *localDict) encode(a *array.String) bool {
 	n := a.Len()
 	if n == 0 || a.Data().Offset() != 0 {
@@ -44,15 +47,15 @@ func (l *localDict) encode(a *array.String) bool {
 	clear(l.index)
 	l.ids = append(l.ids[:0], make([]uint32, n)...)
 	l.offs, l.data = append(l.offs[:0], 0), l.data[:0]
-	most := n/4 + 1
+	most := min(n/8, 256) + 1
 	offs := a.ValueOffsets()
 	var data []byte
 	if b := a.Data().Buffers()[2]; b != nil {
 		data = b.Bytes()
 	}
 	nulls := a.NullN() > 0
-	var last []byte
-	lastID, has := uint32(0), false
+	var last, prev []byte // the last value and the one before it
+	lastID, prevID, has, has2 := uint32(0), uint32(0), false, false
 	for r := range n {
 		if nulls && a.IsNull(r) {
 			continue
@@ -62,6 +65,12 @@ func (l *localDict) encode(a *array.String) bool {
 			l.ids[r] = lastID
 			continue
 		}
+		if has2 && bytes.Equal(v, prev) {
+			l.ids[r] = prevID
+			last, prev, lastID, prevID = prev, last, prevID, lastID
+			continue
+		}
+		prev, prevID, has2 = last, lastID, has
 		id, ok := l.index[string(v)]
 		if !ok {
 			if len(l.offs) > most {
