@@ -267,7 +267,7 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	for g := range chunks {
 		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
 	}
-	dd.groups, dd.opts, dd.chunks = groups, opts, chunks
+	dd.groups, dd.opts, dd.chunks, dd.indexed = groups, opts, chunks, make([]bool, j.u.NumFields())
 	if err := j.directColumns(ctx, dd); err != nil {
 		return nil, nil, err
 	}
@@ -427,6 +427,10 @@ type directDay struct {
 	// keyVals are the values of the key's dictionary columns by rank, by
 	// column index: a row's value is its rank's, not read nor gathered.
 	keyVals map[int]keyValues
+	// byValue (tests): the dictionary columns are gathered as strings,
+	// not as ids (dictidx.go); indexed: per column, whether it was.
+	byValue bool
+	indexed []bool
 }
 
 // keyValues are a dictionary column's values by rank (valid nil: no null).
@@ -440,7 +444,21 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
+		// not read, but a damaged pack fails the day all the same
+		for _, u := range units {
+			if u.rec == nil && i < len(u.packed.cols) {
+				if err := j.packReader(u, readers).check(u.packed.cols[i]); err != nil {
+					return err
+				}
+			}
+		}
 		return j.directKeyColumn(ctx, dd, i, kv)
+	}
+	if dd.opts[i].Dict && !dd.byValue {
+		done, err := j.directDictColumn(ctx, dd, i, readers)
+		if done || err != nil {
+			return err
+		}
 	}
 	arrs := make([]arrow.Array, len(units))
 	defer func() {
@@ -451,33 +469,49 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 		}
 	}()
 	for k, u := range units {
-		if u.rec != nil {
-			arrs[k] = u.rec.Column(i)
-			continue
-		}
-		rd := readers[u.file]
-		if rd == nil {
-			rd = newPackReader(u.file, j.pool)
-			readers[u.file] = rd
-		}
-		if i >= len(u.packed.cols) {
-			return fmt.Errorf("a packed record without all its columns")
-		}
-		a, err := rd.column(t, u.packed.cols[i], u.rows)
+		a, err := j.unitColumn(u, i, readers)
 		if err != nil {
 			return err
 		}
 		arrs[k] = a
 	}
-	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+	return dd.build(ctx, i, func(c *pqpage.Chunk, rg *rowGroup, k int) error {
 		p := rg.parts[k]
-		return gatherByUnit(j.pool, t, arrs, refs[p[0]:p[1]], rg.perms[k])
+		arr, err := gatherByUnit(j.pool, t, arrs, refs[p[0]:p[1]], rg.perms[k])
+		if err != nil {
+			return err
+		}
+		defer arr.Release()
+		return c.Append(arr)
 	})
 }
 
-// build builds column i's chunk of every row group, appending the arrays
-// part makes of each of its parts.
-func (dd *directDay) build(ctx context.Context, i int, part func(rg *rowGroup, k int) (arrow.Array, error)) error {
+// unitColumn is column i of unit u: its record's, or read from its pack
+// (then the caller releases it).
+func (j *partitionJob) unitColumn(u directUnit, i int, readers map[*packFile]*packReader) (arrow.Array, error) {
+	if u.rec != nil {
+		return u.rec.Column(i), nil
+	}
+	rd := j.packReader(u, readers)
+	if i >= len(u.packed.cols) {
+		return nil, fmt.Errorf("a packed record without all its columns")
+	}
+	return rd.column(j.u.Field(i).Type, u.packed.cols[i], u.rows)
+}
+
+// packReader is the reader of u's pack file.
+func (j *partitionJob) packReader(u directUnit, readers map[*packFile]*packReader) *packReader {
+	rd := readers[u.file]
+	if rd == nil {
+		rd = newPackReader(u.file, j.pool)
+		readers[u.file] = rd
+	}
+	return rd
+}
+
+// build builds column i's chunk of every row group, add adding each of
+// its parts to the chunk.
+func (dd *directDay) build(ctx context.Context, i int, add func(c *pqpage.Chunk, rg *rowGroup, k int) error) error {
 	c, err := pqpage.New(dd.opts[i])
 	if err != nil {
 		return err
@@ -488,13 +522,7 @@ func (dd *directDay) build(ctx context.Context, i int, part func(rg *rowGroup, k
 		}
 		rg := &dd.groups[g]
 		for k := range rg.parts {
-			arr, err := part(rg, k)
-			if err != nil {
-				return err
-			}
-			err = c.Append(arr)
-			arr.Release()
-			if err != nil {
+			if err := add(c, rg, k); err != nil {
 				return err
 			}
 		}
@@ -511,9 +539,14 @@ func (dd *directDay) build(ctx context.Context, i int, part func(rg *rowGroup, k
 // each row's value is its rank's (kv).
 func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int, kv keyValues) error {
 	t := j.u.Field(i).Type
-	return dd.build(ctx, i, func(rg *rowGroup, k int) (arrow.Array, error) {
+	return dd.build(ctx, i, func(c *pqpage.Chunk, rg *rowGroup, k int) error {
 		p := rg.parts[k]
-		return keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+		arr, err := keyColumn(j.pool, t, dd.start, kv, p[0], p[1])
+		if err != nil {
+			return err
+		}
+		defer arr.Release()
+		return c.Append(arr)
 	})
 }
 

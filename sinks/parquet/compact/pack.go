@@ -89,6 +89,7 @@ type packedCol struct {
 	n    int64
 	size int64 // the column's Arrow bytes (its buffers')
 	crc  uint32
+	dict bool // ids into the record's distinct values, then the values (packdict.go)
 }
 
 // packedRec is a packed record: its rows and columns.
@@ -183,6 +184,15 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 	for _, name := range key[prefix:] {
 		restIdx = append(restIdx, u.FieldIndices(name)[0])
 	}
+	// the string columns but the key's may be packed with ids
+	byIDs := make([]bool, u.NumFields())
+	for j, f := range u.Fields() {
+		byIDs[j] = f.Type.ID() == arrow.STRING
+	}
+	for _, name := range key {
+		byIDs[u.FieldIndices(name)[0]] = false
+	}
+	var ld localDict
 	for _, m := range group {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -198,8 +208,14 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 				off := pf.pos()
 				pf.w.crc = 0
 				d := rec.Column(j).Data()
-				pf.w.array(d)
-				prec.cols[j] = packedCol{off: off, n: pf.pos() - off, size: dataBytes(d), crc: pf.w.crc}
+				dict := false
+				if s, ok := rec.Column(j).(*array.String); ok && byIDs[j] && ld.encode(s) {
+					ld.write(pf.w, s)
+					dict = true
+				} else {
+					pf.w.array(d)
+				}
+				prec.cols[j] = packedCol{off: off, n: pf.pos() - off, size: dataBytes(d), crc: pf.w.crc, dict: dict}
 			}
 			if err := pf.w.flushErr(); err != nil {
 				return nil, fmt.Errorf("pack: %w", err)
@@ -260,34 +276,72 @@ func newPackReader(pf *packFile, pool *bufPool) *packReader {
 
 // column reads column pc of a packed record of rows rows, of type t. What
 // it reads is checked: its CRC, then its node against t and the rows.
-func (r *packReader) column(t arrow.DataType, pc packedCol, rows int) (arr arrow.Array, err error) {
+func (r *packReader) column(t arrow.DataType, pc packedCol, rows int) (arrow.Array, error) {
+	if pc.dict {
+		if t.ID() != arrow.STRING {
+			return nil, fmt.Errorf("read pack %s at %d: ids of a %s column", r.pf.f.Name(), pc.off, t)
+		}
+		ids, vals, err := r.dictColumn(pc, rows)
+		if err != nil {
+			return nil, err
+		}
+		defer ids.Release()
+		defer vals.Release()
+		return r.strings(t, ids, vals)
+	}
+	var arr arrow.Array
+	err := r.nodes(pc, func() error {
+		d, err := r.c.node(t)
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		if d.Len() != rows {
+			return fmt.Errorf("a column of %d rows, not %d", d.Len(), rows)
+		}
+		arr = array.MakeFromData(d)
+		return nil
+	})
+	return arr, err
+}
+
+// check reads column pc's bytes and checks their CRC (in r.buf).
+func (r *packReader) check(pc packedCol) error {
 	if pc.n < 0 || pc.n > 1<<32 {
-		return nil, fmt.Errorf("read pack %s: a column of %d bytes", r.pf.f.Name(), pc.n)
+		return fmt.Errorf("read pack %s: a column of %d bytes", r.pf.f.Name(), pc.n)
 	}
 	b := grow(&r.buf, int(pc.n))
 	if _, err := r.pf.f.ReadAt(b, pc.off); err != nil {
-		return nil, fmt.Errorf("read pack %s: %w", r.pf.f.Name(), noEOF(err))
+		return fmt.Errorf("read pack %s: %w", r.pf.f.Name(), noEOF(err))
 	}
 	if got := crc32.Checksum(b, castagnoli); got != pc.crc {
-		return nil, fmt.Errorf("read pack %s at %d: checksum %08x, not %08x: the file is damaged", r.pf.f.Name(), pc.off, got, pc.crc)
+		return fmt.Errorf("read pack %s at %d: checksum %08x, not %08x: the file is damaged", r.pf.f.Name(), pc.off, got, pc.crc)
 	}
+	return nil
+}
+
+// nodes reads column pc's bytes, checks their CRC and reads its nodes
+// with read, which must read them all.
+func (r *packReader) nodes(pc packedCol, read func() error) (err error) {
+	if err := r.check(pc); err != nil {
+		return err
+	}
+	b := r.buf[:pc.n]
 	r.rd.Reset(b)
 	r.br.Reset(&r.rd)
 	r.c.in = runReader{br: r.br, left: pc.n}
-	d, err := r.c.node(t)
-	if err != nil {
-		return nil, fmt.Errorf("read pack %s at %d: %w", r.pf.f.Name(), pc.off, err)
-	}
-	defer d.Release()
-	if r.c.in.left != 0 || d.Len() != rows {
-		return nil, fmt.Errorf("read pack %s at %d: a column of %d rows, %d bytes left, not %d rows", r.pf.f.Name(), pc.off, d.Len(), r.c.in.left, rows)
-	}
 	defer func() {
 		if p := recover(); p != nil {
-			arr, err = nil, fmt.Errorf("read pack %s at %d: arrays do not fit their buffers: %v", r.pf.f.Name(), pc.off, p)
+			err = fmt.Errorf("read pack %s at %d: arrays do not fit their buffers: %v", r.pf.f.Name(), pc.off, p)
 		}
 	}()
-	return array.MakeFromData(d), nil
+	if err := read(); err != nil {
+		return fmt.Errorf("read pack %s at %d: %w", r.pf.f.Name(), pc.off, err)
+	}
+	if r.c.in.left != 0 {
+		return fmt.Errorf("read pack %s at %d: %d bytes left after the column", r.pf.f.Name(), pc.off, r.c.in.left)
+	}
+	return nil
 }
 
 // record reads a whole packed record.

@@ -214,6 +214,9 @@ func (c *Chunk) Append(arr arrow.Array) error {
 	if !c.opt.Optional && arr.NullN() > 0 {
 		return fmt.Errorf("pqpage: %d nulls in a required column", arr.NullN())
 	}
+	if err := c.dictBy(byValue); err != nil {
+		return err
+	}
 	n := arr.Len()
 	for off := 0; off < n; off += c.opt.BatchRows {
 		if err := c.batch(arr, off, min(n, off+c.opt.BatchRows)); err != nil {

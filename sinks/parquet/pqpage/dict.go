@@ -43,6 +43,12 @@ type dictState struct {
 	hasLast   bool
 	dictPages int32  // pages of indices in the chunk
 	dictPage  []byte // the dictionary page with its header (Finish)
+
+	// AppendIndices (indices.go)
+	mode    dictMode // how the chunk's values came (one way a chunk)
+	local   []int32  // entry+1 of each caller's index (0: not in the chunk)
+	touched []uint32 // the caller's indices set in local
+	lastID  uint32   // the caller's index of the last value (hasLast)
 }
 
 // resetDict empties the dictionary for the next chunk.
@@ -52,6 +58,11 @@ func (c *Chunk) resetDict() {
 	d.dict, d.entries, d.next, d.last = d.dict[:0], d.entries[:0], d.next[:0], nil
 	clear(d.index)
 	d.dictPages, d.dictPage = 0, d.dictPage[:0]
+	d.mode = byNone
+	for _, id := range d.touched {
+		d.local[id] = 0
+	}
+	d.touched = d.touched[:0]
 	if d.dictOn {
 		c.enc = int32(c.opt.IndexEncoding)
 	}
@@ -101,6 +112,15 @@ func (c *Chunk) addEntry(v []byte) int32 {
 	if d.index == nil {
 		d.index = make(map[string]int32)
 	}
+	k := c.appendEntry(v)
+	d.index[string(v)] = k
+	return k
+}
+
+// appendEntry adds v to the dictionary's entries (not to its index) and
+// returns its index.
+func (c *Chunk) appendEntry(v []byte) int32 {
+	d := &c.dictState
 	k := int32(len(d.entries))
 	d.dict = binary.LittleEndian.AppendUint32(d.dict, uint32(len(v)))
 	start := len(d.dict)
@@ -108,7 +128,6 @@ func (c *Chunk) addEntry(v []byte) int32 {
 	e := d.dict[start:len(d.dict):len(d.dict)]
 	d.entries = append(d.entries, e)
 	d.next = append(d.next, -1)
-	d.index[string(v)] = k
 	c.str(e)
 	return k
 }

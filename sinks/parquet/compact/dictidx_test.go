@@ -1,0 +1,121 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/pqpage"
+)
+
+// idxSchema has dictionary columns: few values with nulls (lc), one value
+// per record (run, as run_id), many long ones (hc: its day dictionary
+// past the limit), and a number.
+var idxSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "lc", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "run", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "hc", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+}, nil)
+
+// idxRecord is record k of n rows of idxSchema.
+func idxRecord(r *rand.Rand, k, n int) arrow.Record {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, idxSchema)
+	defer b.Release()
+	lc := []string{"option", "future", "", "BTC", "ETH", "\xff"}
+	run := fmt.Sprintf("run-%03d", k)
+	for range n {
+		if r.IntN(7) == 0 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.StringBuilder).Append(lc[r.IntN(len(lc))])
+		}
+		b.Field(1).(*array.StringBuilder).Append(run)
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("%s-%04d", strings.Repeat("h", 30), r.IntN(600)))
+		b.Field(3).(*array.Int64Builder).Append(r.Int64N(100))
+	}
+	return b.NewRecord()
+}
+
+// The direct writer's dictionary columns built from the day's ids
+// (directDictColumn) are the chunks built from their gathered strings:
+// row groups of many batches cut at their bounds, nulls, a value per
+// record; a column whose day dictionary reaches the dictionary limit is
+// gathered as strings (and its chunks fall back to PLAIN).
+func TestDirectDictColumnIsTheStrings(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(8, 1))
+	var units []directUnit
+	var refs []rowRef
+	for k := range 14 {
+		rec := idxRecord(r, k, 40+r.IntN(200))
+		defer rec.Release()
+		units = append(units, directUnit{rec: rec, rows: int(rec.NumRows())})
+		for i := range int(rec.NumRows()) {
+			refs = append(refs, rowRef{int32(k), int32(i)})
+		}
+	}
+	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
+	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("lc", true),
+		parquet.WithDictionaryFor("run", true), parquet.WithDictionaryFor("hc", true), parquet.WithDictionaryPageSizeLimit(8<<10),
+		parquet.WithDataPageSize(1<<10), parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Snappy))
+	_, opts, ok, err := pq.PageColumns(idxSchema, props)
+	if err != nil || !ok {
+		t.Fatalf("pqpage columns: %v %v", ok, err)
+	}
+	build := func(byValue bool) *directDay {
+		groups := directGroups(len(refs), 150, 400)
+		count := make([]int32, len(units))
+		for g := range groups {
+			for _, p := range groups[g].parts {
+				groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+			}
+		}
+		dd := &directDay{units: units, refs: refs, groups: groups, opts: opts, byValue: byValue, indexed: make([]bool, idxSchema.NumFields())}
+		dd.chunks = make([][]*pqpage.Chunk, len(groups))
+		for g := range groups {
+			dd.chunks[g] = make([]*pqpage.Chunk, idxSchema.NumFields())
+		}
+		j := &partitionJob{u: idxSchema, pool: newBufPool(1 << 20)}
+		for i := range idxSchema.NumFields() {
+			if err := j.directColumn(ctx, dd, i, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dd
+	}
+	want, got := build(true), build(false)
+	if len(got.groups) < 5 {
+		t.Fatalf("%d row groups: the case does not exercise many", len(got.groups))
+	}
+	if wantIdx := []bool{true, true, false, false}; !reflect.DeepEqual(got.indexed, wantIdx) {
+		t.Fatalf("columns built from ids %v, want %v", got.indexed, wantIdx)
+	}
+	fellBack := false
+	for g := range got.chunks {
+		for i, c := range got.chunks[g] {
+			w := want.chunks[g][i]
+			if !bytes.Equal(c.DictPage(), w.DictPage()) || !bytes.Equal(c.Bytes(), w.Bytes()) {
+				t.Fatalf("row group %d, column %s: %d+%d bytes, the strings' %d+%d differ", g, idxSchema.Field(i).Name, len(c.DictPage()), len(c.Bytes()), len(w.DictPage()), len(w.Bytes()))
+			}
+			if m, wm := c.Meta(), w.Meta(); !reflect.DeepEqual(m, wm) {
+				t.Fatalf("row group %d, column %s: meta\n got %+v\nwant %+v", g, idxSchema.Field(i).Name, m, wm)
+			}
+			fellBack = fellBack || i == 2 && c.Meta().Encoding == parquet.Encodings.Plain
+		}
+	}
+	if !fellBack {
+		t.Fatal("no chunk of hc fell back: the case does not pass the limit")
+	}
+}
