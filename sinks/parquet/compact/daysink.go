@@ -174,17 +174,30 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 			big = i
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		errs[big] = s.flushPartition(ctx, parts[big])
-	}()
-	for i, p := range parts {
+	var rest []int
+	for i := range parts {
 		if i != big {
-			errs[i] = s.flushPartition(ctx, p)
+			rest = append(rest, i)
 		}
 	}
-	<-done
+	// A panic of either lane (a test's crash hook) is raised again here,
+	// once both have stopped.
+	panics := make([]any, 2)
+	lane := func(k int, idx []int) {
+		defer func() { panics[k] = recover() }()
+		for _, i := range idx {
+			errs[i] = s.flushPartition(ctx, parts[i])
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { lane(0, []int{big}) })
+	lane(1, rest)
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 	return errors.Join(errs...)
 }
 
