@@ -492,10 +492,13 @@ func (d *Differ) merge(pc, nc cursor, out *stateWriter, q *eventQueue) (int, err
 	// Both sides in memory with their rows' ids (a replay's comparisons
 	// sharing a Reuse): an instrument whose row has the id of the previous
 	// state's (the same name and payload, see rowID) has no event, and is
-	// passed over without reading its name or payload.
+	// passed over without reading its name or payload. Ids are only
+	// unique within one Reuse: a previous state built with another one
+	// (whose arena is lent by it) is compared by its bytes.
 	nm, _ := nc.(*memCursor)
 	pm, _ := pc.(*memCursor)
-	byID := nm != nil && pm != nil && len(nm.ids) > 0 && len(pm.ids) > 0 && out == nil
+	byID := nm != nil && pm != nil && len(nm.ids) > 0 && len(pm.ids) > 0 && out == nil &&
+		nm.ar.re != nil && nm.ar.re == pm.ar.re
 	bt := <-q.free
 	nok, pok := nc.next(), pc.next()
 	for nok || pok {
