@@ -64,9 +64,11 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 	defer states.Close()
 	seeded := false
 	if len(snaps) > 0 {
-		all, err := arc.List(ctx, []string{"instruments"}, time.Time{}, opt.To)
-		if err != nil {
-			return nil, err
+		all := snaps // the same listing: not read again
+		if !opt.From.IsZero() || len(names) != 1 || names[0] != "instruments" {
+			if all, err = arc.List(ctx, []string{"instruments"}, time.Time{}, opt.To); err != nil {
+				return nil, err
+			}
 		}
 		// Starting from the very first snapshot, the live run's initial
 		// events are reproduced; later starts seed the state first.

@@ -137,39 +137,90 @@ func (s *DaySink) tempDir() (string, error) {
 // FlushDay publishes the partitions of date (YYYY-MM-DD) the replay wrote:
 // call it once every snapshot of the day has been loaded. A partition that
 // fails is left as it was and reported; the others go on.
+//
+// The day's largest partition is written beside the others (which go one
+// after the other): each publish has serial stretches (its plan, the
+// day's order, the file's commit and journal) that the other's work fills
+// on a second core, and at most two partitions' buffers are held at once.
+// Each partition is published through its own journal, so a crash between
+// them leaves each one old or new, as in any order.
 func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 	s.mu.Lock()
 	var parts []Partition
-	for p := range s.days {
+	rows := map[Partition]int64{}
+	for p, d := range s.days {
 		if p.Date == date {
 			parts = append(parts, p)
+			rows[p] = d.rows()
 		}
 	}
 	s.mu.Unlock()
 	sort.Slice(parts, func(a, b int) bool { return parts[a].Table < parts[b].Table })
-	var errs []error
-	for _, p := range parts {
-		s.mu.Lock()
-		d := s.days[p]
-		delete(s.days, p)
-		delete(s.dicts, p)
-		s.mu.Unlock()
-		r, err := d.replayed()
-		if err == nil {
-			s.opt.Compact.Logger.Debug("writing the replayed day", "partition", p.String(), "merged_runs", d.merges,
-				"runs_spilled", spilled(r.Runs), "runs_in_memory", len(r.Runs)-spilled(r.Runs))
-			var pr PartitionReport
-			pr, err = PublishDay(ctx, s.opt.Compact, p, r)
-			if err == nil {
-				s.opt.Compact.Logger.Info("replayed day written", "partition", p.String(), "snapshot_files", len(r.Files),
-					"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond), "merged", !pr.direct)
-			}
+	errs := make([]error, len(parts))
+	if len(parts) < 2 {
+		for i, p := range parts {
+			errs[i] = s.flushPartition(ctx, p)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("parquet: %w", err))
+		return errors.Join(errs...)
+	}
+	// The spill folder is made before the publishes start: Lake methods
+	// are not safe for concurrent use, and TempDir is then only read.
+	if _, err := s.tempDir(); err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	big := 0
+	for i, p := range parts {
+		if rows[p] > rows[parts[big]] {
+			big = i
+		}
+	}
+	var rest []int
+	for i := range parts {
+		if i != big {
+			rest = append(rest, i)
+		}
+	}
+	// A panic of either lane (a test's crash hook) is raised again here,
+	// once both have stopped.
+	panics := make([]any, 2)
+	lane := func(k int, idx []int) {
+		defer func() { panics[k] = recover() }()
+		for _, i := range idx {
+			errs[i] = s.flushPartition(ctx, parts[i])
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { lane(0, []int{big}) })
+	lane(1, rest)
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// flushPartition publishes the replayed rows of partition p.
+func (s *DaySink) flushPartition(ctx context.Context, p Partition) error {
+	s.mu.Lock()
+	d := s.days[p]
+	delete(s.days, p)
+	delete(s.dicts, p)
+	s.mu.Unlock()
+	r, err := d.replayed()
+	if err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	s.opt.Compact.Logger.Debug("writing the replayed day", "partition", p.String(), "merged_runs", d.merges,
+		"runs_spilled", spilled(r.Runs), "runs_in_memory", len(r.Runs)-spilled(r.Runs))
+	pr, err := PublishDay(ctx, s.opt.Compact, p, r)
+	if err != nil {
+		return fmt.Errorf("parquet: %w", err)
+	}
+	s.opt.Compact.Logger.Info("replayed day written", "partition", p.String(), "snapshot_files", len(r.Files),
+		"rows", pr.Rows, "bytes", pr.OutputBytes, "took", pr.Took.Round(time.Millisecond), "merged", !pr.direct)
+	return nil
 }
 
 // Close implements sinks.Sink: rows of days not flushed are dropped (the
@@ -220,6 +271,17 @@ type dayRows struct {
 
 	ctx  context.Context // the merges'; cancelled by drop
 	stop context.CancelFunc
+}
+
+// rows are the rows of the snapshot files the day took.
+func (d *dayRows) rows() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	for _, f := range d.files {
+		n += f.Rows
+	}
+	return n
 }
 
 // dayRun is one run of the day; a merge under way has done set until it
