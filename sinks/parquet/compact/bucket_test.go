@@ -82,6 +82,7 @@ func (l *bucketLake) onlyCompactedObject(t *testing.T, part string) {
 // replaces the snapshot's rows at the next compaction; a new snapshot is
 // merged in; nothing is left in the journal.
 func TestBucketCompaction(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	l := newBucketLake(t, g, "hist")
@@ -168,11 +169,24 @@ func TestBucketCompaction(t *testing.T) {
 // they may see rows twice: the documented window), and the next compaction
 // finishes or undoes it, leaving the day's rows exactly once.
 func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	now := func() time.Time { return day1.AddDate(0, 0, 1) }
+	// What the day holds once compacted: snapshot 1 is the replay's.
+	ref := t.TempDir()
+	for k := range 4 {
+		seed := uint64(k)
+		if k == 1 {
+			seed = 77
+		}
+		writeSnap(t, ref, schema.Instruments, snapAt(day1, k), 100, seed)
+	}
+	writeSnap(t, ref, schema.Instruments, snapAt(day1, 9), 30, 9)
+	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 	for _, step := range append(slices.Clone(MergeSteps), BucketSteps...) {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel() // each step on its own prefix of the one server
 			l := newBucketLake(t, g, "crash-"+step)
 			for k := range 4 {
 				l.write(t, schema.Instruments, snapAt(day1, k), 100, uint64(k))
@@ -187,17 +201,6 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			l.write(t, schema.Instruments, snapAt(day1, 9), 30, 9)   // new
 			glob := filepath.Join(l.dir, "instruments", "date=2026-11-20", "*.parquet")
 			visible := rows(t, glob)
-			// What the day holds once compacted: snapshot 1 is the replay's.
-			ref := t.TempDir()
-			for k := range 4 {
-				seed := uint64(k)
-				if k == 1 {
-					seed = 77
-				}
-				writeSnap(t, ref, schema.Instruments, snapAt(day1, k), 100, seed)
-			}
-			writeSnap(t, ref, schema.Instruments, snapAt(day1, 9), 30, 9)
-			want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
 			crash := &ParquetLake{St: l.st, Crash: crashAt(step)}
 			if !compactCrashing(t, Options{Lake: crash, Now: now, Crash: crashAt(step)}) {

@@ -226,6 +226,7 @@ func manifestOf(t *testing.T, path string) *pq.Manifest {
 }
 
 func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	day2 := day1.AddDate(0, 0, 1)
 	for k := range 6 {
@@ -307,6 +308,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 // rows; a late load of a new snapshot is visible at once and merged by the
 // next compaction.
 func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for k := range 5 {
 		writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 100, 1)
@@ -386,6 +388,7 @@ func evolvingAccountTable() []*schema.Table {
 }
 
 func TestEvolvingAccountSchema(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	versions := evolvingAccountTable()
 	for k := range 8 {
@@ -411,6 +414,7 @@ func TestEvolvingAccountSchema(t *testing.T) {
 // then read every file, like a query engine's glob) while late loads and
 // compactions alternate; every complete read sees each row exactly once.
 func TestReaderNeverSeesDuplicatesOrGaps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	now := func() time.Time { return day1.AddDate(0, 0, 1) }
@@ -568,15 +572,17 @@ func crashing(t *testing.T, fn func() error) (stopped bool) {
 // chunk budget and fan-in (multi-level merge), small row groups and a
 // tiny file size (split files), and the trash emptied after its grace.
 func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	for k := range 12 {
 		writeSnap(t, base, schema.Instruments, snapAt(day1, k), 400, 1)
 	}
 	want := rows(t, filepath.Join(base, "instruments", "date=2026-11-20", "*.parquet"))
-	now := day1.AddDate(0, 0, 1)
-	clock := func() time.Time { return now }
 	for _, step := range append([]string{"moved"}, Steps...) {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel() // each step in its own copy of the lake, with its own clock
+			now := day1.AddDate(0, 0, 1)
+			clock := func() time.Time { return now }
 			dir := filepath.Join(t.TempDir(), "data")
 			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
 				t.Fatalf("cp: %v %s", err, out)
@@ -615,7 +621,6 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 				t.Fatal("nothing in the trash")
 			}
 			now = now.Add(2 * DefaultGrace)
-			defer func() { now = day1.AddDate(0, 0, 1) }()
 			if err := (&ParquetLake{St: storage.NewLocal(dir), Now: clock}).Recover(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -643,6 +648,7 @@ func (s placeFails) Rename(ctx context.Context, from, to string) error {
 // compaction puts it in place, rows exact (without it the day would be
 // lost).
 func TestFallbackSwapFailedPlaceIsRecovered(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	for k := range 3 {

@@ -72,6 +72,7 @@ func partDir(dir, table string, d time.Time) string {
 // of one snapshot over the compacted day replaces its rows, and a
 // compaction afterwards finds nothing to do.
 func TestDaySinkWritesTheCompactedLayout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir, ref := t.TempDir(), t.TempDir()
 	for _, d := range []time.Time{day1, day2} {
@@ -146,6 +147,7 @@ func TestDaySinkWritesTheCompactedLayout(t *testing.T) {
 // leaves the day readable — its old files or its new one, no row twice or
 // missing — and the next replay recovers and writes it exactly.
 func TestDaySinkCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ref := t.TempDir()
 	for k := range 4 {
@@ -154,6 +156,7 @@ func TestDaySinkCrashAtEveryStep(t *testing.T) {
 	want := rows(t, filepath.Join(partDir(ref, "instruments", day1), "*.parquet"))
 	for _, step := range append(slices.Clone(MergeSteps), Steps...) {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel() // each step in its own lake
 			dir := t.TempDir()
 			for k := range 4 {
 				writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 120, 1)
@@ -202,6 +205,7 @@ func TestDaySinkCrashAtEveryStep(t *testing.T) {
 // reader saw and the day keeps goes missing, and the next replay, after
 // Recover, gives the same exact day.
 func TestDaySinkOnBucket(t *testing.T) {
+	t.Parallel()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
 	ctx := context.Background()
@@ -211,7 +215,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 	}
 	writeSnap(t, ref, schema.Instruments, snapAt(day1, 20), 30, 3)
 	want := rows(t, filepath.Join(partDir(ref, "instruments", day1), "*.parquet"))
-	replay := func(lake *ParquetLake) *DaySink {
+	replay := func(t *testing.T, lake *ParquetLake) *DaySink {
 		ds := newDaySink(t, lake)
 		for k := range 4 {
 			replaySnap(t, ds, schema.Instruments, snapAt(day1, k), 100+k, 1, true)
@@ -220,6 +224,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 	}
 	for _, step := range append([]string{"none"}, BucketSteps...) {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel() // each step on its own prefix of the one server
 			l := newBucketLake(t, g, "replay-"+step)
 			for k := range 4 {
 				l.write(t, schema.Instruments, snapAt(day1, k), 100, 9) // what the replay replaces
@@ -228,7 +233,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 			glob := filepath.Join(l.dir, "instruments", "date=2026-11-20", "*.parquet")
 			visible := rows(t, glob)
 			if step != "none" {
-				ds := replay(&ParquetLake{St: l.st, Crash: crashAt(step)})
+				ds := replay(t, &ParquetLake{St: l.st, Crash: crashAt(step)})
 				stopped := crashing(t, func() error { return ds.FlushDay(ctx, day1.Format(time.DateOnly)) })
 				if !stopped {
 					t.Fatalf("never reached step %s", step)
@@ -245,7 +250,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ds := replay(&ParquetLake{St: l.st})
+			ds := replay(t, &ParquetLake{St: l.st})
 			if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
 				t.Fatal(err)
 			}
@@ -281,6 +286,7 @@ func newMergingDaySink(t *testing.T, lake *ParquetLake) *DaySink {
 // day's file holds exactly the snapshots' rows, sorted, whatever the
 // merges did, with the later run's file of the day merged in.
 func TestDaySinkMergesRunsWhileLoading(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir, ref := t.TempDir(), t.TempDir()
 	for k := range 16 {
@@ -325,6 +331,7 @@ func TestDaySinkMergesRunsWhileLoading(t *testing.T) {
 // a file stands in its place) fails the commits after it and the day's
 // FlushDay; the partition keeps its files, and nothing is left in memory.
 func TestDaySinkMergeFailureLeavesTheDay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	for k := range 6 {
@@ -383,6 +390,7 @@ func TestDaySinkMergeFailureLeavesTheDay(t *testing.T) {
 // run lacks a column), and the day's file, not flat, is written by
 // pqarrow's writer; it holds exactly the per-snapshot files' rows.
 func TestDaySinkEvolvingColumns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir, ref := t.TempDir(), t.TempDir()
 	versions := evolvingAccountTable()
@@ -429,6 +437,7 @@ func orderedRows(t *testing.T, part string) []string {
 // loads (and whose writers spill too) is merged again from them. Both
 // write the same file: the same rows in the same order.
 func TestDaySinkInMemoryAndSpilledMergesWriteTheSameFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fileOf := func(ds *DaySink, dir string, wantSpilled bool) []string {
 		for k := range 12 {

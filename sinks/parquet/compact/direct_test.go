@@ -58,7 +58,7 @@ func replayDay(t *testing.T, opt Options, writerBytes int64, snaps []daySnap) ([
 
 // replayTableDay is replayDay of table tbl, into a lake that before
 // (when set) fills first.
-func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(dir string)) ([]byte, dayStats) {
+func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(t *testing.T, dir string)) ([]byte, dayStats) {
 	t.Helper()
 	files, st := replayDayFiles(t, tbl, opt, writerBytes, snaps, before)
 	if len(files) != 1 {
@@ -69,12 +69,12 @@ func replayTableDay(t *testing.T, tbl *schema.Table, opt Options, writerBytes in
 
 // replayDayFiles is replayTableDay of a day of any number of files: each
 // file's bytes (the manifest ID blanked), in name order.
-func replayDayFiles(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(dir string)) ([][]byte, dayStats) {
+func replayDayFiles(t *testing.T, tbl *schema.Table, opt Options, writerBytes int64, snaps []daySnap, before func(t *testing.T, dir string)) ([][]byte, dayStats) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	if before != nil {
-		before(dir)
+		before(t, dir)
 	}
 	lake := localLake(dir)
 	fb, err := pq.New(pq.Options{Store: lake.St})
@@ -187,6 +187,7 @@ func packFiles(t *testing.T, dir string) []string {
 // the same pages, row groups and statistics; and so is a packed day
 // merged after all (unpacked). No pack file is left.
 func TestReplayedDayWrittenWithoutMergeIsTheMergedFile(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		opt        Options
@@ -204,6 +205,7 @@ func TestReplayedDayWrittenWithoutMergeIsTheMergedFile(t *testing.T) {
 	needCores(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each in its own lakes
 			merged := c.opt
 			merged.noPack, merged.noDirect = true, true
 			want, st := replayDay(t, merged, 64<<20, c.snaps)
@@ -244,18 +246,18 @@ func TestReplayedDayWrittenWithoutMergeIsTheMergedFile(t *testing.T) {
 // merge's.
 func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 	snaps := daySnaps(16, 150, 60, 11)
-	compacted := func(dir string) { // an earlier replay's compacted day of three of the snapshots
+	compacted := func(t *testing.T, dir string) { // an earlier replay's compacted day of three of the snapshots
 		if _, err := os.Stat(dir); err != nil {
 			t.Fatal(err)
 		}
 		replayInto(t, dir, snaps[:3])
 	}
-	later := func(dir string) { writeSnap(t, dir, schema.Instruments, snapAt(day1, 60), 90, 8) }
+	later := func(t *testing.T, dir string) { writeSnap(t, dir, schema.Instruments, snapAt(day1, 60), 90, 8) }
 	cases := []struct {
 		name        string
 		tbl         *schema.Table
 		writerBytes int64
-		before      func(dir string)
+		before      func(t *testing.T, dir string)
 		wantPacked  bool
 		wantDirect  bool
 	}{
@@ -271,8 +273,13 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if strings.HasPrefix(c.name, "one core") {
+				// Not in parallel: GOMAXPROCS is the process's. The
+				// others wait for the test's function to return.
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			} else if !cores {
+			} else {
+				t.Parallel() // each in its own lakes
+			}
+			if !cores && !strings.HasPrefix(c.name, "one core") {
 				c.wantPacked, c.wantDirect = false, false
 			}
 			opt := Options{ChunkBytes: 64 << 10, RowGroupRows: 500}
@@ -301,6 +308,7 @@ func TestReplayedDayFallsBackToTheMerge(t *testing.T) {
 // times its Arrow bytes) is merged after all, into the merge's files,
 // not written directly as one file past the limit.
 func TestReplayedDaySplitAsTheMergeSplitsIt(t *testing.T) {
+	t.Parallel()
 	needCores(t)
 	snaps := daySnaps(4, 60, 20, 21)
 	opt := Options{ChunkBytes: 32 << 10, RowGroupRows: 2, MaxFileBytes: 100 << 10, CompressionLevel: 1}

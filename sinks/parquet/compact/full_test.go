@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -67,30 +68,34 @@ func (f *fullFile) Write(p []byte) (int, error) {
 // day is untouched, nothing is left in .compact/stage, and the compaction
 // succeeds once there is space.
 func TestCompactFullDiskIsAnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
 	for _, free := range []int64{0, 2, 100, 20_000} {
-		dir := t.TempDir()
-		for k := range 4 {
-			writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 500, 1)
-		}
-		part := filepath.Join(dir, "instruments", "date=2026-11-20")
-		before, files := rows(t, filepath.Join(part, "*.parquet")), names(t, part)
-		st := &fullStore{ParquetLake: &ParquetLake{St: storage.NewLocal(dir), Now: now}, free: free}
-		_, err := Compact(ctx, Options{Lake: st, Now: now})
-		if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "ENOSPC") || !strings.Contains(err.Error(), pq.CompactedPrefix) {
-			t.Fatalf("%d bytes free: %v, want an error naming ENOSPC and the compacted file", free, err)
-		}
-		if got := names(t, part); !slices.Equal(got, files) {
-			t.Errorf("%d bytes free: the day holds %v, had %v", free, got, files)
-		}
-		if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", "stage", "instruments")); len(ents) != 0 {
-			t.Errorf("%d bytes free: left in .compact/stage: %v", free, ents)
-		}
-		if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
-			t.Fatalf("%d bytes free, then space: %v", free, err)
-		}
-		onlyCompacted(t, part)
-		sameRows(t, "after space was freed", rows(t, filepath.Join(part, "*.parquet")), before)
+		t.Run(fmt.Sprintf("%d bytes free", free), func(t *testing.T) {
+			t.Parallel() // each in its own lake
+			dir := t.TempDir()
+			for k := range 4 {
+				writeSnap(t, dir, schema.Instruments, snapAt(day1, k), 500, 1)
+			}
+			part := filepath.Join(dir, "instruments", "date=2026-11-20")
+			before, files := rows(t, filepath.Join(part, "*.parquet")), names(t, part)
+			st := &fullStore{ParquetLake: &ParquetLake{St: storage.NewLocal(dir), Now: now}, free: free}
+			_, err := Compact(ctx, Options{Lake: st, Now: now})
+			if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "ENOSPC") || !strings.Contains(err.Error(), pq.CompactedPrefix) {
+				t.Fatalf("%d bytes free: %v, want an error naming ENOSPC and the compacted file", free, err)
+			}
+			if got := names(t, part); !slices.Equal(got, files) {
+				t.Errorf("%d bytes free: the day holds %v, had %v", free, got, files)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", "stage", "instruments")); len(ents) != 0 {
+				t.Errorf("%d bytes free: left in .compact/stage: %v", free, ents)
+			}
+			if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
+				t.Fatalf("%d bytes free, then space: %v", free, err)
+			}
+			onlyCompacted(t, part)
+			sameRows(t, "after space was freed", rows(t, filepath.Join(part, "*.parquet")), before)
+		})
 	}
 }
