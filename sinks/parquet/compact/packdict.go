@@ -16,9 +16,10 @@ import (
 // low-cardinality ones, run_id: one value a snapshot) is packed as the
 // ids of its rows into the record's distinct values (a uint32 node, the
 // column's validity) followed by those values (a string node):
-// packedCol.dict. Its strings are neither S2-compressed when packed nor
-// decompressed when read (~45% of a bench day's pack bytes were such
-// columns' offsets and values); the direct writer numbers a record's
+// packedCol.dict. Its strings are not repeated row by row, so there is
+// little for S2 to compress or decompress (~45% of a bench day's pack
+// bytes were such columns' offsets and values; the ids node is still
+// S2-compressed like any other node); the direct writer numbers a record's
 // distinct values against the day's dictionary once each and its rows
 // through them (dictidx.go), and every other reader gets the strings back
 // (packReader.column).
@@ -32,8 +33,9 @@ type localDict struct {
 }
 
 // encode numbers a's values (a null's id 0), false when a has more
-// than an eighth of its rows (at most 256) distinct values, or an
-// offset. A value equal to the one before it, or to the one before
+// than an eighth of its rows (at most 256; the check comes after the
+// value that passes it, so one more may be counted) distinct values, or
+// an offset. A value equal to the one before it, or to the one before
 // that (a record sorted by instrument alternates calls and puts), is not
 // looked up.
 func (l *localDict) encode(a *array.String) bool {
