@@ -66,36 +66,11 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	if _, _, ok, err := pq.PageColumns(j.u, j.props()); err != nil || !ok {
 		return false
 	}
-	var size int64
-	rows := 0
-	cols := make([]int64, j.u.NumFields()) // each column's Arrow bytes
-	for _, run := range r.Runs {
-		if !sameColumns(run.Schema, j.u) {
-			return false
-		}
-		switch {
-		case run.packed != nil:
-			for _, pr := range run.packed.runs {
-				for _, rec := range pr.recs {
-					size += rec.size
-					for c, pc := range rec.cols {
-						cols[c] += pc.size
-					}
-				}
-			}
-			rows += run.packed.rows()
-		case run.mem != nil && run.keyed && run.mem.ids != nil:
-			for _, rec := range run.mem.recs {
-				size += util.TotalRecordSize(rec)
-				for c, a := range rec.Columns() {
-					cols[c] += int64(util.TotalArraySize(a))
-				}
-			}
-			rows += len(run.mem.order)
-		default:
-			return false
-		}
+	cols, size, rows, ok := dayBytes(r.Runs, j.u)
+	if !ok {
+		return false
 	}
+	j.dayCols = slices.Clone(cols)
 	// Bounded memory, as the merge's: the order (rowRef, id and rank: 16
 	// bytes a row) and a whole column of the day per worker, the largest
 	// first, must fit directMemory; a larger day is merged.
@@ -113,6 +88,41 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	// whose pages' headers outweigh their values: writeDirect checks the
 	// chunks it built (splits) and leaves such a day to the merge.
 	return rows > 0 && size < j.opt.MaxFileBytes/2
+}
+
+// dayBytes is the Arrow bytes of each column of the day's runs (cols),
+// of their records (size) and their rows; not ok: a run of other columns
+// than u's, or neither packed nor in memory with ids (directOK).
+func dayBytes(runs []Run, u *arrow.Schema) (cols []int64, size int64, rows int, ok bool) {
+	cols = make([]int64, u.NumFields())
+	for _, run := range runs {
+		if !sameColumns(run.Schema, u) {
+			return nil, 0, 0, false
+		}
+		switch {
+		case run.packed != nil:
+			for _, pr := range run.packed.runs {
+				for _, rec := range pr.recs {
+					size += rec.size
+					for c, pc := range rec.cols {
+						cols[c] += pc.size
+					}
+				}
+			}
+			rows += run.packed.rows()
+		case run.mem != nil && run.keyed && run.mem.ids != nil:
+			for _, rec := range run.mem.recs {
+				size += util.TotalRecordSize(rec)
+				for c, a := range rec.Columns() {
+					cols[c] += util.TotalArraySize(a)
+				}
+			}
+			rows += len(run.mem.order)
+		default:
+			return nil, 0, 0, false
+		}
+	}
+	return cols, size, rows, true
 }
 
 // props are the day file's writer properties.
@@ -244,6 +254,13 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 		kv.vals, kv.valid = r.dict.prefixValues(k)
 		dd.keyVals[j.u.FieldIndices(name)[0]] = kv
 	}
+	dd.cost = slices.Clone(j.dayCols)
+	if len(dd.cost) != j.u.NumFields() {
+		dd.cost = make([]int64, j.u.NumFields())
+	}
+	for i, kv := range dd.keyVals {
+		dd.cost[i] = kv.bytes(dd.start)
+	}
 	units, refs := dd.units, dd.refs
 	out := &output{opt: j.opt, mem: j.mem, u: j.u, manifest: j.manifest(), fixed: r.encodings()}
 	out.useFixed()
@@ -257,12 +274,7 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	}
 	batch := min(8<<10, j.opt.RowGroupRows) // the merge's output batches (partitionJob.write)
 	groups := directGroups(len(refs), batch, j.opt.RowGroupRows)
-	count := make([]int32, len(units))
-	for g := range groups {
-		for _, p := range groups[g].parts {
-			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
-		}
-	}
+	groupOrders(groups, refs, len(units), pq.ColumnWorkers(j.u))
 	chunks := make([][]*pqpage.Chunk, len(groups))
 	for g := range chunks {
 		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
@@ -358,23 +370,11 @@ func splits(groups []rowGroup, chunks [][]*pqpage.Chunk, rows, batch int, maxByt
 // at a time on each of the workers: the column of every unit read once,
 // then gathered in the order, batch by batch, into its chunks.
 func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
-	units := dd.units
 	ncols := j.u.NumFields()
-	// The largest columns first: a worker left with a large one at the
-	// end would leave the other idle.
-	cost := make([]int64, ncols)
-	for _, u := range units {
-		for i := range ncols {
-			if u.rec != nil {
-				cost[i] += dataBytes(u.rec.Column(i).Data())
-			} else if i < len(u.packed.cols) {
-				cost[i] += u.packed.cols[i].size
-			}
-		}
-	}
-	for i := range dd.keyVals {
-		cost[i] = 0 // not read
-	}
+	// The largest columns first (by their Arrow bytes, the key columns'
+	// built from their ranks as large as the others): a worker left with
+	// a large one at the end would leave the other idle.
+	cost := dd.cost
 	cols := make([]int, ncols)
 	for i := range cols {
 		cols[i] = i
@@ -422,6 +422,7 @@ type directDay struct {
 	refs   []rowRef // the file's order
 	start  []int    // refs[start[k]:start[k+1]]: the rows of rank k
 	groups []rowGroup
+	cost   []int64           // per column, its Arrow bytes (directColumns' order)
 	opts   []pqpage.Options  // per column
 	chunks [][]*pqpage.Chunk // per row group and column, built by directColumn
 	// keyVals are the values of the key's dictionary columns by rank, by
@@ -437,6 +438,20 @@ type directDay struct {
 type keyValues struct {
 	vals  []string
 	valid []bool
+}
+
+// bytes is the Arrow bytes of the column built from kv in the order
+// (start: directOrder's): its values and offsets.
+func (kv keyValues) bytes(start []int) int64 {
+	var n int64
+	for k := range len(start) - 1 {
+		rows := int64(start[k+1] - start[k])
+		n += rows * 4
+		if kv.valid == nil || kv.valid[k] {
+			n += rows * int64(len(kv.vals[k]))
+		}
+	}
+	return n
 }
 
 // directColumn builds column i's chunks.
@@ -606,6 +621,25 @@ func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, h
 // direct writer copies a batch's values record by record (unitOrder),
 // each record's read forward, into their places in the batch (a few
 // hundred KB, in cache): gatherFixedByUnit, gatherStringsByUnit.
+
+// groupOrders sets each row group's perms (unitOrder of each of its
+// parts), the groups shared among workers goroutines.
+func groupOrders(groups []rowGroup, refs []rowRef, units, workers int) {
+	var wg sync.WaitGroup
+	for w := range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			count := make([]int32, units)
+			for g := w; g < len(groups); g += max(1, workers) {
+				for _, p := range groups[g].parts {
+					groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
 
 // unitOrder returns the positions in refs ordered by record (stably: a
 // record's rows in the batch's order, its own order).
