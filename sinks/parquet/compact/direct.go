@@ -63,7 +63,8 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	if !packable(j.u, j.key, r.dict) || pq.ColumnWorkers(j.u) == 0 {
 		return false
 	}
-	if _, _, ok, err := pq.PageColumns(j.u, j.props()); err != nil || !ok {
+	_, opts, ok, err := pq.PageColumns(j.u, j.props())
+	if err != nil || !ok {
 		return false
 	}
 	cols, size, rows, ok := dayBytes(r.Runs, j.u)
@@ -71,15 +72,8 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 		return false
 	}
 	j.dayCols = slices.Clone(cols)
-	// Bounded memory, as the merge's: the order (rowRef, id and rank: 16
-	// bytes a row) and a whole column of the day per worker, the largest
-	// first, must fit directMemory; a larger day is merged.
-	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
-	need := int64(rows) * 16
-	for _, c := range cols[:min(pq.ColumnWorkers(j.u), len(cols))] {
-		need += c
-	}
-	if need > j.opt.directMemory() {
+	dict := slices.ContainsFunc(opts, func(o pqpage.Options) bool { return o.Dict })
+	if directNeed(cols, rows, pq.ColumnWorkers(j.u), dict) > j.opt.directMemory() {
 		return false
 	}
 	// One file: the merge's output splits past MaxFileBytes, and a day's
@@ -88,6 +82,26 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	// whose pages' headers outweigh their values: writeDirect checks the
 	// chunks it built (splits) and leaves such a day to the merge.
 	return rows > 0 && size < j.opt.MaxFileBytes/2
+}
+
+// directNeed is the memory the direct writer needs for a day of rows
+// rows whose columns take cols Arrow bytes (sorted here), on workers
+// workers, dict when a column is a dictionary column: the order (rowRef,
+// id and rank: 16 bytes a row), a whole column of the day per worker, the
+// largest first, and a dictionary column's ids (directDictColumn: 4 bytes
+// a row per worker). Bounded memory, as the merge's: a day that needs
+// more than directMemory is merged.
+func directNeed(cols []int64, rows, workers int, dict bool) int64 {
+	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
+	workers = min(workers, len(cols))
+	need := int64(rows) * 16
+	for _, c := range cols[:workers] {
+		need += c
+	}
+	if dict {
+		need += int64(workers) * int64(rows) * 4
+	}
+	return need
 }
 
 // dayBytes is the Arrow bytes of each column of the day's runs (cols),

@@ -71,3 +71,28 @@ func TestGroupOrdersParallel(t *testing.T) {
 		}
 	}
 }
+
+// The direct writer's memory counts the order, each worker's largest
+// column and, with a dictionary column, each worker's ids.
+func TestDirectNeed(t *testing.T) {
+	cases := []struct {
+		name    string
+		cols    []int64
+		rows    int
+		workers int
+		dict    bool
+		want    int64
+	}{
+		{"one worker", []int64{10, 300, 20}, 10, 1, false, 160 + 300},
+		{"two workers, the largest two", []int64{10, 300, 20}, 10, 2, false, 160 + 300 + 20},
+		{"more workers than columns", []int64{10, 300}, 10, 4, false, 160 + 310},
+		{"dictionary ids per worker", []int64{10, 300, 20}, 10, 2, true, 160 + 320 + 2*40},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := directNeed(c.cols, c.rows, c.workers, c.dict); got != c.want {
+				t.Fatalf("need %d, want %d", got, c.want)
+			}
+		})
+	}
+}
