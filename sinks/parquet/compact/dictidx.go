@@ -145,7 +145,9 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 			buf = make([]uint32, p[1]-p[0])
 		}
 		buf = buf[:p[1]-p[0]]
-		for x, r := range refs[p[0]:p[1]] {
+		part := refs[p[0]:p[1]]
+		for _, x := range rg.perms[k] { // record by record (unitOrder)
+			r := part[x]
 			buf[x] = ids[r.rec][r.row]
 		}
 		return c.AppendIndices(buf, d.vals)

@@ -473,9 +473,10 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
-		// not read, but a damaged pack fails the day all the same
+		// not read (a packed record's is not packed: pack.go), but a
+		// damaged pack fails the day all the same
 		for _, u := range units {
-			if u.rec == nil && i < len(u.packed.cols) {
+			if u.rec == nil && i < len(u.packed.cols) && u.packed.cols[i].key == 0 {
 				if err := j.packReader(u, readers).check(u.packed.cols[i]); err != nil {
 					return err
 				}
@@ -687,8 +688,44 @@ func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []ro
 		return gatherFixedByUnit(pool, t, as[*array.Int64](arrs), (*array.Int64).Int64Values, refs, perm), nil
 	case arrow.TIMESTAMP:
 		return gatherFixedByUnit(pool, t, as[*array.Timestamp](arrs), (*array.Timestamp).TimestampValues, refs, perm), nil
+	case arrow.BOOL:
+		return gatherBoolsByUnit(pool, t, as[*array.Boolean](arrs), refs, perm), nil
 	}
 	return gatherArrays(pool, t, arrs, refs)
+}
+
+// gatherBoolsByUnit is gatherArrays of a boolean column, its bits copied
+// record by record (a null row's bit is 0, as a builder leaves it).
+func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm []int32) arrow.Array {
+	valid, nulls := validity(pool, src, refs)
+	buf := pool.buffer(int(bitutil.BytesForBits(int64(len(refs)))))
+	out := buf.Bytes()
+	clear(out)
+	type bits struct {
+		b     []byte
+		valid []byte // nil: no nulls
+		off   int
+	}
+	bs := make([]bits, len(src))
+	for k, a := range src {
+		d := a.Data()
+		bs[k].off = d.Offset()
+		if b := d.Buffers()[1]; b != nil {
+			bs[k].b = b.Bytes()
+		}
+		if a.NullN() > 0 {
+			bs[k].valid = d.Buffers()[0].Bytes()
+		}
+	}
+	for _, i := range perm {
+		r := refs[i]
+		s := &bs[r.rec]
+		at := s.off + int(r.row)
+		if bitutil.BitIsSet(s.b, at) && (s.valid == nil || bitutil.BitIsSet(s.valid, at)) {
+			bitutil.SetBit(out, int(i))
+		}
+	}
+	return finishArray(t, len(refs), nulls, valid, buf)
 }
 
 // gatherFixedByUnit is gatherFixed, record by record.

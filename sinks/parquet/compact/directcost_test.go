@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // A key column's cost (directColumns' order) is the Arrow bytes of the
@@ -94,5 +95,49 @@ func TestDirectNeed(t *testing.T) {
 				t.Fatalf("need %d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// gatherByUnit of a boolean column (its bits copied record by record) is
+// gatherArrays's array: the same values and nulls, also from sliced
+// records.
+func TestGatherBoolsByUnit(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 1))
+	pool := newBufPool(1 << 20)
+	var arrs []arrow.Array
+	var refs []rowRef
+	for k := range 7 {
+		b := array.NewBooleanBuilder(memory.DefaultAllocator)
+		n := 20 + r.IntN(90)
+		for range n + 5 {
+			if k%3 != 0 && r.IntN(5) == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(r.IntN(2) == 0)
+			}
+		}
+		full := b.NewArray()
+		b.Release()
+		a := array.NewSlice(full, 3, int64(3+n)) // an offset that is not a byte's
+		full.Release()
+		defer a.Release()
+		arrs = append(arrs, a)
+		for i := range n {
+			refs = append(refs, rowRef{int32(k), int32(i)})
+		}
+	}
+	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
+	want, err := gatherArrays(pool, arrow.FixedWidthTypes.Boolean, arrs, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Release()
+	got, err := gatherByUnit(pool, arrow.FixedWidthTypes.Boolean, arrs, refs, unitOrder(refs, make([]int32, len(arrs))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if got.NullN() == 0 || !array.Equal(got, want) {
+		t.Fatalf("gathered by unit:\n%v\nwant (%d nulls)\n%v", got, want.NullN(), want)
 	}
 }
