@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -86,5 +87,22 @@ func TestCollectOneGroup(t *testing.T) {
 				t.Fatalf("groups %v, want %v", mf.Groups, want)
 			}
 		})
+	}
+}
+
+// sortKeys sorts (rank, position) keys as slices.Sort does, by counting
+// few ranks or comparing many.
+func TestSortKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 4))
+	for _, c := range []struct{ n, ranks int }{{0, 5}, {1, 1}, {3000, 8500}, {500, 20}, {100, 5000}} {
+		keys := make([]uint64, c.n)
+		for i := range keys {
+			keys[i] = uint64(r.IntN(c.ranks))<<32 | uint64(i)
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		if got := sortKeys(keys, c.ranks); !slices.Equal(got, want) {
+			t.Fatalf("%d keys of %d ranks: not sorted", c.n, c.ranks)
+		}
 	}
 }
