@@ -397,7 +397,9 @@ func (r *packReader) record(u *arrow.Schema, pr packedRec, ids []uint32, dict *k
 		}
 		var a arrow.Array
 		var err error
-		if pc := pr.cols[j]; pc.key > 0 {
+		if pc := pr.cols[j]; pc.key > 0 && dict == nil {
+			err = errors.New("read pack: a key column and no dictionary")
+		} else if pc.key > 0 {
 			a, err = dict.prefixColumn(pc.key-1, ids)
 		} else {
 			a, err = r.column(f.Type, pc, pr.rows)
