@@ -296,7 +296,8 @@ type partitionJob struct {
 	// replayed, when set, are rows a replay sorted (PublishDay): they
 	// replace the files of the same names, which are consumed unread.
 	replayed *Replayed
-	direct   bool // the replayed day is written by writeDirect
+	direct   bool    // the replayed day is written by writeDirect
+	dayCols  []int64 // per column, the replayed day's Arrow bytes (directOK)
 }
 
 func (j *partitionJob) close() {

@@ -106,7 +106,11 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 	for _, u := range units {
 		rows += u.rows
 	}
-	all := make([]uint32, rows)
+	// every id is set before it is read (or the column is left): the
+	// pool's buffer, of the same size for each such column
+	buf := j.pool.Allocate(4 * rows)
+	defer j.pool.Free(buf)
+	all := asSlice[uint32](buf)
 	ids := make([][]uint32, len(units))
 	d := newColDict()
 	limit := dd.opts[i].DictPageSize
@@ -138,17 +142,19 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 			return false, nil
 		}
 	}
-	var buf []uint32
+	var batch []uint32
 	err = dd.build(ctx, i, func(c *pqpage.Chunk, rg *rowGroup, k int) error {
 		p := rg.parts[k]
-		if cap(buf) < p[1]-p[0] {
-			buf = make([]uint32, p[1]-p[0])
+		if cap(batch) < p[1]-p[0] {
+			batch = make([]uint32, p[1]-p[0])
 		}
-		buf = buf[:p[1]-p[0]]
-		for x, r := range refs[p[0]:p[1]] {
-			buf[x] = ids[r.rec][r.row]
+		batch = batch[:p[1]-p[0]]
+		part := refs[p[0]:p[1]]
+		for _, x := range rg.perms[k] { // record by record (unitOrder)
+			r := part[x]
+			batch[x] = ids[r.rec][r.row]
 		}
-		return c.AppendIndices(buf, d.vals)
+		return c.AppendIndices(batch, d.vals)
 	})
 	dd.indexed[i] = err == nil
 	return true, err

@@ -63,15 +63,55 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	if !packable(j.u, j.key, r.dict) || pq.ColumnWorkers(j.u) == 0 {
 		return false
 	}
-	if _, _, ok, err := pq.PageColumns(j.u, j.props()); err != nil || !ok {
+	_, opts, ok, err := pq.PageColumns(j.u, j.props())
+	if err != nil || !ok {
 		return false
 	}
-	var size int64
-	rows := 0
-	cols := make([]int64, j.u.NumFields()) // each column's Arrow bytes
-	for _, run := range r.Runs {
-		if !sameColumns(run.Schema, j.u) {
-			return false
+	cols, size, rows, ok := dayBytes(r.Runs, j.u)
+	if !ok {
+		return false
+	}
+	j.dayCols = slices.Clone(cols)
+	dict := slices.ContainsFunc(opts, func(o pqpage.Options) bool { return o.Dict })
+	if directNeed(cols, rows, pq.ColumnWorkers(j.u), dict) > j.opt.directMemory() {
+		return false
+	}
+	// One file: the merge's output splits past MaxFileBytes, and a day's
+	// Parquet takes at most about its Arrow bytes (half of them, to be
+	// safe: strings' delta lengths); not with row groups of a few rows,
+	// whose pages' headers outweigh their values: writeDirect checks the
+	// chunks it built (splits) and leaves such a day to the merge.
+	return rows > 0 && size < j.opt.MaxFileBytes/2
+}
+
+// directNeed is the memory the direct writer needs for a day of rows
+// rows whose columns take cols Arrow bytes (sorted here), on workers
+// workers, dict when a column is a dictionary column: the order (rowRef,
+// id and rank: 16 bytes a row), a whole column of the day per worker, the
+// largest first, and a dictionary column's ids (directDictColumn: 4 bytes
+// a row per worker). Bounded memory, as the merge's: a day that needs
+// more than directMemory is merged.
+func directNeed(cols []int64, rows, workers int, dict bool) int64 {
+	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
+	workers = min(workers, len(cols))
+	need := int64(rows) * 16
+	for _, c := range cols[:workers] {
+		need += c
+	}
+	if dict {
+		need += int64(workers) * int64(rows) * 4
+	}
+	return need
+}
+
+// dayBytes is the Arrow bytes of each column of the day's runs (cols),
+// of their records (size) and their rows; not ok: a run of other columns
+// than u's, or neither packed nor in memory with ids (directOK).
+func dayBytes(runs []Run, u *arrow.Schema) (cols []int64, size int64, rows int, ok bool) {
+	cols = make([]int64, u.NumFields())
+	for _, run := range runs {
+		if !sameColumns(run.Schema, u) {
+			return nil, 0, 0, false
 		}
 		switch {
 		case run.packed != nil:
@@ -88,31 +128,15 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 			for _, rec := range run.mem.recs {
 				size += util.TotalRecordSize(rec)
 				for c, a := range rec.Columns() {
-					cols[c] += int64(util.TotalArraySize(a))
+					cols[c] += util.TotalArraySize(a)
 				}
 			}
 			rows += len(run.mem.order)
 		default:
-			return false
+			return nil, 0, 0, false
 		}
 	}
-	// Bounded memory, as the merge's: the order (rowRef, id and rank: 16
-	// bytes a row) and a whole column of the day per worker, the largest
-	// first, must fit directMemory; a larger day is merged.
-	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
-	need := int64(rows) * 16
-	for _, c := range cols[:min(pq.ColumnWorkers(j.u), len(cols))] {
-		need += c
-	}
-	if need > j.opt.directMemory() {
-		return false
-	}
-	// One file: the merge's output splits past MaxFileBytes, and a day's
-	// Parquet takes at most about its Arrow bytes (half of them, to be
-	// safe: strings' delta lengths); not with row groups of a few rows,
-	// whose pages' headers outweigh their values: writeDirect checks the
-	// chunks it built (splits) and leaves such a day to the merge.
-	return rows > 0 && size < j.opt.MaxFileBytes/2
+	return cols, size, rows, true
 }
 
 // props are the day file's writer properties.
@@ -244,6 +268,13 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 		kv.vals, kv.valid = r.dict.prefixValues(k)
 		dd.keyVals[j.u.FieldIndices(name)[0]] = kv
 	}
+	dd.cost = slices.Clone(j.dayCols)
+	if len(dd.cost) != j.u.NumFields() {
+		dd.cost = make([]int64, j.u.NumFields())
+	}
+	for i, kv := range dd.keyVals {
+		dd.cost[i] = kv.bytes(dd.start)
+	}
 	units, refs := dd.units, dd.refs
 	out := &output{opt: j.opt, mem: j.mem, u: j.u, manifest: j.manifest(), fixed: r.encodings()}
 	out.useFixed()
@@ -257,12 +288,7 @@ func (j *partitionJob) writeDirect(ctx context.Context) (Staged, *output, error)
 	}
 	batch := min(8<<10, j.opt.RowGroupRows) // the merge's output batches (partitionJob.write)
 	groups := directGroups(len(refs), batch, j.opt.RowGroupRows)
-	count := make([]int32, len(units))
-	for g := range groups {
-		for _, p := range groups[g].parts {
-			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
-		}
-	}
+	groupOrders(groups, refs, len(units), pq.ColumnWorkers(j.u))
 	chunks := make([][]*pqpage.Chunk, len(groups))
 	for g := range chunks {
 		chunks[g] = make([]*pqpage.Chunk, j.u.NumFields())
@@ -358,23 +384,11 @@ func splits(groups []rowGroup, chunks [][]*pqpage.Chunk, rows, batch int, maxByt
 // at a time on each of the workers: the column of every unit read once,
 // then gathered in the order, batch by batch, into its chunks.
 func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
-	units := dd.units
 	ncols := j.u.NumFields()
-	// The largest columns first: a worker left with a large one at the
-	// end would leave the other idle.
-	cost := make([]int64, ncols)
-	for _, u := range units {
-		for i := range ncols {
-			if u.rec != nil {
-				cost[i] += dataBytes(u.rec.Column(i).Data())
-			} else if i < len(u.packed.cols) {
-				cost[i] += u.packed.cols[i].size
-			}
-		}
-	}
-	for i := range dd.keyVals {
-		cost[i] = 0 // not read
-	}
+	// The largest columns first (by their Arrow bytes, the key columns'
+	// built from their ranks as large as the others): a worker left with
+	// a large one at the end would leave the other idle.
+	cost := dd.cost
 	cols := make([]int, ncols)
 	for i := range cols {
 		cols[i] = i
@@ -422,6 +436,7 @@ type directDay struct {
 	refs   []rowRef // the file's order
 	start  []int    // refs[start[k]:start[k+1]]: the rows of rank k
 	groups []rowGroup
+	cost   []int64           // per column, its Arrow bytes (directColumns' order)
 	opts   []pqpage.Options  // per column
 	chunks [][]*pqpage.Chunk // per row group and column, built by directColumn
 	// keyVals are the values of the key's dictionary columns by rank, by
@@ -439,14 +454,29 @@ type keyValues struct {
 	valid []bool
 }
 
+// bytes is the Arrow bytes of the column built from kv in the order
+// (start: directOrder's): its values and offsets.
+func (kv keyValues) bytes(start []int) int64 {
+	var n int64
+	for k := range len(start) - 1 {
+		rows := int64(start[k+1] - start[k])
+		n += rows * 4
+		if kv.valid == nil || kv.valid[k] {
+			n += rows * int64(len(kv.vals[k]))
+		}
+	}
+	return n
+}
+
 // directColumn builds column i's chunks.
 func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) error {
 	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
-		// not read, but a damaged pack fails the day all the same
+		// not read (a packed record's is not packed: pack.go), but a
+		// damaged pack fails the day all the same
 		for _, u := range units {
-			if u.rec == nil && i < len(u.packed.cols) {
+			if u.rec == nil && i < len(u.packed.cols) && u.packed.cols[i].key == 0 {
 				if err := j.packReader(u, readers).check(u.packed.cols[i]); err != nil {
 					return err
 				}
@@ -607,6 +637,25 @@ func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, h
 // each record's read forward, into their places in the batch (a few
 // hundred KB, in cache): gatherFixedByUnit, gatherStringsByUnit.
 
+// groupOrders sets each row group's perms (unitOrder of each of its
+// parts), the groups shared among workers goroutines.
+func groupOrders(groups []rowGroup, refs []rowRef, units, workers int) {
+	var wg sync.WaitGroup
+	for w := range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			count := make([]int32, units)
+			for g := w; g < len(groups); g += max(1, workers) {
+				for _, p := range groups[g].parts {
+					groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // unitOrder returns the positions in refs ordered by record (stably: a
 // record's rows in the batch's order, its own order).
 func unitOrder(refs []rowRef, count []int32) []int32 {
@@ -639,8 +688,44 @@ func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []ro
 		return gatherFixedByUnit(pool, t, as[*array.Int64](arrs), (*array.Int64).Int64Values, refs, perm), nil
 	case arrow.TIMESTAMP:
 		return gatherFixedByUnit(pool, t, as[*array.Timestamp](arrs), (*array.Timestamp).TimestampValues, refs, perm), nil
+	case arrow.BOOL:
+		return gatherBoolsByUnit(pool, t, as[*array.Boolean](arrs), refs, perm), nil
 	}
 	return gatherArrays(pool, t, arrs, refs)
+}
+
+// gatherBoolsByUnit is gatherArrays of a boolean column, its bits copied
+// record by record (a null row's bit is 0, as a builder leaves it).
+func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm []int32) arrow.Array {
+	valid, nulls := validity(pool, src, refs)
+	buf := pool.buffer(int(bitutil.BytesForBits(int64(len(refs)))))
+	out := buf.Bytes()
+	clear(out)
+	type bits struct {
+		b     []byte
+		valid []byte // nil: no nulls
+		off   int
+	}
+	bs := make([]bits, len(src))
+	for k, a := range src {
+		d := a.Data()
+		bs[k].off = d.Offset()
+		if b := d.Buffers()[1]; b != nil {
+			bs[k].b = b.Bytes()
+		}
+		if a.NullN() > 0 {
+			bs[k].valid = d.Buffers()[0].Bytes()
+		}
+	}
+	for _, i := range perm {
+		r := refs[i]
+		s := &bs[r.rec]
+		at := s.off + int(r.row)
+		if bitutil.BitIsSet(s.b, at) && (s.valid == nil || bitutil.BitIsSet(s.valid, at)) {
+			bitutil.SetBit(out, int(i))
+		}
+	}
+	return finishArray(t, len(refs), nulls, valid, buf)
 }
 
 // gatherFixedByUnit is gatherFixed, record by record.

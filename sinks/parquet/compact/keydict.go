@@ -2,11 +2,14 @@ package compact
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // A replayed day's merges compare rows by integers, not strings: the
@@ -255,34 +258,62 @@ func (d *keyDict) prefixValues(k int) (vals []string, valid []bool) {
 	defer d.mu.Unlock()
 	vals = make([]string, len(d.order))
 	for r, id := range d.order {
-		key := d.keys[id]
-		for c := 0; ; c++ {
-			null := key[0] == 0
-			var v string
-			if !null {
-				n := prefixLen(key)
-				v, key = key[5:5+n], key[5+n:]
-			} else {
-				key = key[1:]
+		v, ok := prefixValue(d.keys[id], k)
+		if ok {
+			vals[r] = v
+			if valid != nil {
+				valid[r] = true
 			}
-			if c < k {
-				continue
+			continue
+		}
+		if valid == nil {
+			valid = make([]bool, len(d.order))
+			for x := range r {
+				valid[x] = true
 			}
-			if null {
-				if valid == nil {
-					valid = make([]bool, len(d.order))
-					for x := range r {
-						valid[x] = true
-					}
-				}
-			} else {
-				vals[r] = v
-				if valid != nil {
-					valid[r] = true
-				}
-			}
-			break
 		}
 	}
 	return vals, valid
+}
+
+// prefixValue is the k-th column's value of an encoded prefix (false:
+// null).
+func prefixValue(key string, k int) (string, bool) {
+	for c := 0; ; c++ {
+		null := key[0] == 0
+		var v string
+		if !null {
+			n := prefixLen(key)
+			v, key = key[5:5+n], key[5+n:]
+		} else {
+			key = key[1:]
+		}
+		if c == k {
+			return v, !null
+		}
+	}
+}
+
+// prefixColumn is the k-th prefix column of rows of these ids: a packed
+// record's, whose dictionary columns are not packed (pack.go).
+func (d *keyDict) prefixColumn(k int, ids []uint32) (arrow.Array, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if k >= d.cols {
+		return nil, fmt.Errorf("key column %d of a dictionary of %d", k, d.cols)
+	}
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(len(ids))
+	for _, id := range ids {
+		if int(id) >= len(d.keys) {
+			return nil, fmt.Errorf("key id %d past the dictionary's %d", id, len(d.keys))
+		}
+		if v, ok := prefixValue(d.keys[id], k); ok {
+			b.Append(v)
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray(), nil
 }

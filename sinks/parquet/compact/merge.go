@@ -1,12 +1,14 @@
 package compact
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
@@ -157,7 +159,7 @@ func (s *sorter) sortRefs(refs []rowRef, views []keyView, ids [][]uint32) {
 		sorted = sorted && (i == 0 || keys[i] > keys[i-1])
 	}
 	if !sorted {
-		slices.Sort(keys) // the position in the low bits keeps ties in order
+		keys = sortKeys(keys, len(rank)) // the position in the low bits keeps ties in order
 		in := slices.Clone(refs)
 		for i, k := range keys {
 			refs[i] = in[uint32(k)]
@@ -176,6 +178,30 @@ func (s *sorter) sortRefs(refs []rowRef, views []keyView, ids [][]uint32) {
 		}
 		lo = hi
 	}
+}
+
+// sortKeys sorts keys, each a rank (< ranks) in the high 32 bits and a
+// distinct position in the low: by counting the ranks when there are not
+// many more of them than keys (a snapshot's few thousand names of the
+// day's ~8,500: a few times faster than comparing), else by comparing.
+func sortKeys(keys []uint64, ranks int) []uint64 {
+	if ranks > 4*len(keys)+1024 {
+		slices.Sort(keys)
+		return keys
+	}
+	at := make([]int32, ranks+1)
+	for _, k := range keys {
+		at[k>>32+1]++
+	}
+	for r := 1; r < len(at); r++ {
+		at[r] += at[r-1]
+	}
+	out := make([]uint64, len(keys))
+	for _, k := range keys { // in position order: ties stay in it
+		out[at[k>>32]] = k
+		at[k>>32]++
+	}
+	return out
 }
 
 // sortedIDs are the ids of refs' rows (nil unless the chunk is keyed).
@@ -647,6 +673,9 @@ type groupSet map[pq.Group]struct{}
 // (a batch's rows are mostly of one group: a row of the same group as the
 // row before is not looked up).
 func (s groupSet) collect(kv *keyView, n int, mf *pq.ManifestFile) {
+	if n > 1 && kv.oneGroup(n) {
+		n = 1 // a snapshot's batch: its rows' groups are its first row's
+	}
 	var last pq.Group
 	for i := range n {
 		g := kv.group(i)
@@ -659,4 +688,51 @@ func (s groupSet) collect(kv *keyView, n int, mf *pq.ManifestFile) {
 			mf.Groups = append(mf.Groups, g)
 		}
 	}
+}
+
+// oneGroup reports whether the view's first n rows are of one group:
+// its group columns (those it has) each hold one value (or only nulls),
+// compared a column at a time, not row by row.
+func (kv *keyView) oneGroup(n int) bool {
+	if kv.snap != nil {
+		a := kv.snap
+		if a.Len() < n || a.NullN() > 0 && a.NullN() != a.Len() {
+			return false
+		}
+		if v := a.TimestampValues(); a.NullN() == 0 && !slices.Equal(v[1:n], v[:n-1]) {
+			return false
+		}
+	}
+	return oneString(kv.run, n) && oneString(kv.ep, n)
+}
+
+// oneString reports whether a's first n values are one value, or all null
+// (nil: the table has no such column).
+func oneString(a *array.String, n int) bool {
+	if a == nil {
+		return true
+	}
+	if a.Len() < n || a.NullN() > 0 && a.NullN() != a.Len() {
+		return false
+	}
+	if a.NullN() > 0 {
+		return true
+	}
+	offs := a.ValueOffsets()[:n+1]
+	size := offs[1] - offs[0]
+	for i := 1; i < n; i++ {
+		if offs[i+1]-offs[i] != size {
+			return false
+		}
+	}
+	// equal lengths: each value is the one before it when the bytes are
+	// themselves shifted by one value
+	var data []byte // the values buffer, which the offsets index
+	if b := a.Data().Buffers()[2]; b != nil {
+		data = b.Bytes()
+	}
+	if len(data) < int(offs[n]) || offs[0] < 0 {
+		return false
+	}
+	return bytes.Equal(data[offs[0]+size:offs[n]], data[offs[0]:offs[n]-size])
 }

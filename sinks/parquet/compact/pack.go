@@ -90,6 +90,10 @@ type packedCol struct {
 	size int64 // the column's Arrow bytes (its buffers')
 	crc  uint32
 	dict bool // ids into the record's distinct values, then the values (packdict.go)
+	// key, when > 0, is 1 + the index of the dictionary's column the
+	// column is: not written (n 0), its values are its rows' ids' (the
+	// run's ids, keyDict.prefixColumn).
+	key int
 }
 
 // packedRec is a packed record: its rows and columns.
@@ -184,14 +188,24 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 	for _, name := range key[prefix:] {
 		restIdx = append(restIdx, u.FieldIndices(name)[0])
 	}
-	// the string columns but the key's may be packed with ids
+	// the string columns but the key's may be packed with ids; the
+	// dictionary's columns are not packed: their values are the ids'
 	byIDs := make([]bool, u.NumFields())
 	for j, f := range u.Fields() {
 		byIDs[j] = f.Type.ID() == arrow.STRING
 	}
-	for _, name := range key {
-		byIDs[u.FieldIndices(name)[0]] = false
+	prefixOf := make([]int, u.NumFields())
+	for k, name := range key {
+		j := u.FieldIndices(name)[0]
+		byIDs[j] = false
+		if k < prefix {
+			prefixOf[j] = k + 1
+		}
 	}
+	// Per column, the records left before ids (localDict) or S2 are
+	// tried again after they did not pay (a column of distinct names; of
+	// distinct timestamps): skipped, not retried on every record.
+	noDict, noS2 := make([]int, u.NumFields()), make([]int, u.NumFields())
 	var ld localDict
 	for _, m := range group {
 		if err := ctx.Err(); err != nil {
@@ -205,15 +219,32 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 			}
 			prec := packedRec{rows: int(rec.NumRows()), size: util.TotalRecordSize(rec), cols: make([]packedCol, u.NumFields())}
 			for j := range u.NumFields() {
+				d := rec.Column(j).Data()
+				if prefixOf[j] > 0 {
+					prec.cols[j] = packedCol{off: pf.pos(), size: dataBytes(d), key: prefixOf[j]}
+					continue
+				}
 				off := pf.pos()
 				pf.w.crc = 0
-				d := rec.Column(j).Data()
 				dict := false
-				if s, ok := rec.Column(j).(*array.String); ok && byIDs[j] && ld.encode(s) {
-					ld.write(pf.w, s)
-					dict = true
-				} else {
+				if s, ok := rec.Column(j).(*array.String); ok && byIDs[j] {
+					if noDict[j] > 0 {
+						noDict[j]--
+					} else if dict = ld.encode(s); dict {
+						ld.write(pf.w, s)
+					} else {
+						noDict[j] = retryAfter
+					}
+				}
+				if !dict {
+					pf.w.noS2, pf.w.s2In, pf.w.s2Out = noS2[j] > 0, 0, 0
 					pf.w.array(d)
+					pf.w.noS2 = false
+					if noS2[j] > 0 {
+						noS2[j]--
+					} else if pf.w.s2Out > pf.w.s2In/2 {
+						noS2[j] = retryAfter // S2 saved less than half
+					}
 				}
 				prec.cols[j] = packedCol{off: off, n: pf.pos() - off, size: dataBytes(d), crc: pf.w.crc, dict: dict}
 			}
@@ -246,6 +277,10 @@ func packGroup(ctx context.Context, pf *packFile, u *arrow.Schema, key []string,
 	return g, nil
 }
 
+// retryAfter is the records of a column packed without ids or S2 after
+// either did not pay, before it is tried again.
+const retryAfter = 16
+
 // dataBytes are the bytes of d's buffers.
 func dataBytes(d arrow.ArrayData) int64 {
 	var n int64
@@ -277,6 +312,9 @@ func newPackReader(pf *packFile, pool *bufPool) *packReader {
 // column reads column pc of a packed record of rows rows, of type t. What
 // it reads is checked: its CRC, then its node against t and the rows.
 func (r *packReader) column(t arrow.DataType, pc packedCol, rows int) (arrow.Array, error) {
+	if pc.key > 0 {
+		return nil, fmt.Errorf("read pack %s: a key column, not packed", r.pf.f.Name())
+	}
 	if pc.dict {
 		if t.ID() != arrow.STRING {
 			return nil, fmt.Errorf("read pack %s at %d: ids of a %s column", r.pf.f.Name(), pc.off, t)
@@ -344,8 +382,9 @@ func (r *packReader) nodes(pc packedCol, read func() error) (err error) {
 	return nil
 }
 
-// record reads a whole packed record.
-func (r *packReader) record(u *arrow.Schema, pr packedRec) (arrow.Record, error) {
+// record reads a whole packed record, its dictionary's columns made from
+// its rows' ids of dict.
+func (r *packReader) record(u *arrow.Schema, pr packedRec, ids []uint32, dict *keyDict) (arrow.Record, error) {
 	datas := make([]arrow.ArrayData, 0, u.NumFields())
 	defer func() {
 		for _, d := range datas {
@@ -356,7 +395,19 @@ func (r *packReader) record(u *arrow.Schema, pr packedRec) (arrow.Record, error)
 		if j >= len(pr.cols) {
 			return nil, errors.New("read pack: a record without all its columns")
 		}
-		a, err := r.column(f.Type, pr.cols[j], pr.rows)
+		var a arrow.Array
+		var err error
+		if pc := pr.cols[j]; pc.key > 0 && dict == nil {
+			err = errors.New("read pack: a key column and no dictionary")
+		} else if pc.key > 0 {
+			a, err = dict.prefixColumn(pc.key-1, ids)
+		} else {
+			a, err = r.column(f.Type, pc, pr.rows)
+		}
+		if err == nil && a.Len() != pr.rows {
+			a.Release()
+			err = fmt.Errorf("%d rows, not %d", a.Len(), pr.rows)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", f.Name, err)
 		}
@@ -378,8 +429,12 @@ func (g *packedGroup) unpack(ctx context.Context, pool *bufPool, key []string, d
 	for _, pr := range g.runs {
 		m := &memRun{key: key, order: pr.order, ids: pr.ids}
 		runs = append(runs, Run{Schema: g.u, mem: m, keyed: true})
-		for _, prec := range pr.recs {
-			rec, err := rd.record(g.u, prec)
+		if len(pr.recs) != len(pr.ids) {
+			dropRuns(runs)
+			return Run{}, errors.New("read pack: a run's ids do not match its records")
+		}
+		for k, prec := range pr.recs {
+			rec, err := rd.record(g.u, prec, pr.ids[k], dict)
 			if err == nil {
 				m.recs = append(m.recs, rec)
 				var kv keyView

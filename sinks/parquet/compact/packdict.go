@@ -2,6 +2,7 @@ package compact
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -56,36 +57,69 @@ func (l *localDict) encode(a *array.String) bool {
 		data = b.Bytes()
 	}
 	nulls := a.NullN() > 0
-	var last, prev []byte // the last value and the one before it
-	lastID, prevID, has, has2 := uint32(0), uint32(0), false, false
+	var last, prev localVal // the last value and the one before it
+	has, has2 := false, false
 	for r := range n {
 		if nulls && a.IsNull(r) {
 			continue
 		}
-		v := data[offs[r]:offs[r+1]]
-		if has && bytes.Equal(v, last) {
-			l.ids[r] = lastID
+		lo, hi := int(offs[r]), int(offs[r+1])
+		v := localVal{w: wordAt(data, lo, hi-lo), lo: lo, n: hi - lo}
+		if has && v.same(&last, data) {
+			l.ids[r] = last.id
 			continue
 		}
-		if has2 && bytes.Equal(v, prev) {
-			l.ids[r] = prevID
-			last, prev, lastID, prevID = prev, last, prevID, lastID
+		if has2 && v.same(&prev, data) {
+			l.ids[r] = prev.id
+			last, prev = prev, last
 			continue
 		}
-		prev, prevID, has2 = last, lastID, has
-		id, ok := l.index[string(v)]
+		prev, has2 = last, has
+		id, ok := l.index[string(data[lo:hi])]
 		if !ok {
 			if len(l.offs) > most {
 				return false
 			}
 			id = uint32(len(l.offs) - 1)
-			l.data = append(l.data, v...)
+			l.data = append(l.data, data[lo:hi]...)
 			l.offs = append(l.offs, int32(len(l.data)))
-			l.index[string(v)] = id
+			l.index[string(data[lo:hi])] = id
 		}
-		l.ids[r], last, lastID, has = id, v, id, true
+		v.id = id
+		l.ids[r], last, has = id, v, true
 	}
 	return true
+}
+
+// localVal is a value of the array localDict.encode numbers: its first
+// (up to) 8 bytes as a word, where it starts and its length, and its id.
+type localVal struct {
+	w     uint64
+	lo, n int
+	id    uint32
+}
+
+// same reports whether v and o, values of data, are equal: their words
+// first (the whole of a value of at most 8 bytes), then the rest.
+func (v *localVal) same(o *localVal, data []byte) bool {
+	return v.n == o.n && v.w == o.w && (v.n <= 8 || bytes.Equal(data[v.lo+8:v.lo+v.n], data[o.lo+8:o.lo+o.n]))
+}
+
+// wordAt is the first (up to) 8 of the n bytes at data[lo:], little-endian,
+// zero-padded.
+func wordAt(data []byte, lo, n int) uint64 {
+	if lo+8 <= len(data) {
+		w := binary.LittleEndian.Uint64(data[lo:])
+		if n < 8 {
+			w &= 1<<(8*n) - 1
+		}
+		return w
+	}
+	var w uint64
+	for i := range min(n, 8) {
+		w |= uint64(data[lo+i]) << (8 * i)
+	}
+	return w
 }
 
 // write writes the ids' node (a's validity) and the values' node.

@@ -53,6 +53,11 @@ type runWriter struct {
 	crc  uint32    // of the batch's bytes so far
 	zbuf []byte    // S2 output
 	cols [3][]byte // a column's gathered buffers (validity, values or offsets, string bytes)
+	// noS2 writes the buffers raw, S2 not tried (a pack's column that
+	// does not compress); s2In and s2Out count the bytes S2 was tried on
+	// and what it made of them.
+	noS2        bool
+	s2In, s2Out int
 }
 
 func newRunWriter(pool *bufPool, u *arrow.Schema, dir string) (*runWriter, error) {
@@ -168,11 +173,13 @@ func (w *runWriter) array(d arrow.ArrayData) {
 
 // buffer writes b, S2-compressed when that is smaller.
 func (w *runWriter) buffer(b []byte) {
-	if len(b) >= 64 {
+	if len(b) >= 64 && !w.noS2 {
 		if need := s2.MaxEncodedLen(len(b)); cap(w.zbuf) < need {
 			w.zbuf = make([]byte, need)
 		}
 		z := s2.Encode(w.zbuf[:cap(w.zbuf)], b)
+		w.s2In += len(b)
+		w.s2Out += len(z)
 		if len(z) < len(b) {
 			w.uvarint(bufS2)
 			w.uvarint(uint64(len(b)))

@@ -1,0 +1,143 @@
+package compact
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// A key column's cost (directColumns' order) is the Arrow bytes of the
+// column keyColumn builds: its values and offsets, nulls none.
+func TestDirectKeyColumnCost(t *testing.T) {
+	cases := []struct {
+		name  string
+		vals  []string
+		valid []bool
+		rows  []int // per rank
+	}{
+		{"strings", []string{"BTC-27DEC24-100000-C", "ETH-27DEC24-4000-P", "x"}, nil, []int{3, 0, 7}},
+		{"nulls", []string{"a", "", "deribit"}, []bool{true, false, true}, []int{2, 5, 1}},
+		{"empty", []string{"", ""}, nil, []int{4, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := []int{0}
+			for _, n := range c.rows {
+				start = append(start, start[len(start)-1]+n)
+			}
+			kv := keyValues{vals: c.vals, valid: c.valid}
+			n := start[len(start)-1]
+			arr, err := keyColumn(newBufPool(1<<20), arrow.BinaryTypes.String, start, kv, 0, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer arr.Release()
+			s := arr.(*array.String)
+			want := int64(len(s.ValueBytes()) + 4*(len(s.ValueOffsets())-1))
+			if got := kv.bytes(start); got != want {
+				t.Fatalf("cost %d, the built column's values and offsets %d", got, want)
+			}
+		})
+	}
+}
+
+// groupOrders, the groups shared among workers, sets every part's perm
+// as unitOrder does alone.
+func TestGroupOrdersParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(84, 1))
+	const units = 9
+	var refs []rowRef
+	for k := range units {
+		for i := range 30 + r.IntN(50) {
+			refs = append(refs, rowRef{int32(k), int32(i)})
+		}
+	}
+	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
+	want := directGroups(len(refs), 37, 100)
+	count := make([]int32, units)
+	for g := range want {
+		for _, p := range want[g].parts {
+			want[g].perms = append(want[g].perms, unitOrder(refs[p[0]:p[1]], count))
+		}
+	}
+	for _, workers := range []int{0, 1, 2, 3} {
+		got := directGroups(len(refs), 37, 100)
+		groupOrders(got, refs, units, workers)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d workers: the groups' perms differ from unitOrder's", workers)
+		}
+	}
+}
+
+// The direct writer's memory counts the order, each worker's largest
+// column and, with a dictionary column, each worker's ids.
+func TestDirectNeed(t *testing.T) {
+	cases := []struct {
+		name    string
+		cols    []int64
+		rows    int
+		workers int
+		dict    bool
+		want    int64
+	}{
+		{"one worker", []int64{10, 300, 20}, 10, 1, false, 160 + 300},
+		{"two workers, the largest two", []int64{10, 300, 20}, 10, 2, false, 160 + 300 + 20},
+		{"more workers than columns", []int64{10, 300}, 10, 4, false, 160 + 310},
+		{"dictionary ids per worker", []int64{10, 300, 20}, 10, 2, true, 160 + 320 + 2*40},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := directNeed(c.cols, c.rows, c.workers, c.dict); got != c.want {
+				t.Fatalf("need %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+// gatherByUnit of a boolean column (its bits copied record by record) is
+// gatherArrays's array: the same values and nulls, also from sliced
+// records.
+func TestGatherBoolsByUnit(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 1))
+	pool := newBufPool(1 << 20)
+	var arrs []arrow.Array
+	var refs []rowRef
+	for k := range 7 {
+		b := array.NewBooleanBuilder(memory.DefaultAllocator)
+		n := 20 + r.IntN(90)
+		for range n + 5 {
+			if k%3 != 0 && r.IntN(5) == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(r.IntN(2) == 0)
+			}
+		}
+		full := b.NewArray()
+		b.Release()
+		a := array.NewSlice(full, 3, int64(3+n)) // an offset that is not a byte's
+		full.Release()
+		defer a.Release()
+		arrs = append(arrs, a)
+		for i := range n {
+			refs = append(refs, rowRef{int32(k), int32(i)})
+		}
+	}
+	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
+	want, err := gatherArrays(pool, arrow.FixedWidthTypes.Boolean, arrs, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Release()
+	got, err := gatherByUnit(pool, arrow.FixedWidthTypes.Boolean, arrs, refs, unitOrder(refs, make([]int32, len(arrs))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if got.NullN() == 0 || !array.Equal(got, want) {
+		t.Fatalf("gathered by unit:\n%v\nwant (%d nulls)\n%v", got, want.NullN(), want)
+	}
+}
