@@ -89,7 +89,7 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 // workers, dict when a column is a dictionary column: the order (rowRef,
 // id and rank: 16 bytes a row), a whole column of the day per worker, the
 // largest first, and a dictionary column's ids (directDictColumn: 4 bytes
-// a row per worker). Bounded memory, as the merge's: a day that needs
+// a row per worker, in a pool buffer of its size class). Bounded memory, as the merge's: a day that needs
 // more than directMemory is merged.
 func directNeed(cols []int64, rows, workers int, dict bool) int64 {
 	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
@@ -99,7 +99,7 @@ func directNeed(cols []int64, rows, workers int, dict bool) int64 {
 		need += c
 	}
 	if dict {
-		need += int64(workers) * int64(rows) * 4
+		need += int64(workers) * poolSize(4*rows)
 	}
 	return need
 }

@@ -87,7 +87,8 @@ func TestDirectNeed(t *testing.T) {
 		{"one worker", []int64{10, 300, 20}, 10, 1, false, 160 + 300},
 		{"two workers, the largest two", []int64{10, 300, 20}, 10, 2, false, 160 + 300 + 20},
 		{"more workers than columns", []int64{10, 300}, 10, 4, false, 160 + 310},
-		{"dictionary ids per worker", []int64{10, 300, 20}, 10, 2, true, 160 + 320 + 2*40},
+		{"dictionary ids per worker, a pool class each", []int64{10, 300, 20}, 10, 2, true, 160 + 320 + 2*64},
+		{"ids past a power of two take the next class", []int64{1}, 1<<20 + 1, 1, true, 16<<20 + 16 + 1 + 8<<20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -189,7 +189,7 @@ func sortKeys(keys []uint64, ranks int) []uint64 {
 		slices.Sort(keys)
 		return keys
 	}
-	at := make([]int32, ranks+1)
+	at := make([]int, ranks+1)
 	for _, k := range keys {
 		at[k>>32+1]++
 	}

@@ -46,6 +46,15 @@ func poolClass(n int) int {
 	return c
 }
 
+// poolSize is the bytes Allocate takes for n: its class's size, or n
+// when too large to keep.
+func poolSize(n int) int64 {
+	if c := poolClass(n); c >= 0 {
+		return 1 << (c + poolMinShift)
+	}
+	return int64(n)
+}
+
 // Allocate returns size bytes whose contents are undefined.
 func (p *bufPool) Allocate(size int) []byte {
 	c := poolClass(size)
