@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,8 +91,56 @@ type Archive struct {
 	buffers sync.Pool
 	// wholeDecoders are idle decoders (concurrency 1, checksum trusted,
 	// output bounded by the destination's capacity) for bodies decoded
-	// whole with DecodeAll; bodies hold their decoded bytes (*[]byte).
-	wholeDecoders, bodies sync.Pool
+	// whole with DecodeAll, into buffers from bodies.
+	wholeDecoders sync.Pool
+	bodies        bodyBuffers
+}
+
+// bodyBuffers keeps a few buffers of decoded bodies for the next ones: a
+// replay decodes a body of 1-2 MiB per snapshot, a few at once, and a
+// sync.Pool loses them to the frequent collections (40% of them, as many
+// bytes as all the decoders' batches). At most keepBodies buffers of at
+// most keepBodyMax bytes are kept.
+type bodyBuffers struct {
+	mu   sync.Mutex
+	free []*[]byte
+}
+
+const (
+	keepBodies  = 4
+	keepBodyMax = 4 << 20
+)
+
+// get returns a buffer of capacity at least n: a kept one that is large
+// enough, else a new one with room for a slightly larger next body.
+func (p *bodyBuffers) get(n int) *[]byte {
+	p.mu.Lock()
+	for i, b := range p.free {
+		if cap(*b) >= n {
+			last := len(p.free) - 1
+			p.free[i] = p.free[last]
+			p.free = p.free[:last]
+			p.mu.Unlock()
+			return b
+		}
+	}
+	p.mu.Unlock()
+	s := make([]byte, 0, n+n/8)
+	return &s
+}
+
+// put keeps b for a next get, unless enough are kept or it is too large.
+func (p *bodyBuffers) put(b *[]byte) {
+	if cap(*b) > keepBodyMax {
+		return
+	}
+	p.mu.Lock()
+	if len(p.free) < keepBodies {
+		p.free = append(p.free, b)
+	} else if i := slices.IndexFunc(p.free, func(k *[]byte) bool { return cap(*k) < cap(*b) }); i >= 0 {
+		p.free[i] = b // the larger ones are kept
+	}
+	p.mu.Unlock()
 }
 
 // New returns the archive of a local data directory (bodies go to
@@ -477,7 +526,8 @@ type wholeBody struct {
 	a      *Archive
 	obj    *bytes.Buffer // the object, until decoded or failed over to r
 	size   int           // the body's bytes, from its metadata
-	body   *[]byte       // the decoded body (pooled), once decoded
+	body   *[]byte       // the buffer of data (pooled), once decoded
+	data   []byte        // the decoded body
 	off    int           // bytes of body read
 	r      io.ReadCloser // the streaming decoder, when the whole decode failed
 	closed bool
@@ -490,8 +540,8 @@ func (w *wholeBody) InMemory() ([]byte, bool) {
 	if w.closed || !w.decode() {
 		return nil, false
 	}
-	b := (*w.body)[w.off:]
-	w.off = len(*w.body)
+	b := w.data[w.off:]
+	w.off = len(w.data)
 	return b, true
 }
 
@@ -502,10 +552,10 @@ func (w *wholeBody) Read(p []byte) (int, error) {
 	if !w.decode() {
 		return w.r.Read(p)
 	}
-	if w.off >= len(*w.body) {
+	if w.off >= len(w.data) {
 		return 0, io.EOF
 	}
-	n := copy(p, (*w.body)[w.off:])
+	n := copy(p, w.data[w.off:])
 	w.off += n
 	return n, nil
 }
@@ -523,22 +573,15 @@ func (w *wholeBody) decode() bool {
 		zr, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(true), zstd.WithDecodeAllCapLimit(true))
 	}
 	if zr != nil {
-		body, _ := a.bodies.Get().(*[]byte)
-		if body == nil {
-			body = new([]byte)
-		}
-		if cap(*body) < w.size {
-			*body = make([]byte, 0, w.size)
-		}
+		body := a.bodies.get(w.size)
 		out, err := zr.DecodeAll(obj.Bytes(), (*body)[:0:w.size])
 		a.wholeDecoders.Put(zr)
 		if err == nil && len(out) == w.size {
-			*body = out
-			w.body = body
+			w.body, w.data = body, out
 			a.buffers.Put(obj)
 			return true
 		}
-		a.bodies.Put(body)
+		a.bodies.put(body)
 	}
 	// Not its metadata's size, or corrupt: the streaming decoder tells
 	// (it hands obj back when closed).
@@ -565,8 +608,8 @@ func (w *wholeBody) Close() error {
 		err = w.r.Close()
 	}
 	if w.body != nil {
-		w.a.bodies.Put(w.body)
-		w.body = nil
+		w.a.bodies.put(w.body)
+		w.body, w.data = nil, nil
 	}
 	return err
 }
