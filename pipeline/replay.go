@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/ledger"
@@ -420,6 +421,14 @@ func (b archivedBody) Read(p []byte) (int, error) {
 		err = fmt.Errorf("%w: %w", errArchive, err)
 	}
 	return n, err
+}
+
+// InMemory passes on a body the archive holds whole (jsontok.InMemory).
+func (b archivedBody) InMemory() ([]byte, bool) {
+	if m, ok := b.ReadCloser.(jsontok.InMemory); ok {
+		return m.InMemory()
+	}
+	return nil, false
 }
 
 func sameParams(m map[string]string, p url.Values) bool {

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
+	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
@@ -268,18 +269,43 @@ func (res *EndpointResult) stage(name string, start time.Time) {
 	res.Stages[name] += float64(time.Since(start).Microseconds()) / 1000
 }
 
-// timedReader adds the time spent in Read to a stage.
-type timedReader struct {
-	r    io.Reader
-	res  *EndpointResult
-	name string
+// bodyReader is a response body as request reads it: the time spent in its
+// reads goes to StageBody, and what is read on to the archive entry (as
+// io.TeeReader does).
+type bodyReader struct {
+	r     io.Reader
+	res   *EndpointResult
+	entry archiveEntry
 }
 
-func (t timedReader) Read(p []byte) (int, error) {
+func (b *bodyReader) Read(p []byte) (int, error) {
 	start := time.Now()
-	n, err := t.r.Read(p)
-	t.res.stage(t.name, start)
+	n, err := b.r.Read(p)
+	b.res.stage(StageBody, start)
+	if n > 0 {
+		if n, err := b.entry.Write(p[:n]); err != nil {
+			return n, err
+		}
+	}
 	return n, err
+}
+
+// InMemory hands the decoder a replayed body that the archive holds whole
+// in memory (jsontok.InMemory: it is scanned in place), timed and counted
+// as its reads would be. A body being archived (a live run's) is read.
+func (b *bodyReader) InMemory() ([]byte, bool) {
+	m, ok := b.r.(jsontok.InMemory)
+	c, counting := b.entry.(*countingEntry)
+	if !ok || !counting {
+		return nil, false
+	}
+	start := time.Now()
+	p, ok := m.InMemory()
+	b.res.stage(StageBody, start)
+	if ok {
+		c.n += int64(len(p))
+	}
+	return p, ok
 }
 
 // SinkResult reports what one sink made of one endpoint.
@@ -637,7 +663,7 @@ func (r *Runner) request(ctx context.Context, c call) error {
 			}
 			entry = e
 		}
-		body := io.TeeReader(timedReader{r: resp.Body, res: res, name: StageBody}, entry)
+		body := &bodyReader{r: resp.Body, res: res, entry: entry}
 		outs, derr := r.decode(ctx, c, body)
 		complete := derr == nil
 		if derr != nil && errors.Is(derr, values.ErrBadInput) {

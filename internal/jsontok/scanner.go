@@ -81,6 +81,20 @@ type Scanner struct {
 	capBuf    []byte // captured bytes that were moved out of buf by refills
 
 	scratch []byte // unescaped string text
+	own     []byte // the scanner's buffer while buf is an InMemory reader's content
+}
+
+// InMemory is a reader that can hand over the rest of its content at
+// once. A scanner reads such a reader's content in place (New, Reset),
+// without copying it into its buffer; it reads exactly as it would with
+// Read.
+type InMemory interface {
+	io.Reader
+	// InMemory returns the rest of the content and consumes it, or false
+	// when it cannot (having consumed nothing): the content is then read
+	// with Read. The bytes must stay as they are until the scanner that
+	// took them is Reset.
+	InMemory() ([]byte, bool)
 }
 
 // New returns a scanner reading from r with a buffer of the given size
@@ -89,13 +103,25 @@ func New(r io.Reader, bufSize int) *Scanner {
 	if bufSize < 4096 {
 		bufSize = 4096
 	}
-	return &Scanner{r: r, buf: make([]byte, bufSize), tokBeg: -1}
+	s := &Scanner{buf: make([]byte, bufSize)}
+	s.Reset(r)
+	return s
 }
 
 // Reset makes s read a new document from r, keeping its buffers (nil
 // drops the reader it held).
 func (s *Scanner) Reset(r io.Reader) {
-	*s = Scanner{r: r, buf: s.buf, tokBeg: -1, capBuf: s.capBuf[:0], scratch: s.scratch[:0]}
+	buf := s.buf
+	if s.own != nil {
+		buf = s.own
+	}
+	*s = Scanner{r: r, buf: buf, tokBeg: -1, capBuf: s.capBuf[:0], scratch: s.scratch[:0]}
+	if m, ok := r.(InMemory); ok {
+		if b, ok := m.InMemory(); ok {
+			// The whole input is in buf: fill finds the end at once.
+			s.own, s.buf, s.end, s.rerr = buf, b, len(b), io.EOF
+		}
+	}
 }
 
 // Offset is the stream offset of the next unread byte.

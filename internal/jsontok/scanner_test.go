@@ -105,7 +105,26 @@ func readers(doc []byte) map[string]func() io.Reader {
 		"whole":    func() io.Reader { return bytes.NewReader(doc) },
 		"one-byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(doc)) },
 		"half":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(doc)) },
+		"in memory": func() io.Reader {
+			return &inMemory{Reader: bytes.NewReader(doc), doc: doc}
+		},
 	}
+}
+
+// inMemory is a document held whole in memory (InMemory); declined reads
+// it with Read.
+type inMemory struct {
+	*bytes.Reader
+	doc      []byte
+	declined bool
+}
+
+func (m *inMemory) InMemory() ([]byte, bool) {
+	if m.declined {
+		return nil, false
+	}
+	m.Reader.Reset(nil)
+	return m.doc, true
 }
 
 func stdDecode(doc []byte) (any, bool) {
@@ -296,6 +315,46 @@ func TestReset(t *testing.T) {
 		}
 		if gerr == nil && s.Offset() != int64(len(doc)) {
 			t.Fatalf("doc %d: offset %d, want %d", i, s.Offset(), len(doc))
+		}
+	}
+}
+
+// A document held in memory is scanned in place: the scanner's own buffer
+// comes back on Reset, so the next streamed document never writes into the
+// previous one's bytes; a reader that declines is read with Read.
+func TestInMemoryInPlace(t *testing.T) {
+	long := `["` + strings.Repeat("y", 9000) + `",1]` // grows a 4 KiB buffer
+	held := []byte(`{"a":[1,"` + strings.Repeat("z", 5000) + `",{"b":null}]}`)
+	keep := bytes.Clone(held)
+	s := New(&inMemory{Reader: bytes.NewReader(held), doc: held}, 4096)
+	if w := s.Window(); len(w) != len(held) || &w[0] != &held[0] {
+		t.Fatalf("window of %d bytes, want the %d held bytes themselves", len(w), len(held))
+	}
+	wantHeld, _ := decode(New(bytes.NewReader(held), 4096))
+	wantLong, _ := decode(New(strings.NewReader(long), 4096))
+	for i, r := range []io.Reader{
+		nil, // the held document, scanned first by New
+		strings.NewReader(long),
+		&inMemory{Reader: bytes.NewReader(held), doc: held},
+		&inMemory{Reader: bytes.NewReader([]byte(long)), doc: []byte(long), declined: true},
+		iotest.OneByteReader(strings.NewReader(long)),
+	} {
+		if r != nil {
+			s.Reset(r)
+		}
+		got, err := decode(s)
+		if err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		want := wantLong
+		if i%2 == 0 && i < 4 {
+			want = wantHeld
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("doc %d: not the document's values", i)
+		}
+		if !bytes.Equal(held, keep) {
+			t.Fatalf("doc %d: the held document's bytes changed", i)
 		}
 	}
 }

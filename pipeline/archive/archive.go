@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,6 +89,58 @@ type Archive struct {
 	decoders [2]sync.Pool
 	// buffers hold objects OpenVerified reads whole (*bytes.Buffer).
 	buffers sync.Pool
+	// wholeDecoders are idle decoders (concurrency 1, checksum trusted,
+	// output bounded by the destination's capacity) for bodies decoded
+	// whole with DecodeAll, into buffers from bodies.
+	wholeDecoders sync.Pool
+	bodies        bodyBuffers
+}
+
+// bodyBuffers keeps a few buffers of decoded bodies for the next ones: a
+// replay decodes a body of 1-2 MiB per snapshot, a few at once, and a
+// sync.Pool lost them to the frequent collections (the bench replay
+// allocated 118 MB of its 285 MB of bodies). At most keepBodies buffers of
+// at most keepBodyMax bytes are kept.
+type bodyBuffers struct {
+	mu   sync.Mutex
+	free []*[]byte
+}
+
+const (
+	keepBodies  = 4
+	keepBodyMax = 4 << 20
+)
+
+// get returns a buffer of capacity at least n: a kept one that is large
+// enough, else a new one with room for a slightly larger next body.
+func (p *bodyBuffers) get(n int) *[]byte {
+	p.mu.Lock()
+	for i, b := range p.free {
+		if cap(*b) >= n {
+			last := len(p.free) - 1
+			p.free[i] = p.free[last]
+			p.free = p.free[:last]
+			p.mu.Unlock()
+			return b
+		}
+	}
+	p.mu.Unlock()
+	s := make([]byte, 0, n+n/8)
+	return &s
+}
+
+// put keeps b for a next get, unless enough are kept or it is too large.
+func (p *bodyBuffers) put(b *[]byte) {
+	if cap(*b) > keepBodyMax {
+		return
+	}
+	p.mu.Lock()
+	if len(p.free) < keepBodies {
+		p.free = append(p.free, b)
+	} else if i := slices.IndexFunc(p.free, func(k *[]byte) bool { return cap(*k) < cap(*b) }); i >= 0 {
+		p.free[i] = b // the larger ones are kept
+	}
+	p.mu.Unlock()
 }
 
 // New returns the archive of a local data directory (bodies go to
@@ -449,8 +502,123 @@ func (a *Archive) OpenVerified(ctx context.Context, m Meta) (io.ReadCloser, erro
 		}
 		return a.Open(ctx, m.File)
 	}
+	if m.Bytes > 0 && m.Bytes <= decodeWholeMax {
+		return &wholeBody{a: a, obj: buf, size: int(m.Bytes)}, nil
+	}
 	return a.decode(bufferReader{bytes.NewReader(buf.Bytes()), buf, a}, trusted)
 }
+
+// decodeWholeMax is the largest body (its metadata's bytes) that
+// OpenVerified decodes whole into memory when it is first read; a larger
+// one streams. Decoding a frame at once (DecodeAll) takes about half the
+// CPU of the streaming decoder's reads on replay's listings (no copy out of
+// the history window), and the reader of the body can use it in place
+// (InMemory). Replay's snapshots are 1-2 MiB of JSON.
+const decodeWholeMax = 16 << 20
+
+// wholeBody is a verified object held in memory whose body is decoded
+// whole on first use. The decode is bounded by the metadata's size: a
+// body that does not decode within it (a frame that is corrupt or larger
+// than its metadata says) is read with the streaming decoder instead,
+// which reports what is wrong with it as Open's readers do, at the same
+// point of the body.
+type wholeBody struct {
+	a      *Archive
+	obj    *bytes.Buffer // the object, until decoded or failed over to r
+	size   int           // the body's bytes, from its metadata
+	body   *[]byte       // the buffer of data (pooled), once decoded
+	data   []byte        // the decoded body
+	off    int           // bytes of body read
+	r      io.ReadCloser // the streaming decoder, when the whole decode failed
+	closed bool
+}
+
+// InMemory decodes the body and returns it whole (it aliases a buffer that
+// Close hands back), or false when it cannot be: the body is then read
+// with Read, from its start. Either way InMemory consumes what it returns.
+func (w *wholeBody) InMemory() ([]byte, bool) {
+	if w.closed || !w.decode() {
+		return nil, false
+	}
+	b := w.data[w.off:]
+	w.off = len(w.data)
+	return b, true
+}
+
+func (w *wholeBody) Read(p []byte) (int, error) {
+	if w.closed {
+		return 0, os.ErrClosed
+	}
+	if !w.decode() {
+		return w.r.Read(p)
+	}
+	if w.off >= len(w.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, w.data[w.off:])
+	w.off += n
+	return n, nil
+}
+
+// decode decodes the body whole the first time and reports whether it is
+// in w.data; when not, w.r reads it.
+func (w *wholeBody) decode() bool {
+	if w.obj == nil {
+		return w.body != nil
+	}
+	obj, a := w.obj, w.a
+	w.obj = nil
+	zr, _ := a.wholeDecoders.Get().(*zstd.Decoder)
+	if zr == nil {
+		zr, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(true), zstd.WithDecodeAllCapLimit(true))
+	}
+	if zr != nil {
+		body := a.bodies.get(w.size)
+		out, err := zr.DecodeAll(obj.Bytes(), (*body)[:0:w.size])
+		a.wholeDecoders.Put(zr)
+		if err == nil && len(out) == w.size {
+			w.body, w.data = body, out
+			a.buffers.Put(obj)
+			return true
+		}
+		a.bodies.put(body)
+	}
+	// Not its metadata's size, or corrupt: the streaming decoder tells
+	// (it hands obj back when closed).
+	r, err := a.decode(bufferReader{bytes.NewReader(obj.Bytes()), obj, a}, trusted)
+	if err != nil {
+		r = errReader{err}
+	}
+	w.r = r
+	return false
+}
+
+// Close hands the buffers back for the next OpenVerified.
+func (w *wholeBody) Close() error {
+	if w.closed {
+		return os.ErrClosed
+	}
+	w.closed = true
+	var err error
+	if w.obj != nil {
+		w.a.buffers.Put(w.obj)
+		w.obj = nil
+	}
+	if w.r != nil {
+		err = w.r.Close()
+	}
+	if w.body != nil {
+		w.a.bodies.put(w.body)
+		w.body, w.data = nil, nil
+	}
+	return err
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+func (e errReader) Close() error             { return nil }
 
 // bufferReader is an object held in memory, its buffer handed back to the
 // archive on Close.

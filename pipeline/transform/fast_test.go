@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -42,11 +43,29 @@ func decodeWith(t testing.TB, body []byte, fast bool, opt Options) outcome {
 	return decodeOnce(d, body)
 }
 
+// inMemory is a body held whole in memory, as replay's archive hands it
+// over (jsontok.InMemory): the scanner reads it in place, and the fast
+// path sees all of it at once.
+type inMemory struct {
+	*bytes.Reader
+	body []byte
+}
+
+func (m *inMemory) InMemory() ([]byte, bool) {
+	m.Reader.Reset(nil)
+	return m.body, true
+}
+
 // decodeOnce decodes body with d, keeping what it emits.
 func decodeOnce(d *InstrumentDecoder, body []byte) outcome {
+	return decodeFrom(d, bytes.NewReader(body))
+}
+
+// decodeFrom decodes what r reads with d, keeping what it emits.
+func decodeFrom(d *InstrumentDecoder, r io.Reader) outcome {
 	var o outcome
 	fast := d.fastRows
-	o.stats, o.err = d.Decode(context.Background(), bytes.NewReader(body), testMeta, func(tb *schema.Table, rec arrow.Record) error {
+	o.stats, o.err = d.Decode(context.Background(), r, testMeta, func(tb *schema.Table, rec arrow.Record) error {
 		rec.Retain()
 		o.recs = append(o.recs, rec)
 		o.tabs = append(o.tabs, tb)
@@ -57,41 +76,54 @@ func decodeOnce(d *InstrumentDecoder, body []byte) outcome {
 }
 
 // sameOutcome fails unless the fast path and the general path produced the
-// same records, stats and error.
+// same records, stats and error, and so did the fast path reading the body
+// in place (inMemory).
 func sameOutcome(t testing.TB, body []byte, opt Options) (fastRows int64) {
 	t.Helper()
 	f := decodeWith(t, body, true, opt)
 	g := decodeWith(t, body, false, opt)
+	d := NewInstrumentDecoder(opt)
+	m := decodeFrom(d, &inMemory{Reader: bytes.NewReader(body), body: body})
+	d.Release()
 	defer f.release()
 	defer g.release()
+	defer m.release()
 	if g.fast != 0 {
 		t.Fatalf("general path counted %d fast rows", g.fast)
 	}
+	sameAs(t, "fast", f, g)
+	sameAs(t, "fast in memory", m, g)
+	return f.fast
+}
+
+// sameAs fails unless f (the fast path's outcome, by name) is g (the
+// general path's).
+func sameAs(t testing.TB, name string, f, g outcome) {
+	t.Helper()
 	if fmt.Sprint(f.err) != fmt.Sprint(g.err) {
-		t.Fatalf("errors differ: fast %v, general %v", f.err, g.err)
+		t.Fatalf("errors differ: %s %v, general %v", name, f.err, g.err)
 	}
 	if f.stats != g.stats {
-		t.Fatalf("stats differ: fast %+v, general %+v", f.stats, g.stats)
+		t.Fatalf("stats differ: %s %+v, general %+v", name, f.stats, g.stats)
 	}
 	if len(f.recs) != len(g.recs) {
-		t.Fatalf("fast path emitted %d records, general %d", len(f.recs), len(g.recs))
+		t.Fatalf("%s emitted %d records, general %d", name, len(f.recs), len(g.recs))
 	}
 	for i := range f.recs {
 		if f.tabs[i] != g.tabs[i] {
-			t.Fatalf("record %d: table %s vs %s", i, f.tabs[i].Name, g.tabs[i].Name)
+			t.Fatalf("%s: record %d: table %s vs %s", name, i, f.tabs[i].Name, g.tabs[i].Name)
 		}
 		if !array.RecordEqual(f.recs[i], g.recs[i]) {
 			fr, gr := rowsOf(f.recs[i]), rowsOf(g.recs[i])
 			for j := range fr {
 				if j < len(gr) && fmt.Sprint(fr[j]) != fmt.Sprint(gr[j]) {
-					t.Fatalf("record %d (%s) row %d differs:\nfast    %v\ngeneral %v", i, f.tabs[i].Name, j, fr[j], gr[j])
+					t.Fatalf("record %d (%s) row %d differs:\n%s %v\ngeneral %v", i, f.tabs[i].Name, j, name, fr[j], gr[j])
 				}
 			}
-			t.Fatalf("record %d (%s) differs", i, f.tabs[i].Name)
+			t.Fatalf("%s: record %d (%s) differs", name, i, f.tabs[i].Name)
 		}
 		sameSlots(t, i, f.recs[i], g.recs[i])
 	}
-	return f.fast
 }
 
 // sameSlots fails unless the fixed-width columns of two equal records hold
