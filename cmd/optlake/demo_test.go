@@ -62,7 +62,7 @@ func TestDemoTwiceContinues(t *testing.T) {
 	t.Parallel()
 	twice, once := t.TempDir(), t.TempDir()
 	for i := 0; i < 2; i++ {
-		res := optlake(t, "demo", "--data-dir", twice, "--interval", "10ms", "--snapshots", "3")
+		res := optlake(t, "demo", "--data-dir", twice, "--interval", "10ms", "--snapshots", "3", "--instruments", "600")
 		if res.code != 0 {
 			t.Fatalf("demo %d: exit %d: %s", i+1, res.code, res.stderr)
 		}
@@ -70,7 +70,7 @@ func TestDemoTwiceContinues(t *testing.T) {
 			t.Errorf("the second demo does not say it continues:\n%s", res.stdout)
 		}
 	}
-	if res := optlake(t, "demo", "--data-dir", once, "--interval", "10ms", "--snapshots", "6"); res.code != 0 {
+	if res := optlake(t, "demo", "--data-dir", once, "--interval", "10ms", "--snapshots", "6", "--instruments", "600"); res.code != 0 {
 		t.Fatalf("demo of 6: exit %d: %s", res.code, res.stderr)
 	}
 	events := func(dir string) string {
@@ -83,7 +83,7 @@ func TestDemoTwiceContinues(t *testing.T) {
 		t.Errorf("events of two demos of 3 differ from one demo of 6:\n two: %.600s\n one: %.600s", got, want)
 	}
 	// Another venue into that lake is refused, not mixed in.
-	if res := optlake(t, "demo", "--data-dir", twice, "--seed", "2", "--interval", "10ms"); res.code != 2 || !strings.Contains(res.stderr, "--seed 1") {
+	if res := optlake(t, "demo", "--data-dir", twice, "--seed", "2", "--interval", "10ms", "--instruments", "600"); res.code != 2 || !strings.Contains(res.stderr, "--seed 1") {
 		t.Errorf("demo --seed 2 into a seed-1 lake: exit %d: %s", res.code, res.stderr)
 	}
 }

@@ -56,18 +56,14 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	dir := t.TempDir()
 	dataDir := dir
 	ch := testenv.NewChDB(t)
-	digest := func(table string) (string, string, error) {
-		return ch.IcebergDigest(context.Background(), table, "")
-	}
-	src := "icebergLocal('instruments')"
+	src := func(table string) string { return fmt.Sprintf("icebergLocal('%s')", table) }
 	if onBucket {
 		g := testenv.StartVersityGW(t, "lake")
 		g.SetCredentials(t)
 		dataDir, dir = g.URL("lake", "ice"), filepath.Join(g.Dir(), "lake", "ice")
-		digest = func(table string) (string, string, error) {
-			return ch.IcebergS3Digest(context.Background(), g.Endpoint()+"/lake/ice/"+table+"/", table, "")
+		src = func(table string) string {
+			return fmt.Sprintf("icebergS3('%s/lake/ice/%s/', '%s', '%s')", g.Endpoint(), table, testenv.S3AccessKey, testenv.S3SecretKey)
 		}
-		src = fmt.Sprintf("icebergS3('%s/lake/ice/instruments/', '%s', '%s')", g.Endpoint(), testenv.S3AccessKey, testenv.S3SecretKey)
 	}
 	ch.Workdir = dir
 	const ttl = time.Second // the killed run's lease keeps the bucket prefix this long
@@ -75,13 +71,13 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	if res := clk.optlake(t, append(args, "--table-format", "iceberg")...); res.code != 0 {
 		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
 	}
+	// The rows of instruments at its current Iceberg snapshot.
 	rows := func() string {
 		t.Helper()
-		ice, _, err := digest("instruments")
+		n, err := ch.Query(context.Background(), "SELECT count() FROM "+src("instruments")+" FORMAT TSV;")
 		if err != nil {
 			t.Fatalf("instruments after the kill at %s: %v", step, err)
 		}
-		n, _, _ := strings.Cut(ice, "\t")
 		return n
 	}
 	first := rows()
@@ -113,21 +109,64 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	if res := clk.optlake(t, args...); res.code != 0 || !strings.Contains(res.stdout, "caught up 1 of 1") {
 		t.Fatalf("run after the kill at %s: exit %d\n%s%s", step, res.code, res.stdout, res.stderr)
 	}
-	for _, table := range icebergTables(t, dir, 3) {
-		ice, files, err := digest(table)
-		if err != nil {
-			t.Fatalf("%s: %v", table, err)
-		}
-		if ice != files || strings.HasPrefix(ice, "0\t") {
+	// Three snapshots, each row once.
+	tables := icebergTables(t, dir, 3)
+	digests := icebergDigests(t, ch, tables, src, "SELECT uniqExact(snapshot_time, run_id), count() - uniqExact(snapshot_time, run_id, instrument_name) FROM "+src("instruments")+" FORMAT TSV;")
+	for i, table := range tables {
+		if ice, files := digests[2*i+1], digests[2*i]; ice != files || strings.HasPrefix(ice, "0\t") {
 			t.Errorf("%s after the kill at %s and a run: Iceberg %s, Parquet files %s", table, step, ice, files)
 		}
 	}
-	// Three snapshots, each row once.
-	got, err := ch.Query(context.Background(), "SELECT uniqExact(snapshot_time, run_id), count() - uniqExact(snapshot_time, run_id, instrument_name) FROM "+src+" FORMAT TSV;")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != "3\t0" {
+	if got := digests[len(digests)-1]; got != "3\t0" {
 		t.Errorf("instruments after the kill at %s and a run: (snapshots, rows twice) = %q, want 3 and 0", step, got)
 	}
+}
+
+// icebergDigests is testenv's IcebergDigest of each table (its Iceberg
+// table src(table); its Parquet files under table/ in ch.Workdir) in two
+// chDB processes instead of three per table (chDB's start-ups were most
+// of TestIcebergKill9AtEachStep's time): the Parquet files' digest and the
+// Iceberg table's, table after table, then the result of more (one line
+// each).
+func icebergDigests(t *testing.T, ch *testenv.ChDB, tables []string, src func(string) string, more ...string) []string {
+	t.Helper()
+	const end = "end-of-describe"
+	var q strings.Builder
+	for _, table := range tables {
+		fmt.Fprintf(&q, "DESCRIBE %s FORMAT TSV;\nSELECT '%s' FORMAT TSV;\n", src(table), end)
+	}
+	desc, err := ch.Query(context.Background(), q.String())
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	descs := strings.Split(strings.TrimSuffix(desc, end), "\n"+end+"\n")
+	if len(descs) != len(tables) {
+		t.Fatalf("describe: %d results for %d tables:\n%s", len(descs), len(tables), desc)
+	}
+	q.Reset()
+	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s FORMAT TSV;\n"
+	for i, table := range tables {
+		var cols []string
+		for _, line := range strings.Split(strings.TrimSpace(descs[i]), "\n") {
+			f := strings.Split(line, "\t")
+			if len(f) < 2 {
+				t.Fatalf("describe %s: %q", table, line)
+			}
+			cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
+		}
+		fmt.Fprintf(&q, digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", table, strings.Join(cols, ", ")))
+		fmt.Fprintf(&q, digest, src(table))
+	}
+	for _, m := range more {
+		q.WriteString(m + "\n")
+	}
+	out, err := ch.Query(context.Background(), q.String())
+	if err != nil {
+		t.Fatalf("digests: %v", err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != 2*len(tables)+len(more) {
+		t.Fatalf("digests: %d lines, want %d:\n%s", len(lines), 2*len(tables)+len(more), out)
+	}
+	return lines
 }

@@ -134,24 +134,26 @@ func TestEverySIGTERMAndLock(t *testing.T) {
 	}
 }
 
-// kill -9 in the middle of a large snapshot leaves nothing a reader could
-// mistake for data; the next run cleans up and succeeds. (100,000 rows are
-// 25 batches: a file is in flight for most of the run, long enough for the
-// 20 ms poll below to see it; 300,000 cost a minute under -race.)
+// kill -9 in the middle of a snapshot leaves nothing a reader could
+// mistake for data; the next run cleans up and succeeds. The kill comes at
+// a known point, the load's crash hook after its first batch of rows (12,000
+// rows are three batches: the file is in flight, the body not read to its
+// end). (It used to wait for a temp file and kill then, on 100,000 rows so
+// that a 20 ms poll would see one in flight: a minute under -race.)
 func TestKill9MidRun(t *testing.T) {
 	t.Parallel()
-	sim := venuesim.New(venuesim.Config{Seed: 5, Instruments: 100_000})
+	const n = 12_000
+	sim := venuesim.New(venuesim.Config{Seed: 5, Instruments: n})
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
 	dir := t.TempDir()
-	cmd, _, _ := startCLI(t, "run", "--api-url", srv.URL, "--data-dir", dir, "--batch-rows", "4096")
-	// Wait until the run is writing (a temp Parquet file exists), then kill.
-	waitFor(t, "a file in flight", func() bool {
-		f, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", ".*.tmp-*"))
-		return len(f) > 0
-	})
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	cmd, _, stderr := startCLICrashing(t, "written", "run", "--api-url", srv.URL, "--data-dir", dir, "--batch-rows", "4096")
+	if err := cmd.Wait(); exitCode(err) != -1 {
+		t.Fatalf("the run was not killed at the hook: %v\n%s", err, stderr)
+	}
+	if f, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", ".*.tmp-*")); len(f) == 0 {
+		t.Fatal("no file in flight at the kill")
+	}
 	if f := snapshotsOnDisk(dir); len(f) != 0 {
 		t.Fatalf("a killed run left visible Parquet files: %v", f)
 	}
@@ -163,7 +165,7 @@ func TestKill9MidRun(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stderr, "removed temp files of an interrupted run") {
 		t.Fatalf("next run: exit %d\n%s", res.code, res.stderr)
 	}
-	if got := duckScalar(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(dir, "instruments", "*", "*.parquet"))); got != "100000" {
+	if got := duckScalar(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(dir, "instruments", "*", "*.parquet"))); got != fmt.Sprint(n) {
 		t.Errorf("rows after the next run = %s", got)
 	}
 	var temps []string

@@ -16,6 +16,7 @@ import (
 	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/storage"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -63,11 +64,11 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 		return out
 	}
 	before := map[string]string{}
-	for _, name := range icebergTables(t, dir, 4) { // instruments, instrument_events, runs, account_summary, …
-		ice, files, err := ch.IcebergDigest(context.Background(), name, "")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	tables := icebergTables(t, dir, 4) // instruments, instrument_events, runs, account_summary, …
+	local := func(table string) string { return fmt.Sprintf("icebergLocal('%s')", table) }
+	digests := icebergDigests(t, ch, tables, local)
+	for i, name := range tables {
+		ice, files := digests[2*i+1], digests[2*i]
 		if ice != files || strings.HasPrefix(ice, "0\t") {
 			t.Errorf("%s: icebergLocal %s, Parquet files %s", name, ice, files)
 		}
@@ -86,19 +87,38 @@ func TestIcebergLakeEndToEnd(t *testing.T) {
 	}
 	checkHistory(t, dir, q)
 	ice := iceberg.New(storage.NewLocal(dir), nil)
-	for name, want := range before {
-		if got := q(fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') FORMAT TSV;", name)); got != want {
-			t.Errorf("%s after compaction: %s, want %s", name, got, want)
-		}
+	// Each table's digest, and the days of those partitioned by time, in
+	// one chDB process.
+	var after strings.Builder
+	tbls := map[string]*icetable.Table{}
+	for _, name := range tables {
+		fmt.Fprintf(&after, "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s FORMAT TSV;\n", local(name))
 		tbl, _, err := ice.Table(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tbl.Spec().IsUnpartitioned() {
-			continue // no partition time: not compacted
+		if !tbl.Spec().IsUnpartitioned() { // else no partition time: not compacted
+			tbls[name] = tbl
+			fmt.Fprintf(&after, "SELECT uniqExact(toDate(snapshot_time)) FROM %s FORMAT TSV;\n", local(name))
+		}
+	}
+	lines := strings.Split(q(after.String()), "\n")
+	if len(lines) != len(tables)+len(tbls) {
+		t.Fatalf("after compaction: %d lines for %d tables: %q", len(lines), len(tables), lines)
+	}
+	for _, name := range tables {
+		got := lines[0]
+		lines = lines[1:]
+		if want := before[name]; got != want {
+			t.Errorf("%s after compaction: %s, want %s", name, got, want)
+		}
+		tbl := tbls[name]
+		if tbl == nil {
+			continue
 		}
 		cur := tbl.CurrentSnapshot()
-		days := q(fmt.Sprintf("SELECT uniqExact(toDate(snapshot_time)) FROM icebergLocal('%s') FORMAT TSV;", name))
+		days := lines[0]
+		lines = lines[1:]
 		if files := cur.Summary.Properties["total-data-files"]; files != days || len(tbl.Metadata().Snapshots()) != 1 {
 			t.Errorf("%s after compaction: %s data files for %s day(s), %d snapshots (want 1 after expiry)", name, files, days, len(tbl.Metadata().Snapshots()))
 		}

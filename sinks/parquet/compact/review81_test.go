@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-
-	pq "github.com/optlake/optlake/sinks/parquet"
-	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
 
 // Review of the direct writer's dictionary columns from ids: units in
@@ -26,7 +20,6 @@ import (
 // when sliced or of too many distinct values) give the chunks their
 // gathered strings give.
 func TestReview81DirectDictMixedUnits(t *testing.T) {
-	ctx := context.Background()
 	r := rand.New(rand.NewPCG(81, 2))
 	pool := newBufPool(1 << 20)
 	pf, err := newPackFile(pool, t.TempDir())
@@ -74,50 +67,12 @@ func TestReview81DirectDictMixedUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
-	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("lc", true),
-		parquet.WithDictionaryFor("run", true), parquet.WithDictionaryFor("hc", true), parquet.WithDictionaryPageSizeLimit(64<<10),
-		parquet.WithDataPageSize(1<<10), parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Snappy))
-	_, opts, ok, err := pq.PageColumns(idxSchema, props)
-	if err != nil || !ok {
-		t.Fatalf("pqpage columns: %v %v", ok, err)
-	}
-	build := func(byValue bool) *directDay {
-		groups := directGroups(len(refs), 150, 400)
-		count := make([]int32, len(units))
-		for g := range groups {
-			for _, p := range groups[g].parts {
-				groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
-			}
-		}
-		dd := &directDay{units: units, refs: refs, groups: groups, opts: opts, byValue: byValue, indexed: make([]bool, idxSchema.NumFields())}
-		dd.chunks = make([][]*pqpage.Chunk, len(groups))
-		for g := range groups {
-			dd.chunks[g] = make([]*pqpage.Chunk, idxSchema.NumFields())
-		}
-		j := &partitionJob{u: idxSchema, pool: pool}
-		readers := map[*packFile]*packReader{}
-		for i := range idxSchema.NumFields() {
-			if err := j.directColumn(ctx, dd, i, readers); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dd
-	}
-	want, got := build(true), build(false)
+	opts := idxOpts(t, 64<<10)
+	want, got := idxDay(t, units, refs, opts, true, pool), idxDay(t, units, refs, opts, false, pool)
 	if wantIdx := []bool{true, true, true, false}; !reflect.DeepEqual(got.indexed, wantIdx) {
 		t.Fatalf("columns built from ids %v, want %v", got.indexed, wantIdx)
 	}
-	for g := range got.chunks {
-		for i, c := range got.chunks[g] {
-			w := want.chunks[g][i]
-			if !bytes.Equal(c.DictPage(), w.DictPage()) || !bytes.Equal(c.Bytes(), w.Bytes()) {
-				t.Fatalf("row group %d, column %s: pages differ", g, idxSchema.Field(i).Name)
-			}
-			if m, wm := c.Meta(), w.Meta(); !reflect.DeepEqual(m, wm) {
-				t.Fatalf("row group %d, column %s: meta\n got %+v\nwant %+v", g, idxSchema.Field(i).Name, m, wm)
-			}
-		}
-	}
+	sameIdxChunks(t, got, want)
 }
 
 // Review: a byte changed inside a column packed as ids (packdict.go)
@@ -127,7 +82,6 @@ func TestReview81DamagedDictPackFailsTheDay(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		for _, part := range []string{"ids", "values"} {
 			t.Run(fmt.Sprintf("%s, direct %v", part, direct), func(t *testing.T) {
-				ctx := context.Background()
 				ds, dir, path := packingDay(t, Options{ChunkBytes: 96 << 10, noDirect: !direct}, daySnaps(12, 150, 80, 23))
 				d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
 				var hit *packedCol
@@ -161,20 +115,29 @@ func TestReview81DamagedDictPackFailsTheDay(t *testing.T) {
 					t.Fatal(err)
 				}
 				f.Close()
-				err = ds.FlushDay(ctx, day1.Format(time.DateOnly))
-				if err == nil || !strings.Contains(err.Error(), "pack") {
-					t.Fatalf("FlushDay: %v, want an error of the pack", err)
-				}
-				if left := packFiles(t, dir); len(left) > 0 {
-					t.Fatalf("left behind: %v", left)
-				}
-				if err := ds.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := os.Stat(partDir(dir, "instruments", day1)); !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("the partition is there: %v", err)
-				}
+				flushFailsOnPack(t, ds, dir)
 			})
 		}
+	}
+}
+
+// flushFailsOnPack: the day's publish fails with an error of the pack
+// (damaged by the caller), no pack file is left, the sink closes, and
+// the day's partition is not there.
+func flushFailsOnPack(t *testing.T, ds *DaySink, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	err := ds.FlushDay(ctx, day1.Format(time.DateOnly))
+	if err == nil || !strings.Contains(err.Error(), "pack") {
+		t.Fatalf("FlushDay: %v, want an error of the pack", err)
+	}
+	if left := packFiles(t, dir); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+	if err := ds.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(partDir(dir, "instruments", day1)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the partition is there: %v", err)
 	}
 }

@@ -30,6 +30,26 @@ func indexArray(ids []uint32, dict [][]byte) arrow.Array {
 	return b.NewArray()
 }
 
+// finishSame finishes the chunk given indices and the one given strings
+// and fails t (what: which chunk) unless they have the same pages and
+// metadata; it returns the metadata.
+func finishSame(t *testing.T, what string, byIdx, byVal *Chunk) Meta {
+	t.Helper()
+	for _, c := range []*Chunk{byVal, byIdx} {
+		if err := c.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(byIdx.DictPage(), byVal.DictPage()) || !bytes.Equal(byIdx.Bytes(), byVal.Bytes()) {
+		t.Fatalf("%s: %d+%d bytes of pages, Append's %d+%d differ", what, len(byIdx.DictPage()), len(byIdx.Bytes()), len(byVal.DictPage()), len(byVal.Bytes()))
+	}
+	got, want := byIdx.Meta(), byVal.Meta()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: meta\n got %+v\nwant %+v", what, got, want)
+	}
+	return got
+}
+
 // A Chunk given indices into the caller's dictionary (AppendIndices) is
 // the Chunk given the strings (Append), chunk after chunk of one Chunk
 // Reset between them: the same dictionary page (the chunk's values in the
@@ -106,18 +126,7 @@ func TestChunkIndicesAreTheStrings(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				for _, c := range []*Chunk{byVal, byIdx} {
-					if err := c.Finish(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if !bytes.Equal(byIdx.DictPage(), byVal.DictPage()) || !bytes.Equal(byIdx.Bytes(), byVal.Bytes()) {
-					t.Fatalf("chunk %d: %d+%d bytes of pages, Append's %d+%d differ", chunk, len(byIdx.DictPage()), len(byIdx.Bytes()), len(byVal.DictPage()), len(byVal.Bytes()))
-				}
-				got, want := byIdx.Meta(), byVal.Meta()
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("chunk %d: meta\n got %+v\nwant %+v", chunk, got, want)
-				}
+				got := finishSame(t, fmt.Sprintf("chunk %d", chunk), byIdx, byVal)
 				switch {
 				case got.Fallback:
 					fellBack = "kept"

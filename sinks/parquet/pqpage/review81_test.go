@@ -1,10 +1,8 @@
 package pqpage
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -73,17 +71,7 @@ func TestReview81IndicesRandom(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, c := range []*Chunk{byVal, byIdx} {
-				if err := c.Finish(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !bytes.Equal(byIdx.DictPage(), byVal.DictPage()) || !bytes.Equal(byIdx.Bytes(), byVal.Bytes()) {
-				t.Fatalf("seed %d chunk %d: pages differ", seed, chunk)
-			}
-			if got, want := byIdx.Meta(), byVal.Meta(); !reflect.DeepEqual(got, want) {
-				t.Fatalf("seed %d chunk %d: meta\n got %+v\nwant %+v", seed, chunk, got, want)
-			}
+			finishSame(t, fmt.Sprintf("seed %d chunk %d", seed, chunk), byIdx, byVal)
 			byVal.Reset()
 			byIdx.Reset()
 		}
