@@ -3,7 +3,6 @@ package compact
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -446,7 +445,6 @@ func TestDamagedPackFailsTheDay(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		for _, dmg := range damages {
 			t.Run(fmt.Sprintf("%s, direct %v", dmg.name, direct), func(t *testing.T) {
-				ctx := context.Background()
 				ds, dir, path := packingDay(t, Options{ChunkBytes: 96 << 10, noDirect: !direct}, daySnaps(12, 150, 80, 21))
 				d := ds.days[Partition{Table: "instruments", Date: day1.Format(time.DateOnly)}]
 				var strike packedCol
@@ -457,19 +455,7 @@ func TestDamagedPackFailsTheDay(t *testing.T) {
 					}
 				}
 				dmg.do(t, path, strike)
-				err := ds.FlushDay(ctx, day1.Format(time.DateOnly))
-				if err == nil || !strings.Contains(err.Error(), "pack") {
-					t.Fatalf("FlushDay: %v, want an error of the pack", err)
-				}
-				if left := packFiles(t, dir); len(left) > 0 {
-					t.Fatalf("left behind: %v", left)
-				}
-				if err := ds.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := os.Stat(partDir(dir, "instruments", day1)); !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("the partition is there: %v", err)
-				}
+				flushFailsOnPack(t, ds, dir)
 			})
 		}
 	}
