@@ -121,20 +121,45 @@ func (s *sorter) add(name string, p []byte) error {
 // allocRows adds n rows (n <= encodeBlock, together at most chunkSize
 // bytes unless n == 1, so that the span's offsets fit in uint32) as one
 // span of the arena: row j is the name of row lo+j of the string column
-// name followed by size[j] bytes of payload, which the caller writes into
-// the returned span before the next settle, starting at pos[j] (set
-// here). Rows so added count towards the buffer's bound at settle,
-// not at once: a caller adds a block of rows, writes them, then settles
-// (which may spill). The caller checks the lengths (maxName, maxPayload).
-// ids (nil: none) are the rows' identities (rowID).
-func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID) []byte {
+// name followed by size[j] bytes of payload. With a memo old, each row j
+// with at[j] >= 0 repeats memo row at[j] (the same name and payload): it
+// is copied from the memo whole, a run of rows that repeats consecutive
+// memo rows in one copy (the memo holds its rows one after the other,
+// laid out as here), and pos[j] is set past its payload; of every other
+// row (all when old is nil) only the name is written, and the caller
+// writes its payload into the returned span before the next settle,
+// starting at pos[j] (set here). Rows so added count towards the
+// buffer's bound at settle, not at once: a caller adds a block of rows,
+// writes them, then settles (which may spill). The caller checks the
+// lengths (maxName, maxPayload). ids (nil: none) are the rows' identities
+// (rowID). allocRows returns the span and its offset in its chunk.
+func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID, old *memo, at *[encodeBlock]int32) ([]byte, uint32) {
 	total := 0
 	for j := 0; j < n; j++ {
 		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
 	}
 	c, off, buf := s.ar.alloc(total)
 	p := uint32(0)
-	for j := 0; j < n; j++ {
+	for j := 0; j < n; {
+		if old != nil && at[j] >= 0 {
+			k := int(at[j])
+			z := j + 1
+			for z < n && int(at[z]) == k+z-j {
+				z++
+			}
+			rows := old.rows[k : k+z-j]
+			first, last := &rows[0], &rows[len(rows)-1]
+			p0 := p - first.off
+			p += uint32(copy(buf[p:], old.pay[first.off:last.off+last.nlen+last.plen]))
+			for t := range rows {
+				r := &rows[t]
+				s.keys = append(s.keys, sortKey{k1: r.k1, k2: r.k2, k3: r.k3, i: uint32(len(s.ents))})
+				s.ents = append(s.ents, entry{key: r.k1, chunk: c, off: off + p0 + r.off, nlen: r.nlen, plen: r.plen})
+				pos[j+t] = p0 + r.off + r.nlen + r.plen
+			}
+			j = z
+			continue
+		}
 		nm := name.strAt(lo + j)
 		nl := uint32(copy(buf[p:], nm))
 		k := rowKey(nm, len(s.ents))
@@ -142,6 +167,7 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 		s.ents = append(s.ents, entry{key: k.k1, chunk: c, off: off + p, nlen: nl, plen: size[j]})
 		pos[j] = p + nl
 		p += nl + size[j]
+		j++
 	}
 	switch {
 	case ids != nil:
@@ -152,7 +178,7 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 	case len(s.ids) > 0:
 		s.ids = append(s.ids, make([]rowID, n)...)
 	}
-	return buf
+	return buf, off
 }
 
 // settle spills the buffer when the rows added since the last spill reach
