@@ -83,8 +83,8 @@ type memo struct {
 	// payload, the rows one after the other in order (a run of rows is
 	// one span of it, laid out as the sorter's arena would hold them).
 	pay  []byte
-	full bool    // payloads past memoBytes: not remembered
-	refs int     // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
+	full bool // payloads past memoBytes: not remembered
+	refs int  // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
 
 	idxOnce sync.Once
 	seed    maphash.Seed
