@@ -23,10 +23,15 @@ import (
 // the buffer never touches the disk.
 
 // defaultMemBytes bounds a sorter's buffer (names, payloads and
-// entrySize+2*sortKeySize bytes of bookkeeping per row).
+// rowBookkeeping bytes per row).
 const defaultMemBytes = 8 << 20
 
 const entrySize = 24 // unsafe.Sizeof(entry{})
+
+// rowBookkeeping is a buffer's memory per row besides its name and payload
+// while it sorts: two entries (the rows' and the sorted ones sort gathers)
+// and two sort keys (sortKeys' two arrays).
+const rowBookkeeping = 2*entrySize + 2*sortKeySize
 
 // cursor iterates entries in name order (names distinct). name and payload
 // are valid until the next call of next.
@@ -59,8 +64,12 @@ type buffer struct {
 	// ids, when not empty, holds each entry's row identity (see rowID),
 	// in step with ents; empty when no row has one.
 	ids []rowID
-	// keys and keys2 are sort's working memory, kept for the next sort.
+	// keys and keys2 are sort's working memory, kept for the next sort,
+	// and so are ents2 and ids2 (the entries and ids of the last sort's
+	// input, which it gathers from them in order).
 	keys, keys2 []sortKey
+	ents2       []entry
+	ids2        []rowID
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
@@ -112,7 +121,7 @@ func (s *sorter) add(name string, p []byte) error {
 	if len(s.ids) > 0 {
 		s.ids = append(s.ids, 0)
 	}
-	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+	if s.ar.used+rowBookkeeping*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
 	return nil
@@ -187,7 +196,7 @@ func (s *sorter) settle() error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
+	if s.ar.used+rowBookkeeping*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
 		return s.spill()
 	}
 	return nil
@@ -257,63 +266,34 @@ func (b *buffer) sort() {
 		lo = hi
 	}
 	b.keys = keys
-	b.permute()
-	// Keep the last row of each name: equal names are adjacent, in
+	// Gather the entries (and ids) in key order into the spare slices,
+	// keeping the last row of each name: equal names are adjacent, in
 	// arrival order.
-	ents, ids, n := b.ents, b.ids, 0
-	for j := range ents {
-		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 && keys[j].k3 == keys[j+1].k3 &&
-			bytes.Equal(b.name(&ents[j]), b.name(&ents[j+1])) {
+	ents, ids := b.ents, b.ids
+	out := grow(b.ents2, len(ents))
+	var outIDs []rowID
+	if len(ids) > 0 {
+		outIDs = grow(b.ids2, len(ids))
+	}
+	n := 0
+	for j := range keys {
+		k := &keys[j]
+		e := &ents[k.i]
+		if j+1 < len(keys) && k.k1 == keys[j+1].k1 && k.k2 == keys[j+1].k2 && k.k3 == keys[j+1].k3 &&
+			bytes.Equal(b.name(e), b.name(&ents[keys[j+1].i])) {
 			continue // a later row of the same name follows
 		}
-		if n != j {
-			ents[n] = ents[j]
-			if len(ids) > 0 {
-				ids[n] = ids[j]
-			}
+		out[n] = *e
+		if outIDs != nil {
+			outIDs[n] = ids[k.i]
 		}
 		n++
 	}
-	b.ents = ents[:n]
-	if len(ids) > 0 {
-		b.ids = ids[:n]
+	b.ents, b.ents2 = out[:n], ents[:0]
+	if outIDs != nil {
+		b.ids, b.ids2 = outIDs[:n], ids[:0]
 	}
-	b.keys = keys[:0] // consumed (their i overwritten by permute)
-}
-
-// permute puts the entries in the order of b.keys (keys[j].i is the entry
-// that goes to place j), in place, following the permutation's cycles;
-// it overwrites the keys' i.
-func (b *buffer) permute() {
-	const done = math.MaxUint32
-	ents, keys, ids := b.ents, b.keys, b.ids
-	for s := range keys {
-		if keys[s].i == done {
-			continue
-		}
-		first := ents[s]
-		var firstID rowID
-		if len(ids) > 0 {
-			firstID = ids[s]
-		}
-		j := s
-		for {
-			k := int(keys[j].i)
-			keys[j].i = done
-			if k == s {
-				ents[j] = first
-				if len(ids) > 0 {
-					ids[j] = firstID
-				}
-				break
-			}
-			ents[j] = ents[k]
-			if len(ids) > 0 {
-				ids[j] = ids[k]
-			}
-			j = k
-		}
-	}
+	b.keys = keys[:0] // consumed
 }
 
 // sortTies orders keys of equal 20-byte prefixes, in arrival order, by
@@ -702,7 +682,7 @@ func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
 // takeState moves the sorted buffer into an in-memory State.
 func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
 	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents, ids: s.ids}
-	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2} // the keys go back at close
+	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2, ents2: s.ents2, ids2: s.ids2} // go back at close
 	return st
 }
 
