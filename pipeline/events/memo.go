@@ -407,10 +407,17 @@ func bitsAt(b []byte, off, n int) uint64 {
 // same bytes as rows [k, k+r) of o (nulls aside).
 func (c *column) sameStrings(o *column, i, k, r int) bool {
 	co, oo := c.offs[i:i+r+1], o.offs[k:k+r+1]
-	d := oo[0] - co[0]
-	for j := 1; j <= r; j++ {
-		if co[j]+d != oo[j] {
+	if d := oo[0] - co[0]; d == 0 {
+		// the same offsets (most often: every earlier value of the
+		// columns has the same length): compared as one block
+		if string(bytesOf(co)) != string(bytesOf(oo)) {
 			return false
+		}
+	} else {
+		for j := 1; j <= r; j++ {
+			if co[j]+d != oo[j] {
+				return false
+			}
 		}
 	}
 	cb, ob := c.offs[0], o.offs[0]
