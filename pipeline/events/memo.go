@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -467,10 +468,12 @@ func (m *memo) add(buf []byte, off0 uint32, ents []entry, keys []sortKey, ids *[
 	}
 	base := uint32(len(m.pay)) - off0
 	m.pay = append(m.pay, buf...)
-	keys = keys[:len(ents)]
-	for j := range ents {
+	r0 := len(m.rows)
+	m.rows = slices.Grow(m.rows, len(ents))[:r0+len(ents)]
+	rows, keys := m.rows[r0:], keys[:len(ents)]
+	for j := range rows {
 		e, k := &ents[j], &keys[j]
-		m.rows = append(m.rows, memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen})
+		rows[j] = memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen}
 	}
 	m.ids = append(m.ids, ids[:len(ents)]...)
 }
