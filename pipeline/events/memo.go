@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -468,12 +467,10 @@ func (m *memo) add(buf []byte, off0 uint32, ents []entry, keys []sortKey, ids *[
 	}
 	base := uint32(len(m.pay)) - off0
 	m.pay = append(m.pay, buf...)
-	r0 := len(m.rows)
-	m.rows = slices.Grow(m.rows, len(ents))[:r0+len(ents)]
-	rows, keys := m.rows[r0:], keys[:len(ents)]
-	for j := range rows {
+	keys = keys[:len(ents)]
+	for j := range ents {
 		e, k := &ents[j], &keys[j]
-		rows[j] = memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen}
+		m.rows = append(m.rows, memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen})
 	}
 	m.ids = append(m.ids, ids[:len(ents)]...)
 }

@@ -148,10 +148,6 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
 	}
 	c, off, buf := s.ar.alloc(total)
-	e0, k0 := len(s.ents), len(s.keys)
-	s.ents = slices.Grow(s.ents, n)[:e0+n]
-	s.keys = slices.Grow(s.keys, n)[:k0+n]
-	ents, keys := s.ents[e0:], s.keys[k0:]
 	p := uint32(0)
 	for j := 0; j < n; {
 		if old != nil && at[j] >= 0 {
@@ -166,8 +162,8 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 			p += uint32(copy(buf[p:], old.pay[first.off:last.off+last.nlen+last.plen]))
 			for t := range rows {
 				r := &rows[t]
-				keys[j+t] = sortKey{k1: r.k1, k2: r.k2, k3: r.k3, i: uint32(e0 + j + t)}
-				ents[j+t] = entry{key: r.k1, chunk: c, off: off + p0 + r.off, nlen: r.nlen, plen: r.plen}
+				s.keys = append(s.keys, sortKey{k1: r.k1, k2: r.k2, k3: r.k3, i: uint32(len(s.ents))})
+				s.ents = append(s.ents, entry{key: r.k1, chunk: c, off: off + p0 + r.off, nlen: r.nlen, plen: r.plen})
 				pos[j+t] = p0 + r.off + r.nlen + r.plen
 			}
 			j = z
@@ -175,8 +171,9 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 		}
 		nm := name.strAt(lo + j)
 		nl := uint32(copy(buf[p:], nm))
-		keys[j] = rowKey(nm, e0+j)
-		ents[j] = entry{key: keys[j].k1, chunk: c, off: off + p, nlen: nl, plen: size[j]}
+		k := rowKey(nm, len(s.ents))
+		s.keys = append(s.keys, k)
+		s.ents = append(s.ents, entry{key: k.k1, chunk: c, off: off + p, nlen: nl, plen: size[j]})
 		pos[j] = p + nl
 		p += nl + size[j]
 		j++
