@@ -159,12 +159,22 @@ func release(bs ...*memory.Buffer) {
 
 // constString returns an array of n times s.
 func constString(mem memory.Allocator, s string, n int) arrow.Array {
-	var c strCol
-	c.data = make([]byte, 0, n*len(s))
-	for range n {
-		addStr(&c, s)
+	offs := newBuffer(mem, (n+1)*4)
+	ob := offs.Bytes()
+	for i := range n + 1 {
+		binary.LittleEndian.PutUint32(ob[4*i:], uint32(i*len(s)))
 	}
-	return c.array(mem)
+	data := newBuffer(mem, n*len(s))
+	if db := data.Bytes(); len(db) > 0 {
+		copy(db, s)
+		for k := len(s); k < len(db); k *= 2 {
+			copy(db[k:], db[:k])
+		}
+	}
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, offs, data}, nil, 0, 0)
+	release(offs, data)
+	defer d.Release()
+	return array.MakeFromData(d)
 }
 
 // constTimestamp returns an array of n times v (all null when null).

@@ -379,14 +379,13 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 			}
 		}
 	}
-	buf := b.srt.allocRows(n, name, lo, size, &e.pos, ids)
+	buf, off0 := b.srt.allocRows(n, name, lo, size, &e.pos, ids, old, &e.at)
 	if old == nil {
 		writeRows(cols, lo, 0, n, buf, &e.pos)
 	} else {
 		copied := 0
 		for a := 0; a < n; {
-			if k := e.at[a]; k >= 0 {
-				e.pos[a] += uint32(copy(buf[e.pos[a]:], old.payload(int(k))))
+			if e.at[a] >= 0 {
 				copied++
 				a++
 				continue
@@ -398,7 +397,8 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 		b.re.copied.Add(int64(copied))
 	}
 	if u.next != nil {
-		u.next.add(buf, n, &e.pos, size, ids)
+		k := len(b.srt.ents) - n
+		u.next.add(buf, off0, b.srt.ents[k:], b.srt.keys[k:], ids)
 	}
 	if err := b.srt.settle(); err != nil {
 		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)

@@ -76,22 +76,34 @@ type memo struct {
 	cols []column
 	row0 int64 // the record's first row in its snapshot
 	n    int
-	rows []span  // each row's payload in pay
-	ids  []rowID // each row's identity (see rowID)
-	gen  uint64  // the memo's generation: its new rows' ids (newRowID)
-	pay  []byte  // the record's encoded blocks (names and payloads)
-	full bool    // payloads past memoBytes: not remembered
-	refs int     // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
+	rows []memoRow // each row's sort key and place in pay
+	ids  []rowID   // each row's identity (see rowID)
+	gen  uint64    // the memo's generation: its new rows' ids (newRowID)
+	// pay holds the record's encoded blocks: each row's name then its
+	// payload, the rows one after the other in order (a run of rows is
+	// one span of it, laid out as the sorter's arena would hold them).
+	pay  []byte
+	full bool // payloads past memoBytes: not remembered
+	refs int  // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
 
 	idxOnce sync.Once
 	seed    maphash.Seed
 	idx     []int32 // open addressing: row+1, 0 = empty
 }
 
+// memoRow is a memo's row: its name's sort key (rowKey's k1, k2, k3) and
+// where its name and payload lie in the memo's pay.
+type memoRow struct {
+	k1, k2          uint64
+	k3              uint32
+	off, nlen, plen uint32 // name at off, payload after it
+}
+
 // payload returns row k's payload.
 func (m *memo) payload(k int) []byte {
-	r := m.rows[k]
-	return m.pay[r.off : r.off+r.n]
+	r := &m.rows[k]
+	start := r.off + r.nlen
+	return m.pay[start : start+r.plen]
 }
 
 func (m *memo) name(k int) []byte { return m.cols[len(fields)+colName].strAt(k) }
@@ -395,10 +407,17 @@ func bitsAt(b []byte, off, n int) uint64 {
 // same bytes as rows [k, k+r) of o (nulls aside).
 func (c *column) sameStrings(o *column, i, k, r int) bool {
 	co, oo := c.offs[i:i+r+1], o.offs[k:k+r+1]
-	d := oo[0] - co[0]
-	for j := 1; j <= r; j++ {
-		if co[j]+d != oo[j] {
+	if d := oo[0] - co[0]; d == 0 {
+		// the same offsets (most often: every earlier value of the
+		// columns has the same length): compared as one block
+		if string(bytesOf(co)) != string(bytesOf(oo)) {
 			return false
+		}
+	} else {
+		for j := 1; j <= r; j++ {
+			if co[j]+d != oo[j] {
+				return false
+			}
 		}
 	}
 	cb, ob := c.offs[0], o.offs[0]
@@ -436,18 +455,22 @@ func bitsOf(f []float64) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(&f[0])), len(f))
 }
 
-// add appends a block of rows as encoded: buf holds them (names and
-// payloads), row j's payload ends at pos[j] and has size[j] bytes, its id
-// is ids[j]. A memo past memoBytes is given up (done drops it).
-func (m *memo) add(buf []byte, n int, pos, size *[encodeBlock]uint32, ids *[encodeBlock]rowID) {
+// add appends a block of rows as allocated by sorter.allocRows and
+// written: buf is the arena span that holds them (names and payloads),
+// starting at offset off0 of its chunk; ents and keys are their entries
+// and sort keys (the sorter's last ones), ids their ids. A memo past
+// memoBytes is given up (done drops it).
+func (m *memo) add(buf []byte, off0 uint32, ents []entry, keys []sortKey, ids *[encodeBlock]rowID) {
 	if m.full || len(m.pay)+len(buf) > memoBytes {
 		m.full = true
 		return
 	}
-	base := uint32(len(m.pay))
+	base := uint32(len(m.pay)) - off0
 	m.pay = append(m.pay, buf...)
-	for j := range n {
-		m.rows = append(m.rows, span{base + pos[j] - size[j], size[j]})
+	keys = keys[:len(ents)]
+	for j := range ents {
+		e, k := &ents[j], &keys[j]
+		m.rows = append(m.rows, memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen})
 	}
-	m.ids = append(m.ids, ids[:n]...)
+	m.ids = append(m.ids, ids[:len(ents)]...)
 }

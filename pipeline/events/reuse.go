@@ -149,12 +149,14 @@ func (b *buffer) release() {
 	re.putRowIDs(b.ids)
 	re.putSortKeys(b.keys)
 	re.putSortKeys(b.keys2)
+	re.putEntries(b.ents2)
+	re.putRowIDs(b.ids2)
 	*b = buffer{ar: arena{re: re}}
 }
 
 // newRowBuffer returns an empty buffer taking its memory from re (nil: none).
 func newRowBuffer(re *Reuse) buffer {
-	return buffer{ar: arena{re: re}, ents: re.entries(), ids: re.rowIDs(), keys: re.sortKeys(), keys2: re.sortKeys()}
+	return buffer{ar: arena{re: re}, ents: re.entries(), ids: re.rowIDs(), keys: re.sortKeys(), keys2: re.sortKeys(), ents2: re.entries(), ids2: re.rowIDs()}
 }
 
 // eventBatch returns an empty batch of events for Finish's queue.

@@ -23,10 +23,15 @@ import (
 // the buffer never touches the disk.
 
 // defaultMemBytes bounds a sorter's buffer (names, payloads and
-// entrySize+2*sortKeySize bytes of bookkeeping per row).
+// rowBookkeeping bytes per row).
 const defaultMemBytes = 8 << 20
 
 const entrySize = 24 // unsafe.Sizeof(entry{})
+
+// rowBookkeeping is a buffer's memory per row besides its name and payload
+// while it sorts: two entries (the rows' and the sorted ones sort gathers)
+// and two sort keys (sortKeys' two arrays).
+const rowBookkeeping = 2*entrySize + 2*sortKeySize
 
 // cursor iterates entries in name order (names distinct). name and payload
 // are valid until the next call of next.
@@ -59,8 +64,12 @@ type buffer struct {
 	// ids, when not empty, holds each entry's row identity (see rowID),
 	// in step with ents; empty when no row has one.
 	ids []rowID
-	// keys and keys2 are sort's working memory, kept for the next sort.
+	// keys and keys2 are sort's working memory, kept for the next sort,
+	// and so are ents2 and ids2 (the entries and ids of the last sort's
+	// input, which it gathers from them in order).
 	keys, keys2 []sortKey
+	ents2       []entry
+	ids2        []rowID
 }
 
 // runFile is a sorted run: n × (uvarint name length, uvarint payload
@@ -112,7 +121,7 @@ func (s *sorter) add(name string, p []byte) error {
 	if len(s.ids) > 0 {
 		s.ids = append(s.ids, 0)
 	}
-	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
+	if s.ar.used+rowBookkeeping*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-1 {
 		return s.spill()
 	}
 	return nil
@@ -121,20 +130,45 @@ func (s *sorter) add(name string, p []byte) error {
 // allocRows adds n rows (n <= encodeBlock, together at most chunkSize
 // bytes unless n == 1, so that the span's offsets fit in uint32) as one
 // span of the arena: row j is the name of row lo+j of the string column
-// name followed by size[j] bytes of payload, which the caller writes into
-// the returned span before the next settle, starting at pos[j] (set
-// here). Rows so added count towards the buffer's bound at settle,
-// not at once: a caller adds a block of rows, writes them, then settles
-// (which may spill). The caller checks the lengths (maxName, maxPayload).
-// ids (nil: none) are the rows' identities (rowID).
-func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID) []byte {
+// name followed by size[j] bytes of payload. With a memo old, each row j
+// with at[j] >= 0 repeats memo row at[j] (the same name and payload): it
+// is copied from the memo whole, a run of rows that repeats consecutive
+// memo rows in one copy (the memo holds its rows one after the other,
+// laid out as here), and pos[j] is set past its payload; of every other
+// row (all when old is nil) only the name is written, and the caller
+// writes its payload into the returned span before the next settle,
+// starting at pos[j] (set here). Rows so added count towards the
+// buffer's bound at settle, not at once: a caller adds a block of rows,
+// writes them, then settles (which may spill). The caller checks the
+// lengths (maxName, maxPayload). ids (nil: none) are the rows' identities
+// (rowID). allocRows returns the span and its offset in its chunk.
+func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID, old *memo, at *[encodeBlock]int32) ([]byte, uint32) {
 	total := 0
 	for j := 0; j < n; j++ {
 		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
 	}
 	c, off, buf := s.ar.alloc(total)
 	p := uint32(0)
-	for j := 0; j < n; j++ {
+	for j := 0; j < n; {
+		if old != nil && at[j] >= 0 {
+			k := int(at[j])
+			z := j + 1
+			for z < n && int(at[z]) == k+z-j {
+				z++
+			}
+			rows := old.rows[k : k+z-j]
+			first, last := &rows[0], &rows[len(rows)-1]
+			p0 := p - first.off
+			p += uint32(copy(buf[p:], old.pay[first.off:last.off+last.nlen+last.plen]))
+			for t := range rows {
+				r := &rows[t]
+				s.keys = append(s.keys, sortKey{k1: r.k1, k2: r.k2, k3: r.k3, i: uint32(len(s.ents))})
+				s.ents = append(s.ents, entry{key: r.k1, chunk: c, off: off + p0 + r.off, nlen: r.nlen, plen: r.plen})
+				pos[j+t] = p0 + r.off + r.nlen + r.plen
+			}
+			j = z
+			continue
+		}
 		nm := name.strAt(lo + j)
 		nl := uint32(copy(buf[p:], nm))
 		k := rowKey(nm, len(s.ents))
@@ -142,6 +176,7 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 		s.ents = append(s.ents, entry{key: k.k1, chunk: c, off: off + p, nlen: nl, plen: size[j]})
 		pos[j] = p + nl
 		p += nl + size[j]
+		j++
 	}
 	switch {
 	case ids != nil:
@@ -152,7 +187,7 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 	case len(s.ids) > 0:
 		s.ids = append(s.ids, make([]rowID, n)...)
 	}
-	return buf
+	return buf, off
 }
 
 // settle spills the buffer when the rows added since the last spill reach
@@ -161,7 +196,7 @@ func (s *sorter) settle() error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.ar.used+(entrySize+2*sortKeySize)*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
+	if s.ar.used+rowBookkeeping*int64(len(s.ents)) >= s.budget || len(s.ents) >= math.MaxUint32-encodeBlock-1 {
 		return s.spill()
 	}
 	return nil
@@ -231,63 +266,34 @@ func (b *buffer) sort() {
 		lo = hi
 	}
 	b.keys = keys
-	b.permute()
-	// Keep the last row of each name: equal names are adjacent, in
+	// Gather the entries (and ids) in key order into the spare slices,
+	// keeping the last row of each name: equal names are adjacent, in
 	// arrival order.
-	ents, ids, n := b.ents, b.ids, 0
-	for j := range ents {
-		if j+1 < len(ents) && keys[j].k1 == keys[j+1].k1 && keys[j].k2 == keys[j+1].k2 && keys[j].k3 == keys[j+1].k3 &&
-			bytes.Equal(b.name(&ents[j]), b.name(&ents[j+1])) {
+	ents, ids := b.ents, b.ids
+	out := grow(b.ents2, len(ents))
+	var outIDs []rowID
+	if len(ids) > 0 {
+		outIDs = grow(b.ids2, len(ids))
+	}
+	n := 0
+	for j := range keys {
+		k := &keys[j]
+		e := &ents[k.i]
+		if j+1 < len(keys) && k.k1 == keys[j+1].k1 && k.k2 == keys[j+1].k2 && k.k3 == keys[j+1].k3 &&
+			bytes.Equal(b.name(e), b.name(&ents[keys[j+1].i])) {
 			continue // a later row of the same name follows
 		}
-		if n != j {
-			ents[n] = ents[j]
-			if len(ids) > 0 {
-				ids[n] = ids[j]
-			}
+		out[n] = *e
+		if outIDs != nil {
+			outIDs[n] = ids[k.i]
 		}
 		n++
 	}
-	b.ents = ents[:n]
-	if len(ids) > 0 {
-		b.ids = ids[:n]
+	b.ents, b.ents2 = out[:n], ents[:0]
+	if outIDs != nil {
+		b.ids, b.ids2 = outIDs[:n], ids[:0]
 	}
-	b.keys = keys[:0] // consumed (their i overwritten by permute)
-}
-
-// permute puts the entries in the order of b.keys (keys[j].i is the entry
-// that goes to place j), in place, following the permutation's cycles;
-// it overwrites the keys' i.
-func (b *buffer) permute() {
-	const done = math.MaxUint32
-	ents, keys, ids := b.ents, b.keys, b.ids
-	for s := range keys {
-		if keys[s].i == done {
-			continue
-		}
-		first := ents[s]
-		var firstID rowID
-		if len(ids) > 0 {
-			firstID = ids[s]
-		}
-		j := s
-		for {
-			k := int(keys[j].i)
-			keys[j].i = done
-			if k == s {
-				ents[j] = first
-				if len(ids) > 0 {
-					ids[j] = firstID
-				}
-				break
-			}
-			ents[j] = ents[k]
-			if len(ids) > 0 {
-				ids[j] = ids[k]
-			}
-			j = k
-		}
-	}
+	b.keys = keys[:0] // consumed
 }
 
 // sortTies orders keys of equal 20-byte prefixes, in arrival order, by
@@ -676,7 +682,7 @@ func (s *sorter) state(hasSnap bool, snapMs int64) (*State, error) {
 // takeState moves the sorted buffer into an in-memory State.
 func (s *sorter) takeState(hasSnap bool, snapMs int64) *State {
 	st := &State{source: s.source, hasSnap: hasSnap, snapMs: snapMs, n: len(s.ents), ar: s.ar, ents: s.ents, ids: s.ids}
-	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2} // the keys go back at close
+	s.buffer = buffer{ar: arena{re: s.ar.re}, keys: s.keys, keys2: s.keys2, ents2: s.ents2, ids2: s.ids2} // go back at close
 	return st
 }
 
