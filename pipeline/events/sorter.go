@@ -30,7 +30,9 @@ const entrySize = 24 // unsafe.Sizeof(entry{})
 
 // rowBookkeeping is a buffer's memory per row besides its name and payload
 // while it sorts: two entries (the rows' and the sorted ones sort gathers)
-// and two sort keys (sortKeys' two arrays).
+// and two sort keys (sortKeys' two arrays). Not counted: a replay's row
+// ids with Reuse (ids and the sorted ids, 16 bytes a row), a sixth
+// of this.
 const rowBookkeeping = 2*entrySize + 2*sortKeySize
 
 // cursor iterates entries in name order (names distinct). name and payload
