@@ -52,19 +52,31 @@ func buildLake(t *testing.T, dir string, n int) (url string, clk *testClock) {
 // made the compaction tests spend minutes starting DuckDB.
 func lakeRows(t *testing.T, dir string) map[string][]string {
 	t.Helper()
-	parts, _ := filepath.Glob(filepath.Join(dir, "*", "date=*"))
+	return lakesRows(t, map[string]string{"": dir})[""]
+}
+
+// lakesRows is lakeRows of several lakes (dirs by name) in one DuckDB
+// process: each lake's map by its name.
+func lakesRows(t *testing.T, dirs map[string]string) map[string]map[string][]string {
+	t.Helper()
 	var sels []string
-	for _, p := range parts {
-		rel, _ := filepath.Rel(dir, p)
-		if strings.HasPrefix(rel, "raw") {
-			continue
+	for name, dir := range dirs {
+		parts, _ := filepath.Glob(filepath.Join(dir, "*", "date=*"))
+		for _, p := range parts {
+			rel, _ := filepath.Rel(dir, p)
+			if strings.HasPrefix(rel, "raw") {
+				continue
+			}
+			if f, _ := filepath.Glob(filepath.Join(p, "*.parquet")); len(f) == 0 {
+				continue
+			}
+			sels = append(sels, fmt.Sprintf(`SELECT '%s' AS l, '%s' AS p, to_json(t)::VARCHAR AS j FROM read_parquet('%s/*.parquet', union_by_name=true, hive_partitioning=false) t`, name, rel, p))
 		}
-		if f, _ := filepath.Glob(filepath.Join(p, "*.parquet")); len(f) == 0 {
-			continue
-		}
-		sels = append(sels, fmt.Sprintf(`SELECT '%s' AS p, to_json(t)::VARCHAR AS j FROM read_parquet('%s/*.parquet', union_by_name=true, hive_partitioning=false) t`, rel, p))
 	}
-	out := map[string][]string{}
+	out := map[string]map[string][]string{}
+	for name := range dirs {
+		out[name] = map[string][]string{}
+	}
 	if len(sels) == 0 {
 		return out
 	}
@@ -72,18 +84,20 @@ func lakeRows(t *testing.T, dir string) map[string][]string {
 	for _, r := range res.Rows {
 		// Re-marshal through a map: the keys sorted, whatever the column
 		// order of the files.
-		dec := json.NewDecoder(strings.NewReader(fmt.Sprint(r[1])))
+		dec := json.NewDecoder(strings.NewReader(fmt.Sprint(r[2])))
 		dec.UseNumber()
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
-			t.Fatalf("row of %s: %v", r[0], err)
+			t.Fatalf("row of %s %s: %v", r[0], r[1], err)
 		}
 		b, _ := json.Marshal(m)
-		p := fmt.Sprint(r[0])
-		out[p] = append(out[p], string(b))
+		l, p := fmt.Sprint(r[0]), fmt.Sprint(r[1])
+		out[l][p] = append(out[l][p], string(b))
 	}
-	for _, rows := range out {
-		slices.Sort(rows)
+	for _, lake := range out {
+		for _, rows := range lake {
+			slices.Sort(rows)
+		}
 	}
 	return out
 }
@@ -296,9 +310,10 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 	if res := clk.optlake(t, "compact", "--data-dir", base, "--to", compactDay.AddDate(0, 0, 1).Format(time.DateOnly), "--tables", strings.Join(others, ",")); res.code != 0 {
 		t.Fatalf("compact of %v: exit %d\n%s", others, res.code, res.stderr)
 	}
-	// Each step is checked by arrow-go's reader (lakeRowsGo), the last
-	// state of one step by DuckDB too: a DuckDB process per check made
-	// this test spend most of its time starting DuckDB.
+	// Each step is checked by arrow-go's reader (lakeRowsGo) as it goes,
+	// and every step's final lake by DuckDB in one process at the end: a
+	// DuckDB process per check made this test spend most of its time
+	// starting DuckDB.
 	want, wantDuck := lakeRowsGo(t, base), lakeRows(t, base)
 	if len(want) != len(wantDuck) {
 		t.Fatalf("arrow-go reads %d partitions, DuckDB %d", len(want), len(wantDuck))
@@ -313,60 +328,76 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 	// move the clock (the crashing compact, a process of its own, has the
 	// real one).
 	clk = pinClock(compactDay.AddDate(0, 0, 1))
-	for _, step := range append(slices.Clone(compact.MergeSteps), compact.Steps...) {
-		t.Run(step, func(t *testing.T) {
-			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "data")
-			if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
-				t.Fatalf("cp: %v %s", err, out)
+	steps := append(slices.Clone(compact.MergeSteps), compact.Steps...)
+	root := t.TempDir() // the steps' lakes, kept for DuckDB after them
+	finals := map[string]string{}
+	for _, step := range steps {
+		finals[step] = filepath.Join(root, step)
+	}
+	t.Run("steps", func(t *testing.T) {
+		for _, step := range steps {
+			crashStep(t, step, base, finals[step], to, url, clk, want)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	// (The steps that also ran on the next day have its partitions too.)
+	for step, got := range lakesRows(t, finals) {
+		for p, rows := range wantDuck {
+			if !slices.Equal(got[p], rows) {
+				t.Errorf("%s: after the next compact, read by DuckDB: %s differs", step, p)
 			}
-			cmd := exec.Command(os.Args[0], "compact", "--data-dir", dir, "--to", to, "--tables", "instruments")
-			cmd.Env = append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1", crashEnv+"="+step)
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ProcessState.Sys() == nil || !strings.Contains(ee.Error(), "killed") {
-				t.Fatalf("compact did not die at %s: %v\n%s", step, err, out)
+		}
+	}
+}
+
+// crashStep crashes a compaction of instruments in a copy (dir) of the
+// lake base at step, checks the lake right after (arrow-go's reader: want),
+// recovers it and checks it again; the caller reads dir with DuckDB.
+func crashStep(t *testing.T, step, base, dir, to, url string, clk *testClock, want map[string][]string) {
+	t.Run(step, func(t *testing.T) {
+		t.Parallel()
+		if out, err := exec.Command("cp", "-a", base, dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		cmd := exec.Command(os.Args[0], "compact", "--data-dir", dir, "--to", to, "--tables", "instruments")
+		cmd.Env = append(os.Environ(), "OPTLAKE_TEST_AS_CLI=1", crashEnv+"="+step)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ProcessState.Sys() == nil || !strings.Contains(ee.Error(), "killed") {
+			t.Fatalf("compact did not die at %s: %v\n%s", step, err, out)
+		}
+		sameLake(t, "right after the crash", lakeRowsGo(t, dir), want)
+		if step == "sorted" || step == "journal" || step == "swap" {
+			// A plain run (no --compact) on the next day recovers it too.
+			if res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
+				t.Fatalf("run after the crash: exit %d\n%s", res.code, res.stderr)
 			}
-			sameLake(t, "right after the crash", lakeRowsGo(t, dir), want)
-			if step == "sorted" || step == "journal" || step == "swap" {
-				// A plain run (no --compact) on the next day recovers it too.
-				if res := clk.optlake(t, "run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"); res.code != 0 {
-					t.Fatalf("run after the crash: exit %d\n%s", res.code, res.stderr)
+			for _, sub := range []string{"journal", "stage"} {
+				if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", sub)); len(ents) != 0 {
+					t.Fatalf("run left .compact/%s: %d entries", sub, len(ents))
 				}
-				for _, sub := range []string{"journal", "stage"} {
-					if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", sub)); len(ents) != 0 {
-						t.Fatalf("run left .compact/%s: %d entries", sub, len(ents))
-					}
-				}
-				got := lakeRowsGo(t, dir)
-				for p, rows := range want {
-					if !slices.Equal(got[p], rows) {
-						t.Fatalf("after the run: %s differs", p)
-					}
-				}
 			}
-			res := clk.optlake(t, "compact", "--data-dir", dir, "--to", to)
-			if res.code != 0 {
-				t.Fatalf("compact after the crash: exit %d\n%s", res.code, res.stderr)
-			}
-			checkCompacted(t, dir)
 			got := lakeRowsGo(t, dir)
 			for p, rows := range want {
 				if !slices.Equal(got[p], rows) {
-					t.Fatalf("after the next compact: %s differs", p)
+					t.Fatalf("after the run: %s differs", p)
 				}
 			}
-			if step == "swap" {
-				// DuckDB reads the lake the crash and the recovery left.
-				got := lakeRows(t, dir)
-				for p, rows := range wantDuck {
-					if !slices.Equal(got[p], rows) {
-						t.Fatalf("after the next compact, read by DuckDB: %s differs", p)
-					}
-				}
+		}
+		res := clk.optlake(t, "compact", "--data-dir", dir, "--to", to)
+		if res.code != 0 {
+			t.Fatalf("compact after the crash: exit %d\n%s", res.code, res.stderr)
+		}
+		checkCompacted(t, dir)
+		got := lakeRowsGo(t, dir)
+		for p, rows := range want {
+			if !slices.Equal(got[p], rows) {
+				t.Fatalf("after the next compact: %s differs", p)
 			}
-		})
-	}
+		}
+	})
 }
 
 // run --compact (here from the config file): a snapshot after midnight
