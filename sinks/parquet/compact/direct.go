@@ -71,7 +71,7 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 	if !ok {
 		return false
 	}
-	j.dayCols = slices.Clone(cols)
+	j.dayCols = cols
 	dict := slices.ContainsFunc(opts, func(o pqpage.Options) bool { return o.Dict })
 	if directNeed(cols, rows, pq.ColumnWorkers(j.u), dict) > j.opt.directMemory() {
 		return false
@@ -85,13 +85,14 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 }
 
 // directNeed is the memory the direct writer needs for a day of rows
-// rows whose columns take cols Arrow bytes (sorted here), on workers
-// workers, dict when a column is a dictionary column: the order (rowRef,
-// id and rank: 16 bytes a row), a whole column of the day per worker, the
-// largest first, and a dictionary column's ids (directDictColumn: 4 bytes
-// a row per worker, in a pool buffer of its size class). Bounded memory, as the merge's: a day that needs
-// more than directMemory is merged.
+// rows whose columns take cols Arrow bytes, on workers workers, dict when
+// a column is a dictionary column: the order (rowRef, id and rank: 16
+// bytes a row), a whole column of the day per worker, the largest first,
+// and a dictionary column's ids (directDictColumn: 4 bytes a row per
+// worker, in a pool buffer of its size class). Bounded memory, as the
+// merge's: a day that needs more than directMemory is merged.
 func directNeed(cols []int64, rows, workers int, dict bool) int64 {
+	cols = slices.Clone(cols)
 	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
 	workers = min(workers, len(cols))
 	need := int64(rows) * 16

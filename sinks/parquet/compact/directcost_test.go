@@ -3,6 +3,7 @@ package compact
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -92,8 +93,12 @@ func TestDirectNeed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			cols := slices.Clone(c.cols)
 			if got := directNeed(c.cols, c.rows, c.workers, c.dict); got != c.want {
 				t.Fatalf("need %d, want %d", got, c.want)
+			}
+			if !slices.Equal(c.cols, cols) { // the day's per-column bytes, kept as they are (dayCols)
+				t.Fatalf("directNeed reordered its columns: %v, were %v", c.cols, cols)
 			}
 		})
 	}
