@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	_ "gocloud.dev/blob/gcsblob"   // gs://
@@ -52,11 +54,17 @@ func (s *Bucket) wrap(op, name string, err error) error {
 }
 
 type bucketWriter struct {
-	s      *Bucket
-	name   string
-	w      *blob.Writer
-	cancel context.CancelFunc
-	done   bool
+	s         *Bucket
+	name      string
+	exclusive bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	// buf holds an object's first PartSize bytes: an object that fits is
+	// written by one PUT on Commit (retried like Put's), a larger one
+	// streams through w, opened when buf would overflow.
+	buf  []byte
+	w    *blob.Writer
+	done bool
 }
 
 func (s *Bucket) create(ctx context.Context, name string, exclusive bool) (Writer, error) {
@@ -64,12 +72,7 @@ func (s *Bucket) create(ctx context.Context, name string, exclusive bool) (Write
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := s.b.NewWriter(ctx, name, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: 1, IfNotExist: exclusive})
-	if err != nil {
-		cancel()
-		return nil, s.wrap("create", name, err)
-	}
-	return &bucketWriter{s: s, name: name, w: w, cancel: cancel}, nil
+	return &bucketWriter{s: s, name: name, exclusive: exclusive, ctx: ctx, cancel: cancel}, nil
 }
 
 func (s *Bucket) Create(ctx context.Context, name string) (Writer, error) {
@@ -84,6 +87,21 @@ func (w *bucketWriter) Write(p []byte) (int, error) {
 	if w.done {
 		return 0, fmt.Errorf("write %s/%s: writer closed", w.s.name, w.name)
 	}
+	if w.w == nil {
+		if len(w.buf)+len(p) <= PartSize {
+			w.buf = append(w.buf, p...)
+			return len(p), nil
+		}
+		bw, err := w.s.b.NewWriter(w.ctx, w.name, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: 1, IfNotExist: w.exclusive})
+		if err != nil {
+			return 0, w.s.wrap("create", w.name, err)
+		}
+		w.w = bw
+		if _, err := bw.Write(w.buf); err != nil {
+			return 0, w.s.wrap("write", w.name, err)
+		}
+		w.buf = nil
+	}
 	n, err := w.w.Write(p)
 	if err != nil {
 		return n, w.s.wrap("write", w.name, err)
@@ -97,6 +115,11 @@ func (w *bucketWriter) Commit() error {
 	}
 	w.done = true
 	defer w.cancel()
+	if w.w == nil {
+		err := w.s.put(w.ctx, w.name, w.buf, &blob.WriterOptions{IfNotExist: w.exclusive})
+		w.buf = nil
+		return err
+	}
 	if err := w.w.Close(); err != nil {
 		return w.s.wrap("write", w.name, err)
 	}
@@ -110,8 +133,11 @@ func (w *bucketWriter) Abort() error {
 		return nil
 	}
 	w.done = true
+	w.buf = nil
 	w.cancel()
-	w.w.Close() // returns the cancellation; nothing was written
+	if w.w != nil {
+		w.w.Close() // returns the cancellation; nothing was written
+	}
 	return nil
 }
 
@@ -119,10 +145,42 @@ func (s *Bucket) Put(ctx context.Context, name string, data []byte) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	if err := s.b.WriteAll(ctx, name, data, nil); err != nil {
-		return s.wrap("write", name, err)
+	return s.put(ctx, name, data, nil)
+}
+
+// put writes data to name in one PUT. A PUT refused because its folder was
+// removed at that moment (folderRace) is sent again, up to putRetries
+// times, waiting 5, 10, 20… ms in between.
+func (s *Bucket) put(ctx context.Context, name string, data []byte, opts *blob.WriterOptions) error {
+	for i := 0; ; i++ {
+		err := s.b.WriteAll(ctx, name, data, opts)
+		if err == nil {
+			return nil
+		}
+		if i == putRetries || !folderRace(err) {
+			return s.wrap("write", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return s.wrap("write", name, err)
+		case <-time.After(5 * time.Millisecond << i):
+		}
 	}
-	return nil
+}
+
+// putRetries bounds put's retries of a folderRace (155 ms in all).
+const putRetries = 5
+
+// folderRace reports whether err is a POSIX-backed S3 server's refusal of a
+// PUT whose folder another request removed at that moment: versitygw
+// removes a folder when its last object is deleted, and a PUT into it
+// between its mkdir and its link fails with 409 ExistingObjectIsDirectory.
+// Compaction publishes several tables' days at once, each writing and then
+// deleting its journal in .compact/journal/, which is that race. The PUT
+// changed nothing, so it is safe to send again (also with IfNotExist).
+func folderRace(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ExistingObjectIsDirectory"
 }
 
 type bucketReader struct {

@@ -320,3 +320,58 @@ func TestLeaseLostWhenStoreGone(t *testing.T) {
 		t.Fatalf("still held %s after the store stopped (err %v)", 4*ttl, l.Err())
 	}
 }
+
+// A POSIX-backed S3 server (versitygw) removes a folder once its last object
+// is deleted; a PUT of another object into the same folder at that moment
+// fails with 409 ExistingObjectIsDirectory (the folder went away between
+// the server creating it and linking the object). Compaction publishes days
+// of several tables at once, each writing and then deleting its journal in
+// .compact/journal/, which is that race (seen in CI). Put retries it, and so
+// does a Writer's Commit of an object that fits one part: two writers that
+// each write and delete their own object in one folder, over and over (one
+// by Put, one by Create and Commit), never see an error.
+func TestS3PutRacingFolderRemoval(t *testing.T) {
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	ctx := context.Background()
+	s, err := storage.Open(ctx, g.URL("lake", "race"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const rounds = 300
+	errc := make(chan error, 2)
+	write := map[string]func(name string) error{
+		"j/a.json": func(name string) error { return s.Put(ctx, name, []byte("{}")) },
+		"j/b.json": func(name string) error {
+			w, err := s.Create(ctx, name)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write([]byte("{}")); err != nil {
+				return err
+			}
+			return w.Commit()
+		},
+	}
+	for name, write := range write {
+		go func() {
+			for range rounds {
+				if err := write(name); err != nil {
+					errc <- err
+					return
+				}
+				if err := s.Delete(ctx, name); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
