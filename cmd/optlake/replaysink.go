@@ -44,7 +44,12 @@ func replayDays(ctx context.Context, h host, st storage.Store, ss []sinks.Sink, 
 		return nil, err
 	}
 	// The day's merge is compaction's: the same bounded working set, and
-	// the same soft limit keeps garbage from growing past it.
+	// the same soft limit keeps garbage from growing past it. Not raised
+	// for replay: on the bench's 150-snapshot archive the replay collects
+	// 9–11 times (~3% of its CPU), the last 3–4 held to this limit by the
+	// day's write (~100 MB live); 192 MiB, or GOGC 400, saved no CPU in
+	// 10 and 8 alternating pairs, and 192 MiB costs ~20 MiB of peak RSS
+	// (docs/PERFORMANCE.md, 2026-11-27).
 	h.lowerMemoryLimit(compactMemoryLimit)
 	out := slices.Clone(ss)
 	out[i] = ds
