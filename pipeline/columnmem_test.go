@@ -130,6 +130,9 @@ func columnMemLake(t *testing.T, mem memory.Allocator) (string, string) {
 	}
 	r.Close()
 	pq.Close(ctx)
+	if c, ok := mem.(*memory.CheckedAllocator); ok && c.CurrentAlloc() != 0 {
+		t.Errorf("%d bytes of column buffers still allocated after the live runs", c.CurrentAlloc())
+	}
 
 	fallback, err := parquet.New(parquet.Options{Store: st})
 	if err != nil {

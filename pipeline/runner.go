@@ -788,6 +788,7 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoi
 	}
 	defer r.decoders.Put(dec) // holds no Arrow memory between listings
 	dec.UseColumns(cols)
+	defer dec.UseColumns(nil) // nor a replay's pool once it has ended
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
