@@ -32,19 +32,43 @@ import (
 // A holder that kept a record, or a view of its buffers, without
 // Retain would read buffers already reused. Here freed buffers are
 // poisoned before reuse (arrowpool.NewPoisoned) under a CheckedAllocator:
-// live runs and a replay over two days (the day writer holding, packing
-// and spilling records across snapshots; events comparing them on their
-// goroutine and remembering them; rejects; several records a snapshot)
-// write byte for byte the lake of Go memory, and leave nothing allocated
-// (no leak; a buffer freed twice panics in the pool, or leaves the count
-// below zero).
+// live runs and a replay over two days (the day writer holding and
+// spilling records across snapshots; events remembering them; rejects;
+// several records a snapshot) write byte for byte the lake of Go memory,
+// and leave nothing allocated (no leak). An early Release shows only as
+// different bytes: Arrow frees a buffer once, when its count reaches 0.
 func TestColumnMemPoisonedSameLake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live runs and replays")
 	}
-	goDir, goRes := columnMemLake(t, memory.DefaultAllocator)
+	// 400 instruments in records of 64 rows; each snapshot's rows spilled.
+	poisonedSameLake(t, lakeShape{instruments: 400, batchRows: 64, writerBytes: 48 << 10, chunkBytes: 512 << 10})
+}
+
+// The same as `optlake replay` holds records: a snapshot's rows stay in
+// memory (no spill) until the day's goroutine packs them while the next
+// snapshots decode, and each listing is one record of 5,000 rows, which
+// the events' background encoder takes (4,096 rows or more). Without it
+// neither pack.go nor the encoder ever held a pooled record here.
+func TestColumnMemPoisonedPacked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live runs and replays")
+	}
+	poisonedSameLake(t, lakeShape{instruments: 5000, batchRows: 8192, writerBytes: 64 << 20, chunkBytes: 1 << 20})
+}
+
+// lakeShape is what columnMemLake takes and how its replay's day writer
+// holds the rows.
+type lakeShape struct {
+	instruments, batchRows  int
+	writerBytes, chunkBytes int64 // compact.DayOptions.WriterBytes, Compact.ChunkBytes
+}
+
+func poisonedSameLake(t *testing.T, sh lakeShape) {
+	t.Helper()
+	goDir, goRes := columnMemLake(t, memory.DefaultAllocator, sh)
 	checked := memory.NewCheckedAllocator(arrowpool.NewPoisoned(32 << 20))
-	poDir, poRes := columnMemLake(t, checked)
+	poDir, poRes := columnMemLake(t, checked, sh)
 	if n := checked.CurrentAlloc(); n != 0 {
 		t.Errorf("%d bytes of column buffers still allocated after the runs and the replay (leaked, or freed twice if below 0)", n)
 	}
@@ -86,9 +110,9 @@ func mapKeys(m map[string][]byte) func(func(string) bool) {
 // with mem as Config.ColumnMem, then replays them into the compacted
 // layout (compact.DaySink, as `optlake replay` does) with mem, both in the
 // same folder. It returns the folder and the replay's counts.
-func columnMemLake(t *testing.T, mem memory.Allocator) (string, string) {
+func columnMemLake(t *testing.T, mem memory.Allocator, sh lakeShape) (string, string) {
 	t.Helper()
-	sim := venuesim.New(venuesim.Config{Seed: 9, Instruments: 400, GroupSize: 50,
+	sim := venuesim.New(venuesim.Config{Seed: 9, Instruments: sh.instruments, GroupSize: 50,
 		Faults: venuesim.Faults{WrongTypes: true, ExtraFields: true, IndexPriceVariants: true}})
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
@@ -108,7 +132,7 @@ func columnMemLake(t *testing.T, mem memory.Allocator) (string, string) {
 	cfg := pipeline.Config{
 		Client: client, Store: st, Endpoints: eps, Source: "sim", Events: true, Ledger: true,
 		Now: clock, NewRunID: func() string { n++; return fmt.Sprintf("run-%03d", n) },
-		BatchRows: 64, // several records a snapshot, a batch's growth
+		BatchRows: sh.batchRows,
 		ColumnMem: mem,
 	}
 	ctx := context.Background()
@@ -138,9 +162,9 @@ func columnMemLake(t *testing.T, mem memory.Allocator) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: fallback, WriterBytes: 48 << 10, Compact: compact.Options{
+	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: fallback, WriterBytes: sh.writerBytes, Compact: compact.Options{
 		Lake: compact.For(st, nil, clock), CompressionLevel: 3,
-		ChunkBytes: 512 << 10, // the day's runs packed while the next snapshots load
+		ChunkBytes: sh.chunkBytes,
 	}})
 	if err != nil {
 		t.Fatal(err)
