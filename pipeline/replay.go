@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/internal/jsontok"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
@@ -76,8 +78,12 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		seeded = len(all) > 0 && all[0].Time.Equal(snaps[0].Time) && all[0].RunID == snaps[0].RunID
 	}
 	held := r.dayLoads()
+	cols := r.cfg.ColumnMem
+	if cols == nil {
+		cols = arrowpool.New(replayPoolBytes)
+	}
 	dayStart := 0 // the first of res.Snapshots on the current day
-	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded, held) {
+	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded, held, cols) {
 		if out == nil {
 			return res, ctx.Err()
 		}
@@ -270,6 +276,11 @@ const (
 	replayBodyBudget = 64 << 20
 )
 
+// replayPoolBytes bounds the freed column buffers a replay keeps for its
+// next snapshots' (arrowpool): a day's writer holds half of its chunk
+// (16 MiB of records) before it packs them and they come back at once.
+const replayPoolBytes = 32 << 20
+
 // replayWeight is a snapshot's share of the replay's budget of
 // replayBodyBudget: its bodies' bytes, at least 1/workers of the budget
 // (so that at most workers run at once) and at most all of it.
@@ -280,7 +291,7 @@ func replayWeight(bodies int64, workers int) int64 {
 // replaySnapshots loads snaps into the sinks, several at once, and yields
 // each one's outcome in snapshot order; a nil outcome means the context was
 // cancelled before that snapshot started (nothing after it is yielded).
-func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool, held *dayLoads) iter.Seq2[int, *replayed] {
+func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool, held *dayLoads, cols memory.Allocator) iter.Seq2[int, *replayed] {
 	return func(yield func(int, *replayed) bool) {
 		outs := make([]chan *replayed, len(snaps))
 		for i := range outs {
@@ -322,7 +333,7 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 					defer wg.Done()
 					defer sem.Release(weight)
 					defer turn.finish()
-					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded, held)
+					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded, held, cols)
 				}()
 			}
 		}()
@@ -335,14 +346,14 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 }
 
 // replayOne loads one archived snapshot into the sinks.
-func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool, held *dayLoads) *replayed {
+func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool, held *dayLoads, cols memory.Allocator) *replayed {
 	if len(s.Bodies) == 0 {
 		return &replayed{}
 	}
 	fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
 	sum := r.snapshot(ctx, snapshotRun{
 		time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
-		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn, held: held,
+		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn, held: held, cols: cols,
 	})
 	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, held)
 	return &replayed{sum: sum, problems: fetch.problems}

@@ -76,8 +76,14 @@ type Config struct {
 	SchemaMode infer.Mode
 	BatchRows  int
 	Mem        memory.Allocator
-	Redactor   *redact.Redactor
-	Logger     *slog.Logger
+	// ColumnMem allocates the column buffers of the listings a run or a
+	// replay decodes, and gets them back when the records' last holder
+	// releases them (tests give a checked or a poisoned one). nil: a
+	// replay recycles them (an arrowpool.Pool per Replay), a live run
+	// decodes into Go memory, as catch-up always does.
+	ColumnMem memory.Allocator
+	Redactor  *redact.Redactor
+	Logger    *slog.Logger
 	// Now gives the snapshot time (default time.Now); tests pin it.
 	Now func() time.Time
 	// NewRunID gives the run id (default a UUIDv7).
@@ -341,7 +347,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 		return &Summary{SnapshotTime: snapTime, Error: "pipeline: Run needs Config.Client, Store and Source"}
 	}
 	states := r.liveStates()
-	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth}
+	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth, cols: r.cfg.ColumnMem}
 	var ledgerErr error
 	if r.ledger != nil && len(r.cfg.Sinks) > 0 {
 		var eps []string
@@ -443,6 +449,8 @@ type snapshotRun struct {
 	// held keeps the loads a DaySink took until its day is written
 	// (replay; nil: settle at once).
 	held *dayLoads
+	// cols allocates the listings' column buffers (nil: Go memory).
+	cols memory.Allocator
 }
 
 func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
@@ -712,7 +720,7 @@ func (r *Runner) decode(ctx context.Context, c call, body io.Reader) (map[string
 	}
 	switch {
 	case c.ep.Kind == KindInstruments:
-		return r.loadInstruments(ctx, ss, c.ep, c.part, body, c.sum, c.res, c.ev)
+		return r.loadInstruments(ctx, ss, c.ep, c.part, body, c.sum, c.res, c.ev, c.sr.cols)
 	case r.cfg.Schemas == nil:
 		_, err := io.Copy(io.Discard, body)
 		return nil, err
@@ -770,7 +778,8 @@ func flat(v url.Values) map[string]string {
 // loadInstruments decodes one listing body into every sink. Rows are
 // committed only when the whole body decoded; on any failure every sink's
 // writers are aborted, so a retry starts clean.
-func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun) (map[string]SinkResult, error) {
+// cols allocates the records' column buffers (nil: Go memory).
+func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun, cols memory.Allocator) (map[string]SinkResult, error) {
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := NewFanout(ctx, ss, snap, schema.Instruments)
 	dec, _ := r.decoders.Get().(*transform.InstrumentDecoder)
@@ -778,6 +787,8 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoi
 		dec = transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
 	}
 	defer r.decoders.Put(dec) // holds no Arrow memory between listings
+	dec.UseColumns(cols)
+	defer dec.UseColumns(nil) // nor a replay's pool once it has ended
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {

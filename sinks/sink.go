@@ -45,8 +45,11 @@ type Sink interface {
 
 // Writer receives one table's rows for one snapshot.
 type Writer interface {
-	// Write appends rec, whose schema is the table's Arrow schema. Write does
-	// not keep rec after it returns; the caller releases it.
+	// Write appends rec, whose schema is the table's Arrow schema. The
+	// caller releases rec after Write returns: a Writer that keeps it, or
+	// anything that views its buffers (an array.String's Value is such a
+	// view), must Retain it until done, or copy what it keeps. A replay
+	// recycles the buffers once their last holder releases them.
 	Write(ctx context.Context, rec arrow.Record) error
 	// Commit makes every row written visible, atomically where the store
 	// allows it (Parquet: all or nothing). It reports where the rows went.

@@ -30,6 +30,9 @@ type batch struct {
 	cols  []batchCol
 	limit int // flush when a string column holds this many bytes (offsets are int32)
 	full  bool
+	// mem allocates the columns' memory; the record's buffers free it
+	// when its last holder releases them (goMem: Go's make, the GC frees).
+	mem memory.Allocator
 }
 
 // batchCol is one column; which slice is used depends on typ. Validity is
@@ -44,10 +47,14 @@ type batchCol struct {
 	offs  []int32 // String: offs[i+1] is the end of row i in data
 	data  []byte
 	hint  int // data bytes of the last batch, to size the next one
+	// raw is the memory from mem that f64, i64, bits or offs view (as
+	// allocated: the buffer frees it whole); draw is data's (data's cap
+	// is draw's length).
+	raw, draw []byte
 }
 
 func newBatch(t *schema.Table, rows int) *batch {
-	b := &batch{t: t, cap: rows, next: min(rows, initialBatchAlloc), cols: make([]batchCol, len(t.Columns)), limit: math.MaxInt32 / 2}
+	b := &batch{t: t, cap: rows, next: min(rows, initialBatchAlloc), cols: make([]batchCol, len(t.Columns)), limit: math.MaxInt32 / 2, mem: goMem{}}
 	for i, c := range t.Columns {
 		b.cols[i].typ = c.Type
 	}
@@ -70,8 +77,66 @@ func (b *batch) reset() {
 		c := &b.cols[i]
 		c.nulls = c.nulls[:0]
 		c.f64, c.i64, c.bits, c.offs, c.data = nil, nil, nil, nil, nil
+		c.raw, c.draw = nil, nil
 	}
 	b.alloc, b.rows, b.full = 0, 0, false
+}
+
+// free gives the columns' memory back to mem and resets the batch (rows
+// not made into a record).
+func (b *batch) free() {
+	for i := range b.cols {
+		c := &b.cols[i]
+		if c.raw != nil {
+			b.mem.Free(c.raw)
+		}
+		if c.draw != nil {
+			b.mem.Free(c.draw)
+		}
+	}
+	b.reset()
+}
+
+// useMem makes mem (nil: Go's make) allocate the next batches' columns.
+func (b *batch) useMem(mem memory.Allocator) {
+	if mem == nil {
+		mem = goMem{}
+	}
+	if mem != b.mem {
+		b.free()
+		b.mem = mem
+	}
+}
+
+// allocVals gives c memory from mem for n rows of its type (zeroed);
+// String: its offsets (not data).
+func (b *batch) allocVals(c *batchCol, n int) {
+	switch c.typ {
+	case schema.Float64:
+		c.raw = b.mem.Allocate(8 * n)
+		c.f64 = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(c.raw))), n)
+	case schema.Int64, schema.TimestampMs:
+		c.raw = b.mem.Allocate(8 * n)
+		c.i64 = unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(c.raw))), n)
+	case schema.Bool:
+		c.raw = b.mem.Allocate((n + 7) / 8)
+		c.bits = c.raw
+	case schema.String:
+		c.raw = b.mem.Allocate(4 * (n + 1))
+		c.offs = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(c.raw))), n+1)
+	}
+}
+
+// growData gives c.data room for n bytes (more than its cap), keeping
+// its bytes.
+func (b *batch) growData(c *batchCol, n int) {
+	nd := b.mem.Allocate(n)
+	copy(nd, c.data)
+	if c.draw != nil {
+		b.mem.Free(c.draw)
+	}
+	c.draw = nd
+	c.data = nd[:len(c.data):len(nd)]
 }
 
 // begin makes the batch ready for row b.rows: the first row of a batch
@@ -92,16 +157,10 @@ func (b *batch) begin() {
 	b.alloc = n
 	for i := range b.cols {
 		c := &b.cols[i]
-		switch c.typ {
-		case schema.Float64:
-			c.f64 = make([]float64, n)
-		case schema.Int64, schema.TimestampMs:
-			c.i64 = make([]int64, n)
-		case schema.Bool:
-			c.bits = make([]byte, (n+7)/8)
-		case schema.String:
-			c.offs = make([]int32, n+1)
-			c.data = make([]byte, 0, max(c.hint+c.hint/8, 64))
+		b.allocVals(c, n)
+		if c.typ == schema.String {
+			c.draw = b.mem.Allocate(max(c.hint+c.hint/8, 64))
+			c.data = c.draw[:0:len(c.draw)]
 		}
 	}
 }
@@ -128,14 +187,14 @@ func (b *batch) bool(c int, v bool) {
 
 func (b *batch) str(c int, v []byte) {
 	col := &b.cols[c]
-	if n := len(col.data); n+len(v) <= cap(col.data) {
-		// Resliced in place: no pointer store, so no GC write barrier
-		// for each value (appending stores the slice whole).
-		col.data = col.data[:n+len(v)]
-		copy(col.data[n:], v)
-	} else {
-		col.data = append(col.data, v...)
+	n := len(col.data)
+	if n+len(v) > cap(col.data) {
+		b.growData(col, max(2*cap(col.data), n+len(v)))
 	}
+	// Resliced in place: no pointer store, so no GC write barrier for
+	// each value (appending stores the slice whole).
+	col.data = col.data[:n+len(v)]
+	copy(col.data[n:], v)
 	col.offs[b.rows+1] = int32(len(col.data))
 	if len(col.data) >= b.limit {
 		b.full = true
@@ -177,30 +236,25 @@ func (b *batch) commit() {
 func (b *batch) grow(n int) {
 	for i := range b.cols {
 		c := &b.cols[i]
+		old := *c
+		b.allocVals(c, n)
 		switch c.typ {
 		case schema.Float64:
-			s := make([]float64, n)
-			copy(s, c.f64)
-			c.f64 = s
+			copy(c.f64, old.f64)
 		case schema.Int64, schema.TimestampMs:
-			s := make([]int64, n)
-			copy(s, c.i64)
-			c.i64 = s
+			copy(c.i64, old.i64)
 		case schema.Bool:
-			s := make([]byte, (n+7)/8)
-			copy(s, c.bits)
-			c.bits = s
+			copy(c.bits, old.bits)
 		case schema.String:
-			s := make([]int32, n+1)
-			copy(s, c.offs)
-			c.offs = s
+			copy(c.offs, old.offs)
 			// The bytes so far, per row, times n: append's doubling
 			// would copy the column's bytes again and again.
 			if want := len(c.data) * n / max(b.rows, 1); cap(c.data) < want {
-				d := make([]byte, len(c.data), want)
-				copy(d, c.data)
-				c.data = d
+				b.growData(c, want)
 			}
+		}
+		if old.raw != nil {
+			b.mem.Free(old.raw)
 		}
 	}
 	b.alloc = n
@@ -211,6 +265,7 @@ func (b *batch) grow(n int) {
 func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record {
 	n := b.rows
 	if n == 0 {
+		b.free() // memory of a row begun and not committed
 		b.full = false
 		return nil
 	}
@@ -229,7 +284,7 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 				v = source
 			}
 			if need := n * len(v); cap(c.data) < need {
-				c.data = make([]byte, 0, need)
+				b.growData(c, need)
 			}
 			d := c.data[:0] // a local: no write barrier per row
 			for r := 0; r < n; r++ {
@@ -249,17 +304,18 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 		}
 		var bufs []*memory.Buffer
 		switch c.typ {
-		case schema.Float64:
-			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(f64Bytes(c.f64[:n]))}
-		case schema.Int64, schema.TimestampMs:
-			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(i64Bytes(c.i64[:n]))}
+		case schema.Float64, schema.Int64, schema.TimestampMs:
+			bufs = []*memory.Buffer{valid, b.buffer(c.raw, 8*n)}
 		case schema.Bool:
-			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(c.bits[:(n+7)/8])}
+			bufs = []*memory.Buffer{valid, b.buffer(c.raw, (n+7)/8)}
 		case schema.String:
-			bufs = []*memory.Buffer{valid, memory.NewBufferBytes(i32Bytes(c.offs[:n+1])), memory.NewBufferBytes(c.data)}
+			bufs = []*memory.Buffer{valid, b.buffer(c.raw, 4*(n+1)), b.buffer(c.draw, len(c.data))}
 			c.hint = len(c.data)
 		}
 		data := array.NewData(sc.Field(i).Type, n, bufs, nil, len(c.nulls), 0)
+		for _, buf := range bufs[1:] {
+			buf.Release() // data holds them
+		}
 		arrs[i] = array.MakeFromData(data)
 		data.Release()
 	}
@@ -272,12 +328,33 @@ func (b *batch) record(snap arrow.Timestamp, runID, source string) arrow.Record 
 	return rec
 }
 
-// discard drops the rows so far.
-func (b *batch) discard() {
-	if b.rows > 0 {
-		b.reset()
-	}
+// buffer is the record's buffer of a column's memory raw (from mem, which
+// it frees when released), used bytes long.
+func (b *batch) buffer(raw []byte, used int) *memory.Buffer {
+	buf := memory.NewBufferWithAllocator(raw, b.mem)
+	buf.ResizeNoShrink(used) // no allocation: used <= len(raw)
+	return buf
 }
+
+// discard drops the rows so far (and the memory allocated for them).
+func (b *batch) discard() {
+	b.free()
+}
+
+// goMem is Go's make as a memory.Allocator: the GC frees the memory (the
+// decoder's default, a live run's).
+type goMem struct{}
+
+func (goMem) Allocate(n int) []byte { return make([]byte, n) }
+func (goMem) Reallocate(n int, b []byte) []byte {
+	if n <= len(b) {
+		return b[:n]
+	}
+	nb := make([]byte, n)
+	copy(nb, b)
+	return nb
+}
+func (goMem) Free([]byte) {}
 
 func fillValid(bm []byte, n int) {
 	for i := 0; i < n/8; i++ {
@@ -286,16 +363,4 @@ func fillValid(bm []byte, n int) {
 	if n%8 != 0 {
 		bm[n/8] = 1<<(n%8) - 1
 	}
-}
-
-func f64Bytes(v []float64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8)
-}
-
-func i64Bytes(v []int64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*8)
-}
-
-func i32Bytes(v []int32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4)
 }

@@ -175,7 +175,8 @@ type InstrumentDecoder struct {
 
 // NewInstrumentDecoder returns a decoder that emits record batches of
 // schema.Instruments and schema.Rejects. The instruments records are built
-// in Go memory (Options.Mem allocates the rejects).
+// in Go memory unless UseColumns says otherwise (Options.Mem allocates the
+// rejects).
 func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	opt.defaults()
 	t := schema.Instruments
@@ -198,6 +199,17 @@ func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 // Release frees the builders.
 func (d *InstrumentDecoder) Release() {
 	d.rjb.Release()
+	d.b.free()
+}
+
+// UseColumns makes mem (nil: Go memory, which the GC frees) allocate the
+// column buffers of the instruments records from the next Decode on. Each
+// record's buffers are freed to mem when its last holder releases it, so
+// mem may recycle them (a replay's arrowpool.Pool): every consumer that
+// keeps a record, or a view of its buffers, past Emit must Retain it. The
+// decoder holds no column memory between Decodes.
+func (d *InstrumentDecoder) UseColumns(mem memory.Allocator) {
+	d.b.useMem(mem)
 }
 
 // Decode reads one get_instruments body and emits its rows. The body is a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -684,6 +685,9 @@ func (s groupSet) collect(kv *keyView, n int, mf *pq.ManifestFile) {
 		}
 		last = g
 		if _, ok := s[g]; !ok {
+			// Copied: kv's strings view the record's buffers, which a
+			// replay recycles once the record is released (arrowpool).
+			g.RunID, g.Endpoint = strings.Clone(g.RunID), strings.Clone(g.Endpoint)
 			s[g] = struct{}{}
 			mf.Groups = append(mf.Groups, g)
 		}
