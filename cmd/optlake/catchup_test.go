@@ -93,18 +93,32 @@ func statusJSON(t *testing.T, dir string) map[string]ledger.SinkStatus {
 // fails when a row is there twice.
 func lakeCounts(t *testing.T, dir, table, key string) []string {
 	t.Helper()
-	glob := filepath.Join(dir, table, "*", "*.parquet")
-	if f, _ := filepath.Glob(glob); len(f) == 0 {
-		return nil
-	}
-	r := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT epoch_ms(snapshot_time)::BIGINT AS t, count(*) AS n, count(DISTINCT %s) AS d
-		FROM read_parquet('%s') GROUP BY t ORDER BY t`, key, glob))
-	var out []string
-	for _, row := range r.Rows {
-		if fmt.Sprint(row[1]) != fmt.Sprint(row[2]) {
-			t.Errorf("%s: snapshot %v has %v rows but %v distinct keys", table, row[0], row[1], row[2])
+	return lakesCounts(t, table, key, map[string]string{"": dir})[""]
+}
+
+// lakesCounts is lakeCounts of several lakes (dirs by name) in one DuckDB
+// process: each lake's counts by its name.
+func lakesCounts(t *testing.T, table, key string, dirs map[string]string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	var sels []string
+	for name, dir := range dirs {
+		glob := filepath.Join(dir, table, "*", "*.parquet")
+		if f, _ := filepath.Glob(glob); len(f) > 0 {
+			sels = append(sels, fmt.Sprintf(`SELECT '%s' AS l, epoch_ms(snapshot_time)::BIGINT AS t, count(*) AS n, count(DISTINCT %s) AS d
+				FROM read_parquet('%s') GROUP BY t`, name, key, glob))
 		}
-		out = append(out, fmt.Sprintf("%v:%v", row[0], row[1]))
+	}
+	if len(sels) == 0 {
+		return out
+	}
+	r := testenv.DuckDBQuery(t, strings.Join(sels, "\nUNION ALL\n")+"\nORDER BY l, t")
+	for _, row := range r.Rows {
+		l := fmt.Sprint(row[0])
+		if fmt.Sprint(row[2]) != fmt.Sprint(row[3]) {
+			t.Errorf("%s %s: snapshot %v has %v rows but %v distinct keys", l, table, row[1], row[2], row[3])
+		}
+		out[l] = append(out[l], fmt.Sprintf("%v:%v", row[1], row[2]))
 	}
 	return out
 }
