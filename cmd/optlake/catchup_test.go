@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -87,28 +93,50 @@ func statusJSON(t *testing.T, dir string) map[string]ledger.SinkStatus {
 // fails when a row is there twice.
 func lakeCounts(t *testing.T, dir, table, key string) []string {
 	t.Helper()
-	glob := filepath.Join(dir, table, "*", "*.parquet")
-	if f, _ := filepath.Glob(glob); len(f) == 0 {
-		return nil
-	}
-	r := testenv.DuckDBQuery(t, fmt.Sprintf(`SELECT epoch_ms(snapshot_time)::BIGINT AS t, count(*) AS n, count(DISTINCT %s) AS d
-		FROM read_parquet('%s') GROUP BY t ORDER BY t`, key, glob))
-	var out []string
-	for _, row := range r.Rows {
-		if fmt.Sprint(row[1]) != fmt.Sprint(row[2]) {
-			t.Errorf("%s: snapshot %v has %v rows but %v distinct keys", table, row[0], row[1], row[2])
+	return lakesCounts(t, table, key, map[string]string{"": dir})[""]
+}
+
+// lakesCounts is lakeCounts of several lakes (dirs by name) in one DuckDB
+// process: each lake's counts by its name.
+func lakesCounts(t *testing.T, table, key string, dirs map[string]string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	var sels []string
+	for name, dir := range dirs {
+		glob := filepath.Join(dir, table, "*", "*.parquet")
+		if f, _ := filepath.Glob(glob); len(f) > 0 {
+			sels = append(sels, fmt.Sprintf(`SELECT '%s' AS l, epoch_ms(snapshot_time)::BIGINT AS t, count(*) AS n, count(DISTINCT %s) AS d
+				FROM read_parquet('%s') GROUP BY t`, name, key, glob))
 		}
-		out = append(out, fmt.Sprintf("%v:%v", row[0], row[1]))
+	}
+	if len(sels) == 0 {
+		return out
+	}
+	r := testenv.DuckDBQuery(t, strings.Join(sels, "\nUNION ALL\n")+"\nORDER BY l, t")
+	for _, row := range r.Rows {
+		l := fmt.Sprint(row[0])
+		if fmt.Sprint(row[2]) != fmt.Sprint(row[3]) {
+			t.Errorf("%s %s: snapshot %v has %v rows but %v distinct keys", l, table, row[1], row[2], row[3])
+		}
+		out[l] = append(out[l], fmt.Sprintf("%v:%v", row[1], row[2]))
 	}
 	return out
 }
 
-// blockParquet puts a file where the instruments table's folder goes, so
-// the Parquet sink fails (as on a full or unwritable disk); the returned
-// func repairs it.
+// blockParquet puts a file where the instruments table's folder goes (the
+// folder, when there is one, moved out of the data directory), so the
+// Parquet sink fails (as on a full or unwritable disk); the returned func
+// repairs it.
 func blockParquet(t *testing.T, dir string) (repair func()) {
 	t.Helper()
 	p := filepath.Join(dir, "instruments")
+	aside := ""
+	if _, err := os.Stat(p); err == nil {
+		aside = filepath.Join(t.TempDir(), "instruments")
+		if err := os.Rename(p, aside); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(p, []byte("in the way"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +144,148 @@ func blockParquet(t *testing.T, dir string) (repair func()) {
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
+		if aside != "" {
+			if err := os.Rename(aside, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// lakeEvents is what a lake holds of the instrument events, to compare
+// with another lake of the same snapshots: the instruments table's
+// "unix-ms:rows" per snapshot, the instrument_events rows in the lake's
+// order (file by file in snapshot order, each file's rows in their order;
+// each "<file's snapshot time> #<row> <the row's JSON but its run id>"),
+// and the events state (the decompressed state file of each source, by
+// file name).
+type lakeEvents struct {
+	rows, events []string
+	state        map[string][]byte
+}
+
+// lakesEvents reads the lakeEvents of several lakes (dirs by name), the
+// tables in one DuckDB process. It fails when an instrument is in a
+// snapshot twice.
+func lakesEvents(t *testing.T, dirs map[string]string) map[string]*lakeEvents {
+	t.Helper()
+	out := map[string]*lakeEvents{}
+	var sels []string
+	for name, dir := range dirs {
+		out[name] = &lakeEvents{state: map[string][]byte{}}
+		glob := func(table string) string { return filepath.Join(dir, table, "*", "*.parquet") }
+		if f, _ := filepath.Glob(glob("instruments")); len(f) > 0 {
+			sels = append(sels, fmt.Sprintf(`SELECT '%s' AS l, 'i' AS k, epoch_ms(snapshot_time)::VARCHAR AS f, count(*) AS n, count(DISTINCT instrument_name)::VARCHAR AS j
+				FROM read_parquet('%s') GROUP BY snapshot_time`, name, glob("instruments")))
+		}
+		if f, _ := filepath.Glob(glob("instrument_events")); len(f) > 0 {
+			sels = append(sels, fmt.Sprintf(`SELECT '%s', 'e', filename, file_row_number, to_json(t)::VARCHAR
+				FROM read_parquet('%s', filename=true, file_row_number=true, hive_partitioning=false) t`, name, glob("instrument_events")))
+		}
+		states, _ := filepath.Glob(filepath.Join(events.StateDir(dir), "*.state.zst"))
+		for _, p := range states {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(s2.NewReader(f))
+			f.Close()
+			if err != nil {
+				t.Fatalf("%s: events state %s: %v", name, p, err)
+			}
+			out[name].state[filepath.Base(p)] = b
+		}
+	}
+	if len(sels) == 0 {
+		return out
+	}
+	type row struct {
+		lake, kind, file string
+		n                int64
+		v                string
+	}
+	var rows []row
+	for _, r := range testenv.DuckDBQuery(t, strings.Join(sels, "\nUNION ALL\n")).Rows {
+		n, err := strconv.ParseInt(fmt.Sprint(r[3]), 10, 64)
+		if err != nil {
+			t.Fatalf("row number %v: %v", r[3], err)
+		}
+		rows = append(rows, row{fmt.Sprint(r[0]), fmt.Sprint(r[1]), fmt.Sprint(r[2]), n, fmt.Sprint(r[4])})
+	}
+	// Per lake, snapshots in time order (a file's name starts with its
+	// snapshot's time), each file's rows in the order written.
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.lake != b.lake || a.kind != b.kind || a.file != b.file {
+			return a.lake+"\x00"+a.kind+"\x00"+a.file < b.lake+"\x00"+b.kind+"\x00"+b.file
+		}
+		return a.n < b.n
+	})
+	for _, r := range rows {
+		l := out[r.lake]
+		if r.kind == "i" {
+			if fmt.Sprint(r.n) != r.v {
+				t.Errorf("%s: instruments: snapshot %s has %d rows but %s distinct names", r.lake, r.file, r.n, r.v)
+			}
+			l.rows = append(l.rows, fmt.Sprintf("%s:%d", r.file, r.n))
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(r.v))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("%s: event row %s: %v", r.lake, r.v, err)
+		}
+		// Run ids are new in every lake; the snapshot is in the name.
+		delete(m, "run_id")
+		delete(m, "filename")
+		delete(m, "file_row_number")
+		b, _ := json.Marshal(m)
+		base := filepath.Base(r.file)
+		l.events = append(l.events, fmt.Sprintf("%s #%d %s", base[:min(len(base), len(storage.TimeLayout))], r.n, b))
+	}
+	return out
+}
+
+// sameEvents fails unless got holds exactly want's instrument events: the
+// same rows in the same order, and the same events state.
+func sameEvents(t *testing.T, what string, got, want *lakeEvents) {
+	t.Helper()
+	if strings.Join(got.rows, " ") != strings.Join(want.rows, " ") {
+		t.Errorf("%s: instruments per snapshot %v, want %v", what, got.rows, want.rows)
+	}
+	for i := range max(len(got.events), len(want.events)) {
+		var g, w string
+		if i < len(got.events) {
+			g = got.events[i]
+		}
+		if i < len(want.events) {
+			w = want.events[i]
+		}
+		if g != w {
+			t.Errorf("%s: instrument_events differ at row %d of %d (want %d):\n got %s\nwant %s", what, i, len(got.events), len(want.events), g, w)
+			break
+		}
+	}
+	if len(got.state) != len(want.state) {
+		t.Errorf("%s: events state files %d, want %d", what, len(got.state), len(want.state))
+	}
+	for name, w := range want.state {
+		if g, ok := got.state[name]; !ok || !bytes.Equal(g, w) {
+			t.Errorf("%s: events state %s differs from the uninterrupted run's (%d bytes, want %d)", what, name, len(g), len(w))
+		}
 	}
 }
 
 // The Parquet sink fails for two snapshots (its folder unwritable) and is
 // then repaired: the next run loads both from the raw archive, oldest
-// first, then its own; no row is there twice, and the instrument events of
-// every snapshot are those of a run without the fault.
+// first, then its own; no row is there twice, and the instrument events
+// (row by row, in order) and the events state are those of a run without
+// the fault.
 func TestCatchUpParquetUnwritable(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	run := func(t *testing.T, fault bool) (string, []string, []string) {
+	run := func(t *testing.T, fault bool) string {
 		clk := pinClock(base)
 		sim, url := startSim(t, venuesim.Config{Seed: 3, Instruments: 400})
 		dir := t.TempDir()
@@ -159,16 +318,14 @@ func TestCatchUpParquetUnwritable(t *testing.T) {
 			sim.Advance(1)
 			clk.next()
 		}
-		return dir, lakeCounts(t, dir, "instruments", "instrument_name"), lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')")
+		return dir
 	}
-	_, wantRows, wantEvents := run(t, false)
-	dir, gotRows, gotEvents := run(t, true)
-	if len(wantRows) != 3 || strings.Join(gotRows, " ") != strings.Join(wantRows, " ") {
-		t.Errorf("instruments per snapshot: got %v, want %v", gotRows, wantRows)
+	dir := run(t, true)
+	lakes := lakesEvents(t, map[string]string{"reference": run(t, false), "fault": dir})
+	if want := lakes["reference"]; strings.Count(strings.Join(want.rows, " "), ":400") != 3 || len(want.events) < 401 || len(want.state) != 1 {
+		t.Fatalf("reference: %v, %d events, %d state files", want.rows, len(want.events), len(want.state))
 	}
-	if len(wantEvents) < 2 || strings.Join(gotEvents, " ") != strings.Join(wantEvents, " ") {
-		t.Errorf("instrument_events per snapshot: got %v, want %v", gotEvents, wantEvents)
-	}
+	sameEvents(t, "after the catch-up", lakes["fault"], lakes["reference"])
 	if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
 		t.Errorf("status after the catch-up: %+v", st)
 	}
@@ -441,26 +598,30 @@ func startCLICrashing(t *testing.T, step string, args ...string) (*exec.Cmd, *by
 
 // kill -9 during a catch-up at each step of a snapshot's commit (file
 // opened, rows written, about to commit, committed but not yet in the
-// ledger): the next run (no time budget) catches everything up; each
-// snapshot is in the lake once with its rows, and its instrument events
-// are those of runs without the outage. (1,000 instruments, one batch:
-// 3,000 were one batch too, at three times the work under -race.)
+// ledger): the next run (no time budget) catches everything up, and the
+// lake's instrument events, row by row in the lake's order, and the events
+// state are exactly those of runs without the outage. The first snapshot
+// is loaded before the outage, so the catch-up's oldest snapshot is
+// compared with a listing it must read back from the archive
+// (prepareEvents), and the next with the one caught up before it.
+// (1,000 instruments, one batch: 3,000 were one batch too, at three times
+// the work under -race.)
 func TestCatchUpKill9AtEachStep(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)
-	lake := func(t *testing.T, crashAt string) (string, string) {
+	root := t.TempDir() // the lakes, read after the steps
+	lake := func(t *testing.T, dir, crashAt string) {
 		clk := pinClock(base)
 		sim, url := startSim(t, venuesim.Config{Seed: 8, Instruments: 1000})
-		dir := t.TempDir()
 		args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments", "--source", "sim", "--catch-up-budget", "0"}
 		var repair func()
-		if crashAt != "" {
-			repair = blockParquet(t, dir)
-		}
-		for range 3 {
+		for i := range 3 {
+			if i == 1 && crashAt != "" {
+				repair = blockParquet(t, dir)
+			}
 			res := clk.optlake(t, args...)
-			if (crashAt == "") != (res.code == 0) {
-				t.Fatalf("run: exit %d %s", res.code, res.stderr)
+			if (repair == nil) != (res.code == 0) {
+				t.Fatalf("run %d: exit %d %s", i, res.code, res.stderr)
 			}
 			sim.Advance(1)
 			clk.next()
@@ -471,50 +632,68 @@ func TestCatchUpKill9AtEachStep(t *testing.T) {
 			if err := cmd.Wait(); exitCode(err) != -1 {
 				t.Fatalf("%s: the run was not killed at the hook: %v\n%s", crashAt, err, stderr)
 			}
-			if st := statusJSON(t, dir)["parquet"]; st.Pending != 3 {
-				t.Fatalf("%s: pending after the kill: %+v, want 3", crashAt, st)
+			if st := statusJSON(t, dir)["parquet"]; st.Pending != 2 {
+				t.Fatalf("%s: pending after the kill: %+v, want 2", crashAt, st)
 			}
 		}
-		res := clk.optlake(t, args...)
+		sumPath := filepath.Join(t.TempDir(), "summary.json")
+		res := clk.optlake(t, append(args, "--summary-json", sumPath)...)
 		if res.code != 0 {
-			t.Fatalf("%s: run after the kill: exit %d\n%s", crashAt, res.code, res.stderr)
+			t.Fatalf("%s: run after the kill: exit %d\n%s\n%s", crashAt, res.code, res.stdout, res.stderr)
+		}
+		if crashAt != "" {
+			// Caught up oldest first, each snapshot whole.
+			var sum struct {
+				CatchUp struct{ Snapshots []pipeline.CaughtUp } `json:"catch_up"`
+			}
+			if b, err := os.ReadFile(sumPath); err != nil || json.Unmarshal(b, &sum) != nil {
+				t.Fatalf("%s: summary JSON: %v", crashAt, err)
+			}
+			var got []string
+			for _, s := range sum.CatchUp.Snapshots {
+				got = append(got, fmt.Sprintf("%s ok=%t rows=%d", s.SnapshotTime.Format(time.TimeOnly), s.OK, s.Rows))
+			}
+			if want := "14:01:00 ok=true rows=1000, 14:02:00 ok=true rows=1000"; strings.Join(got, ", ") != want {
+				t.Errorf("%s: caught up %v, want %s", crashAt, got, want)
+			}
 		}
 		if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
 			t.Errorf("%s: status: %+v", crashAt, st)
 		}
-		return strings.Join(lakeCounts(t, dir, "instruments", "instrument_name"), " "),
-			strings.Join(lakeCounts(t, dir, "instrument_events", "instrument_name || event || coalesce(field, '')"), " ")
 	}
 	// The lakes of the reference (no outage) and of each step, at once.
-	steps := append([]string{""}, loadSteps...)
-	rows, evs := make([]string, len(steps)), make([]string, len(steps))
+	steps := append([]string{"reference"}, loadSteps...)
+	dirs := map[string]string{}
 	t.Run("lakes", func(t *testing.T) {
-		for i, step := range steps {
-			name := step
-			if name == "" {
-				name = "reference"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, step := range steps {
+			dir := filepath.Join(root, step)
+			dirs[step] = dir
+			t.Run(step, func(t *testing.T) {
 				t.Parallel()
-				rows[i], evs[i] = lake(t, step)
+				crashAt := step
+				if step == "reference" {
+					crashAt = ""
+				}
+				lake(t, dir, crashAt)
 			})
 		}
 	})
 	if t.Failed() {
 		return
 	}
-	wantRows, wantEvents := rows[0], evs[0]
-	if strings.Count(wantRows, ":1000") != 4 || strings.Count(wantEvents, ":") != 4 {
-		t.Fatalf("reference: %s / %s", wantRows, wantEvents)
+	got := lakesEvents(t, dirs)
+	want := got["reference"]
+	// Every snapshot has its events: the first snapshot's initial
+	// listings, then changes against the snapshot before.
+	snaps := map[string]bool{}
+	for _, e := range want.events {
+		snaps[e[:len(storage.TimeLayout)]] = true
 	}
-	for i, step := range steps[1:] {
-		rows, evs := rows[i+1], evs[i+1]
-		if rows != wantRows {
-			t.Errorf("%s: instruments per snapshot %s, want %s", step, rows, wantRows)
-		}
-		if evs != wantEvents {
-			t.Errorf("%s: instrument_events per snapshot %s, want %s", step, evs, wantEvents)
-		}
+	if strings.Count(strings.Join(want.rows, " "), ":1000") != 4 || len(snaps) != 4 || len(want.state) != 1 {
+		t.Fatalf("reference: %v, events of %d snapshots, %d state files", want.rows, len(snaps), len(want.state))
+	}
+	for _, step := range loadSteps {
+		sameEvents(t, step, got[step], want)
 	}
 }
 

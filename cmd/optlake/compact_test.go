@@ -28,11 +28,18 @@ import (
 var compactDay = time.Date(2026, 1, 10, 23, 57, 0, 0, time.UTC)
 
 // buildLake takes n snapshots of every endpoint of a small simulated
-// venue whose account schemas drift, into dir, on compactDay (the last one
-// past midnight, on the next day). The clock stays at the last snapshot.
+// venue (300 instruments) whose account schemas drift, into dir, on
+// compactDay (the last one past midnight, on the next day). The clock
+// stays at the last snapshot.
 func buildLake(t *testing.T, dir string, n int) (url string, clk *testClock) {
 	t.Helper()
-	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: 300, Faults: venuesim.Faults{SchemaDrift: true}})
+	return buildLakeOf(t, dir, n, 300)
+}
+
+// buildLakeOf is buildLake of a venue listing instruments instruments.
+func buildLakeOf(t *testing.T, dir string, n, instruments int) (url string, clk *testClock) {
+	t.Helper()
+	sim, url := startSim(t, venuesim.Config{Seed: 11, Instruments: instruments, Faults: venuesim.Faults{SchemaDrift: true}})
 	clk = pinClock(compactDay)
 	for k := range n {
 		if k > 0 {
@@ -235,11 +242,13 @@ func checkCompacted(t *testing.T, dir string) {
 // whose columns drift), compacted by `optlake compact`: every partition's
 // rows unchanged; a replay of the day afterwards is parked (readers see
 // the rows once) and the next compact gives the rows the same replay gives
-// an uncompacted lake; a second compact does nothing.
+// an uncompacted lake; a second compact does nothing. (100 instruments:
+// each lake read costs about half a millisecond a row under -race, and
+// 300 were one page and row group per file just as 100 are.)
 func TestCompactCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, clk := buildLake(t, dir, 4)
+	_, clk := buildLakeOf(t, dir, 4, 100)
 	before := lakeRows(t, dir)
 	ref := filepath.Join(t.TempDir(), "ref") // the same lake, never compacted
 	if out, err := exec.Command("cp", "-a", dir, ref).CombinedOutput(); err != nil {

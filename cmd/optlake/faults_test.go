@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline/archive"
+	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -254,10 +258,18 @@ func TestClickHouseKilledMidInsert(t *testing.T) {
 // `run` and `compact` exit 1 or 3 with one line naming ENOSPC, never
 // panic (arrow-go panics when it cannot write a file's first bytes; an
 // escaped panic exits 2, the code of a bad flag), and leave no temporary
-// or staged file; once space is freed the next run and compact succeed
-// with every snapshot loaded. Needs mount (root); the injected full disks
-// of TestFullDiskIsAnError (sinks/parquet) and TestCompactFullDiskIsAnError
-// (sinks/parquet/compact) cover the same code everywhere.
+// or staged file. Once space is freed the next run succeeds with every
+// snapshot loaded, and the next compact leaves the past day compacted.
+// Needs mount (root); the injected full disks of TestFullDiskIsAnError
+// (sinks/parquet) and TestCompactFullDiskIsAnError (sinks/parquet/compact)
+// cover the same code everywhere.
+//
+// The compaction once space is freed runs at one level for each way the
+// failed compact left the data directory (the tables and the folders of
+// .compact/ whose files it changed: at most levels none, at some it
+// compacted runs before the disk was full): levels that the failed compact
+// left alike hand the next compact the same files, and compacting them
+// again at every level (2–3 s each under -race) proved nothing more.
 func TestFullDisk(t *testing.T) {
 	t.Parallel()
 	// One listing for every level; a first snapshot on a past day (the
@@ -268,62 +280,175 @@ func TestFullDisk(t *testing.T) {
 	if res := pinClock(time.Date(2026, 11, 20, 23, 50, 0, 0, time.UTC)).optlake(t, "run", "--api-url", url, "--data-dir", first, "--endpoints", "instruments"); res.code != 0 {
 		t.Fatalf("first run: %s", res.stderr)
 	}
-	for free := int64(0); free <= 104<<10; free += 8 << 10 {
-		t.Run(fmt.Sprintf("%dKiB", free>>10), func(t *testing.T) {
-			t.Parallel()
-			clk := pinClock(time.Now())
-			mnt := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
-				t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
-			}
-			t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-			dir := filepath.Join(mnt, "data")
-			if out, err := exec.Command("cp", "-a", first, dir).CombinedOutput(); err != nil {
-				t.Fatalf("cp: %v %s", err, out)
-			}
-			run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
-			filler := fill(t, mnt, free)
-			// The child processes take their snapshot now (their clock is
-			// not pinned) and compact the past day.
-			for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
-				cmd, _, stderr := startCLI(t, args...)
-				code := exitCode(cmd.Wait())
-				last := lastLine(stderr.String())
-				if code == exitUsage || strings.Contains(stderr.String(), "panic") {
-					t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
-				}
-				if code != 0 && !strings.Contains(last, "ENOSPC") {
-					t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
-				}
-				t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
-				if left := halfWritten(t, dir); len(left) > 0 {
-					t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
-				}
-			}
-			if err := os.Remove(filler); err != nil {
-				t.Fatal(err)
-			}
-			// After the child's snapshot (real time), so never older than
-			// the events state.
-			clk.set(time.Now().UTC().Add(time.Hour))
-			res := clk.optlake(t, append(run, "--compact")...)
-			if res.code != 0 {
-				t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
-			}
-			// A body whose metadata could not be written is failed for good
-			// (listed by status); its rows may be in the lake already.
-			if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
-				t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
-			}
-			got := lakeCounts(t, dir, "instruments", "instrument_name")
-			for _, m := range rawMetas(t, dir, "instruments") {
-				if !slices.Contains(got, fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
-					t.Errorf("%d KiB free, then freed: archived snapshot %s not in the lake whole: %v", free>>10, m.SnapshotTime, got)
-				}
-			}
-			exec.Command("umount", mnt).Run()
-		})
+	const top = 104 << 10
+	// The levels' data directories, kept mounted until every level's lake
+	// is read, by one DuckDB process (a process per level before).
+	root := t.TempDir()
+	var frees []int64
+	mnts, dirs := map[int64]string{}, map[string]string{}
+	for free := int64(0); free <= top; free += 8 << 10 {
+		name := fmt.Sprintf("%dKiB", free>>10)
+		mnt := filepath.Join(root, name)
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		frees = append(frees, free)
+		mnts[free], dirs[name] = mnt, filepath.Join(mnt, "data")
 	}
+	var mu sync.Mutex
+	recovered := map[string]string{} // what the failed compact changed -> the level compacting after it
+	t.Run("levels", func(t *testing.T) {
+		for _, free := range frees {
+			name := fmt.Sprintf("%dKiB", free>>10)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				fullDiskLevel(t, url, first, mnts[free], free, func(changed string) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					if _, ok := recovered[changed]; ok {
+						return false
+					}
+					recovered[changed] = name
+					return true
+				})
+			})
+		}
+	})
+	t.Logf("compacted once space was freed, per what the failed compact changed: %v", recovered)
+	lakes := lakesCounts(t, "instruments", "instrument_name", dirs)
+	for name, dir := range dirs {
+		for _, m := range rawMetas(t, dir, "instruments") {
+			if !slices.Contains(lakes[name], fmt.Sprintf("%d:3000", m.SnapshotTime.UnixMilli())) {
+				t.Errorf("%s free, then freed: archived snapshot %s not in the lake whole: %v", name, m.SnapshotTime, lakes[name])
+			}
+		}
+	}
+}
+
+// fullDiskLevel is one level of TestFullDisk: a copy of first on the
+// tmpfs mnt with free bytes left, a run and a compact, then space freed
+// and a run, with --compact when compactOnce says so for what the failed
+// compact changed (the first level to leave the data directory so).
+func fullDiskLevel(t *testing.T, url, first, mnt string, free int64, compactOnce func(changed string) bool) {
+	clk := pinClock(time.Now())
+	dir := filepath.Join(mnt, "data")
+	if out, err := exec.Command("cp", "-a", first, dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	run := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+	filler := fill(t, mnt, free)
+	// The child processes take their snapshot now (their clock is
+	// not pinned) and compact the past day.
+	var before map[string]string // the data directory before the compact
+	changed, runCode := "", 0
+	for _, args := range [][]string{run, {"compact", "--data-dir", dir}} {
+		if args[0] == "compact" {
+			before = treeDigest(t, dir)
+		}
+		cmd, _, stderr := startCLI(t, args...)
+		code := exitCode(cmd.Wait())
+		last := lastLine(stderr.String())
+		if code == exitUsage || strings.Contains(stderr.String(), "panic") {
+			t.Fatalf("%d KiB free: %s: exit %d\n%s", free>>10, args[0], code, stderr)
+		}
+		if code != 0 && !strings.Contains(last, "ENOSPC") {
+			t.Errorf("%d KiB free: %s: exit %d, %q does not name ENOSPC", free>>10, args[0], code, last)
+		}
+		t.Logf("%d KiB free: %s: exit %d %s", free>>10, args[0], code, last)
+		if left := halfWritten(t, dir); len(left) > 0 {
+			t.Errorf("%d KiB free: %s left %v", free>>10, args[0], left)
+		}
+		if args[0] == "run" {
+			runCode = code
+		} else {
+			changed = changedFolders(before, treeDigest(t, dir))
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	// After the child's snapshot (real time), so never older than
+	// the events state.
+	clk.set(time.Now().UTC().Add(time.Hour))
+	// What the failed run left for the next one (nothing archived, a
+	// snapshot pending, changes whose state was not saved) is done in the
+	// process that compacts: a way of its own to reach the compaction.
+	changed = fmt.Sprintf("%s; run exit %d, %d pending", changed, runCode, statusJSON(t, dir)["parquet"].Pending)
+	compact := compactOnce(changed)
+	t.Logf("%d KiB free: the failed compact changed %q; compact once freed: %t", free>>10, changed, compact)
+	if compact {
+		run = append(run, "--compact")
+	}
+	res := clk.optlake(t, run...)
+	if res.code != 0 {
+		t.Fatalf("%d KiB free, then freed: exit %d: %s", free>>10, res.code, res.stderr)
+	}
+	if compact {
+		day := 0
+		for _, tb := range []string{"instruments", "instrument_events", "runs"} {
+			ents, _ := os.ReadDir(filepath.Join(dir, tb, "date=2026-11-20"))
+			for _, e := range ents {
+				if day++; !pq.IsCompacted(e.Name()) {
+					t.Errorf("%d KiB free, then freed: %s/date=2026-11-20/%s not compacted:\n%s", free>>10, tb, e.Name(), res.stdout)
+				}
+			}
+		}
+		if day != 3 {
+			t.Errorf("%d KiB free, then freed: %d files on the past day, want 3 compacted:\n%s", free>>10, day, res.stdout)
+		}
+	}
+	// A body whose metadata could not be written is failed for good
+	// (listed by status); its rows may be in the lake already.
+	if st := statusJSON(t, dir); st["parquet"].Pending != 0 {
+		t.Errorf("%d KiB free, then freed: status %+v", free>>10, st)
+	}
+}
+
+// changedFolders names the folders whose files differ between two
+// treeDigests: a table (its first path element) or a folder of .compact/
+// (its first two), sorted, space-separated.
+func changedFolders(before, after map[string]string) string {
+	set := map[string]bool{}
+	for _, m := range []map[string]string{before, after} {
+		for p := range m {
+			if before[p] == after[p] {
+				continue
+			}
+			parts := strings.SplitN(filepath.ToSlash(p), "/", 3)
+			if parts[0] == ".compact" && len(parts) > 1 {
+				parts[0] += "/" + parts[1]
+			}
+			set[parts[0]] = true
+		}
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), " ")
+}
+
+// treeDigest is every file under dir (its path relative to dir) with the
+// sha256 of its bytes.
+func treeDigest(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = fmt.Sprintf("%x", sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // fill writes a file into mnt that leaves free bytes free.
