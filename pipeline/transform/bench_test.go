@@ -101,3 +101,30 @@ func BenchmarkParseNumber(b *testing.B) {
 	}
 	_ = sum
 }
+
+// BenchmarkDecodeSnapshotReused decodes the realistic ~3,000-instrument
+// listing as replay does: one decoder reused listing after listing (the
+// runner's pool), the body held in memory and scanned in place
+// (jsontok.InMemory). What it measures is the decode itself, the fast path
+// above all, without a new decoder's first allocations.
+func BenchmarkDecodeSnapshotReused(b *testing.B) {
+	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: 3_000, GroupSize: 200})
+	var body bytes.Buffer
+	if err := sim.WriteInstruments(&body); err != nil {
+		b.Fatal(err)
+	}
+	d := NewInstrumentDecoder(Options{})
+	defer d.Release()
+	b.SetBytes(int64(body.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var rows int64
+	for i := 0; i < b.N; i++ {
+		st, err := d.Decode(context.Background(), &inMemory{Reader: bytes.NewReader(nil), body: body.Bytes()}, testMeta, func(*schema.Table, arrow.Record) error { return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += st.Rows
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
