@@ -170,6 +170,10 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{"extra fields", sim(venuesim.Faults{ExtraFields: true}, 200), true},
 		{"timestamps in seconds", sim(venuesim.Faults{TimestampsInSeconds: true}, 200), true},
 		{"pretty printed", []byte(pretty), true},
+		// Bare instruments and groups mixed: a bare one takes the fast
+		// path, a group is not tried as an instrument (groupStart).
+		{"bare and grouped", []byte(`[` + fullInstrument + `,` + inst(map[string]string{"strike": "5"}) + `,{"instruments":[` + fullInstrument + `]},` +
+			fullInstrument + `,{"instruments" :[` + fullInstrument + `]},{"kind":"future","instruments":[]},` + fullInstrument + `]`), true},
 		{"repeated value texts", []byte(repeatedTexts()), true},
 		{"edge values", []byte(listing(
 			inst(map[string]string{"strike": "1e22"}),

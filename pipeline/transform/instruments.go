@@ -4,6 +4,7 @@
 package transform
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -248,6 +249,10 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 
 const elementShape = `an instrument or an {"instruments": [...]} group`
 
+// groupStart is how a listing element that is a group starts, written
+// compactly.
+var groupStart = []byte(`{"instruments":`)
+
 func (d *InstrumentDecoder) decode(ctx context.Context, sc *jsontok.Scanner) error {
 	k, err := sc.PeekKind()
 	if err != nil {
@@ -299,7 +304,9 @@ const (
 // when the key comes. So the group's members before "instruments" are held
 // in memory (a bare instrument is anyway); its instruments stream.
 func (d *InstrumentDecoder) element(ctx context.Context, sc *jsontok.Scanner, elem int) error {
-	if d.fastElement(sc) {
+	// A group (most often written so) is not tried as an instrument: the
+	// fast path would give it up at its first key.
+	if !bytes.HasPrefix(sc.Window(), groupStart) && d.fastElement(sc) {
 		return d.rowDone(ctx)
 	}
 	r := &d.r
@@ -716,9 +723,23 @@ func extraJSON(buf, raw []byte, spans []int) []byte {
 // appendTimes appends creation_time and expiration_time, the UTC times of
 // the raw epoch fields (present: the bit set of the row's present fields).
 func (d *InstrumentDecoder) appendTimes(present uint32, creation, expiration int64) {
+	// Both present as epoch milliseconds, detected so (what the venue
+	// sends): values.EpochToMillis returns them unchanged.
+	if d.opt.TimestampUnit == UnitAuto && present&timeFields == timeFields && autoMillis(creation) && autoMillis(expiration) {
+		d.b.i64(d.colCTim, creation)
+		d.b.i64(d.colETim, expiration)
+		return
+	}
 	d.appendTime(d.colCTim, present&(1<<creationField) != 0, creation)
 	d.appendTime(d.colETim, present&(1<<expirationField) != 0, expiration)
 }
+
+// timeFields are the two epoch fields, as a bit set by field index.
+var timeFields = uint32(1)<<creationField | 1<<expirationField
+
+// autoMillis reports an epoch value that values.DetectUnit takes for
+// milliseconds: [1e11, 1e14), all within the years EpochToMillis keeps.
+func autoMillis(v int64) bool { return uint64(v-1e11) < 1e14-1e11 }
 
 func (d *InstrumentDecoder) appendTime(col int, present bool, epoch int64) {
 	if present {

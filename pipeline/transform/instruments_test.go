@@ -3,7 +3,9 @@ package transform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -395,5 +397,42 @@ func TestDecodeCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("err=%v emits=%d", err, n)
+	}
+}
+
+// The epoch fields' times at the edges of the detected units: appendTimes
+// writes two epoch milliseconds as they are without values.EpochToMillis
+// (autoMillis), and must write what EpochToMillis gives for every value,
+// in each unit, with one of the fields null or not.
+func TestEpochTimesAtTheUnitEdges(t *testing.T) {
+	edges := []int64{0, -1, 1e11 - 1, 1e11, 1e11 + 1, 1763596800000, 32503708800000, 1e14 - 1, 1e14, 1e14 + 1,
+		253402300799999, 253402300800000, -62135596800000, 1e17 - 1, 1e17}
+	for _, v := range edges {
+		if ms, ok := values.EpochToMillis(v, values.UnitAuto); autoMillis(v) && (ms != v || !ok) {
+			t.Errorf("autoMillis(%d), but EpochToMillis gives %d, %v", v, ms, ok)
+		}
+	}
+	for _, unit := range []TimeUnit{UnitAuto, UnitMillis, UnitSeconds} {
+		for i, v := range edges {
+			other := edges[(i+3)%len(edges)]
+			for _, exp := range []string{strconv.FormatInt(other, 10), "null"} {
+				body := listing(inst(map[string]string{"creation_timestamp": strconv.FormatInt(v, 10), "expiration_timestamp": exp}))
+				got := decode(t, body, Options{TimestampUnit: unit})
+				if got.err != nil || len(got.rows) != 1 {
+					t.Fatalf("%s: %v, %d rows", body, got.err, len(got.rows))
+				}
+				for field, epoch := range map[string]string{"creation_time": strconv.FormatInt(v, 10), "expiration_time": exp} {
+					var want any
+					if e, err := strconv.ParseInt(epoch, 10, 64); err == nil {
+						if ms, ok := values.EpochToMillis(e, unit); ok {
+							want = time.UnixMilli(ms).UTC()
+						}
+					}
+					if g := got.rows[0][field]; fmt.Sprint(g) != fmt.Sprint(want) {
+						t.Errorf("unit %v, epoch %s: %s = %v, want %v", unit, epoch, field, g, want)
+					}
+				}
+			}
+		}
 	}
 }
