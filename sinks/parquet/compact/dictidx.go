@@ -97,7 +97,7 @@ func (d *colDict) idsOf(a *array.String, out []uint32, limit int64) bool {
 // directDictColumn builds the chunks of column i, a dictionary column,
 // from ids (done false, nothing built: its day dictionary reaches the
 // limit, gather its strings).
-func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) (done bool, err error) {
+func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i int, readers *unitReaders) (done bool, err error) {
 	units, refs := dd.units, dd.refs
 	if j.u.Field(i).Type.ID() != arrow.STRING {
 		return false, nil
@@ -162,7 +162,7 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 
 // packedDayIDs sets out to the day's ids of column i of packed unit u,
 // packed with ids (packdict.go): its distinct values numbered once each.
-func (j *partitionJob) packedDayIDs(d *colDict, u directUnit, i int, readers map[*packFile]*packReader, out []uint32, limit int64) (bool, error) {
+func (j *partitionJob) packedDayIDs(d *colDict, u directUnit, i int, readers *unitReaders, out []uint32, limit int64) (bool, error) {
 	ids, vals, err := j.packReader(u, readers).dictColumn(u.packed.cols[i], u.rows)
 	if err != nil {
 		return false, err

@@ -81,7 +81,7 @@ func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Optio
 		dd.chunks[g] = make([]*pqpage.Chunk, idxSchema.NumFields())
 	}
 	j := &partitionJob{u: idxSchema, pool: pool}
-	readers := map[*packFile]*packReader{}
+	readers := &unitReaders{pool: pool, m: map[*packFile]*packReader{}}
 	for i := range idxSchema.NumFields() {
 		if err := j.directColumn(context.Background(), dd, i, readers); err != nil {
 			t.Fatal(err)

@@ -395,6 +395,7 @@ func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
 		cols[i] = i
 	}
 	slices.SortStableFunc(cols, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	keep := workerPool(cost)
 	errs := make([]error, ncols)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -403,7 +404,10 @@ func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readers := map[*packFile]*packReader{}
+			readers := &unitReaders{pool: newBufPool(keep), m: map[*packFile]*packReader{}}
+			mu.Lock()
+			dd.readers = append(dd.readers, readers)
+			mu.Unlock()
 			for {
 				mu.Lock()
 				at := next
@@ -431,6 +435,20 @@ func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
 	return nil
 }
 
+// workerPool is the most a column worker's pool keeps of the buffers of
+// the units' columns it has read (cost: each column's Arrow bytes): twice
+// the largest column (a buffer takes the power of two of its size). A
+// worker holds a column of every unit at once (~150 records of ~24 KB a
+// float column on the bench) and reads the next one's once it is done:
+// from its pool, those buffers are its next column's, where the day's
+// shared pool (its merges' gather batches, half of ChunkBytes) kept only
+// some of them and the rest were allocated again, ~50 MB a bench replay.
+// What it keeps is buffers the worker held at once (directNeed's column
+// per worker), idle while a column of other sizes is read.
+func workerPool(cost []int64) int64 {
+	return 2 * slices.Max(append([]int64{0}, cost...))
+}
+
 // directDay is a day the direct writer writes.
 type directDay struct {
 	units  []directUnit
@@ -440,6 +458,8 @@ type directDay struct {
 	cost   []int64           // per column, its Arrow bytes (directColumns' order)
 	opts   []pqpage.Options  // per column
 	chunks [][]*pqpage.Chunk // per row group and column, built by directColumn
+	// readers are the column workers' (tests: what their pools made)
+	readers []*unitReaders
 	// keyVals are the values of the key's dictionary columns by rank, by
 	// column index: a row's value is its rank's, not read nor gathered.
 	keyVals map[int]keyValues
@@ -470,7 +490,7 @@ func (kv keyValues) bytes(start []int) int64 {
 }
 
 // directColumn builds column i's chunks.
-func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) error {
+func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, readers *unitReaders) error {
 	units, refs := dd.units, dd.refs
 	t := j.u.Field(i).Type
 	if kv, ok := dd.keyVals[i]; ok {
@@ -519,7 +539,7 @@ func (j *partitionJob) directColumn(ctx context.Context, dd *directDay, i int, r
 
 // unitColumn is column i of unit u: its record's, or read from its pack
 // (then the caller releases it).
-func (j *partitionJob) unitColumn(u directUnit, i int, readers map[*packFile]*packReader) (arrow.Array, error) {
+func (j *partitionJob) unitColumn(u directUnit, i int, readers *unitReaders) (arrow.Array, error) {
 	if u.rec != nil {
 		return u.rec.Column(i), nil
 	}
@@ -531,13 +551,20 @@ func (j *partitionJob) unitColumn(u directUnit, i int, readers map[*packFile]*pa
 }
 
 // packReader is the reader of u's pack file.
-func (j *partitionJob) packReader(u directUnit, readers map[*packFile]*packReader) *packReader {
-	rd := readers[u.file]
+func (j *partitionJob) packReader(u directUnit, readers *unitReaders) *packReader {
+	rd := readers.m[u.file]
 	if rd == nil {
-		rd = newPackReader(u.file, j.pool)
-		readers[u.file] = rd
+		rd = newPackReader(u.file, readers.pool)
+		readers.m[u.file] = rd
 	}
 	return rd
+}
+
+// unitReaders are a column worker's readers of the day's pack files,
+// their columns' buffers from a pool of the worker's own (workerPool).
+type unitReaders struct {
+	pool *bufPool
+	m    map[*packFile]*packReader
 }
 
 // build builds column i's chunk of every row group, add adding each of

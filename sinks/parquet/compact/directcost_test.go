@@ -1,6 +1,8 @@
 package compact
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -9,6 +11,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
 
 // A key column's cost (directColumns' order) is the Arrow bytes of the
@@ -145,5 +152,81 @@ func TestGatherBoolsByUnit(t *testing.T) {
 	defer got.Release()
 	if got.NullN() == 0 || !array.Equal(got, want) {
 		t.Fatalf("gathered by unit:\n%v\nwant (%d nulls)\n%v", got, want.NullN(), want)
+	}
+}
+
+// A column worker reads every packed unit's column into buffers of its
+// own pool and, its column done, reads the next one's into the same
+// buffers: over columns of one size, the workers' pools make a column's
+// buffers once per worker, not once per column.
+func TestColumnWorkersReuseTheirBuffers(t *testing.T) {
+	const cols, recs, rows = 5, 12, 500
+	fields := append([]arrow.Field{}, dictSchema.Fields()[:3]...)
+	for c := range cols {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("v%d", c), Type: arrow.PrimitiveTypes.Int64})
+	}
+	u := arrow.NewSchema(fields, nil)
+	r := rand.New(rand.NewPCG(103, 1))
+	var in []arrow.Record
+	for k := range recs {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, u)
+		for i := range rows {
+			b.Field(0).(*array.StringBuilder).Append("s")
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("n%04d", i))
+			b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(k))
+			for c := range cols {
+				b.Field(3 + c).(*array.Int64Builder).Append(r.Int64()) // S2 does not pay: stored raw
+			}
+		}
+		in = append(in, b.NewRecord())
+		b.Release()
+	}
+	defer func() {
+		for _, rec := range in {
+			rec.Release()
+		}
+	}()
+	d := newKeyDict(u, dictKey)
+	g, _ := packRecords(t, u, dictKey, d, in)
+	units, refs, start, err := directOrder([]Run{{Schema: u, packed: g, keyed: true}}, d.ranks(), d.cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Snappy))
+	_, opts, ok, err := pq.PageColumns(u, props)
+	if err != nil || !ok {
+		t.Fatalf("pqpage columns: %v %v", ok, err)
+	}
+	groups := directGroups(len(refs), 1000, 2000)
+	groupOrders(groups, refs, len(units), 1)
+	dd := &directDay{units: units, refs: refs, start: start, groups: groups, opts: opts, keyVals: map[int]keyValues{},
+		indexed: make([]bool, u.NumFields()), cost: make([]int64, u.NumFields())}
+	for c := range d.cols {
+		var kv keyValues
+		kv.vals, kv.valid = d.prefixValues(c)
+		dd.keyVals[c] = kv
+	}
+	for i := range dd.cost {
+		dd.cost[i] = 8 * recs * rows
+	}
+	dd.chunks = make([][]*pqpage.Chunk, len(groups))
+	for g := range groups {
+		dd.chunks[g] = make([]*pqpage.Chunk, u.NumFields())
+	}
+	j := &partitionJob{u: u, pool: newBufPool(0)} // the day's pool keeps nothing: what is reused is the workers' own
+	if err := j.directColumns(context.Background(), dd); err != nil {
+		t.Fatal(err)
+	}
+	workers := min(pq.ColumnWorkers(u), u.NumFields())
+	if len(dd.readers) != workers {
+		t.Fatalf("%d workers' readers, want %d", len(dd.readers), workers)
+	}
+	var made int64
+	for _, rd := range dd.readers {
+		made += rd.pool.made
+	}
+	column := int64(recs) * (poolSize(8*rows) + poolSize(rows/8+1)) // a column of every unit: its values and validity (the builder's)
+	if want := int64(min(workers, cols+1)) * column; made > want {
+		t.Fatalf("the workers' pools made %d bytes reading %d columns of %d bytes on %d workers, want at most %d", made, cols+1, column, workers, want)
 	}
 }
