@@ -202,17 +202,80 @@ func directOrder(runs []Run, rank []uint32, prefix int) ([]directUnit, []rowRef,
 			at[k]++
 		}
 	}
-	// Within a rank, by the rest of the key.
+	sortRanks(units, refs, start, prefix, true)
+	return units, refs, start, nil
+}
+
+// sortRanks sorts the rows of each rank (refs[start[k]:start[k+1]]) by
+// the rest of the key, stably. A rest of one integer column without nulls
+// (a replayed day's snapshot_time) is compared as integers (ints), its
+// values read once a row; otherwise row by row (compareRowsFrom), which
+// took 60% of directOrder on the bench (a rank's rows come in the order
+// their snapshots were committed, two at a time).
+func sortRanks(units []directUnit, refs []rowRef, start []int, prefix int, ints bool) {
+	if vals := restInts(units, prefix); ints && vals != nil {
+		type keyed struct {
+			v   int64
+			ref rowRef
+		}
+		var ks []keyed
+		for k := range len(start) - 1 {
+			s := refs[start[k]:start[k+1]]
+			if len(s) < 2 {
+				continue
+			}
+			ks = ks[:0]
+			sorted := true
+			for _, r := range s {
+				v := vals[r.rec][r.row]
+				sorted = sorted && (len(ks) == 0 || ks[len(ks)-1].v <= v)
+				ks = append(ks, keyed{v, r})
+			}
+			if sorted {
+				continue
+			}
+			slices.SortStableFunc(ks, func(a, b keyed) int { return cmp.Compare(a.v, b.v) })
+			for i, kr := range ks {
+				s[i] = kr.ref
+			}
+		}
+		return
+	}
 	byRest := func(a, b rowRef) int {
 		return compareRowsFrom(units[a.rec].kv, int(a.row), units[b.rec].kv, int(b.row), prefix)
 	}
-	for k := range len(rank) {
+	for k := range len(start) - 1 {
 		s := refs[start[k]:start[k+1]]
 		if len(s) > 1 && !slices.IsSortedFunc(s, byRest) {
 			slices.SortStableFunc(s, byRest)
 		}
 	}
-	return units, refs, start, nil
+}
+
+// restInts are each unit's values of the rest of the key when it is one
+// integer column without nulls (nil otherwise).
+func restInts(units []directUnit, prefix int) [][]int64 {
+	vals := make([][]int64, len(units))
+	for k, u := range units {
+		if len(u.kv.cols) != prefix+1 {
+			return nil
+		}
+		c := &u.kv.cols[prefix]
+		switch {
+		case c.arr == nil || c.arr.NullN() > 0:
+			return nil
+		case c.i64 != nil:
+			vals[k] = c.i64.Int64Values()
+		case c.ts != nil:
+			vals[k] = arrow.Int64Traits.CastFromBytes(arrow.TimestampTraits.CastToBytes(c.ts.TimestampValues()))
+		default:
+			return nil
+		}
+		if len(vals[k]) < u.rows {
+			return nil
+		}
+	}
+	return vals
 }
 
 // rowGroup is one row group of the direct writer: the parts [lo, hi) of
