@@ -69,10 +69,9 @@ func idxOpts(t *testing.T, dictPage int64) []pqpage.Options {
 func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Options, byValue bool, pool *bufPool) *directDay {
 	t.Helper()
 	groups := directGroups(len(refs), 150, 400)
-	count := make([]int32, len(units))
 	for g := range groups {
 		for _, p := range groups[g].parts {
-			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], len(units)))
 		}
 	}
 	dd := &directDay{units: units, refs: refs, groups: groups, opts: opts, byValue: byValue, indexed: make([]bool, idxSchema.NumFields())}

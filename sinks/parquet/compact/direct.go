@@ -87,6 +87,7 @@ func (j *partitionJob) directOK(freshRuns int) bool {
 // directNeed is the memory the direct writer needs for a day of rows
 // rows whose columns take cols Arrow bytes, on workers workers, dict when
 // a column is a dictionary column: the order (rowRef, id and rank: 16
+// bytes a row) and its batches' rows record by record (unitOrder: 8
 // bytes a row), a whole column of the day per worker, the largest first,
 // and a dictionary column's ids (directDictColumn: 4 bytes a row per
 // worker, in a pool buffer of its size class). Bounded memory, as the
@@ -95,7 +96,7 @@ func directNeed(cols []int64, rows, workers int, dict bool) int64 {
 	cols = slices.Clone(cols)
 	slices.SortFunc(cols, func(a, b int64) int { return cmp.Compare(b, a) })
 	workers = min(workers, len(cols))
-	need := int64(rows) * 16
+	need := int64(rows) * 24
 	for _, c := range cols[:workers] {
 		need += c
 	}
@@ -283,7 +284,7 @@ func restInts(units []directUnit, prefix int) [][]int64 {
 type rowGroup struct {
 	rows  int64
 	parts [][2]int
-	perms [][]int32 // per part: its positions by record (unitOrder)
+	perms []unitPerm // per part: its rows record by record (unitOrder)
 }
 
 // directGroups cuts n rows into the merge's output batches of batch rows,
@@ -736,10 +737,9 @@ func groupOrders(groups []rowGroup, refs []rowRef, units, workers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			count := make([]int32, units)
 			for g := w; g < len(groups); g += max(1, workers) {
 				for _, p := range groups[g].parts {
-					groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+					groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], units))
 				}
 			}
 		}()
@@ -747,29 +747,41 @@ func groupOrders(groups []rowGroup, refs []rowRef, units, workers int) {
 	wg.Wait()
 }
 
-// unitOrder returns the positions in refs ordered by record (stably: a
-// record's rows in the batch's order, its own order).
-func unitOrder(refs []rowRef, count []int32) []int32 {
-	clear(count)
+// unitPerm is a batch's rows record by record (unitOrder): record u's
+// rows of the batch are k in [start[u], start[u+1]), at[k] its place in
+// the batch and rows[k] its row in the record. A gather reads them in
+// that order, a record's rows one after the other: each value costs a
+// load of its row and of its place, read forward, where reading the
+// batch's rowRef at each place and the record's values by its index
+// (dependent loads, at places all over the batch) took half again as
+// long (the ids of a dictionary column, 3 ns a row on the bench).
+type unitPerm struct {
+	at, rows []int32
+	start    []int32 // per record, and the end
+}
+
+// unitOrder returns refs' rows record by record (stably: a record's rows
+// in the batch's order), refs' rec indexing units records.
+func unitOrder(refs []rowRef, units int) unitPerm {
+	p := unitPerm{at: make([]int32, len(refs)), rows: make([]int32, len(refs)), start: make([]int32, units+1)}
 	for _, r := range refs {
-		count[r.rec]++
+		p.start[r.rec+1]++
 	}
-	at := int32(0)
-	for k, c := range count {
-		count[k] = at
-		at += c
+	for u := range units {
+		p.start[u+1] += p.start[u]
 	}
-	perm := make([]int32, len(refs))
+	next := slices.Clone(p.start[:units])
 	for i, r := range refs {
-		perm[count[r.rec]] = int32(i)
-		count[r.rec]++
+		k := next[r.rec]
+		p.at[k], p.rows[k] = int32(i), r.row
+		next[r.rec]++
 	}
-	return perm
+	return p
 }
 
 // gatherByUnit is gatherArrays, the values of fixed-width and string
 // columns copied record by record (perm: unitOrder).
-func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef, perm []int32) (arrow.Array, error) {
+func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef, perm unitPerm) (arrow.Array, error) {
 	switch t.ID() {
 	case arrow.STRING:
 		return gatherStringsByUnit(pool, t, as[*array.String](arrs), refs, perm)
@@ -787,66 +799,73 @@ func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []ro
 
 // gatherBoolsByUnit is gatherArrays of a boolean column, its bits copied
 // record by record (a null row's bit is 0, as a builder leaves it).
-func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm []int32) arrow.Array {
+func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm unitPerm) arrow.Array {
 	valid, nulls := validity(pool, src, refs)
 	buf := pool.buffer(int(bitutil.BytesForBits(int64(len(refs)))))
 	out := buf.Bytes()
 	clear(out)
-	type bits struct {
-		b     []byte
-		valid []byte // nil: no nulls
-		off   int
-	}
-	bs := make([]bits, len(src))
-	for k, a := range src {
+	for u, a := range src {
+		lo, hi := perm.start[u], perm.start[u+1]
+		if lo == hi {
+			continue
+		}
 		d := a.Data()
-		bs[k].off = d.Offset()
-		if b := d.Buffers()[1]; b != nil {
-			bs[k].b = b.Bytes()
+		off := d.Offset()
+		var b, v []byte // the values' bits, the validity's (nil: no nulls)
+		if buf := d.Buffers()[1]; buf != nil {
+			b = buf.Bytes()
 		}
 		if a.NullN() > 0 {
-			bs[k].valid = d.Buffers()[0].Bytes()
+			v = d.Buffers()[0].Bytes()
 		}
-	}
-	for _, i := range perm {
-		r := refs[i]
-		s := &bs[r.rec]
-		at := s.off + int(r.row)
-		if bitutil.BitIsSet(s.b, at) && (s.valid == nil || bitutil.BitIsSet(s.valid, at)) {
-			bitutil.SetBit(out, int(i))
+		for k := lo; k < hi; k++ {
+			at := off + int(perm.rows[k])
+			if bitutil.BitIsSet(b, at) && (v == nil || bitutil.BitIsSet(v, at)) {
+				bitutil.SetBit(out, int(perm.at[k]))
+			}
 		}
 	}
 	return finishArray(t, len(refs), nulls, valid, buf)
 }
 
 // gatherFixedByUnit is gatherFixed, record by record.
-func gatherFixedByUnit[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef, perm []int32) arrow.Array {
+func gatherFixedByUnit[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef, perm unitPerm) arrow.Array {
 	valid, nulls := validity(pool, src, refs)
 	var zero T
 	buf := pool.buffer(len(refs) * int(unsafe.Sizeof(zero)))
-	vals := make([][]T, len(src))
-	for k, a := range src {
-		vals[k] = values(a)
-	}
 	out := asSlice[T](buf.Bytes())
-	for _, i := range perm {
-		r := refs[i]
-		out[i] = vals[r.rec][r.row]
+	for u, a := range src {
+		lo, hi := perm.start[u], perm.start[u+1]
+		if lo == hi {
+			continue
+		}
+		vals := values(a)
+		for k := lo; k < hi; k++ {
+			out[perm.at[k]] = vals[perm.rows[k]]
+		}
 	}
 	return finishArray(t, len(refs), nulls, valid, buf)
 }
 
-// gatherStringsByUnit is gatherStrings, the strings' offsets worked out
-// in the batch's order first, their bytes copied record by record.
-func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef, perm []int32) (arrow.Array, error) {
+// gatherStringsByUnit is gatherStrings record by record: each string's
+// length put at its place, the offsets summed in the batch's order, then
+// the bytes copied.
+func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef, perm unitPerm) (arrow.Array, error) {
 	valid, nulls := validity(pool, src, refs)
 	ss := stringSources(src)
 	offBuf := pool.buffer((len(refs) + 1) * 4)
 	offs := asSlice[int32](offBuf.Bytes())
+	offs[0] = 0
+	for u := range ss {
+		o := ss[u].offs
+		for k := perm.start[u]; k < perm.start[u+1]; k++ {
+			r := perm.rows[k]
+			offs[perm.at[k]+1] = o[r+1] - o[r]
+		}
+	}
 	pos := 0
-	for i, r := range refs {
-		o := ss[r.rec].offs
-		n := int(o[r.row+1] - o[r.row])
+	for i := range len(refs) {
+		n := int(offs[i+1])
 		if err := stringsFit(pos, n); err != nil {
 			offBuf.Release()
 			if valid != nil {
@@ -854,23 +873,24 @@ func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, r
 			}
 			return nil, err
 		}
-		offs[i] = int32(pos)
 		pos += n
+		offs[i+1] = int32(pos)
 	}
-	offs[len(refs)] = int32(pos)
 	data := pool.Allocate(pos)
-	for _, i := range perm {
-		r := refs[i]
-		s := &ss[r.rec]
-		copy(data[offs[i]:offs[i+1]], s.data[s.offs[r.row]:s.offs[r.row+1]])
+	for u := range ss {
+		s := &ss[u]
+		for k := perm.start[u]; k < perm.start[u+1]; k++ {
+			i, r := perm.at[k], perm.rows[k]
+			copy(data[offs[i]:offs[i+1]], s.data[s.offs[r]:s.offs[r+1]])
+		}
 	}
 	return finishArray(t, len(refs), nulls, valid, offBuf, memory.NewBufferWithAllocator(data, pool)), nil
 }
 
 // directMemory is the most the direct writer may hold for a day's order
 // and its workers' columns (directOK): twice ChunkBytes, at least 96 MiB
-// (the bench's replayed day of 450,000 instruments needs ~36 MB; a day of
-// ~1.2 million is merged instead).
+// (the bench's replayed day of 450,000 instruments needs ~40 MB; a day of
+// ~1.1 million is merged instead).
 func (o *Options) directMemory() int64 {
 	if o.directBytes > 0 {
 		return o.directBytes
