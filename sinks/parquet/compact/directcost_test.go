@@ -81,7 +81,8 @@ func TestGroupOrdersParallel(t *testing.T) {
 }
 
 // The direct writer's memory counts the order, each worker's largest
-// column and, with a dictionary column, each worker's ids.
+// column and, with a dictionary column, each worker's ids (not the
+// workers' idle pools: see directNeed).
 func TestDirectNeed(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -225,6 +226,9 @@ func TestColumnWorkersReuseTheirBuffers(t *testing.T) {
 		made += rd.pool.made
 	}
 	column := int64(recs) * (poolSize(8*rows) + poolSize(rows/8+1)) // a column of every unit: its values and validity (the builder's)
+	if made < column {
+		t.Fatalf("the workers' pools made %d bytes, not even a column's %d: the units' columns were not read into them", made, column)
+	}
 	if want := int64(min(workers, cols+1)) * column; made > want {
 		t.Fatalf("the workers' pools made %d bytes reading %d columns of %d bytes on %d workers, want at most %d", made, cols+1, column, workers, want)
 	}
