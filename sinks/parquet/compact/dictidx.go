@@ -97,8 +97,8 @@ func (d *colDict) idsOf(a *array.String, out []uint32, limit int64) bool {
 // directDictColumn builds the chunks of column i, a dictionary column,
 // from ids (done false, nothing built: its day dictionary reaches the
 // limit, gather its strings).
-func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i int, readers map[*packFile]*packReader) (done bool, err error) {
-	units, refs := dd.units, dd.refs
+func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i int, readers *unitReaders) (done bool, err error) {
+	units := dd.units
 	if j.u.Field(i).Type.ID() != arrow.STRING {
 		return false, nil
 	}
@@ -149,10 +149,11 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 			batch = make([]uint32, p[1]-p[0])
 		}
 		batch = batch[:p[1]-p[0]]
-		part := refs[p[0]:p[1]]
-		for _, x := range rg.perms[k] { // record by record (unitOrder)
-			r := part[x]
-			batch[x] = ids[r.rec][r.row]
+		perm := rg.perms[k]
+		for u, id := range ids { // record by record (unitOrder)
+			for x := perm.start[u]; x < perm.start[u+1]; x++ {
+				batch[perm.at[x]] = id[perm.rows[x]]
+			}
 		}
 		return c.AppendIndices(batch, d.vals)
 	})
@@ -162,7 +163,7 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 
 // packedDayIDs sets out to the day's ids of column i of packed unit u,
 // packed with ids (packdict.go): its distinct values numbered once each.
-func (j *partitionJob) packedDayIDs(d *colDict, u directUnit, i int, readers map[*packFile]*packReader, out []uint32, limit int64) (bool, error) {
+func (j *partitionJob) packedDayIDs(d *colDict, u directUnit, i int, readers *unitReaders, out []uint32, limit int64) (bool, error) {
 	ids, vals, err := j.packReader(u, readers).dictColumn(u.packed.cols[i], u.rows)
 	if err != nil {
 		return false, err

@@ -69,10 +69,9 @@ func idxOpts(t *testing.T, dictPage int64) []pqpage.Options {
 func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Options, byValue bool, pool *bufPool) *directDay {
 	t.Helper()
 	groups := directGroups(len(refs), 150, 400)
-	count := make([]int32, len(units))
 	for g := range groups {
 		for _, p := range groups[g].parts {
-			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], count))
+			groups[g].perms = append(groups[g].perms, unitOrder(refs[p[0]:p[1]], len(units)))
 		}
 	}
 	dd := &directDay{units: units, refs: refs, groups: groups, opts: opts, byValue: byValue, indexed: make([]bool, idxSchema.NumFields())}
@@ -81,7 +80,7 @@ func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Optio
 		dd.chunks[g] = make([]*pqpage.Chunk, idxSchema.NumFields())
 	}
 	j := &partitionJob{u: idxSchema, pool: pool}
-	readers := map[*packFile]*packReader{}
+	readers := &unitReaders{pool: pool, m: map[*packFile]*packReader{}}
 	for i := range idxSchema.NumFields() {
 		if err := j.directColumn(context.Background(), dd, i, readers); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -537,5 +538,53 @@ func TestDirectOrderAndKeyColumns(t *testing.T) {
 			got.Release()
 			want.Release()
 		}
+	}
+}
+
+// sortRanks compares a rest of the key of one integer column without
+// nulls as integers: the order is the one of compareRowsFrom's stable
+// sort, ties (many here) in the order the rows came.
+func TestSortRanksByIntegers(t *testing.T) {
+	r := rand.New(rand.NewPCG(103, 2))
+	d := newKeyDict(dictSchema, dictKey)
+	pool := newBufPool(1 << 20)
+	var runs []Run
+	defer func() { dropRuns(runs) }()
+	names := []string{"A", "AB", "BTC-1", "BTC-10", "\xff"}
+	for k := range 4 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, dictSchema)
+		for i := range 600 {
+			b.Field(0).(*array.StringBuilder).Append("s")
+			b.Field(1).(*array.StringBuilder).Append(names[r.IntN(len(names))])
+			b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(r.IntN(4) - 2))
+			b.Field(3).(*array.Int64Builder).Append(int64(1000*k + i))
+		}
+		rec := b.NewRecord()
+		b.Release()
+		so := &sorter{mem: memory.DefaultAllocator, pool: pool, u: dictSchema, key: dictKey, budget: 1 << 30, dict: d}
+		err := so.add(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := so.sorted()
+		runs = append(runs, Run{Schema: dictSchema, mem: m, keyed: true})
+	}
+	units, refs, start, err := directOrder(runs, d.ranks(), d.cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restInts(units, d.cols) == nil {
+		t.Fatal("snapshot_time not taken as integers")
+	}
+	for k := range len(start) - 1 { // each rank's rows in another order
+		s := refs[start[k]:start[k+1]]
+		r.Shuffle(len(s), func(a, b int) { s[a], s[b] = s[b], s[a] })
+	}
+	want := slices.Clone(refs)
+	sortRanks(units, want, start, d.cols, false)
+	sortRanks(units, refs, start, d.cols, true)
+	if !slices.Equal(refs, want) {
+		t.Fatal("the ranks sorted as integers are not in compareRowsFrom's stable order")
 	}
 }

@@ -23,6 +23,7 @@ type bufPool struct {
 	free [poolClasses][][]byte
 	held int64 // bytes in free
 	max  int64
+	made int64 // bytes of the buffers Allocate made, not having them (tests)
 }
 
 const (
@@ -70,6 +71,7 @@ func (p *bufPool) Allocate(size int) []byte {
 		p.mu.Unlock()
 		return b[:size]
 	}
+	p.made += 1 << (c + poolMinShift)
 	p.mu.Unlock()
 	return make([]byte, size, 1<<(c+poolMinShift))
 }
