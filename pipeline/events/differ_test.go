@@ -370,6 +370,16 @@ func TestEmitError(t *testing.T) {
 	if err := d.Observe(rec); err != nil {
 		t.Fatal(err)
 	}
+	finishFailing(t, d)
+	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
+		t.Fatal("second Finish: no error")
+	}
+}
+
+// finishFailing finishes d with an emit that fails: Finish must return
+// its error and no state after one emit.
+func finishFailing(t *testing.T, d *Differ) {
+	t.Helper()
 	boom := errors.New("boom")
 	n := 0
 	_, st, err := d.Finish(func(*schema.Table, arrow.Record) error {
@@ -378,9 +388,6 @@ func TestEmitError(t *testing.T) {
 	})
 	if !errors.Is(err, boom) || st != nil || n != 1 {
 		t.Fatalf("err %v, state %v, %d emits", err, st, n)
-	}
-	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
-		t.Fatal("second Finish: no error")
 	}
 }
 
@@ -421,15 +428,7 @@ func TestEmitErrorMidMerge(t *testing.T) {
 			if got := !d.b.srt.spilled(); got != tc.small {
 				t.Fatalf("in memory: %v, want %v", got, tc.small)
 			}
-			boom := errors.New("boom")
-			n := 0
-			_, st, err := d.Finish(func(*schema.Table, arrow.Record) error {
-				n++
-				return boom
-			})
-			if !errors.Is(err, boom) || st != nil || n != 1 {
-				t.Fatalf("err %v, state %v, %d emits", err, st, n)
-			}
+			finishFailing(t, d)
 			if got := len(opt.Reuse.batches); got != 2 {
 				t.Fatalf("%d event batches back in the Reuse, want 2", got)
 			}
