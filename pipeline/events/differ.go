@@ -708,6 +708,7 @@ func (q *eventQueue) send(bt *eventBatchBuf) bool {
 	case q.full <- bt:
 		return true
 	case <-q.stop:
+		q.free <- bt // for release (two batches circulate: there is room)
 		return false
 	}
 }
