@@ -427,26 +427,40 @@ func (d *Differ) Finish(emit func(t *schema.Table, rec arrow.Record) error) (Sta
 	// goroutine and hands the events over in batches; this one renders
 	// them and emits: on a first snapshot of 1,000,000 instruments the two
 	// halves cost about the same (0.2 CPU-s each), and they no longer add
-	// up on one core.
+	// up on one core. A small comparison in memory (a replay's snapshot)
+	// merges and emits on this goroutine: starting and waking a second
+	// one cost more than what it would take over.
 	q := newEventQueue(d.opt.Reuse)
-	var n int
-	var merr error
-	go func() {
-		n, merr = d.merge(pc, nc, out, q)
-		close(q.full)
-	}()
-	for bt := range q.full {
+	emitBatch := func(bt *eventBatchBuf) {
 		if em.err == nil {
 			for i := range bt.evs {
 				e := &bt.evs[i]
 				em.add(e.kind, bt.bytes(e.name), int(e.field), bt.bytes(e.old), bt.bytes(e.new))
 			}
-			if em.err != nil {
-				close(q.stop) // the merge stops at its next batch
-			}
 		}
 		bt.reset()
-		q.free <- bt
+	}
+	var n int
+	var merr error
+	if smallMerge(pc, nc, out) {
+		q.direct = func(bt *eventBatchBuf) bool {
+			emitBatch(bt)
+			return em.err == nil
+		}
+		n, merr = d.merge(pc, nc, out, q)
+	} else {
+		go func() {
+			n, merr = d.merge(pc, nc, out, q)
+			close(q.full)
+		}()
+		for bt := range q.full {
+			failed := em.err != nil
+			emitBatch(bt)
+			if !failed && em.err != nil {
+				close(q.stop) // the merge stops at its next batch
+			}
+			q.free <- bt
+		}
 	}
 	q.release(d.opt.Reuse) // the merge has ended (it closed q.full)
 	if em.err != nil {
@@ -618,11 +632,27 @@ const eventBatch = 4096
 // eventQueue hands batches of events from the merge to the emitter: full
 // carries them in order, free returns them for reuse (two circulate, so
 // the merge fills one while the other is emitted), stop tells the merge
-// that the emitter has failed.
+// that the emitter has failed. With direct set, the merge runs on the
+// emitter's goroutine and hands each batch to direct instead (false: the
+// emitter has failed), then goes on with the same batch.
 type eventQueue struct {
-	full chan *eventBatchBuf
-	free chan *eventBatchBuf
-	stop chan struct{}
+	full   chan *eventBatchBuf
+	free   chan *eventBatchBuf
+	stop   chan struct{}
+	direct func(*eventBatchBuf) bool
+}
+
+// smallMergeRows is the most rows a merge on the emitter's goroutine
+// compares (see smallMerge).
+const smallMergeRows = 1 << 16
+
+// smallMerge reports whether Finish merges pc and nc on its own goroutine:
+// both in memory, together at most smallMergeRows rows (a replay's
+// snapshot of a realistic listing), no state file to write.
+func smallMerge(pc, nc cursor, out *stateWriter) bool {
+	nm, ok := nc.(*memCursor)
+	pm, ok2 := pc.(*memCursor)
+	return ok && ok2 && out == nil && len(nm.ents)+len(pm.ents) <= smallMergeRows
 }
 
 // newEventQueue returns a queue whose batches come from re (nil: new ones).
@@ -649,6 +679,13 @@ func (q *eventQueue) release(re *Reuse) {
 // hand queues a batch and returns an empty one; false when the emitter has
 // stopped.
 func (q *eventQueue) hand(bt *eventBatchBuf) (*eventBatchBuf, bool) {
+	if q.direct != nil {
+		if !q.direct(bt) {
+			q.free <- bt // for release
+			return nil, false
+		}
+		return bt, true
+	}
 	if !q.send(bt) {
 		return nil, false
 	}
@@ -662,10 +699,16 @@ func (q *eventQueue) hand(bt *eventBatchBuf) (*eventBatchBuf, bool) {
 
 // send queues a batch; false when the emitter has stopped.
 func (q *eventQueue) send(bt *eventBatchBuf) bool {
+	if q.direct != nil {
+		ok := q.direct(bt)
+		q.free <- bt // for release
+		return ok
+	}
 	select {
 	case q.full <- bt:
 		return true
 	case <-q.stop:
+		q.free <- bt // for release (two batches circulate: there is room)
 		return false
 	}
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -369,6 +370,16 @@ func TestEmitError(t *testing.T) {
 	if err := d.Observe(rec); err != nil {
 		t.Fatal(err)
 	}
+	finishFailing(t, d)
+	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
+		t.Fatal("second Finish: no error")
+	}
+}
+
+// finishFailing finishes d with an emit that fails: Finish must return
+// its error and no state after one emit.
+func finishFailing(t *testing.T, d *Differ) {
+	t.Helper()
 	boom := errors.New("boom")
 	n := 0
 	_, st, err := d.Finish(func(*schema.Table, arrow.Record) error {
@@ -378,8 +389,50 @@ func TestEmitError(t *testing.T) {
 	if !errors.Is(err, boom) || st != nil || n != 1 {
 		t.Fatalf("err %v, state %v, %d emits", err, st, n)
 	}
-	if _, _, err := d.Finish(func(*schema.Table, arrow.Record) error { return nil }); err == nil {
-		t.Fatal("second Finish: no error")
+}
+
+// TestEmitErrorMidMerge: an emit that fails while the merge still has
+// batches to hand over (more events than eventBatch) stops the merge,
+// whether it runs on the emitter's goroutine (a small comparison in
+// memory) or on its own (a spilled one): Finish returns the emit's error
+// and no state after one emit, and both event batches go back to the
+// Reuse.
+func TestEmitErrorMidMerge(t *testing.T) {
+	rows := make([]row, 3*eventBatch)
+	for i := range rows {
+		rows[i] = inst(fmt.Sprintf("I-%06d", i))
+	}
+	for _, tc := range []struct {
+		name  string
+		opt   Options
+		small bool
+	}{
+		{"same goroutine", Options{}, true},
+		{"spilled", Options{MemBytes: 256 << 10}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			opt := tc.opt
+			opt.Mem, opt.BatchRows, opt.TempDir, opt.Reuse = mem, 100, t.TempDir(), NewReuse()
+			opt.noMemo = true
+			d, err := NewDiffer(NewState("s"), sinks.Snapshot{Source: "s", Time: at(1)}, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := record(t, mem, "s", at(1), rows)
+			defer rec.Release()
+			if err := d.Observe(rec); err != nil {
+				t.Fatal(err)
+			}
+			if got := !d.b.srt.spilled(); got != tc.small {
+				t.Fatalf("in memory: %v, want %v", got, tc.small)
+			}
+			finishFailing(t, d)
+			if got := len(opt.Reuse.batches); got != 2 {
+				t.Fatalf("%d event batches back in the Reuse, want 2", got)
+			}
+		})
 	}
 }
 

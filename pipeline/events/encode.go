@@ -379,7 +379,7 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 			}
 		}
 	}
-	buf, off0 := b.srt.allocRows(n, name, lo, size, &e.pos, ids, old, &e.at)
+	buf := b.srt.allocRows(n, name, lo, size, &e.pos, ids, old, &e.at)
 	if old == nil {
 		writeRows(cols, lo, 0, n, buf, &e.pos)
 	} else {
@@ -398,7 +398,7 @@ func (b *Builder) encode(cols []column, lo, n int, row0 int64, check bool, u *me
 	}
 	if u.next != nil {
 		k := len(b.srt.ents) - n
-		u.next.add(buf, off0, b.srt.ents[k:], b.srt.keys[k:], ids)
+		u.next.add(b.re, b.srt.ar.chunks[b.srt.ents[k].chunk], len(buf), b.srt.ents[k:], b.srt.keys[k:], ids)
 	}
 	if err := b.srt.settle(); err != nil {
 		return 0, fmt.Errorf("instrument events: %s: %w", b.source, err)

@@ -76,7 +76,8 @@
 // the next state as it goes (into Options.TempDir, from where Save renames
 // it into place); the merge runs in a goroutine of its own and hands the
 // events over in batches to the caller's goroutine, which renders and
-// emits them. A listing that fits in one buffer (MemBytes/2) never touches
+// emits them (a small comparison in memory, such as a replay's snapshot,
+// merges on the caller's goroutine). A listing that fits in one buffer (MemBytes/2) never touches
 // the disk before Save. Version 1 state files (unsorted) are still read:
 // Load sorts them the same way, and the next Save writes version 3; version
 // 2 files (zstd) are read as they are.
@@ -85,11 +86,12 @@
 // each the memory of the ones before and remembers the record each last
 // encoded: the rows of the next snapshot that repeat it (found by name,
 // every compared value equal on the Arrow buffers) are copied from it
-// instead of encoded, which is most rows of a realistic listing. Such a
-// row keeps the id of the row it is copied from (rowID), and Finish
-// passes over the instruments whose rows have the previous state's ids
-// without reading their names or payloads. The events and the state are
-// exactly those of encoding and comparing every row.
+// instead of encoded, which is most rows of a realistic listing (the memo
+// shares the sorter's arena chunks that hold its rows, see memo.chunks).
+// Such a row keeps the id of the row it is copied from (rowID), and
+// Finish passes over the instruments whose rows have the previous state's
+// ids without reading their names or payloads. The events and the state
+// are exactly those of encoding and comparing every row.
 //
 // # Use
 //

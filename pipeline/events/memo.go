@@ -76,15 +76,19 @@ type memo struct {
 	cols []column
 	row0 int64 // the record's first row in its snapshot
 	n    int
-	rows []memoRow // each row's sort key and place in pay
+	rows []memoRow // each row's sort key and place in chunks
 	ids  []rowID   // each row's identity (see rowID)
 	gen  uint64    // the memo's generation: its new rows' ids (newRowID)
-	// pay holds the record's encoded blocks: each row's name then its
-	// payload, the rows one after the other in order (a run of rows is
-	// one span of it, laid out as the sorter's arena would hold them).
-	pay  []byte
-	full bool // payloads past memoBytes: not remembered
-	refs int  // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
+	// chunks are the arena chunks (whole, to their capacity) the
+	// record's rows were written to by the sorter: each row's name then
+	// its payload, a block of rows one span. The memo shares them with
+	// the sorter and the State that own them instead of copying the
+	// rows, and pins each (Reuse.pin) so that no arena hands one out
+	// again while the memo may read it (unref unpins them).
+	chunks [][]byte
+	bytes  int  // the rows' bytes (names and payloads)
+	full   bool // rows past memoBytes: not remembered
+	refs   int  // users (under Reuse.mu): the Reuse while it is current, and each encoder using it
 
 	idxOnce sync.Once
 	seed    maphash.Seed
@@ -92,10 +96,11 @@ type memo struct {
 }
 
 // memoRow is a memo's row: its name's sort key (rowKey's k1, k2, k3) and
-// where its name and payload lie in the memo's pay.
+// where its name and payload lie in the memo's chunks.
 type memoRow struct {
 	k1, k2          uint64
 	k3              uint32
+	chunk           uint32 // in memo.chunks
 	off, nlen, plen uint32 // name at off, payload after it
 }
 
@@ -103,7 +108,7 @@ type memoRow struct {
 func (m *memo) payload(k int) []byte {
 	r := &m.rows[k]
 	start := r.off + r.nlen
-	return m.pay[start : start+r.plen]
+	return m.chunks[r.chunk][start : start+r.plen]
 }
 
 func (m *memo) name(k int) []byte { return m.cols[len(fields)+colName].strAt(k) }
@@ -190,7 +195,7 @@ func (r *Reuse) recall(source string, ord int, rec arrow.Record, cols []column, 
 	r.gen++
 	next := &memo{rec: rec, cols: append([]column(nil), cols...), row0: row0, n: n, gen: r.gen}
 	if k := len(r.spare) - 1; k >= 0 {
-		next.rows, next.pay, next.ids = r.spare[k].rows[:0], r.spare[k].pay[:0], r.spare[k].ids[:0]
+		next.rows, next.chunks, next.ids = r.spare[k].rows[:0], r.spare[k].chunks[:0], r.spare[k].ids[:0]
 		r.spare[k] = nil
 		r.spare = r.spare[:k]
 	}
@@ -258,15 +263,17 @@ func (r *Reuse) trimMemos(source string, ord int) {
 	}
 }
 
-// unref drops a user of m (under r.mu); the last one releases its record
-// and keeps its slices for the next memo.
+// unref drops a user of m (under r.mu); the last one releases its record,
+// unpins its chunks and keeps its slices for the next memo.
 func (r *Reuse) unref(m *memo) {
 	if m.refs--; m.refs > 0 {
 		return
 	}
 	m.rec.Release()
-	if len(r.spare) < 2 && cap(m.pay) <= reuseSliceBytes {
-		r.spare = append(r.spare, &memo{rows: m.rows, pay: m.pay, ids: m.ids})
+	r.unpin(m.chunks)
+	clear(m.chunks) // a spare must not keep the chunks alive
+	if len(r.spare) < 2 && cap(m.rows)*int(unsafe.Sizeof(memoRow{})) <= reuseSliceBytes {
+		r.spare = append(r.spare, &memo{rows: m.rows, chunks: m.chunks, ids: m.ids})
 	}
 	*m = memo{}
 }
@@ -456,21 +463,28 @@ func bitsOf(f []float64) []uint64 {
 }
 
 // add appends a block of rows as allocated by sorter.allocRows and
-// written: buf is the arena span that holds them (names and payloads),
-// starting at offset off0 of its chunk; ents and keys are their entries
-// and sort keys (the sorter's last ones), ids their ids. A memo past
-// memoBytes is given up (done drops it).
-func (m *memo) add(buf []byte, off0 uint32, ents []entry, keys []sortKey, ids *[encodeBlock]rowID) {
-	if m.full || len(m.pay)+len(buf) > memoBytes {
+// written: they lie in chunk (the arena's chunk holding the block's span
+// of size bytes), ents and keys are their entries and sort keys (the
+// sorter's last ones), ids their ids. The memo shares the chunk (pinned
+// in re) rather than copying the rows. A memo past memoBytes is given up
+// (done drops it).
+func (m *memo) add(re *Reuse, chunk []byte, size int, ents []entry, keys []sortKey, ids *[encodeBlock]rowID) {
+	if m.full || m.bytes+size > memoBytes {
 		m.full = true
 		return
 	}
-	base := uint32(len(m.pay)) - off0
-	m.pay = append(m.pay, buf...)
+	m.bytes += size
+	c := chunk[:cap(chunk)]
+	ci := len(m.chunks) - 1
+	if ci < 0 || unsafe.SliceData(m.chunks[ci]) != unsafe.SliceData(c) {
+		re.pin(c)
+		m.chunks = append(m.chunks, c)
+		ci++
+	}
 	keys = keys[:len(ents)]
 	for j := range ents {
 		e, k := &ents[j], &keys[j]
-		m.rows = append(m.rows, memoRow{k1: k.k1, k2: k.k2, k3: k.k3, off: base + e.off, nlen: e.nlen, plen: e.plen})
+		m.rows = append(m.rows, memoRow{k1: k.k1, k2: k.k2, k3: k.k3, chunk: uint32(ci), off: e.off, nlen: e.nlen, plen: e.plen})
 	}
 	m.ids = append(m.ids, ids[:len(ents)]...)
 }

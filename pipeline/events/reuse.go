@@ -1,6 +1,7 @@
 package events
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -27,10 +28,15 @@ type Reuse struct {
 	ids    freeList[rowID]
 	// memos are the records last encoded, per source and record of a
 	// snapshot (see memo); spare keeps the slices of dropped ones.
-	memos    map[memoKey]*memo
-	held     map[string]int // rows the memos of each source hold
-	maxHeld  int            // the bound of held (trimMemos; 0: 2*memoRows)
-	spare    []*memo
+	memos   map[memoKey]*memo
+	held    map[string]int // rows the memos of each source hold
+	maxHeld int            // the bound of held (trimMemos; 0: 2*memoRows)
+	spare   []*memo
+	// pins counts, per arena chunk (by its first byte), the memos that
+	// share it (memo.chunks): a pinned chunk is not handed out again
+	// when its arena lets it go (putChunks, arena.reset), but when the
+	// last memo is done with it.
+	pins     map[*byte]*pin
 	gen      uint64           // the last memo's generation (under mu; see rowID)
 	batches  []*eventBatchBuf // of Finish's event queues
 	emitters []*emitter       // their scratch slices, for Finish's next emitter
@@ -89,7 +95,8 @@ func (r *Reuse) chunk() []byte {
 	return make([]byte, 0, chunkSize)
 }
 
-// putChunks takes back an arena's chunks of the standard size.
+// putChunks takes back an arena's chunks of the standard size (a chunk a
+// memo shares comes back when the memo is done with it).
 func (r *Reuse) putChunks(chunks [][]byte) {
 	if r == nil {
 		return
@@ -97,10 +104,66 @@ func (r *Reuse) putChunks(chunks [][]byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range chunks {
-		if cap(c) == chunkSize {
+		if p := r.pins[unsafe.SliceData(c[:cap(c)])]; p != nil {
+			p.released = true
+		} else if cap(c) == chunkSize {
 			r.chunks.put(c, reuseChunks)
 		}
 	}
+}
+
+// pin is the memos sharing one chunk.
+type pin struct {
+	n        int  // memos
+	released bool // its arena let it go: it comes back with the last unpin
+}
+
+// pin marks chunk c (sliced to its capacity) as shared by one more memo.
+func (r *Reuse) pin(c []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pins == nil {
+		r.pins = map[*byte]*pin{}
+	}
+	p := r.pins[unsafe.SliceData(c)]
+	if p == nil {
+		p = &pin{}
+		r.pins[unsafe.SliceData(c)] = p
+	}
+	p.n++
+}
+
+// unpin drops a memo's pins of its chunks (under r.mu).
+func (r *Reuse) unpin(chunks [][]byte) {
+	for _, c := range chunks {
+		k := unsafe.SliceData(c)
+		p := r.pins[k]
+		if p.n--; p.n > 0 {
+			continue
+		}
+		delete(r.pins, k)
+		if p.released && cap(c) == chunkSize {
+			r.chunks.put(c, reuseChunks)
+		}
+	}
+}
+
+// unpinned drops from an arena's chunks those that a memo shares (they
+// must not be written again; they come back when the memo is done) and
+// returns the rest.
+func (r *Reuse) unpinned(chunks [][]byte) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pins) == 0 {
+		return chunks
+	}
+	return slices.DeleteFunc(chunks, func(c []byte) bool {
+		p := r.pins[unsafe.SliceData(c[:cap(c)])]
+		if p != nil {
+			p.released = true
+		}
+		return p != nil
+	})
 }
 
 // takeSlice returns an empty slice of f (under r's lock), nil for a nil r.

@@ -129,3 +129,41 @@ func TestReuseDropsLargeSlices(t *testing.T) {
 		t.Fatalf("a large entries slice was kept (cap %d)", cap(got))
 	}
 }
+
+// TestPinnedChunks: a chunk a memo shares is not handed out again when
+// its arena lets it go (putChunks, or the spill's arena.reset), and comes
+// back to the free list with the memo's last unpin.
+func TestPinnedChunks(t *testing.T) {
+	for _, how := range []string{"putChunks", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			re := NewReuse()
+			a := arena{re: re}
+			_, _, buf := a.alloc(100)
+			c := a.chunks[0][:chunkSize]
+			re.pin(c)
+			re.pin(c) // two memos
+			if how == "reset" {
+				a.reset()
+				if len(a.chunks) != 0 {
+					t.Fatalf("reset kept %d pinned chunks for writing", len(a.chunks))
+				}
+			}
+			a.release()
+			if got := re.chunk(); unsafe.SliceData(got[:1]) == unsafe.SliceData(buf) {
+				t.Fatal("a pinned chunk was handed out again")
+			}
+			for i := range 2 {
+				re.mu.Lock()
+				re.unpin([][]byte{c})
+				re.mu.Unlock()
+				back := re.chunks.get()
+				if i == 0 && back != nil {
+					t.Fatal("the chunk came back while a memo still shares it")
+				}
+				if i == 1 && (back == nil || unsafe.SliceData(back[:1]) != unsafe.SliceData(buf)) {
+					t.Fatal("the chunk did not come back with the last unpin")
+				}
+			}
+		})
+	}
+}

@@ -135,16 +135,16 @@ func (s *sorter) add(name string, p []byte) error {
 // name followed by size[j] bytes of payload. With a memo old, each row j
 // with at[j] >= 0 repeats memo row at[j] (the same name and payload): it
 // is copied from the memo whole, a run of rows that repeats consecutive
-// memo rows in one copy (the memo holds its rows one after the other,
-// laid out as here), and pos[j] is set past its payload; of every other
+// memo rows in one copy (the memo's rows of one span of its chunks, laid
+// out as here), and pos[j] is set past its payload; of every other
 // row (all when old is nil) only the name is written, and the caller
 // writes its payload into the returned span before the next settle,
 // starting at pos[j] (set here). Rows so added count towards the
 // buffer's bound at settle, not at once: a caller adds a block of rows,
 // writes them, then settles (which may spill). The caller checks the
 // lengths (maxName, maxPayload). ids (nil: none) are the rows' identities
-// (rowID). allocRows returns the span and its offset in its chunk.
-func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID, old *memo, at *[encodeBlock]int32) ([]byte, uint32) {
+// (rowID). allocRows returns the span (in the chunk of the rows' entries).
+func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]uint32, ids *[encodeBlock]rowID, old *memo, at *[encodeBlock]int32) []byte {
 	total := 0
 	for j := 0; j < n; j++ {
 		total += int(name.offs[lo+j+1]-name.offs[lo+j]) + int(size[j])
@@ -154,14 +154,20 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 	for j := 0; j < n; {
 		if old != nil && at[j] >= 0 {
 			k := int(at[j])
+			first := &old.rows[k]
+			end := first.off + first.nlen + first.plen
 			z := j + 1
 			for z < n && int(at[z]) == k+z-j {
+				// the memo's next row, where its block's span goes on
+				if r := &old.rows[k+z-j]; r.chunk != first.chunk || r.off != end {
+					break
+				}
+				end += old.rows[k+z-j].nlen + old.rows[k+z-j].plen
 				z++
 			}
 			rows := old.rows[k : k+z-j]
-			first, last := &rows[0], &rows[len(rows)-1]
 			p0 := p - first.off
-			p += uint32(copy(buf[p:], old.pay[first.off:last.off+last.nlen+last.plen]))
+			p += uint32(copy(buf[p:], old.chunks[first.chunk][first.off:end]))
 			for t := range rows {
 				r := &rows[t]
 				s.keys = append(s.keys, sortKey{k1: r.k1, k2: r.k2, k3: r.k3, i: uint32(len(s.ents))})
@@ -189,7 +195,7 @@ func (s *sorter) allocRows(n int, name *column, lo int, size, pos *[encodeBlock]
 	case len(s.ids) > 0:
 		s.ids = append(s.ids, make([]rowID, n)...)
 	}
-	return buf, off
+	return buf
 }
 
 // settle spills the buffer when the rows added since the last spill reach

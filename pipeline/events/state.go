@@ -157,7 +157,7 @@ const (
 
 // arena stores names and payloads in 1 MiB chunks: no large copies while
 // growing, no pointers for the garbage collector to scan. reset keeps the
-// chunks for reuse.
+// chunks for reuse, but those a memo of its Reuse shares (memo.chunks).
 type arena struct {
 	chunks [][]byte
 	cur    int    // chunk being filled
@@ -186,6 +186,10 @@ func (a *arena) alloc(n int) (chunk, off uint32, buf []byte) {
 }
 
 func (a *arena) reset() {
+	if a.re != nil {
+		// A chunk a memo shares keeps what it holds (see Reuse.pins).
+		a.chunks = a.re.unpinned(a.chunks)
+	}
 	for i := range a.chunks {
 		a.chunks[i] = a.chunks[i][:0]
 	}
