@@ -77,10 +77,10 @@
 // it into place); the merge runs in a goroutine of its own and hands the
 // events over in batches to the caller's goroutine, which renders and
 // emits them (a small comparison in memory, such as a replay's snapshot,
-// merges on the caller's goroutine). A listing that fits in one buffer (MemBytes/2) never touches
-// the disk before Save. Version 1 state files (unsorted) are still read:
-// Load sorts them the same way, and the next Save writes version 3; version
-// 2 files (zstd) are read as they are.
+// merges on the caller's goroutine). A listing that fits in one buffer
+// (MemBytes/2) never touches the disk before Save. Version 1 state files
+// (unsorted) are still read: Load sorts them the same way, and the next
+// Save writes version 3; version 2 files (zstd) are read as they are.
 //
 // The comparisons of a replay share a Reuse (Options.Reuse), which lends
 // each the memory of the ones before and remembers the record each last
