@@ -572,10 +572,17 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 	}
 	switch f.kind {
 	case kString:
-		if k != jsontok.StringKind {
+		var s []byte
+		switch k {
+		case jsontok.StringKind:
+			s, err = sc.String()
+		case jsontok.Number:
+			// A number where the table wants text (an integer id) is
+			// kept as its exact text, never rejected.
+			s, err = sc.Number()
+		default:
 			return wrong()
 		}
-		s, err := sc.String()
 		if err != nil {
 			return err
 		}
