@@ -8,6 +8,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,13 +20,117 @@ import (
 	"github.com/optlake/optlake/pipeline/values"
 )
 
-// Errors says where a venue reports an error inside a 2xx body.
+// Errors says where a venue reports an error inside a 2xx body, and how
+// to read the code of a 4xx answer's body.
 type Errors struct {
 	Path    string // present and not null: the body is an error
 	Code    string // dotted path of the code (absolute, or relative to Path)
 	Message string // dotted path of the message (absolute, or relative to Path)
+	// OK lists the codes of success: a body whose code is not one of them
+	// (or that has none) is an error (OKX "0", Bybit 0).
+	OK []string
+	// NonEmpty: the value at Path is an error only when not empty (not
+	// null, [], {} or ""): Kraken's "error": [].
+	NonEmpty bool
 	// RetryCodes are codes retried like a 429.
 	RetryCodes []string
+}
+
+// Check reports the first mistake in e.
+func (e *Errors) Check() error {
+	switch {
+	case e.Path == "" && e.Code == "":
+		return errors.New("path or code is required")
+	case len(e.OK) > 0 && e.Code == "":
+		return errors.New("ok lists the codes of success: code is required")
+	case e.NonEmpty && e.Path == "":
+		return errors.New("non_empty: path is required")
+	}
+	return nil
+}
+
+// paths are the body paths e reads.
+func (e *Errors) paths() []string {
+	return []string{e.Path, e.Code, e.Message, join(e.Path, e.Code), join(e.Path, e.Message)}
+}
+
+// judge returns the body's error, or nil: values holds the body's values at
+// e.paths(); text renders one of them.
+func (e *Errors) judge(values map[string]json.RawMessage, text func(path, base string) string) *VenueError {
+	failed := false
+	if e.Path != "" {
+		if v, ok := values[e.Path]; ok {
+			failed = !empty(v, e.NonEmpty)
+		}
+	}
+	if len(e.OK) > 0 {
+		_, abs := values[e.Code]
+		_, rel := values[join(e.Path, e.Code)]
+		failed = failed || !(abs || rel) || !slices.Contains(e.OK, text(e.Code, e.Path))
+	}
+	if !failed {
+		return nil
+	}
+	ve := &VenueError{Code: text(e.Code, e.Path), Message: text(e.Message, e.Path)}
+	if ve.Code == "" && ve.Message == "" {
+		ve.Message = text(e.Path, "")
+	}
+	if ve.Code == "" && ve.Message == "" {
+		ve.Message = "no code at " + e.Code + " (success is " + strings.Join(e.OK, " or ") + ")"
+	}
+	return ve
+}
+
+// empty reports whether an error value says "no error": null, or with
+// nonEmpty also [], {} and "".
+func empty(v json.RawMessage, nonEmpty bool) bool {
+	t := strings.TrimSpace(string(v))
+	if t == "null" {
+		return true
+	}
+	if !nonEmpty {
+		return false
+	}
+	switch t {
+	case `""`:
+		return true
+	}
+	if len(t) >= 2 && (t[0] == '[' || t[0] == '{') && strings.TrimSpace(t[1:len(t)-1]) == "" {
+		return true
+	}
+	return false
+}
+
+// Classify reads the error of a non-2xx answer's body (its start, as the
+// client keeps it): a *VenueError with the code and message at e's paths,
+// retryable when the code is one of RetryCodes; nil when the body is not
+// JSON or names no code nor message.
+func Classify(body []byte, e *Errors) *VenueError {
+	if e == nil {
+		return nil
+	}
+	var doc any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if d.Decode(&doc) != nil {
+		return nil
+	}
+	vals := map[string]json.RawMessage{}
+	for _, p := range e.paths() {
+		if p == "" {
+			continue
+		}
+		if v, ok := dotpath.Lookup(doc, p); ok {
+			vals[p], _ = json.Marshal(v)
+		}
+	}
+	sp := &splicer{res: Result{Values: vals}}
+	ve := &VenueError{Code: sp.text(e.Code, e.Path), Message: sp.text(e.Message, e.Path)}
+	if ve.Code == "" && ve.Message == "" {
+		return nil
+	}
+	ve.Retry = slices.Contains(e.RetryCodes, ve.Code)
+	return ve
 }
 
 // Spec is what to take out of a body.
@@ -37,13 +142,35 @@ type Spec struct {
 	Errors      *Errors
 	// Capture lists more paths whose values Splice returns.
 	Capture []string
+	// Last lists paths within a record whose values in the body's last
+	// record Splice returns (a cursor read from the last row).
+	Last []string
+	Shape
+	// Rewrite turns each record into the row written (a field mapping,
+	// appending to dst[:0]); nil writes it as received.
+	Rewrite func(dst, raw []byte) []byte
 }
+
+// Shape is how records become rows beyond their path (kept in the raw
+// archive's metadata, so a replay makes the same rows).
+type Shape struct {
+	// Key: an object at the records path holds rows by name (Kraken's
+	// {"XXBTZUSD": {...}}): one row per member, its name in the column Key.
+	Key string `json:"key,omitempty"`
+	// Columns names the values of rows that are arrays, by position
+	// (positions beyond them are named by their number).
+	Columns []string `json:"columns,omitempty"`
+}
+
+// Shaped reports whether s changes the records.
+func (s Shape) Shaped() bool { return s.Key != "" || len(s.Columns) > 0 }
 
 // Result is what Splice found besides the rows.
 type Result struct {
 	Records int                        // elements written
 	Found   bool                       // the records path was in the body
 	Values  map[string]json.RawMessage // values at the Capture paths found
+	Last    map[string]json.RawMessage // values at the Last paths in the last record
 }
 
 // VenueError is an error reported in a 2xx body.
@@ -123,27 +250,37 @@ const maxCapture = 64 << 10
 // none). A body whose error path is present and not null returns a
 // *VenueError. A body that is not JSON fails with an error that is
 // values.ErrBadInput.
+//
+// A body that r can read twice (an io.ReadSeeker: the page's scratch file)
+// is judged first, so an error body writes no row whatever the order of
+// its members (and its error paths may lie inside the records, as when
+// the records are the whole body).
 func Splice(r io.Reader, out *Stream, spec Spec) (Result, error) {
-	sp := &splicer{sc: jsontok.New(r, 256<<10), out: out, spec: spec, res: Result{Values: map[string]json.RawMessage{}}}
-	sp.want = append(sp.want, spec.Capture...)
-	if e := spec.Errors; e != nil {
-		sp.want = append(sp.want, e.Path, e.Code, e.Message, join(e.Path, e.Code), join(e.Path, e.Message))
-	}
-	before := out.n
-	err := sp.value("", 0)
-	if err == nil {
-		var eof bool
-		if eof, err = sp.sc.AtEOF(); err == nil && !eof {
-			err = &jsontok.SyntaxError{Offset: sp.sc.Offset(), Msg: "unexpected data after the body"}
+	if rs, ok := r.(io.ReadSeeker); ok && spec.Errors != nil {
+		first := spec
+		first.Capture = nil
+		sp := newSplicer(rs, out, first, true)
+		if err := sp.run(); err != nil {
+			return sp.res, values.BadInput(err)
 		}
+		if ve := spec.Errors.judge(sp.res.Values, sp.text); ve != nil {
+			ve.Retry = slices.Contains(spec.Errors.RetryCodes, ve.Code)
+			return sp.res, ve
+		}
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
+			return Result{}, err
+		}
+		spec.Errors = nil
 	}
+	sp := newSplicer(r, out, spec, false)
+	before := out.n
+	err := sp.run()
 	sp.res.Records = out.n - before
 	if err != nil {
 		return sp.res, values.BadInput(err)
 	}
 	if e := spec.Errors; e != nil {
-		if v, ok := sp.res.Values[e.Path]; ok && string(v) != "null" {
-			ve := &VenueError{Code: sp.text(e.Code, e.Path), Message: sp.text(e.Message, e.Path)}
+		if ve := e.judge(sp.res.Values, sp.text); ve != nil {
 			ve.Retry = sp.res.Records == 0 && slices.Contains(e.RetryCodes, ve.Code)
 			return sp.res, ve
 		}
@@ -151,7 +288,48 @@ func Splice(r io.Reader, out *Stream, spec Spec) (Result, error) {
 	if !sp.res.Found {
 		return sp.res, &values.ShapeError{Pkg: "envelope", Msg: fmt.Sprintf("no records at %q in the body", spec.Records)}
 	}
+	if len(spec.Last) > 0 && sp.res.Records > 0 {
+		sp.res.Last = lookup(sp.last, spec.Last)
+	}
 	return sp.res, nil
+}
+
+// newSplicer starts a pass over one body; scan only captures values.
+func newSplicer(r io.Reader, out *Stream, spec Spec, scan bool) *splicer {
+	sp := &splicer{sc: jsontok.New(r, 256<<10), out: out, spec: spec, scan: scan, res: Result{Values: map[string]json.RawMessage{}}}
+	sp.want = append(sp.want, spec.Capture...)
+	if e := spec.Errors; e != nil {
+		sp.want = append(sp.want, e.paths()...)
+	}
+	return sp
+}
+
+func (sp *splicer) run() error {
+	err := sp.value("", 0)
+	if err == nil {
+		var eof bool
+		if eof, err = sp.sc.AtEOF(); err == nil && !eof {
+			err = &jsontok.SyntaxError{Offset: sp.sc.Offset(), Msg: "unexpected data after the body"}
+		}
+	}
+	return err
+}
+
+// lookup returns the values at paths in the JSON document raw.
+func lookup(raw []byte, paths []string) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	var doc any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&doc) != nil {
+		return out
+	}
+	for _, p := range paths {
+		if v, ok := dotpath.Lookup(doc, p); ok {
+			out[p], _ = json.Marshal(v)
+		}
+	}
+	return out
 }
 
 func join(a, b string) string {
@@ -165,8 +343,11 @@ type splicer struct {
 	sc   *jsontok.Scanner
 	out  *Stream
 	spec Spec
+	scan bool // only capture the wanted values (the records are not rows)
 	want []string
 	res  Result
+	last []byte // the last record as received (Spec.Last)
+	buf  []byte // the rewritten record
 }
 
 // text renders the value at path (or base.path) as text: a string
@@ -206,7 +387,7 @@ func (sp *splicer) leads(p string) bool {
 	if p == "" {
 		pre = ""
 	}
-	if strings.HasPrefix(sp.spec.Records, pre) && sp.spec.Records != p {
+	if !sp.scan && strings.HasPrefix(sp.spec.Records, pre) && sp.spec.Records != p {
 		return true
 	}
 	for _, w := range sp.want {
@@ -221,7 +402,7 @@ func (sp *splicer) value(path string, depth int) error {
 	if depth > jsontok.MaxDepth {
 		return &jsontok.SyntaxError{Offset: sp.sc.Offset(), Msg: jsontok.ErrTooDeep.Error()}
 	}
-	if path == sp.spec.Records {
+	if path == sp.spec.Records && !sp.scan {
 		sp.res.Found = true
 		return sp.records()
 	}
@@ -308,6 +489,11 @@ func (sp *splicer) records() error {
 	case jsontok.Null:
 		_, err := sp.sc.Literal()
 		return err
+	case jsontok.Object:
+		if sp.spec.Key != "" {
+			return sp.keyed()
+		}
+		return sp.element()
 	case jsontok.Array:
 	default:
 		return sp.element()
@@ -329,7 +515,7 @@ func (sp *splicer) records() error {
 // other object is an instrument itself.
 func (sp *splicer) element() error {
 	sc := sp.sc
-	if !sp.spec.Instruments {
+	if !sp.spec.Instruments || sp.spec.Shaped() {
 		return sp.emitValue()
 	}
 	if k, err := sc.PeekKind(); err != nil {
@@ -402,16 +588,119 @@ func (sp *splicer) element() error {
 	if group {
 		return nil
 	}
-	return sp.out.element(sc.EndCapture())
+	return sp.emit(sc.EndCapture())
 }
 
 func (sp *splicer) emitValue() error {
-	if err := sp.sc.StartCapture(); err != nil {
+	raw, err := sp.captureValue()
+	if err != nil {
 		return err
+	}
+	if len(sp.spec.Columns) > 0 && raw[0] == '[' {
+		if raw, err = sp.positional(nil, raw); err != nil {
+			return err
+		}
+	}
+	return sp.emit(raw)
+}
+
+func (sp *splicer) captureValue() ([]byte, error) {
+	if err := sp.sc.StartCapture(); err != nil {
+		return nil, err
 	}
 	if err := sp.sc.Skip(); err != nil {
 		sp.sc.EndCapture()
+		return nil, err
+	}
+	return sp.sc.EndCapture(), nil
+}
+
+// emit writes one record, rewritten when the spec says so.
+func (sp *splicer) emit(raw []byte) error {
+	if len(sp.spec.Last) > 0 {
+		sp.last = append(sp.last[:0], raw...)
+	}
+	if sp.spec.Rewrite != nil {
+		sp.buf = sp.spec.Rewrite(sp.buf, raw)
+		raw = sp.buf
+	}
+	return sp.out.element(raw)
+}
+
+// keyed writes one row per member of the object at the scanner: the
+// member's value with its name in the column Key (an object gains the
+// member; an array is named by Columns; another value is "value").
+func (sp *splicer) keyed() error {
+	sc := sp.sc
+	if err := sc.Expect('{'); err != nil {
 		return err
 	}
-	return sp.out.element(sp.sc.EndCapture())
+	var row []byte
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil || !more {
+			return err
+		}
+		key, err := sc.String()
+		if err != nil {
+			return err
+		}
+		name, _ := json.Marshal(string(key))
+		if err := sc.Expect(':'); err != nil {
+			return err
+		}
+		raw, err := sp.captureValue()
+		if err != nil {
+			return err
+		}
+		head := append(append(append([]byte{'{'}, sp.keyJSON()...), ':'), name...)
+		switch {
+		case raw[0] == '{':
+			row = append(row[:0], head...)
+			if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
+				row = append(row, ',')
+			}
+			row = append(row, raw[1:]...)
+		case raw[0] == '[' && len(sp.spec.Columns) > 0:
+			if row, err = sp.positional(head, raw); err != nil {
+				return err
+			}
+		default:
+			row = append(append(append(row[:0], head...), `,"value":`...), raw...)
+			row = append(row, '}')
+		}
+		if err := sp.emit(row); err != nil {
+			return err
+		}
+	}
+}
+
+func (sp *splicer) keyJSON() []byte {
+	b, _ := json.Marshal(sp.spec.Key)
+	return b
+}
+
+// positional writes the array raw as an object of Columns by position,
+// after head (an object's opening and members, or nil).
+func (sp *splicer) positional(head, raw []byte) ([]byte, error) {
+	var vals []json.RawMessage
+	if err := json.Unmarshal(raw, &vals); err != nil {
+		return nil, &jsontok.SyntaxError{Offset: sp.sc.Offset(), Msg: err.Error()}
+	}
+	out := append([]byte(nil), head...)
+	if len(out) == 0 {
+		out = append(out, '{')
+	}
+	for i, v := range vals {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		name := strconv.Itoa(i)
+		if i < len(sp.spec.Columns) {
+			name = sp.spec.Columns[i]
+		}
+		k, _ := json.Marshal(name)
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	return append(out, '}'), nil
 }

@@ -113,3 +113,109 @@ func FuzzSplice(f *testing.F) {
 		}
 	})
 }
+
+// Venue semantics: success codes, non-empty error arrays, errors whatever
+// the records path, keyed objects, positional rows, the last record.
+func TestVenueSemantics(t *testing.T) {
+	okx := &Errors{Code: "code", Message: "msg", OK: []string{"0"}, RetryCodes: []string{"50011"}}
+	bybit := &Errors{Code: "retCode", Message: "retMsg", OK: []string{"0"}}
+	kraken := &Errors{Path: "error", Message: "error.0", NonEmpty: true}
+	for _, tc := range []struct {
+		name, body string
+		spec       Spec
+		want       string // the stream, or the error's text
+		retry      bool
+		last       map[string]string
+	}{
+		{name: "okx success", body: `{"code":"0","msg":"","data":[{"instId":"A"}]}`, spec: Spec{Records: "data", Errors: okx}, want: `[{"instId":"A"}]`},
+		{name: "okx error code", body: `{"code":"51000","msg":"Parameter instType error","data":[]}`, spec: Spec{Records: "data", Errors: okx}, want: "venue error 51000: Parameter instType error"},
+		{name: "okx retryable code", body: `{"code":"50011","msg":"Rate limit reached","data":[]}`, spec: Spec{Records: "data", Errors: okx}, want: "venue error 50011: Rate limit reached", retry: true},
+		{name: "error after the rows writes none and may be retried", body: `{"data":[{"a":1}],"code":"50011","msg":"busy"}`, spec: Spec{Records: "data", Errors: okx}, want: "venue error 50011: busy", retry: true},
+		{name: "no code at all is an error", body: `{"data":[{"a":1}]}`, spec: Spec{Records: "data", Errors: okx}, want: "venue error: no code at code (success is 0)"},
+		{name: "bybit numeric code", body: `{"retCode":0,"retMsg":"OK","result":{"list":[1]}}`, spec: Spec{Records: "result.list", Errors: bybit}, want: `[1]`},
+		{name: "bybit error", body: `{"retCode":10004,"retMsg":"error sign!","result":{}}`, spec: Spec{Records: "result.list", Errors: bybit}, want: "venue error 10004: error sign!"},
+		{name: "errors without records: the whole body is judged", body: `{"code":"50113","msg":"Invalid Sign"}`, spec: Spec{Errors: okx}, want: "venue error 50113: Invalid Sign"},
+		{name: "errors without records: a present error path", body: `{"error":{"code":13009,"message":"unauthorized"}}`, spec: Spec{Errors: &Errors{Path: "error", Code: "code", Message: "message"}}, want: "venue error 13009: unauthorized"},
+		{name: "errors without records: success loads the body", body: `{"code":"0","data":[]}`, spec: Spec{Errors: okx}, want: `[{"code":"0","data":[]}]`},
+		{name: "kraken empty error array", body: `{"error":[],"result":{"XXBT":"0.5"}}`, spec: Spec{Records: "result", Errors: kraken}, want: `[{"XXBT":"0.5"}]`},
+		{name: "kraken error", body: `{"error":["EAPI:Invalid nonce"]}`, spec: Spec{Records: "result", Errors: kraken}, want: "venue error: EAPI:Invalid nonce"},
+		{name: "keyed objects", body: `{"error":[],"result":{"XXBTZUSD":{"altname":"XBTUSD"},"XETHZUSD":{"altname":"ETHUSD"},"E":{}}}`, spec: Spec{Records: "result", Shape: Shape{Key: "pair"}},
+			want: `[{"pair":"XXBTZUSD","altname":"XBTUSD"},{"pair":"XETHZUSD","altname":"ETHUSD"},{"pair":"E"}]`},
+		{name: "keyed scalars", body: `{"result":{"XXBT":"0.5","ZUSD":"10.1"}}`, spec: Spec{Records: "result", Shape: Shape{Key: "asset"}},
+			want: `[{"asset":"XXBT","value":"0.5"},{"asset":"ZUSD","value":"10.1"}]`},
+		{name: "keyed arrays by position", body: `{"result":{"A":[1,"x"]}}`, spec: Spec{Records: "result", Shape: Shape{Key: "k", Columns: []string{"n", "s"}}},
+			want: `[{"k":"A","n":1,"s":"x"}]`},
+		{name: "rows by position", body: `{"result":[[1,"a"],[2,"b",true],{"o":1}]}`, spec: Spec{Records: "result", Shape: Shape{Columns: []string{"id", "name"}}},
+			want: `[{"id":1,"name":"a"},{"id":2,"name":"b","2":true},{"o":1}]`},
+		{name: "keyed instruments are bare instruments", body: `{"result":{"A":{"strike":1}}}`, spec: Spec{Records: "result", Instruments: true, Shape: Shape{Key: "instrument_name"}},
+			want: `[{"instruments":[{"instrument_name":"A","strike":1}]}]`},
+		{name: "the last record", body: `{"code":"0","data":[{"billId":"9","x":{"y":1}},{"billId":"7","x":{"y":2}}]}`, spec: Spec{Records: "data", Errors: okx, Last: []string{"billId", "x.y"}},
+			want: `[{"billId":"9","x":{"y":1}},{"billId":"7","x":{"y":2}}]`, last: map[string]string{"billId": `"7"`, "x.y": `2`}},
+		{name: "rewritten records", body: `{"data":[{"a":1}]}`, spec: Spec{Records: "data", Instruments: true, Rewrite: func(dst, raw []byte) []byte { return append(append(append(dst[:0], `{"instrument_name":"X","v":`...), raw...), '}') }},
+			want: `[{"instruments":[{"instrument_name":"X","v":{"a":1}}]}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, res, err := splice(t, tc.body, tc.spec)
+			if err != nil {
+				var ve *VenueError
+				if !errors.As(err, &ve) || err.Error() != tc.want {
+					t.Fatalf("error %v, want %q", err, tc.want)
+				}
+				if ve.Retry != tc.retry {
+					t.Errorf("retry %v, want %v", ve.Retry, tc.retry)
+				}
+				if out != "" {
+					t.Errorf("an error body wrote rows: %s", out)
+				}
+				return
+			}
+			if out != tc.want {
+				t.Errorf("stream %s, want %s", out, tc.want)
+			}
+			for k, v := range tc.last {
+				if string(res.Last[k]) != v {
+					t.Errorf("last %s = %s, want %s", k, res.Last[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	e := &Errors{Code: "code", Message: "msg", RetryCodes: []string{"-1021"}}
+	for _, tc := range []struct {
+		body, want string
+		retry      bool
+	}{
+		{`{"code":-1021,"msg":"Timestamp for this request is outside of the recvWindow."}`, "venue error -1021: Timestamp for this request is outside of the recvWindow.", true},
+		{`{"code":-2015,"msg":"Invalid API-key, IP, or permissions for action."}`, "venue error -2015: Invalid API-key, IP, or permissions for action.", false},
+	} {
+		ve := Classify([]byte(tc.body), e)
+		if ve == nil || ve.Error() != tc.want || ve.Retry != tc.retry {
+			t.Errorf("%s: %+v, want %q retry %v", tc.body, ve, tc.want, tc.retry)
+		}
+	}
+	if ve := Classify([]byte(`<html>bad gateway</html>`), e); ve != nil {
+		t.Errorf("not JSON: %+v", ve)
+	}
+	if ve := Classify([]byte(`{"other":1}`), e); ve != nil {
+		t.Errorf("no code: %+v", ve)
+	}
+}
+
+func TestErrorsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		e    Errors
+		want string
+	}{
+		{Errors{}, "path or code is required"},
+		{Errors{Path: "e", OK: []string{"0"}}, "code is required"},
+		{Errors{Code: "c", NonEmpty: true}, "non_empty: path is required"},
+		{Errors{Code: "c", OK: []string{"0"}}, ""},
+	} {
+		err := tc.e.Check()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.e, err, tc.want)
+		}
+	}
+}

@@ -34,8 +34,12 @@ const DefaultMaxPages = 10000
 type Spec struct {
 	Type     string
 	MaxPages int // default DefaultMaxPages
-	// cursor
+	// cursor: the value at CursorPath of the body, or at CursorFromRecord
+	// of the page's last record (OKX after=billId), plus CursorPlus when
+	// the venue's cursor is inclusive (Binance fromId: the last id + 1).
 	CursorPath, CursorParam string
+	CursorFromRecord        string
+	CursorPlus              int
 	// next_url
 	NextPath string
 	// offset
@@ -51,6 +55,7 @@ type Spec struct {
 // Answer is what the fetch loop saw of one page.
 type Answer struct {
 	Values  map[string]json.RawMessage // the body's values at Paths()
+	Last    map[string]json.RawMessage // the last record's values at RecordPaths()
 	Header  http.Header
 	URL     *url.URL // the page's request URL (without credentials)
 	Records int
@@ -90,7 +95,16 @@ func (s Spec) Check() error {
 	}
 	switch s.Type {
 	case Cursor:
-		return errors.Join(need("cursor_path", s.CursorPath), need("cursor_param", s.CursorParam))
+		if s.CursorPath != "" && s.CursorFromRecord != "" {
+			return errors.New("pagination cursor: cursor_path or cursor_from_record, not both")
+		}
+		if s.CursorPlus != 0 && s.CursorFromRecord == "" {
+			return errors.New("pagination cursor: cursor_plus goes with cursor_from_record")
+		}
+		if s.CursorFromRecord != "" {
+			return need("cursor_param", s.CursorParam)
+		}
+		return errors.Join(need("cursor_path (or cursor_from_record)", s.CursorPath), need("cursor_param", s.CursorParam))
 	case NextURL:
 		return need("next_path", s.NextPath)
 	case LinkHeader:
@@ -126,6 +140,9 @@ func (p *Paginator) MaxPages() int { return p.spec.MaxPages }
 func (p *Paginator) Paths() []string {
 	switch p.spec.Type {
 	case Cursor:
+		if p.spec.CursorPath == "" {
+			return nil
+		}
 		return []string{p.spec.CursorPath}
 	case NextURL:
 		return []string{p.spec.NextPath}
@@ -133,6 +150,15 @@ func (p *Paginator) Paths() []string {
 		if p.spec.TotalPath != "" {
 			return []string{p.spec.TotalPath}
 		}
+	}
+	return nil
+}
+
+// RecordPaths are the paths within a record whose values in a page's last
+// record the paginator reads (Answer.Last).
+func (p *Paginator) RecordPaths() []string {
+	if p.spec.Type == Cursor && p.spec.CursorFromRecord != "" {
+		return []string{p.spec.CursorFromRecord}
 	}
 	return nil
 }
@@ -168,6 +194,9 @@ func (p *Paginator) Next(a Answer) (*Request, error) {
 	p.n++
 	switch p.spec.Type {
 	case Cursor:
+		if p.spec.CursorFromRecord != "" {
+			return p.recordCursor(a)
+		}
 		c := scalar(a.Values[p.spec.CursorPath])
 		if c == "" {
 			return nil, nil
@@ -216,6 +245,29 @@ func (p *Paginator) Next(a Answer) (*Request, error) {
 		return &Request{Params: p.params(p.spec.PageParam, strconv.Itoa(p.spec.Start+p.n))}, nil
 	}
 	return nil, fmt.Errorf("pagination: unknown type %q", p.spec.Type)
+}
+
+// recordCursor is the next request of a cursor read from the page's last
+// record: an empty page, or a short one when a limit is set, is the last.
+func (p *Paginator) recordCursor(a Answer) (*Request, error) {
+	if a.Records == 0 || (p.spec.Limit > 0 && a.Records < p.spec.Limit) {
+		return nil, nil
+	}
+	c := scalar(a.Last[p.spec.CursorFromRecord])
+	if c == "" {
+		return nil, fmt.Errorf("the last record of page %d has no %s to ask for the next page", p.n, p.spec.CursorFromRecord)
+	}
+	if p.spec.CursorPlus != 0 {
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("the last record's %s is %q, not a whole number to add cursor_plus to", p.spec.CursorFromRecord, c)
+		}
+		c = strconv.FormatInt(n+int64(p.spec.CursorPlus), 10)
+	}
+	if err := p.once("cursor", c); err != nil {
+		return nil, err
+	}
+	return &Request{Params: p.params(p.spec.CursorParam, c)}, nil
 }
 
 func (p *Paginator) once(what, v string) error {

@@ -78,3 +78,49 @@ func TestPaginators(t *testing.T) {
 		t.Errorf("empty page goes on: %v", n)
 	}
 }
+
+// A cursor read from the page's last record: OKX's after=<last billId>
+// (exclusive) and Binance's fromId=<last id + 1> (inclusive).
+func TestRecordCursor(t *testing.T) {
+	page := &url.URL{Scheme: "https", Host: "v.example", Path: "/x"}
+	last := func(s string) map[string]json.RawMessage {
+		return map[string]json.RawMessage{"billId": json.RawMessage(s), "id": json.RawMessage(s)}
+	}
+	p := New(Spec{Type: Cursor, CursorFromRecord: "billId", CursorParam: "after", LimitParam: "limit", Limit: 2}, url.Values{"instType": {"OPTION"}})
+	if got := p.RecordPaths(); len(got) != 1 || got[0] != "billId" || len(p.Paths()) != 0 {
+		t.Errorf("record paths %v, body paths %v", got, p.Paths())
+	}
+	n, err := p.Next(Answer{Records: 2, Last: last(`"650"`), URL: page})
+	if err != nil || n.Params.Encode() != "after=650&instType=OPTION&limit=2" {
+		t.Fatalf("next %v %v", n, err)
+	}
+	if _, err := p.Next(Answer{Records: 2, Last: last(`"650"`), URL: page}); !errors.Is(err, ErrLoop) {
+		t.Errorf("the same last record twice: %v", err)
+	}
+	if n, err := p.Next(Answer{Records: 1, Last: last(`"600"`), URL: page}); n != nil || err != nil {
+		t.Errorf("a short page goes on: %v %v", n, err)
+	}
+	if n, err := New(Spec{Type: Cursor, CursorFromRecord: "billId", CursorParam: "after"}, nil).Next(Answer{Records: 0, URL: page}); n != nil || err != nil {
+		t.Errorf("an empty page goes on: %v %v", n, err)
+	}
+	if _, err := New(Spec{Type: Cursor, CursorFromRecord: "billId", CursorParam: "after"}, nil).Next(Answer{Records: 3, URL: page}); err == nil {
+		t.Error("a last record without the cursor field ended the walk silently")
+	}
+	b := New(Spec{Type: Cursor, CursorFromRecord: "id", CursorParam: "fromId", CursorPlus: 1, LimitParam: "limit", Limit: 3}, nil)
+	if n, err := b.Next(Answer{Records: 3, Last: last(`41`), URL: page}); err != nil || n.Params.Get("fromId") != "42" {
+		t.Errorf("fromId %v %v", n, err)
+	}
+	for _, s := range []Spec{
+		{Type: Cursor, CursorParam: "c"},
+		{Type: Cursor, CursorPath: "n", CursorFromRecord: "id", CursorParam: "c"},
+		{Type: Cursor, CursorPath: "n", CursorParam: "c", CursorPlus: 1},
+		{Type: Cursor, CursorFromRecord: "id"},
+	} {
+		if s.Check() == nil {
+			t.Errorf("%+v passes the check", s)
+		}
+	}
+	if err := (Spec{Type: Cursor, CursorFromRecord: "id", CursorParam: "c"}).Check(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,88 @@
+package fieldmap
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/optlake/optlake/schema"
+)
+
+func ptr(s string) *string { return &s }
+
+func TestApply(t *testing.T) {
+	okx := Map{
+		{Column: "instrument_name", From: "instId"},
+		{Column: "strike", From: "stk"},
+		{Column: "expiration_timestamp", From: "expTime"},
+		{Column: "option_type", From: "optType", Values: map[string]string{"C": "call", "P": "put"}},
+		{Column: "kind", Value: "option"},
+		{Column: "is_active", From: "state", Values: map[string]string{"live": "true"}, Default: ptr("false")},
+		{Column: "quote_currency", From: "quoteCcy"},
+		{Column: "contract_size", From: "ctMult"},
+	}
+	for _, tc := range []struct {
+		name string
+		m    Map
+		in   string
+		want string
+	}{
+		{"okx: string numbers, codes, constants, the rest kept",
+			okx, `{"instId":"BTC-USD-231222-36000-C","stk":"36000","expTime":"1703232000000","optType":"C","state":"live","quoteCcy":"","ctMult":"0.01","uly":"BTC-USD","maxLmtSz":"10000"}`,
+			`{"instrument_name":"BTC-USD-231222-36000-C","strike":36000,"expiration_timestamp":1703232000000,"option_type":"call","kind":"option","is_active":true,"contract_size":0.01,"uly":"BTC-USD","maxLmtSz":"10000"}`},
+		{"a value not listed takes the default",
+			okx, `{"instId":"X","state":"suspend","optType":"P"}`,
+			`{"instrument_name":"X","option_type":"put","kind":"option","is_active":false}`},
+		{"a value that does not convert is kept as received (the decoder rejects it)",
+			okx, `{"instId":"X","stk":"n/a","expTime":"soon"}`,
+			`{"instrument_name":"X","strike":"n/a","expiration_timestamp":"soon","kind":"option"}`},
+		{"nested paths; the parent stays in extra",
+			Map{{Column: "instrument_name", From: "symbol"}, {Column: "tick_size", From: "priceFilter.tickSize"}, {Column: "min_trade_amount", From: "filters.1.minQty"}},
+			`{"symbol":"BTC-29DEC23-40000-C","priceFilter":{"tickSize":"5","minPrice":"5"},"filters":[{"a":1},{"minQty":"0.01"}]}`,
+			`{"instrument_name":"BTC-29DEC23-40000-C","tick_size":5,"min_trade_amount":0.01,"priceFilter":{"tickSize":"5","minPrice":"5"},"filters":[{"a":1},{"minQty":"0.01"}]}`},
+		{"times: ISO, seconds, fractional seconds",
+			Map{{Column: "instrument_name", From: "n"}, {Column: "creation_timestamp", From: "c", Time: "iso"}, {Column: "expiration_timestamp", From: "e", Time: "s"}},
+			`{"n":"A","c":"2023-12-22T08:00:00.250Z","e":1703232000.5}`,
+			`{"instrument_name":"A","creation_timestamp":1703232000250,"expiration_timestamp":1703232000500}`},
+		{"a venue field named like a mapped column is dropped; an unmapped one passes",
+			Map{{Column: "instrument_name", From: "symbol"}},
+			`{"instrument_name":"old","symbol":"new","kind":"option","strike":5}`,
+			`{"instrument_name":"new","kind":"option","strike":5}`},
+		{"integer ids stay numbers for the decoder to keep as text; scale",
+			Map{{Column: "instrument_name", From: "name"}, {Column: "instrument_id", From: "id"}, {Column: "strike", From: "strike_e8", Scale: 1e-8}},
+			`{"name":"A","id":364671,"strike_e8":"3600000000000"}`,
+			`{"instrument_name":"A","instrument_id":364671,"strike":36000}`},
+		{"not an object", okx, `[1,2]`, `[1,2]`},
+		{"null and absent are null", okx, `{"instId":"A","stk":null}`, `{"instrument_name":"A","kind":"option"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mp, err := New(tc.m, schema.Instruments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(mp.Apply(nil, []byte(tc.in))); got != tc.want {
+				t.Errorf("got\n %s\nwant\n %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		m    Map
+		want string
+	}{
+		{Map{{Column: "name", From: "x"}}, `name: not a column of instruments (want one of base_currency,`},
+		{Map{{Column: "extra", From: "x"}}, `extra: not a column`},
+		{Map{{Column: "strike", From: "x"}, {Column: "strike", From: "y"}}, "mapped twice"},
+		{Map{{Column: "strike"}}, "want a field name (from) or a constant (value)"},
+		{Map{{Column: "strike", From: "a", Value: "1"}}, "want a field name (from) or a constant (value)"},
+		{Map{{Column: "strike", From: "a", Time: "s"}}, "strike is not one"},
+		{Map{{Column: "creation_timestamp", From: "a", Time: "days"}}, `time "days" (want one of iso, s, ms, us, ns)`},
+		{Map{{Column: "kind", From: "a", Scale: 2}}, "scale multiplies numbers"},
+	} {
+		err := tc.m.Check(schema.Instruments)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.m, err, tc.want)
+		}
+	}
+}
