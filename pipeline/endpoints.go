@@ -9,6 +9,7 @@ import (
 	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/extract/envelope"
 	"github.com/optlake/optlake/pipeline/extract/paginate"
+	"github.com/optlake/optlake/pipeline/fieldmap"
 )
 
 // Kind says how an endpoint's body is turned into tables.
@@ -46,12 +47,20 @@ type Endpoint struct {
 	NoAuth     bool
 	Pagination *paginate.Spec
 	Errors     *envelope.Errors
+	// Shape: records that are keyed objects or positional arrays.
+	Shape envelope.Shape
+	// Fields maps the listing's fields to the instruments columns.
+	Fields fieldmap.Map
+	// Params are sent with every request as they are (never split at
+	// commas), besides the fanned-out parameters.
+	Params url.Values
 }
 
 // enveloped reports whether bodies go through package envelope (records,
-// pages or error bodies) instead of straight to the decoder.
+// pages, error bodies, shapes or a field mapping) instead of straight to
+// the decoder.
 func (e Endpoint) enveloped() bool {
-	return e.Records != "" || e.Pagination != nil || e.Errors != nil
+	return e.Records != "" || e.Pagination != nil || e.Errors != nil || e.Shape.Shaped() || len(e.Fields) > 0
 }
 
 // DefaultEndpoints is the registry of the venue's endpoints, in run order.

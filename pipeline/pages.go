@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/extract/envelope"
 	"github.com/optlake/optlake/pipeline/extract/paginate"
+	"github.com/optlake/optlake/pipeline/fieldmap"
+	"github.com/optlake/optlake/schema"
 )
 
 // pagedRequest fetches the pages of one request of an enveloped endpoint
@@ -88,9 +89,22 @@ func (e *PageLimitError) Error() string {
 // stream: live, as the paginator says; in a replay, the archived pages.
 func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream) (pageStats, error) {
 	var st pageStats
-	spec := envelope.Spec{Records: c.ep.Records, Instruments: c.ep.Kind == KindInstruments, Errors: c.ep.Errors}
+	spec := envelope.Spec{Records: c.ep.Records, Instruments: c.ep.Kind == KindInstruments, Errors: c.ep.Errors, Shape: c.ep.Shape}
+	fields := c.ep.Fields
 	if c.rq.archived != nil {
-		spec.Records, spec.Errors = c.rq.archived[0].Records, nil
+		spec.Records, spec.Errors, spec.Shape, fields = c.rq.archived[0].Records, nil, envelope.Shape{}, c.rq.archived[0].Fields
+		if s := c.rq.archived[0].Shape; s != nil {
+			spec.Shape = *s
+		}
+	}
+	if len(fields) > 0 {
+		mp, err := fieldmap.New(fields, schema.Instruments)
+		if err != nil {
+			return st, fmt.Errorf("fields: %w", err)
+		}
+		spec.Rewrite = mp.Apply
+	}
+	if c.rq.archived != nil {
 		paged := c.rq.archived[0].Page > 0
 		for _, m := range c.rq.archived {
 			req := c.extractRequest(c.rq.params)
@@ -112,6 +126,7 @@ func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream
 		first := pag.First()
 		next, limit = &first, pag.MaxPages()
 		spec.Capture = pag.Paths()
+		spec.Last = pag.RecordPaths()
 	}
 	for page := 1; next != nil; page++ {
 		if page > limit {
@@ -139,6 +154,13 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		m := c.meta()
 		m.Attempt, m.URL, m.FetchTime, m.Page = resp.Attempt, resp.URL, time.Now().UTC(), req.Page
 		m.Envelope, m.Records = true, spec.Records
+		if spec.Shape.Shaped() {
+			m.Shape = &spec.Shape
+		}
+		m.Fields = c.ep.Fields
+		if c.rq.archived != nil {
+			m.Fields = c.rq.archived[0].Fields
+		}
 		var entry archiveEntry = &countingEntry{}
 		if c.sr.archive != nil {
 			e, err := c.sr.archive.Create(ctx, m)
@@ -161,11 +183,13 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		var res envelope.Result
 		var serr error
 		if rerr == nil {
-			res, serr = envelope.Splice(bufio.NewReaderSize(scratch, 64<<10), stream, spec)
+			// The file itself (a ReadSeeker): an error body is judged
+			// before any of its rows is written.
+			res, serr = envelope.Splice(scratch, stream, spec)
 		}
 		if rerr == nil && serr == nil && pag != nil {
 			u, _ := url.Parse(resp.URL)
-			next, serr = pag.Next(paginate.Answer{Values: res.Values, Header: resp.Header, URL: u, Records: res.Records})
+			next, serr = pag.Next(paginate.Answer{Values: res.Values, Last: res.Last, Header: resp.Header, URL: u, Records: res.Records})
 		}
 		var ve *envelope.VenueError
 		isVenue := errors.As(serr, &ve)

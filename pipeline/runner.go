@@ -502,6 +502,11 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		reqs = sr.requests(ep)
 	} else {
 		sets := ParamSets(r.cfg.Params[ep.Name])
+		for _, p := range sets {
+			for k, v := range ep.Params {
+				p[k] = append([]string(nil), v...)
+			}
+		}
 		accounts := []Account{{}}
 		if ep.Kind == KindAccount && !ep.Public {
 			accounts = r.accounts()
@@ -626,7 +631,7 @@ func (c call) extractRequest(params url.Values) extract.Request {
 		a = c.sr.auth
 	}
 	return extract.Request{
-		Endpoint: c.ep.Name, Method: c.ep.Method, Path: c.ep.Path, Params: params, Body: c.ep.Body,
+		Endpoint: c.ep.Name, Method: c.ep.Method, Path: c.ep.Path, Params: params, Body: c.ep.Body, Errors: c.ep.Errors,
 		Headers: c.rq.headers, Account: c.rq.account, Auth: a, NoAuth: c.ep.NoAuth, Index: c.rq.index,
 	}
 }

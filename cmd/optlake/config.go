@@ -145,6 +145,34 @@ func shownVenue(v settings.Venue, red *redact.Redactor) map[string]any {
 			if e.Errors != nil {
 				m["errors"] = shown(e.Errors, red)
 			}
+			if e.Shape.Shaped() {
+				m["records"] = map[string]any{"path": e.Records, "key": e.Shape.Key, "columns": e.Shape.Columns}
+			}
+			if len(e.Fields) > 0 {
+				f := map[string]any{}
+				for _, r := range e.Fields {
+					rule := map[string]any{}
+					for k, val := range map[string]string{"from": r.From, "value": r.Value, "time": r.Time} {
+						if val != "" {
+							rule[k] = val
+						}
+					}
+					if r.Values != nil {
+						rule["values"] = r.Values
+					}
+					if r.Default != nil {
+						rule["default"] = *r.Default
+					}
+					if r.Scale != 0 {
+						rule["scale"] = r.Scale
+					}
+					f[r.Column] = rule
+				}
+				m["fields"] = f
+			}
+			if len(e.Params) > 0 {
+				m["whole_params"] = e.Params
+			}
 			eps[name] = m
 		}
 		out["endpoints"] = eps
@@ -213,6 +241,8 @@ func isZero(v any) bool {
 		return x == ""
 	case float64:
 		return x == 0
+	case bool:
+		return !x
 	case []any:
 		return len(x) == 0
 	case map[string]any:

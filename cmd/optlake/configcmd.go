@@ -179,6 +179,7 @@ func configureEndpoints(eps []pipeline.Endpoint, v settings.Venue) {
 			continue
 		}
 		ep.Method, ep.Records, ep.Pagination = e.Method, e.Records, e.Pagination
+		ep.Shape, ep.Fields, ep.Params = e.Shape, e.Fields, e.Params
 		if e.Body != "" {
 			ep.Body = []byte(e.Body)
 		}

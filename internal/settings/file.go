@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -249,6 +250,12 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 					return fail(ev, "endpoints.%s.params: want a mapping key -> value", k.Value)
 				}
 				for p := 0; p+1 < len(ev.Content); p += 2 {
+					if ev.Content[p+1].Kind == yaml.MappingNode {
+						if err := fc.wholeParam(k.Value, ev.Content[p], ev.Content[p+1], fail); err != nil {
+							return err
+						}
+						continue
+					}
 					vals, err := scalars(ev.Content[p+1])
 					if err != nil {
 						return fail(ev.Content[p+1], "endpoints.%s.params.%s: %v", k.Value, ev.Content[p].Value, err)
@@ -274,13 +281,53 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 					return err
 				}
 				if !known {
-					return fail(ek, "endpoints.%s: unknown key %q (want path, method, body, records, kind, params, auth, pagination, errors, maps)", k.Value, ek.Value)
+					return fail(ek, "endpoints.%s: unknown key %q (want path, method, body, records, fields, kind, params, auth, pagination, errors, maps)", k.Value, ek.Value)
 				}
 			}
 		}
 	}
 	fc.values["endpoints"] = names
 	fc.lines["endpoints"] = v.Line
+	return nil
+}
+
+// wholeParam reads params.<key>: {value, split}: with split: false the
+// value (a list is joined with commas) is sent as one parameter; split:
+// true fans a comma list out as a plain value does.
+func (fc *File) wholeParam(endpoint string, k, v *yaml.Node, fail failFunc) error {
+	where := "endpoints." + endpoint + ".params." + k.Value
+	var vals []string
+	split := true
+	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"value": strList(&vals, where+".value", fail),
+		"split": boolean(&split, where+".split", fail),
+	})
+	if err != nil {
+		return err
+	}
+	if vals == nil {
+		return fail(v, "%s: value is required", where)
+	}
+	s, err := secret.Expand(strings.Join(vals, ","))
+	if err != nil {
+		return fail(v, "%s: %v", where, err)
+	}
+	if split {
+		fc.Params = append(fc.Params, endpoint+"."+k.Value+"="+s)
+		return nil
+	}
+	if fc.Venue.Endpoints == nil {
+		fc.Venue.Endpoints = map[string]*Endpoint{}
+	}
+	e := fc.Venue.Endpoints[endpoint]
+	if e == nil {
+		e = &Endpoint{Line: k.Line}
+		fc.Venue.Endpoints[endpoint] = e
+	}
+	if e.Params == nil {
+		e.Params = url.Values{}
+	}
+	e.Params.Add(k.Value, s)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/extract/envelope"
 	"github.com/optlake/optlake/pipeline/extract/paginate"
+	"github.com/optlake/optlake/pipeline/fieldmap"
+	"github.com/optlake/optlake/schema"
 )
 
 // The config file's keys for real venues (DESIGN.md, "Real venues"):
@@ -32,10 +35,15 @@ type Endpoint struct {
 	Method     string
 	Body       string
 	Records    string
-	Kind       string // account | public (endpoints beyond the seed's)
+	Shape      envelope.Shape // records: {key, columns}
+	Kind       string         // account | public (endpoints beyond the seed's)
 	Auth       *auth.Spec
 	Pagination *paginate.Spec
 	Errors     *envelope.Errors
+	Fields     fieldmap.Map // the listing's fields, by instruments column
+	// Params are sent as written, never split at commas
+	// (params: {key: {value: "A,B", split: false}}).
+	Params url.Values
 }
 
 // Venue is the real-venue part of a config file.
@@ -234,32 +242,124 @@ func errorsSpec(v *yaml.Node, where string, fail failFunc) (*envelope.Errors, er
 		"path":        scalar(&e.Path, w("path"), fail),
 		"code":        scalar(&e.Code, w("code"), fail),
 		"message":     scalar(&e.Message, w("message"), fail),
+		"ok":          strList(&e.OK, w("ok"), fail),
+		"non_empty":   boolean(&e.NonEmpty, w("non_empty"), fail),
 		"retry_codes": strList(&e.RetryCodes, w("retry_codes"), fail),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if e.Path == "" {
-		return nil, fail(v, "%s: path is required", where)
+	if err := e.Check(); err != nil {
+		return nil, fail(v, "%s: %v", where, err)
 	}
 	return e, nil
+}
+
+func boolean(dst *bool, where string, fail failFunc) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		b, err := strconv.ParseBool(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil {
+			return fail(v, "%s: want true or false", where)
+		}
+		*dst = b
+		return nil
+	}
+}
+
+// recordsKey reads records: a dotted path, or {path, key, columns}.
+func recordsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
+	if v.Kind == yaml.ScalarNode {
+		e.Records = v.Value
+		return nil
+	}
+	w := func(k string) string { return where + "." + k }
+	return mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"path":    scalar(&e.Records, w("path"), fail),
+		"key":     scalar(&e.Shape.Key, w("key"), fail),
+		"columns": strList(&e.Shape.Columns, w("columns"), fail),
+	})
+}
+
+// fieldsKey reads fields: {column: venue_field | {from, value, values,
+// default, time, scale}}, checked against the instruments table.
+func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
+	if v.Kind != yaml.MappingNode {
+		return fail(v, "%s: want a mapping column -> venue field", where)
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		r := fieldmap.Rule{Column: k.Value}
+		w := func(s string) string { return where + "." + k.Value + s }
+		if val.Kind == yaml.ScalarNode {
+			r.From = val.Value
+		} else {
+			var def, scale string
+			hasDefault := false
+			err := mapping(val, w(""), fail, map[string]func(*yaml.Node) error{
+				"from":  scalar(&r.From, w(".from"), fail),
+				"value": scalar(&r.Value, w(".value"), fail),
+				"values": func(n *yaml.Node) error {
+					if n.Kind != yaml.MappingNode {
+						return fail(n, "%s: want a mapping venue value -> value", w(".values"))
+					}
+					r.Values = map[string]string{}
+					for j := 0; j+1 < len(n.Content); j += 2 {
+						if n.Content[j+1].Kind != yaml.ScalarNode {
+							return fail(n.Content[j+1], "%s: want a value", w(".values."+n.Content[j].Value))
+						}
+						r.Values[n.Content[j].Value] = n.Content[j+1].Value
+					}
+					return nil
+				},
+				"default": func(n *yaml.Node) error {
+					hasDefault = true
+					return scalar(&def, w(".default"), fail)(n)
+				},
+				"time":  scalar(&r.Time, w(".time"), fail),
+				"scale": scalar(&scale, w(".scale"), fail),
+			})
+			if err != nil {
+				return err
+			}
+			if hasDefault {
+				r.Default = &def
+			}
+			if scale != "" {
+				f, err := strconv.ParseFloat(scale, 64)
+				if err != nil || f == 0 {
+					return fail(val, "%s: want a number other than 0", w(".scale"))
+				}
+				r.Scale = f
+			}
+		}
+		e.Fields = append(e.Fields, r)
+		if err := (fieldmap.Map{r}).Check(schema.Instruments); err != nil {
+			return fail(k, "%s: %v", where, err)
+		}
+	}
+	if err := e.Fields.Check(schema.Instruments); err != nil {
+		return fail(v, "%s: %v", where, err)
+	}
+	return nil
 }
 
 func paginationSpec(v *yaml.Node, where string, fail failFunc) (*paginate.Spec, error) {
 	p := &paginate.Spec{}
 	w := func(k string) string { return where + "." + k }
 	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"type":         scalar(&p.Type, w("type"), fail),
-		"max_pages":    integer(&p.MaxPages, w("max_pages"), fail),
-		"cursor_path":  scalar(&p.CursorPath, w("cursor_path"), fail),
-		"cursor_param": scalar(&p.CursorParam, w("cursor_param"), fail),
-		"next_path":    scalar(&p.NextPath, w("next_path"), fail),
-		"offset_param": scalar(&p.OffsetParam, w("offset_param"), fail),
-		"total_path":   scalar(&p.TotalPath, w("total_path"), fail),
-		"page_param":   scalar(&p.PageParam, w("page_param"), fail),
-		"start":        integer(&p.Start, w("start"), fail),
-		"limit_param":  scalar(&p.LimitParam, w("limit_param"), fail),
-		"limit":        integer(&p.Limit, w("limit"), fail),
+		"type":               scalar(&p.Type, w("type"), fail),
+		"max_pages":          integer(&p.MaxPages, w("max_pages"), fail),
+		"cursor_path":        scalar(&p.CursorPath, w("cursor_path"), fail),
+		"cursor_param":       scalar(&p.CursorParam, w("cursor_param"), fail),
+		"cursor_from_record": scalar(&p.CursorFromRecord, w("cursor_from_record"), fail),
+		"cursor_plus":        integer(&p.CursorPlus, w("cursor_plus"), fail),
+		"next_path":          scalar(&p.NextPath, w("next_path"), fail),
+		"offset_param":       scalar(&p.OffsetParam, w("offset_param"), fail),
+		"total_path":         scalar(&p.TotalPath, w("total_path"), fail),
+		"page_param":         scalar(&p.PageParam, w("page_param"), fail),
+		"start":              integer(&p.Start, w("start"), fail),
+		"limit_param":        scalar(&p.LimitParam, w("limit_param"), fail),
+		"limit":              integer(&p.Limit, w("limit"), fail),
 	})
 	if err != nil {
 		return nil, err
@@ -294,7 +394,12 @@ func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, 
 	case "body":
 		err = scalar(&e.Body, where, fail)(v)
 	case "records":
-		err = scalar(&e.Records, where, fail)(v)
+		err = recordsKey(e, v, where, fail)
+	case "fields":
+		if name != "instruments" {
+			return true, fail(k, "%s: only the instrument listing takes fields (other endpoints load every field as a column)", where)
+		}
+		err = fieldsKey(e, v, where, fail)
 	case "kind":
 		if err = scalar(&e.Kind, where, fail)(v); err == nil && e.Kind != "account" && e.Kind != "public" {
 			err = fail(v, "%s: want account or public", where)

@@ -84,13 +84,89 @@ endpoints:
 		{"auth:\n  type: hmac\n  key: k\n  secret: s\n  sign: '{when}'\n  headers: {A: '{signature}'}\n", 2, "unknown placeholder {when}"},
 		{"auth: {type: bearer}\n", 1, "token is required"},
 		{"auth: {type: bearer, token: '${VENUE_TEST_UNSET}'}\n", 1, "VENUE_TEST_UNSET is not set"},
-		{"errors: {code: x}\n", 1, "path is required"},
+		{"errors: {message: x}\n", 1, "path or code is required"},
 		{"endpoints:\n  instruments:\n    pagination: {type: cursor, cursor_path: n}\n", 3, "cursor_param is required"},
 		{"endpoints:\n  instruments:\n    pagination: {type: sideways}\n", 3, "unknown type"},
 		{"endpoints:\n  instruments:\n    pagination: {type: page, page_param: p, pages: 3}\n", 3, "unknown key \"pages\""},
 		{"endpoints:\n  x:\n    kind: private\n", 3, "want account or public"},
 		{"endpoints:\n  x:\n    method: PUT\n", 3, "want GET or POST"},
 		{"accounts:\n  - label: a\n    auth: {type: basic, pass: x}\n", 3, "unknown key \"pass\""},
+	} {
+		os.WriteFile(p, []byte(tc.body), 0o600)
+		_, err := LoadFile(p, Run)
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Line != tc.line || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: error %v, want a FileError at line %d with %q", tc.body, err, tc.line, tc.msg)
+		}
+	}
+}
+
+// The keys of venue semantics: a listing's fields, records by key or
+// position, success codes, a cursor from the last record, whole params.
+func TestVenueSemanticsKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte(`errors: {code: code, message: msg, ok: ["0"], retry_codes: ["50011"]}
+endpoints:
+  instruments:
+    records: data
+    params: {instType: OPTION, instFamily: "BTC-USD,ETH-USD", instId: {value: "A,B", split: false}, uly: {value: [X, Y]}}
+    fields:
+      instrument_name: instId
+      strike: stk
+      option_type: {from: optType, values: {C: call, P: put}}
+      is_active: {from: state, values: {live: true}, default: false}
+      creation_timestamp: {from: listTime, time: ms}
+      kind: {value: option}
+      contract_size: {from: ctMult, scale: 0.5}
+  bills:
+    kind: account
+    records: {path: result, key: pair, columns: [time, open]}
+    errors: {path: error, non_empty: true, message: error.0}
+    pagination: {type: cursor, cursor_from_record: billId, cursor_plus: 1, cursor_param: after, limit_param: limit, limit: 100}
+`), 0o600)
+	f, err := LoadFile(p, Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := f.Venue
+	if e := v.Errors; e == nil || len(e.OK) != 1 || e.OK[0] != "0" || e.Path != "" {
+		t.Errorf("errors %+v", e)
+	}
+	ins, bills := v.Endpoints["instruments"], v.Endpoints["bills"]
+	if len(ins.Fields) != 7 || ins.Fields[0].From != "instId" || ins.Fields[2].Values["C"] != "call" || *ins.Fields[3].Default != "false" ||
+		ins.Fields[4].Time != "ms" || ins.Fields[5].Value != "option" || ins.Fields[6].Scale != 0.5 {
+		t.Errorf("fields %+v", ins.Fields)
+	}
+	if got := ins.Params.Encode(); got != "instId=A%2CB" {
+		t.Errorf("whole params %s", got)
+	}
+	if strings.Join(f.Params, " ") != "instruments.instType=OPTION instruments.instFamily=BTC-USD,ETH-USD instruments.uly=X,Y" {
+		t.Errorf("split params %q", f.Params)
+	}
+	if bills.Records != "result" || bills.Shape.Key != "pair" || strings.Join(bills.Shape.Columns, ",") != "time,open" {
+		t.Errorf("records %+v", bills)
+	}
+	if e := bills.Errors; e == nil || !e.NonEmpty || e.Message != "error.0" {
+		t.Errorf("bills errors %+v", e)
+	}
+	if pg := bills.Pagination; pg == nil || pg.CursorFromRecord != "billId" || pg.CursorPlus != 1 {
+		t.Errorf("pagination %+v", pg)
+	}
+	for _, tc := range []struct {
+		body string
+		line int
+		msg  string
+	}{
+		{"errors: {path: e, ok: [0]}\n", 1, "code is required"},
+		{"errors: {code: c, non_empty: yes please}\n", 1, "non_empty: want true or false"},
+		{"endpoints:\n  positions:\n    fields: {strike: stk}\n", 3, "only the instrument listing takes fields"},
+		{"endpoints:\n  instruments:\n    fields:\n      instrument_name: instId\n      name: x\n", 5, "name: not a column of instruments"},
+		{"endpoints:\n  instruments:\n    fields:\n      strike: {from: stk, time: s}\n", 4, "strike is not one"},
+		{"endpoints:\n  instruments:\n    fields:\n      strike: {from: stk, scale: big}\n", 4, "want a number other than 0"},
+		{"endpoints:\n  instruments:\n    fields:\n      kind: {form: k}\n", 4, `unknown key "form"`},
+		{"endpoints:\n  instruments:\n    records: {path: data, keys: k}\n", 3, `unknown key "keys"`},
+		{"endpoints:\n  instruments:\n    pagination: {type: cursor, cursor_from_record: id}\n", 3, "cursor_param is required"},
+		{"endpoints:\n  instruments:\n    params: {symbols: {split: false}}\n", 3, "value is required"},
 	} {
 		os.WriteFile(p, []byte(tc.body), 0o600)
 		_, err := LoadFile(p, Run)

@@ -35,6 +35,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/optlake/optlake/pipeline/extract/envelope"
+	"github.com/optlake/optlake/pipeline/fieldmap"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -74,6 +76,10 @@ type Meta struct {
 	// ("" the whole body), the rest is envelope (replay decodes it so).
 	Envelope bool   `json:"envelope,omitempty"`
 	Records  string `json:"records,omitempty"`
+	// Shape and Fields: how the records became rows (keyed objects,
+	// positional arrays, the listing's field mapping).
+	Shape  *envelope.Shape `json:"shape,omitempty"`
+	Fields fieldmap.Map    `json:"fields,omitempty"`
 	// VenueError: a 2xx body that reported an error (not rows).
 	VenueError bool `json:"venue_error,omitempty"`
 }

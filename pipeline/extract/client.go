@@ -182,6 +182,9 @@ type Request struct {
 	Headers http.Header
 	// Account labels the request (logs, archive); not sent.
 	Account string
+	// Errors reads the code of a 4xx answer's body: retried only when it
+	// is one of the retry codes.
+	Errors *envelope.Errors
 }
 
 // URL returns the request's URL.
@@ -241,6 +244,8 @@ type StatusError struct {
 	Status   int
 	Attempts int
 	Excerpt  string // start of the body, one line, redacted
+	// Venue is the venue's error in the body, read by Request.Errors.
+	Venue *envelope.VenueError
 }
 
 func (e *StatusError) Error() string {
@@ -248,10 +253,30 @@ func (e *StatusError) Error() string {
 	if e.Attempts > 1 {
 		msg += fmt.Sprintf(" after %d attempts", e.Attempts)
 	}
-	if e.Excerpt != "" {
+	switch {
+	case e.Venue != nil:
+		msg += ": " + e.Venue.Error()
+	case e.Excerpt != "":
 		msg += ": " + e.Excerpt
 	}
 	return msg
+}
+
+// Unwrap is the venue's error, when the body names one.
+func (e *StatusError) Unwrap() error {
+	if e.Venue == nil {
+		return nil
+	}
+	return e.Venue
+}
+
+// retryable reports whether the answer may be retried: a transient status,
+// or a 4xx whose venue code is one of the retry codes.
+func (e *StatusError) retryable() bool {
+	if retryableStatus(e.Status) {
+		return true
+	}
+	return e.Venue != nil && e.Venue.Retry && e.Status >= 400 && e.Status < 500
 }
 
 var errIdle = errors.New("timed out waiting for the venue")
@@ -308,7 +333,7 @@ func (c *Client) Do(ctx context.Context, r Request, hooks Hooks, handle func(con
 	var se *StatusError
 	if errors.As(last, &se) {
 		se.Attempts = c.opt.MaxAttempts
-		if !retryableStatus(se.Status) {
+		if !se.retryable() {
 			se.Attempts = 1
 		}
 	}
@@ -403,10 +428,15 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 		if hooks.OnFailed != nil {
 			hooks.OnFailed(Failed{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Body: excerpt, Complete: complete})
 		}
-		return retryAfter(resp.Header.Get("Retry-After")), &StatusError{
+		se := &StatusError{
 			Status: resp.StatusCode, Attempts: attempt,
 			Excerpt: c.opt.Redactor.String(oneLine(excerpt, 200)),
 		}
+		if ve := envelope.Classify(excerpt, r.Errors); ve != nil {
+			ve.Code, ve.Message = c.opt.Redactor.String(ve.Code), c.opt.Redactor.String(ve.Message)
+			se.Venue = ve
+		}
+		return retryAfter(resp.Header.Get("Retry-After")), se
 	}
 	return 0, handle(actx, &Response{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Header: resp.Header, Body: body})
 }
@@ -423,7 +453,7 @@ func retryable(err error) bool {
 	}
 	var se *StatusError
 	if errors.As(err, &se) {
-		return retryableStatus(se.Status)
+		return se.retryable()
 	}
 	var ve *envelope.VenueError
 	if errors.As(err, &ve) {

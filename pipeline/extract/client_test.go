@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline/extract/envelope"
 )
 
 const secret = "Bearer sk-live-0123456789"
@@ -308,5 +309,51 @@ func TestURL(t *testing.T) {
 		if _, err := New(Options{BaseURL: bad}); err == nil {
 			t.Errorf("New(%q) accepted", bad)
 		}
+	}
+}
+
+// A 4xx venue error (Binance's {"code": -1021, "msg": …}) is retried only
+// when its code is one of the retry codes; the error names the venue's code.
+func TestVenueErrorIn4xx(t *testing.T) {
+	errs := &envelope.Errors{Code: "code", Message: "msg", RetryCodes: []string{"-1021"}}
+	for _, tc := range []struct {
+		name     string
+		body     string
+		errs     *envelope.Errors
+		attempts int
+		err      string
+	}{
+		{"retry code", `{"code":-1021,"msg":"Timestamp for this request is outside of the recvWindow."}`, errs, 2, ""},
+		{"other code is final", `{"code":-2015,"msg":"Invalid API-key, IP, or permissions for action."}`, errs, 1,
+			"HTTP 400 Bad Request: venue error -2015: Invalid API-key, IP, or permissions for action."},
+		{"no errors configured", `{"code":-1021,"msg":"x"}`, nil, 1, `HTTP 400 Bad Request: {"code":-1021,"msg":"x"}`},
+		{"retry code always", `{"code":-1021,"msg":"late"}`, errs, 4, "HTTP 400 Bad Request after 4 attempts: venue error -1021: late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if i := n.Add(1); i < int32(tc.attempts) || tc.err != "" {
+					w.WriteHeader(http.StatusBadRequest)
+					io.WriteString(w, tc.body)
+					return
+				}
+				io.WriteString(w, `[]`)
+			}))
+			defer srv.Close()
+			var body []byte
+			err := newClient(t, srv.URL, nil, nil).Do(context.Background(), Request{Endpoint: "positions", Path: "/eapi/v1/position", Errors: tc.errs}, Hooks{}, readAll(&body))
+			if int(n.Load()) != tc.attempts {
+				t.Errorf("server saw %d requests, want %d", n.Load(), tc.attempts)
+			}
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.err {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+		})
 	}
 }

@@ -151,7 +151,9 @@ func TestVenueSemantics(t *testing.T) {
 			want: `[{"instruments":[{"instrument_name":"A","strike":1}]}]`},
 		{name: "the last record", body: `{"code":"0","data":[{"billId":"9","x":{"y":1}},{"billId":"7","x":{"y":2}}]}`, spec: Spec{Records: "data", Errors: okx, Last: []string{"billId", "x.y"}},
 			want: `[{"billId":"9","x":{"y":1}},{"billId":"7","x":{"y":2}}]`, last: map[string]string{"billId": `"7"`, "x.y": `2`}},
-		{name: "rewritten records", body: `{"data":[{"a":1}]}`, spec: Spec{Records: "data", Instruments: true, Rewrite: func(dst, raw []byte) []byte { return append(append(append(dst[:0], `{"instrument_name":"X","v":`...), raw...), '}') }},
+		{name: "rewritten records", body: `{"data":[{"a":1}]}`, spec: Spec{Records: "data", Instruments: true, Rewrite: func(dst, raw []byte) []byte {
+			return append(append(append(dst[:0], `{"instrument_name":"X","v":`...), raw...), '}')
+		}},
 			want: `[{"instruments":[{"instrument_name":"X","v":{"a":1}}]}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
