@@ -152,7 +152,7 @@ func shownVenue(v settings.Venue, red *redact.Redactor) map[string]any {
 				f := map[string]any{}
 				for _, r := range e.Fields {
 					rule := map[string]any{}
-					for k, val := range map[string]string{"from": r.From, "value": r.Value, "time": r.Time} {
+					for k, val := range map[string]string{"from": r.From, "value": r.Value, "time": r.Time, "split": r.Split} {
 						if val != "" {
 							rule[k] = val
 						}
@@ -165,6 +165,9 @@ func shownVenue(v settings.Venue, red *redact.Redactor) map[string]any {
 					}
 					if r.Scale != 0 {
 						rule["scale"] = r.Scale
+					}
+					if r.Part != 0 {
+						rule["part"] = r.Part
 					}
 					f[r.Column] = rule
 				}

@@ -317,6 +317,8 @@ func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 				},
 				"time":  scalar(&r.Time, w(".time"), fail),
 				"scale": scalar(&scale, w(".scale"), fail),
+				"split": scalar(&r.Split, w(".split"), fail),
+				"part":  integer(&r.Part, w(".part"), fail),
 			})
 			if err != nil {
 				return err

@@ -41,6 +41,10 @@ type Rule struct {
 	Time string `json:"time,omitempty"`
 	// Scale multiplies a number.
 	Scale float64 `json:"scale,omitempty"`
+	// Split cuts a text at this separator and takes its Part (0 the first,
+	// -1 the last): the strike inside BTC-29DEC23-40000-C.
+	Split string `json:"split,omitempty"`
+	Part  int    `json:"part,omitempty"`
 }
 
 // Map is the rules of one endpoint, in the order they are written.
@@ -71,6 +75,12 @@ func (m Map) Check(t *schema.Table) error {
 			if !contains(TimeUnits, r.Time) {
 				return fmt.Errorf("%s: time %q (want one of %s)", r.Column, r.Time, strings.Join(TimeUnits, ", "))
 			}
+		}
+		if r.Split != "" && r.From == "" {
+			return fmt.Errorf("%s: split cuts a field's text: from is required", r.Column)
+		}
+		if r.Part != 0 && r.Split == "" {
+			return fmt.Errorf("%s: part goes with split", r.Column)
 		}
 		if r.Scale != 0 && c.JSON != schema.JSONNumber {
 			return fmt.Errorf("%s: scale multiplies numbers; %s is not one", r.Column, r.Column)
@@ -240,6 +250,17 @@ func (r *rule) value(members []member) ([]byte, bool) {
 			return v, true
 		}
 		quoted = true
+	}
+	if r.Split != "" {
+		parts := strings.Split(text, r.Split)
+		i := r.Part
+		if i < 0 {
+			i += len(parts)
+		}
+		if i < 0 || i >= len(parts) {
+			return nil, false
+		}
+		text, quoted, v = parts[i], true, nil
 	}
 	if r.Values != nil {
 		if to, ok := r.Values[text]; ok {

@@ -51,6 +51,10 @@ func TestApply(t *testing.T) {
 			Map{{Column: "instrument_name", From: "name"}, {Column: "instrument_id", From: "id"}, {Column: "strike", From: "strike_e8", Scale: 1e-8}},
 			`{"name":"A","id":364671,"strike_e8":"3600000000000"}`,
 			`{"instrument_name":"A","instrument_id":364671,"strike":36000}`},
+		{"a part of a text",
+			Map{{Column: "instrument_name", From: "symbol"}, {Column: "strike", From: "symbol", Split: "-", Part: 2}, {Column: "option_type", From: "symbol", Split: "-", Part: -1, Values: map[string]string{"C": "call", "P": "put"}}, {Column: "base_currency", From: "symbol", Split: "-", Part: 7}},
+			`{"symbol":"BTC-29DEC23-40000-C"}`,
+			`{"instrument_name":"BTC-29DEC23-40000-C","strike":40000,"option_type":"call"}`},
 		{"not an object", okx, `[1,2]`, `[1,2]`},
 		{"null and absent are null", okx, `{"instId":"A","stk":null}`, `{"instrument_name":"A","kind":"option"}`},
 	} {
@@ -79,6 +83,8 @@ func TestCheck(t *testing.T) {
 		{Map{{Column: "strike", From: "a", Time: "s"}}, "strike is not one"},
 		{Map{{Column: "creation_timestamp", From: "a", Time: "days"}}, `time "days" (want one of iso, s, ms, us, ns)`},
 		{Map{{Column: "kind", From: "a", Scale: 2}}, "scale multiplies numbers"},
+		{Map{{Column: "strike", Value: "1", Split: "-"}}, "from is required"},
+		{Map{{Column: "strike", From: "a", Part: 2}}, "part goes with split"},
 	} {
 		err := tc.m.Check(schema.Instruments)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
