@@ -1,6 +1,7 @@
 package fieldmap
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -91,4 +92,34 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.m, err, tc.want)
 		}
 	}
+}
+
+// A mapped record is always one JSON object when the record is one.
+func FuzzApply(f *testing.F) {
+	f.Add(`{"instId":"BTC-USD-231222-36000-C","stk":"36000","expTime":"1703232000000","optType":"C","f":{"t":"5"}}`)
+	f.Add(`{"instId":"A","stk":"1e999","expTime":"2023-12-22T08:00:00Z","optType":7,"f":[1]}`)
+	mp, err := New(Map{
+		{Column: "instrument_name", From: "instId"},
+		{Column: "strike", From: "stk", Scale: 2},
+		{Column: "expiration_timestamp", From: "expTime", Time: "iso"},
+		{Column: "creation_timestamp", From: "expTime", Time: "s"},
+		{Column: "option_type", From: "optType", Values: map[string]string{"C": "call"}},
+		{Column: "tick_size", From: "f.t"},
+		{Column: "base_currency", From: "instId", Split: "-", Part: -1},
+		{Column: "is_active", From: "optType"},
+	}, schema.Instruments)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(in), &obj) != nil {
+			return
+		}
+		out := mp.Apply(nil, []byte(in))
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: mapped to %s: %v", in, out, err)
+		}
+	})
 }

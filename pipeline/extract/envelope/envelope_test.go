@@ -94,11 +94,17 @@ func FuzzSplice(f *testing.F) {
 	f.Add(`[{"instruments":[{"a":1}]},{"b":2}]`, "", true)
 	f.Add(`{"error":{"code":1},"result":[]}`, "result", false)
 	f.Add(`{"a":[[1],[2]]}`, "a.1", false)
+	f.Add(`{"error":[],"result":{"A":{"x":1},"B":[1,2],"C":"s"}}`, "result", false)
 	f.Fuzz(func(t *testing.T, body, path string, instruments bool) {
 		var out bytes.Buffer
 		s := NewStream(&out, instruments)
-		_, err := Splice(strings.NewReader(body), s, Spec{Records: path, Instruments: instruments,
-			Errors: &Errors{Path: "error", Code: "error.code"}, Capture: []string{"result.next"}})
+		spec := Spec{Records: path, Instruments: instruments,
+			Errors: &Errors{Path: "error", Code: "error.code"}, Capture: []string{"result.next"}, Last: []string{"id"}}
+		if len(body)%2 == 1 { // the shapes too: keyed objects, positional rows, success codes
+			spec.Shape = Shape{Key: "k", Columns: []string{"a", "b"}}
+			spec.Errors = &Errors{Path: "error", NonEmpty: true, Code: "code", OK: []string{"0"}}
+		}
+		_, err := Splice(strings.NewReader(body), s, spec)
 		if err != nil {
 			return
 		}
