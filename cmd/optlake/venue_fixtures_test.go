@@ -147,6 +147,31 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}},
 			pages: []string{"cursor=c2", "cursor=p2"}},
+		{profile: "gate", env: nil,
+			rows: map[string]int64{"instruments": 8, "account_summary": 1, "positions": 1},
+			listing: &listing{n: 8, check: func(t *testing.T, row map[string]any) {
+				if row["quote_currency"] != "USDT" || row["contract_size"] != 0.0001 || row["min_trade_amount"] != 1.0 || row["creation_timestamp"] != int64(1702454400000) {
+					t.Errorf("quote %v size %v min %v created %v", row["quote_currency"], row["contract_size"], row["min_trade_amount"], row["creation_timestamp"])
+				}
+			}}},
+		{profile: "delta", env: nil,
+			rows: map[string]int64{"instruments": 4, "account_balance": 1, "positions": 1},
+			listing: &listing{n: 4, check: func(t *testing.T, row map[string]any) {
+				if id, _ := row["instrument_id"].(string); !strings.HasPrefix(id, "3000") {
+					t.Errorf("instrument_id %v", row["instrument_id"])
+				}
+				if row["quote_currency"] != "USD" || row["creation_timestamp"] != int64(1702641600000) || row["is_active"] != (row["instrument_id"] != "30003") {
+					t.Errorf("quote %v created %v active %v", row["quote_currency"], row["creation_timestamp"], row["is_active"])
+				}
+			}},
+			pages: []string{"after=g3QAAAABZAALcHJvZHVjdF9pZGIAAAAh", "contract_types=call_options%2Cput_options&page_size=100"}},
+		{profile: "derive", env: nil,
+			rows: map[string]int64{"instruments": 3, "account_summary": 2, "positions": 1},
+			listing: &listing{n: 3, check: func(t *testing.T, row map[string]any) {
+				if row["quote_currency"] != "USDC" || row["min_trade_amount"] != 0.1 || row["tick_size"] != 0.1 {
+					t.Errorf("quote %v min %v tick %v", row["quote_currency"], row["min_trade_amount"], row["tick_size"])
+				}
+			}}},
 		{profile: "kraken", env: nil,
 			rows: map[string]int64{"asset_pairs": 2, "ohlc": 5, "balances": 5, "open_positions": 1}},
 	} {
@@ -194,7 +219,7 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 					if row["kind"] != "option" || row["source"] != tc.profile {
 						t.Errorf("kind %v source %v", row["kind"], row["source"])
 					}
-					if s, _ := row["strike"].(float64); s < 30000 || s > 70000 {
+					if s, _ := row["strike"].(float64); s < 2000 || s > 70000 {
 						t.Errorf("%v: strike %v", row["instrument_name"], row["strike"])
 					}
 					tc.listing.check(t, row)
