@@ -256,6 +256,9 @@ const maxCapture = 64 << 10
 // its members (and its error paths may lie inside the records, as when
 // the records are the whole body).
 func Splice(r io.Reader, out *Stream, spec Spec) (Result, error) {
+	if spec.Errors != nil && spec.Errors.Path == "" && len(spec.Errors.OK) == 0 {
+		spec.Errors = nil // a code for 4xx answers only: a 2xx body is never an error
+	}
 	if rs, ok := r.(io.ReadSeeker); ok && spec.Errors != nil {
 		first := spec
 		first.Capture = nil

@@ -143,6 +143,7 @@ func TestVenueSemantics(t *testing.T) {
 		{name: "errors without records: the whole body is judged", body: `{"code":"50113","msg":"Invalid Sign"}`, spec: Spec{Errors: okx}, want: "venue error 50113: Invalid Sign"},
 		{name: "errors without records: a present error path", body: `{"error":{"code":13009,"message":"unauthorized"}}`, spec: Spec{Errors: &Errors{Path: "error", Code: "code", Message: "message"}}, want: "venue error 13009: unauthorized"},
 		{name: "errors without records: success loads the body", body: `{"code":"0","data":[]}`, spec: Spec{Errors: okx}, want: `[{"code":"0","data":[]}]`},
+		{name: "a code for 4xx answers only does not judge a 2xx body", body: `{"code":200,"msg":"success"}`, spec: Spec{Errors: &Errors{Code: "code", Message: "msg"}}, want: `[{"code":200,"msg":"success"}]`},
 		{name: "kraken empty error array", body: `{"error":[],"result":{"XXBT":"0.5"}}`, spec: Spec{Records: "result", Errors: kraken}, want: `[{"XXBT":"0.5"}]`},
 		{name: "kraken error", body: `{"error":["EAPI:Invalid nonce"]}`, spec: Spec{Records: "result", Errors: kraken}, want: "venue error: EAPI:Invalid nonce"},
 		{name: "keyed objects", body: `{"error":[],"result":{"XXBTZUSD":{"altname":"XBTUSD"},"XETHZUSD":{"altname":"ETHUSD"},"E":{}}}`, spec: Spec{Records: "result", Shape: Shape{Key: "pair"}},
