@@ -366,21 +366,43 @@ func (t *Table) distributedDDL(tg Target, name, local string, ms bool) string {
 }
 
 // AddColumnStatements renders the statements that add column c (already in
-// t.Columns) to t on tg. On one server: AddColumnDDL. On a cluster: ALTER
-// TABLE <name>_local ON CLUSTER ADD COLUMN (a Replicated table: the server
-// runs it once per shard and replication applies it to every replica), then
-// the Distributed table is dropped and created again ON CLUSTER with t's
-// columns — 18.16 refuses ALTER ... ON CLUSTER of a non-replicated table on
-// a cluster whose shards use internal_replication ("Table isn't replicated,
-// but shard #N is replicated according to its cluster definition"). A
-// Distributed table holds no data when loads insert synchronously, so
-// nothing is lost; readers see it missing for a moment.
+// t.Columns) to t on tg. On one server: AddColumnDDL. On a cluster the
+// column goes to the local tables (the Distributed table is then made anew,
+// RecreateDistributedDDL: 18.16 refuses ALTER ... ON CLUSTER of a
+// non-replicated table on a cluster whose shards use internal_replication,
+// "Table isn't replicated, but shard #N is replicated according to its
+// cluster definition"; a Distributed table holds no data when loads insert
+// synchronously, so nothing is lost; readers see it missing for a moment):
+//
+//   - where the server parses IF NOT EXISTS (AlterPerShard false): ALTER
+//     TABLE <name>_local ON CLUSTER ADD COLUMN IF NOT EXISTS — idempotent,
+//     so a replica that runs it after replication brought the column, or a
+//     second attempt, changes nothing;
+//   - otherwise (18.16): ALTER TABLE <name>_local ADD COLUMN without ON
+//     CLUSTER, to be run on one replica of every shard that lacks the
+//     column (see AlterPerShard).
 func (t *Table) AddColumnStatements(tg Target, c Column) []string {
-	if !tg.OnCluster() {
+	switch {
+	case !tg.OnCluster():
 		return []string{t.AddColumnDDL(tg.DB, c, tg.Features)}
+	case tg.AlterPerShard():
+		return []string{addColumn(tg.DB, t.LocalName(), "", c, tg.Features)}
 	}
 	return []string{addColumn(tg.DB, t.LocalName(), tg.Cluster, c, tg.Features)}
 }
+
+// AlterPerShard reports whether AddColumnStatements on tg are to be run on
+// one replica of each shard that lacks the column, rather than once ON
+// CLUSTER: on a cluster whose servers have no ADD COLUMN IF NOT EXISTS
+// (18.16). There an ALTER ... ON CLUSTER of a Replicated table is run by
+// each replica's DDL worker, which take turns through a ZooKeeper lock per
+// shard that a slow replica (a busy machine, a ZooKeeper session lost)
+// gives up or loses: the replica that runs it after replication brought
+// the column fails ("column with this name already exists"), another may
+// never finish, and every later ON CLUSTER query waits behind it in that
+// server's DDL queue. The statement on one replica is replicated to the
+// shard's others by the table itself.
+func (tg Target) AlterPerShard() bool { return tg.OnCluster() && !tg.Features.AlterIfNotExists }
 
 // RecreateDistributedDDL renders the statements that replace t's
 // Distributed table with one of t's current columns (see

@@ -188,9 +188,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// An inferred table's evolution: ADD COLUMN on the local table ON CLUSTER,
-// the Distributed table recreated; IF NOT EXISTS only where the server
-// parses it.
+// An inferred table's evolution: ADD COLUMN on the local table, ON CLUSTER
+// with IF NOT EXISTS where the server parses it, once per shard without
+// ON CLUSTER where it does not (18.16); the Distributed table recreated.
 func TestAddColumnStatements(t *testing.T) {
 	tb := &Table{Name: "positions", Columns: []Column{{Name: "source"}, {Name: "account"}, {Name: "size", Type: Float64, Nullable: true}},
 		Key: []string{"source", "account"}}
@@ -203,8 +203,13 @@ func TestAddColumnStatements(t *testing.T) {
 		t.Errorf("24.8: %q", got)
 	}
 	tg := Target{DB: "db", Cluster: "c", Features: old}
-	if got := tb.AddColumnStatements(tg, c); len(got) != 1 || got[0] != "ALTER TABLE `db`.`positions_local` ON CLUSTER `c` ADD COLUMN `size` Nullable(Float64)" {
-		t.Errorf("cluster: %q", got)
+	if got := tb.AddColumnStatements(tg, c); !tg.AlterPerShard() || len(got) != 1 || got[0] != "ALTER TABLE `db`.`positions_local` ADD COLUMN `size` Nullable(Float64)" {
+		t.Errorf("cluster, 18.16 (per shard %v): %q", tg.AlterPerShard(), got)
+	}
+	if cl := (Target{DB: "db", Cluster: "c", Features: cur}); cl.AlterPerShard() {
+		t.Errorf("cluster, 24.8: per shard")
+	} else if got := tb.AddColumnStatements(cl, c); len(got) != 1 || got[0] != "ALTER TABLE `db`.`positions_local` ON CLUSTER `c` ADD COLUMN IF NOT EXISTS `size` Nullable(Float64)" {
+		t.Errorf("cluster, 24.8: %q", got)
 	}
 	re := tb.RecreateDistributedDDL(tg)
 	if len(re) != 2 || re[0] != "DROP TABLE IF EXISTS `db`.`positions` ON CLUSTER `c`" ||

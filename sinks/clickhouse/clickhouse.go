@@ -73,8 +73,13 @@ type Options struct {
 	//     that goes to a shard's other replica may miss the newest rows for
 	//     a moment.
 	//   - Open creates inferred (account) tables ON CLUSTER and evolves
-	//     them (schema.Table.AddColumnStatements); a table this node already
-	//     has complete needs no DDL, so runs go on with a node down.
+	//     them (schema.Table.AddColumnStatements): a new column goes to the
+	//     local table of every shard that lacks it, ON CLUSTER with IF NOT
+	//     EXISTS where the server has it, and on 18.16 once per shard,
+	//     without ON CLUSTER, on a replica the sink connects to itself (the
+	//     host and port remote_servers gives, with the DSN's user, password
+	//     and TLS). A table every shard already has complete needs no DDL,
+	//     so runs go on with a node down.
 	//
 	// Open and Migrate refuse a database laid out for the other mode (a
 	// single-server schema with a cluster, or a cluster schema without one).
@@ -335,43 +340,19 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 	}
 	tg := s.target(feat)
 	if tg.OnCluster() {
-		// ON CLUSTER DDL goes through the cluster's DDL queue and waits for
-		// every node (up to distributed_ddl_task_timeout when one is down):
-		// skip it when this node already has both tables complete.
-		local, err := columnsOf(ctx, conn, s.db, t.LocalName())
-		if err != nil {
-			return s.wrap("list columns of "+t.LocalName(), err)
-		}
-		dist, err := columnsOf(ctx, conn, s.db, t.Name)
-		if err != nil {
-			return s.wrap("list columns of "+t.Name, err)
-		}
-		if hasAll(local, t, feat) && hasAll(dist, t, feat) && len(dist) == len(t.ClickHouseColumns(feat)) {
-			s.mu.Lock()
-			s.tables[t.Name] = len(t.Columns)
-			s.mu.Unlock()
-			return nil
-		}
+		return s.ensureClusterTable(ctx, conn, tg, t)
 	}
 	for _, stmt := range t.CreateDDL(tg) {
 		if err := conn.Exec(ctx, stmt); err != nil {
 			return s.wrap("create table "+t.Name, err)
 		}
 	}
-	// On a cluster the columns go to the local tables (replicated) and the
-	// Distributed table is made anew when it lacks any (see
-	// schema.Table.AddColumnStatements).
-	stored := t.Name
-	if tg.OnCluster() {
-		stored = t.LocalName()
-	}
-	existing, err := columnsOf(ctx, conn, s.db, stored)
+	existing, err := columnsOf(ctx, conn, s.db, t.Name)
 	if err != nil {
-		return s.wrap("list columns of "+stored, err)
+		return s.wrap("list columns of "+t.Name, err)
 	}
 	if t.HasSnapshotMs(feat) && !existing[schema.SnapshotMs] {
-		// A key column cannot be added: migration 5 rebuilds the table.
-		return s.wrap("open table "+t.Name, fmt.Errorf("table %s.%s has no %s in its key (made by an older optlake after the database was migrated?): run `optlake migrate` again", s.db, stored, schema.SnapshotMs))
+		return s.noSnapshotMs(t.Name)
 	}
 	for _, c := range t.Columns {
 		if existing[c.Name] {
@@ -384,22 +365,84 @@ func (s *Sink) ensureTable(ctx context.Context, conn driver.Conn, feat schema.Fe
 		}
 		s.log.Info("column added", "table", t.Name, "column", c.Name, "type", c.ClickHouseType(feat))
 	}
-	if tg.OnCluster() {
-		dist, err := columnsOf(ctx, conn, s.db, t.Name)
-		if err != nil {
-			return s.wrap("list columns of "+t.Name, err)
-		}
-		if len(dist) != len(t.ClickHouseColumns(feat)) || !hasAll(dist, t, feat) {
-			for _, stmt := range t.RecreateDistributedDDL(tg) {
-				if err := conn.Exec(ctx, stmt); err != nil {
-					return s.wrap("recreate distributed table "+t.Name, err)
-				}
-			}
-		}
-	}
+	s.known(t)
+	return nil
+}
+
+// noSnapshotMs is the error for a table whose key lacks SnapshotMs where
+// it needs it: a key column cannot be added, migration 5 rebuilds the
+// table.
+func (s *Sink) noSnapshotMs(stored string) error {
+	return s.wrap("open table "+stored, fmt.Errorf("table %s.%s has no %s in its key (made by an older optlake after the database was migrated?): run `optlake migrate` again", s.db, stored, schema.SnapshotMs))
+}
+
+func (s *Sink) known(t *schema.Table) {
 	s.mu.Lock()
 	s.tables[t.Name] = len(t.Columns)
 	s.mu.Unlock()
+}
+
+// ensureClusterTable is ensureTable on a cluster. The local tables of every
+// shard (one replica each, through the server's cluster table function) and
+// the connected server's Distributed table are checked first: when they are
+// complete no DDL runs — ON CLUSTER DDL goes through the cluster's DDL queue
+// and waits for every node (up to distributed_ddl_task_timeout when one is
+// down), so runs go on with a replica down. Otherwise the tables are
+// created where missing (ON CLUSTER, IF NOT EXISTS), the columns some shard
+// lacks are added (addClusterColumns: once per shard, or idempotently), and
+// the Distributed table is made anew when it lacks any.
+func (s *Sink) ensureClusterTable(ctx context.Context, conn driver.Conn, tg schema.Target, t *schema.Table) error {
+	shards, err := clusterShards(ctx, conn, tg.Cluster)
+	if err != nil {
+		return s.wrap("open table "+t.Name, err)
+	}
+	distComplete := func() (bool, error) {
+		dist, err := columnsOf(ctx, conn, s.db, t.Name)
+		if err != nil {
+			return false, s.wrap("list columns of "+t.Name, err)
+		}
+		return len(dist) == len(t.ClickHouseColumns(tg.Features)) && hasAll(dist, t, tg.Features), nil
+	}
+	missing, noMs, err := missingOnSomeShard(ctx, conn, tg, t, len(shards))
+	if err != nil {
+		return s.wrap("open table "+t.Name, err)
+	}
+	if len(missing) == 0 && !noMs {
+		ok, err := distComplete()
+		if err != nil {
+			return err
+		}
+		if ok {
+			s.known(t)
+			return nil
+		}
+	}
+	for _, stmt := range t.CreateDDL(tg) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			return s.wrap("create table "+t.Name, err)
+		}
+	}
+	if missing, noMs, err = missingOnSomeShard(ctx, conn, tg, t, len(shards)); err != nil {
+		return s.wrap("open table "+t.Name, err)
+	}
+	if noMs {
+		return s.noSnapshotMs(t.LocalName())
+	}
+	if err := s.addClusterColumns(ctx, conn, tg, t, missing, shards); err != nil {
+		return err
+	}
+	ok, err := distComplete()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		for _, stmt := range t.RecreateDistributedDDL(tg) {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return s.wrap("recreate distributed table "+t.Name, err)
+			}
+		}
+	}
+	s.known(t)
 	return nil
 }
 

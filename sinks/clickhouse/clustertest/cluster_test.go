@@ -11,6 +11,7 @@ import (
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -308,42 +309,30 @@ func head(s string, n int) string {
 // An account table inferred at run time is created on the cluster when
 // first opened (local + Distributed, sharded by account) and evolves: a new
 // column reaches every node's local and Distributed table, and loads go on.
+// Where the servers have no ADD COLUMN IF NOT EXISTS (18.16) the column is
+// added once per shard, never through the DDL queue, whose ALTER of a
+// Replicated table each replica runs in turn and which hung on a busy
+// machine.
 func TestInferredTableEvolves(t *testing.T) {
 	c := testenv.SharedCluster(t)
 	db := clusterDB(t, c)
 	s := newSink(t, c.DSN(db), c.Name(), true)
-	ctx := bg(t)
-	meta := []schema.Column{
-		{Name: "snapshot_time", Type: schema.TimestampMs},
-		{Name: "run_id", Type: schema.String},
-		{Name: "source", Type: schema.String, LowCardinality: true},
-		{Name: "account", Type: schema.String, LowCardinality: true},
-		{Name: "row_index", Type: schema.Int64},
-	}
-	v1 := &schema.Table{Name: "positions", Columns: append(slices.Clone(meta), schema.Column{Name: "size", Type: schema.Float64, Nullable: true}),
-		Key: []string{"source", "account", "snapshot_time", "row_index"}, PartitionTime: "snapshot_time"}
-	v2 := &schema.Table{Name: v1.Name, Columns: append(slices.Clone(v1.Columns), schema.Column{Name: "direction", Type: schema.String, Nullable: true}),
-		Key: v1.Key, PartitionTime: v1.PartitionTime}
-
-	write := func(tb *schema.Table, at time.Time, accounts int) {
-		t.Helper()
-		rec := accountRecord(tb, at, accounts)
-		defer rec.Release()
-		w, err := s.Open(ctx, tb, sinks.Snapshot{Time: at, RunID: "r", Source: "sim", Endpoint: "positions"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	v1, v2 := positionsTables()
+	write := func(tb *schema.Table, at time.Time, accounts int) { writeAccounts(t, s, tb, at, accounts) }
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	write(v1, t0, 40)
 	write(v2, t0.Add(time.Hour), 40)
 
+	f, err := schema.ParseVersion(c.Node(0, 0).Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (schema.Target{Cluster: c.Name(), Features: f}).AlterPerShard() {
+		got := query(t, c.Node(0, 0), fmt.Sprintf("SELECT count() FROM system.zookeeper WHERE path = '/clickhouse/task_queue/ddl' AND value LIKE '%%ALTER TABLE %s.positions_local%%'", db))
+		if got != "0" {
+			t.Errorf("%s ALTER(s) of positions_local went through the DDL queue (ON CLUSTER); want none", got)
+		}
+	}
 	for _, n := range c.Nodes() {
 		for _, name := range []string{"positions", "positions_local"} {
 			got := query(t, n, fmt.Sprintf("SELECT arrayStringConcat(groupArray(name), ',') FROM (SELECT name FROM system.columns WHERE database = '%s' AND table = '%s')", db, name))
@@ -397,4 +386,109 @@ func chNames(tb *schema.Table, f schema.Features) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// positionsTables are the two versions of an inferred account table: v2
+// gains a column.
+func positionsTables() (v1, v2 *schema.Table) {
+	meta := []schema.Column{
+		{Name: "snapshot_time", Type: schema.TimestampMs},
+		{Name: "run_id", Type: schema.String},
+		{Name: "source", Type: schema.String, LowCardinality: true},
+		{Name: "account", Type: schema.String, LowCardinality: true},
+		{Name: "row_index", Type: schema.Int64},
+	}
+	v1 = &schema.Table{Name: "positions", Columns: append(slices.Clone(meta), schema.Column{Name: "size", Type: schema.Float64, Nullable: true}),
+		Key: []string{"source", "account", "snapshot_time", "row_index"}, PartitionTime: "snapshot_time"}
+	v2 = &schema.Table{Name: v1.Name, Columns: append(slices.Clone(v1.Columns), schema.Column{Name: "direction", Type: schema.String, Nullable: true}),
+		Key: v1.Key, PartitionTime: v1.PartitionTime}
+	return v1, v2
+}
+
+// writeAccounts loads one record of tb (one row per account) through s.
+func writeAccounts(t *testing.T, s *clickhouse.Sink, tb *schema.Table, at time.Time, accounts int) {
+	t.Helper()
+	ctx := bg(t)
+	rec := accountRecord(tb, at, accounts)
+	defer rec.Release()
+	w, err := s.Open(ctx, tb, sinks.Snapshot{Time: at, RunID: "r", Source: "sim", Endpoint: tb.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A column an earlier, interrupted evolution added on some shards only (a
+// run that died, or an ON CLUSTER ALTER one replica failed): the next run
+// adds it where it is missing — once per shard — and loads go on, whichever
+// shard had it.
+func TestColumnAddedOnSomeShardsOnly(t *testing.T) {
+	c := testenv.SharedCluster(t)
+	for sh := range c.Shards() {
+		t.Run(fmt.Sprintf("on shard %d only", sh+1), func(t *testing.T) {
+			db := clusterDB(t, c)
+			v1, v2 := positionsTables()
+			t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			writeAccounts(t, newSink(t, c.DSN(db), c.Name(), true), v1, t0, 40)
+			// The earlier attempt: the column on one shard (its first
+			// replica, replicated to the second), not on the others.
+			f, err := schema.ParseVersion(c.Node(sh, 0).Version())
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := v2.Columns[len(v2.Columns)-1]
+			if err := c.Node(sh, 0).Exec(bg(t), fmt.Sprintf("ALTER TABLE %s.positions_local ADD COLUMN %s %s", db, col.Name, col.ClickHouseType(f))); err != nil {
+				t.Fatal(err)
+			}
+			waitColumns(t, c, db, "positions_local", func(n *testenv.ClickHouse) bool { return n == c.Node(sh, 0) || n == c.Node(sh, 1) })
+
+			writeAccounts(t, newSink(t, c.DSN(db), c.Name(), true), v2, t0.Add(time.Hour), 40)
+			for _, n := range c.Nodes() {
+				for _, name := range []string{"positions", "positions_local"} {
+					got := query(t, n, fmt.Sprintf("SELECT arrayStringConcat(groupArray(name), ',') FROM (SELECT name FROM system.columns WHERE database = '%s' AND table = '%s')", db, name))
+					if got != strings.Join(chNames(v2, f), ",") {
+						t.Errorf("%s: %s columns = %s", n.Addr(), name, got)
+					}
+				}
+			}
+			if got := query(t, c.Node(1, 1), fmt.Sprintf("SELECT count(), countIf(direction IS NOT NULL), uniqExact(account) FROM %s.positions FINAL", db)); got != "80\t40\t40" {
+				t.Errorf("positions: %s", got)
+			}
+		})
+	}
+}
+
+// waitColumns waits until the columns of db.table settle after a plain
+// (replicated, one shard's) ALTER: the nodes has picks have one column more
+// than the others.
+func waitColumns(t *testing.T, c *testenv.Cluster, db, table string, has func(*testenv.ClickHouse) bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		counts := map[bool]map[string]bool{true: {}, false: {}}
+		for _, n := range c.Nodes() {
+			counts[has(n)][query(t, n, fmt.Sprintf("SELECT count() FROM system.columns WHERE database = '%s' AND table = '%s'", db, table))] = true
+		}
+		if len(counts[true]) == 1 && len(counts[false]) == 1 {
+			var a, b int
+			for k := range counts[true] {
+				fmt.Sscan(k, &a)
+			}
+			for k := range counts[false] {
+				fmt.Sscan(k, &b)
+			}
+			if a == b+1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("columns of %s.%s did not settle within 60s: %v", db, table, counts)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
