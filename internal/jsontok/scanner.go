@@ -77,6 +77,8 @@ type Scanner struct {
 	tokBeg int   // start of the token being read, kept across refills; -1 when none
 
 	capturing bool
+	deepOK    bool   // SkipDeep: a value past MaxDepth is consumed, not an error
+	wentDeep  bool   // SkipDeep: such a value was consumed
 	capBeg    int    // start of the captured region still in buf
 	capBuf    []byte // captured bytes that were moved out of buf by refills
 
@@ -567,12 +569,35 @@ func (s *Scanner) Literal() (Kind, error) {
 	return k, nil
 }
 
-// Skip consumes one value of any kind.
+// Skip consumes one value of any kind. A value nesting deeper than
+// MaxDepth is an error (ErrTooDeep).
 func (s *Scanner) Skip() error { return s.skip(0) }
+
+// SkipDeep consumes one value of any kind like Skip, except that a value
+// nesting deeper than MaxDepth is consumed too (without recursion, up to
+// MaxSkipDepth levels) and reported as deep instead of failing, so the
+// caller can carry on after it: a decoder rejects the one row that holds
+// it rather than the whole document. Malformed JSON inside it is an error
+// as in Skip.
+func (s *Scanner) SkipDeep() (deep bool, err error) {
+	s.deepOK = true
+	err = s.skip(0)
+	deep = s.wentDeep
+	s.deepOK, s.wentDeep = false, false
+	return deep, err
+}
+
+// MaxSkipDepth bounds the nesting SkipDeep consumes: past it a value is an
+// error (ErrTooDeep) as in Skip. SkipDeep keeps one bit per open level.
+const MaxSkipDepth = 1 << 24
 
 func (s *Scanner) skip(depth int) error {
 	if depth > MaxDepth {
-		return &SyntaxError{Offset: s.Offset(), Msg: ErrTooDeep.Error()}
+		if !s.deepOK {
+			return &SyntaxError{Offset: s.Offset(), Msg: ErrTooDeep.Error()}
+		}
+		s.wentDeep = true
+		return s.skipNested()
 	}
 	k, err := s.PeekKind()
 	if err != nil {
@@ -622,6 +647,76 @@ func (s *Scanner) skip(depth int) error {
 	default:
 		_, err := s.Literal()
 		return err
+	}
+}
+
+// skipNested consumes one value of any depth with a loop: a stack of one bit
+// per open container (set for an object) instead of a call per level.
+func (s *Scanner) skipNested() error {
+	var objs []uint64
+	depth, first := 0, false
+	for {
+		k, err := s.PeekKind()
+		if err != nil {
+			return err
+		}
+		switch k {
+		case Object, Array:
+			if depth >= MaxSkipDepth {
+				return &SyntaxError{Offset: s.Offset(), Msg: ErrTooDeep.Error()}
+			}
+			s.pos++
+			if depth/64 == len(objs) {
+				objs = append(objs, 0)
+			}
+			bit := uint64(1) << (depth % 64)
+			if k == Object {
+				objs[depth/64] |= bit
+			} else {
+				objs[depth/64] &^= bit
+			}
+			depth++
+			first = true
+		case StringKind:
+			_, err = s.String()
+		case Number:
+			_, err = s.Number()
+		default:
+			_, err = s.Literal()
+		}
+		if err != nil {
+			return err
+		}
+		// After a value or an opening: on to the next value, closing the
+		// containers that end here.
+		for depth > 0 {
+			obj := objs[(depth-1)/64]>>((depth-1)%64)&1 == 1
+			closing := byte(']')
+			if obj {
+				closing = '}'
+			}
+			more, err := s.More(closing, first)
+			if err != nil {
+				return err
+			}
+			first = false
+			if !more {
+				depth--
+				continue
+			}
+			if obj {
+				if _, err := s.String(); err != nil {
+					return err
+				}
+				if err := s.Expect(':'); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		if depth == 0 {
+			return nil
+		}
 	}
 }
 

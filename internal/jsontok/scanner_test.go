@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -234,6 +235,72 @@ func TestSkipDepthLimit(t *testing.T) {
 	}
 }
 
+// SkipDeep consumes a value of any depth up to MaxSkipDepth, objects and
+// arrays alike, reports whether it went past MaxDepth, and leaves the
+// scanner just after it; malformed JSON inside is still an error.
+func TestSkipDeep(t *testing.T) {
+	nested := func(depth int) string {
+		var open, close strings.Builder
+		for i := range depth {
+			if i%3 == 1 {
+				open.WriteString(`{"k\"}":`)
+				close.WriteString("}")
+			} else {
+				open.WriteString(`[1,"]",`)
+				close.WriteString("]")
+			}
+		}
+		c := []byte(close.String())
+		slices.Reverse(c)
+		return open.String() + `{"x":null}` + string(c)
+	}
+	for _, tc := range []struct {
+		name string
+		doc  string
+		deep bool
+		err  string
+	}{
+		{"scalar", `"a"`, false, ""},
+		{"at MaxDepth", nested(MaxDepth - 1), false, ""},
+		{"past MaxDepth", nested(MaxDepth + 2), true, ""},
+		{"10,000 levels", nested(10_000), true, ""},
+		{"100,000 brackets", strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), true, ""},
+		{"mismatched inside", strings.Repeat("[", 1000) + "}" + strings.Repeat("]", 999), false, "unexpected character '}'"},
+		{"cut short inside", strings.Repeat("[", 1000), false, "unexpected end"},
+		{"trailing comma inside", strings.Repeat("[", 1000) + "1," + strings.Repeat("]", 1000), false, "trailing comma"},
+		{"past MaxSkipDepth", strings.Repeat("[", MaxSkipDepth+MaxDepth+2), false, ErrTooDeep.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc
+			if tc.err == "" {
+				doc += ` ,"next"`
+			}
+			sc := New(strings.NewReader(doc), 4096)
+			deep, err := sc.SkipDeep()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || deep != tc.deep {
+				t.Fatalf("deep=%v err=%v, want deep=%v", deep, err, tc.deep)
+			}
+			if more, err := sc.More(0, false); !more || err != nil {
+				t.Fatalf("after the value: more=%v err=%v", more, err)
+			}
+			if s, err := sc.String(); string(s) != "next" || err != nil {
+				t.Fatalf("after the value: %q %v", s, err)
+			}
+			// Skip refuses what SkipDeep reports deep, and only that.
+			err = New(strings.NewReader(tc.doc), 4096).Skip()
+			if (err != nil) != tc.deep {
+				t.Errorf("Skip: %v", err)
+			}
+		})
+	}
+}
+
 // Offsets in syntax errors point at the offending byte.
 func TestSyntaxErrorOffset(t *testing.T) {
 	for _, tc := range []struct {
@@ -287,12 +354,39 @@ func FuzzScanner(f *testing.F) {
 	for _, s := range []string{`{"a":[1,"x",null,true,{"b":-1.5e3}]}`, `"\ud83d\ude00"`, `[1,]`, `01`, `{"a" 1}`} {
 		f.Add([]byte(s))
 	}
+	// Values SkipDeep takes past MaxDepth.
+	for _, s := range []string{`[{"a":[]},"]",{"b":{"c":[1,{}]}}]`, `{"a":[}`, `[1,[2,]]`, `{"a":1,}`, `[[[[`, `{"a" "b"}`, `["\"]`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if !utf8.Valid(doc) || bytes.Count(doc, []byte("[")) > 64 || bytes.Count(doc, []byte("{")) > 64 {
 			return
 		}
 		check(t, doc)
+		checkSkipDeep(t, doc)
 	})
+}
+
+// checkSkipDeep: SkipDeep takes doc nested past MaxDepth exactly when
+// encoding/json takes it, reports it deep, and ends just after it.
+func checkSkipDeep(t *testing.T, doc []byte) {
+	t.Helper()
+	wrap := MaxDepth + 2 // levels around doc: doc's values are past MaxDepth
+	deepDoc := strings.Repeat(`{"k":[`, wrap/2) + string(doc) + strings.Repeat("]}", wrap/2)
+	valid := json.Valid([]byte(deepDoc))
+	for name, r := range readers([]byte(deepDoc + ` 7`)) {
+		sc := New(r(), 4096)
+		deep, err := sc.SkipDeep()
+		if valid != (err == nil) {
+			t.Fatalf("%s: %q nested %d deep: SkipDeep %v, encoding/json valid=%v", name, doc, wrap, err, valid)
+		}
+		if err != nil {
+			continue
+		}
+		if n, err := sc.Number(); !deep || err != nil || string(n) != "7" {
+			t.Fatalf("%s: %q nested %d deep: deep=%v, then %q %v", name, doc, wrap, deep, n, err)
+		}
+	}
 }
 
 // A Reset scanner reads the next document from its start, whatever the

@@ -6,6 +6,8 @@ package extract
 
 import (
 	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -235,6 +237,15 @@ type BodyError struct{ Err error }
 
 func (e *BodyError) Error() string { return "read body: " + e.Err.Error() }
 func (e *BodyError) Unwrap() error { return e.Err }
+
+// EncodingError is a body whose Content-Encoding cannot be decoded: not
+// gzip at all, a gzip checksum that does not match, corrupt deflate data.
+// The venue sends the same bytes again, so it is not retried (a stream cut
+// short is a *BodyError, retried).
+type EncodingError struct{ Err error }
+
+func (e *EncodingError) Error() string { return "read body: " + e.Err.Error() }
+func (e *EncodingError) Unwrap() error { return e.Err }
 
 // ErrBodyTooLarge is returned when a body exceeds MaxBodyBytes.
 var ErrBodyTooLarge = errors.New("response body exceeds the size limit")
@@ -532,9 +543,19 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		} else if errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
 			return n, cause
 		}
+		if undecodable(err) {
+			return n, &EncodingError{Err: err}
+		}
 		return n, &BodyError{Err: err}
 	}
 	return n, err
+}
+
+// undecodable reports whether err is the transport's gzip decoder refusing
+// the bytes it was sent (rather than a read of them failing).
+func undecodable(err error) bool {
+	var ce flate.CorruptInputError
+	return errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &ce)
 }
 
 // CAFileError is the error of a CA file that cannot be read or holds no

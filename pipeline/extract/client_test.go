@@ -266,6 +266,51 @@ func TestGzipDecoded(t *testing.T) {
 	}
 }
 
+// A gzip body that cannot be decoded (not gzip, a bad checksum, corrupt
+// deflate data) is the venue's bytes, sent the same way again: not retried.
+// A gzip stream cut short is a truncated body like any other: retried.
+func TestGzipDecodeErrors(t *testing.T) {
+	var good bytes.Buffer
+	zw := gzip.NewWriter(&good)
+	io.WriteString(zw, strings.Repeat(`{"instrument_name":"BTC-1"},`, 200))
+	zw.Close()
+	gz := good.Bytes()
+	badSum := bytes.Clone(gz)
+	badSum[len(badSum)-5] ^= 0xff // CRC-32 in the trailer
+	corrupt := bytes.Clone(gz[:10])
+	corrupt = append(corrupt, 0xff, 0xff, 0xff, 0xff) // a reserved block type
+	corrupt = append(corrupt, gz[14:]...)
+	cases := []struct {
+		name  string
+		body  []byte
+		calls int
+		err   string
+	}{
+		{"not gzip", []byte(`[{"instrument_name":"BTC-1"}]`), 1, "gzip: invalid header"},
+		{"bad checksum", badSum, 1, "gzip: invalid checksum"},
+		{"corrupt deflate", corrupt, 1, "flate: corrupt input"},
+		{"truncated", gz[:len(gz)/2], 3, "unexpected EOF"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.Write(tc.body)
+			}))
+			defer srv.Close()
+			calls := 0
+			err := newClient(t, srv.URL, nil, func(o *Options) { o.MaxAttempts = 3 }).Do(context.Background(), Request{Path: "/x"}, Hooks{}, func(_ context.Context, r *Response) error {
+				calls++
+				_, err := io.Copy(io.Discard, r.Body)
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.err) || calls != tc.calls {
+				t.Errorf("err=%v, %d attempt(s); want %q after %d", err, calls, tc.err, tc.calls)
+			}
+		})
+	}
+}
+
 func TestConnectionRefusedRetriedThenFails(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL

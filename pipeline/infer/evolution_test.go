@@ -565,3 +565,20 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func discard(*schema.Table, arrow.Record) error { return nil }
+
+// A number too small for float64 is kept as its text, like one too large:
+// never a 0.0 (or a subnormal's rounding) standing for another value.
+func TestUnderflowKeptAsText(t *testing.T) {
+	reg := NewRegistry()
+	res := mustDecode(t, reg, `[{"big": 1e400, "tiny": 1e-400, "sub": 7e-324, "zero": 0e-400, "x": 2.5}]`, t0, Options{})
+	tb := reg.Table("orders")
+	row := res.tables["orders"].rows[0]
+	for name, want := range map[string]any{"big": "1e400", "tiny": "1e-400", "sub": "7e-324"} {
+		if c := tb.Columns[tb.Index(name)]; c.Type != schema.String || row[name] != want {
+			t.Errorf("%s: %v column, value %#v; want the text %q", name, c.Type, row[name], want)
+		}
+	}
+	if row["zero"] != 0.0 && row["zero"] != int64(0) {
+		t.Errorf("zero: %#v", row["zero"])
+	}
+}

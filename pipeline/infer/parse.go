@@ -350,7 +350,7 @@ func scalarValue(n *node) value {
 		if isIntLiteral(n.s) {
 			return value{k: vString, s: n.s, lit: true}
 		}
-		if f, err := strconv.ParseFloat(n.s, 64); err == nil && !math.IsInf(f, 0) {
+		if f, err := strconv.ParseFloat(n.s, 64); err == nil && !math.IsInf(f, 0) && !values.Underflows(f, n.s) {
 			return value{k: vFloat, f: f, s: n.s, lit: true}
 		}
 		return value{k: vString, s: n.s, lit: true}

@@ -515,7 +515,8 @@ var pow10 = [32]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // exact float64s and one IEEE multiplication or division rounds correctly:
 // the result is strconv.ParseFloat's (which takes the same fast path). Other
 // numbers go to strconv.ParseFloat. ok is false when the grammar does not
-// match or the value is outside float64's finite range.
+// match or the value is outside float64's finite range or underflows
+// (values.Underflows).
 func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 	start := p
 	neg := p < len(b) && b[p] == '-'
@@ -590,7 +591,7 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		return f, p, true
 	}
 	f, err := strconv.ParseFloat(bstr(b[start:p]), 64)
-	if err != nil || math.IsInf(f, 0) {
+	if err != nil || math.IsInf(f, 0) || values.Underflows(f, bstr(b[start:p])) {
 		return 0, start, false
 	}
 	return f, p, true

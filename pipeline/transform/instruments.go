@@ -169,6 +169,7 @@ type InstrumentDecoder struct {
 	sc       *jsontok.Scanner // kept for the next Decode
 
 	r     row
+	key   []byte        // an unknown member's key while its value is skipped
 	texts [32]textCache // the fast path's last value texts, by field
 	stats Stats
 	index int64 // position of the next instrument in the listing
@@ -351,7 +352,8 @@ func (d *InstrumentDecoder) element(ctx context.Context, sc *jsontok.Scanner, el
 			return err
 		}
 		if !isList {
-			if err := sc.Skip(); err != nil {
+			// Ignored at any depth.
+			if _, err := sc.SkipDeep(); err != nil {
 				return err
 			}
 			continue
@@ -443,7 +445,7 @@ func (d *InstrumentDecoder) instrument(sc *jsontok.Scanner) error {
 		return err
 	}
 	if k != jsontok.Object {
-		if err := sc.Skip(); err != nil {
+		if _, err := sc.SkipDeep(); err != nil {
 			return err
 		}
 		d.addReject(idx, fmt.Sprintf("instrument is a JSON %s, expected an object", k), sc.EndCapture())
@@ -501,8 +503,12 @@ func (d *InstrumentDecoder) members(sc *jsontok.Scanner, top bool) (objectKind, 
 			return objGroup, nil
 		}
 		if fi < 0 {
-			if err := sc.Skip(); err != nil {
+			// key aliases the scanner's buffer, which the skip may refill.
+			d.key = append(d.key[:0], key...)
+			if deep, err := sc.SkipDeep(); err != nil {
 				return 0, err
+			} else if deep {
+				r.reject("%s: JSON nested deeper than %d levels", d.key, jsontok.MaxDepth)
 			}
 			// Keep the member as received; the capture holds it.
 			r.extra = append(r.extra, memberStart, sc.CaptureLen())
@@ -568,7 +574,8 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 	wrong := func() error {
 		r.reject("%s: expected %s, got %s", f.name, kindName(f.kind), k)
 		r.null |= bit
-		return sc.Skip()
+		_, err := sc.SkipDeep()
+		return err
 	}
 	switch f.kind {
 	case kString:
@@ -635,7 +642,8 @@ func (d *InstrumentDecoder) field(sc *jsontok.Scanner, fi int) error {
 		default:
 			r.reject("%s: expected string, got %s", f.name, k)
 			r.null |= bit
-			return sc.Skip()
+			_, err := sc.SkipDeep()
+			return err
 		}
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,6 +230,13 @@ func TestDecodeValueRules(t *testing.T) {
 		{name: "string field as bool", inst: inst(map[string]string{"kind": `true`}), reject: "kind: expected string, got bool"},
 		{name: "strike as object", inst: inst(map[string]string{"strike": `{"v":1}`}), reject: "strike: expected number, got object"},
 		{name: "float overflow rejected", inst: inst(map[string]string{"strike": `1e400`}), reject: "strike: 1e400 is outside the float64 range"},
+		{name: "float underflow rejected", inst: inst(map[string]string{"strike": `1e-400`}), reject: "strike: 1e-400 is outside the float64 range (nonzero, smaller than"},
+		{name: "float underflow negative rejected", inst: inst(map[string]string{"tick_size": `-0.000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001`}), reject: "tick_size: -0.000"},
+		{name: "float subnormal rejected", inst: inst(map[string]string{"strike": `7e-324`}), reject: "strike: 7e-324 is outside the float64 range"},
+		{name: "float zero with a tiny exponent loads", inst: inst(map[string]string{"strike": `0.0e-400`}), want: check{"strike": 0.0}},
+		{name: "float smallest normal loads", inst: inst(map[string]string{"strike": `2.2250738585072014e-308`}), want: check{"strike": 2.2250738585072014e-308}},
+		{name: "index_price underflow is null not zero", inst: inst(map[string]string{"index_price": `"1e-400"`}), want: check{"index_price": nil, "index_price_raw": "1e-400"}},
+		{name: "index_price number underflow is null not zero", inst: inst(map[string]string{"index_price": `-1e-400`}), want: check{"index_price": nil, "index_price_raw": "-1e-400"}},
 		{name: "no instrument_name", inst: inst(map[string]string{"instrument_name": ""}), reject: "instrument_name is missing"},
 		{name: "null instrument_name", inst: inst(map[string]string{"instrument_name": "null"}), reject: "instrument_name is null"},
 		{name: "empty instrument_name", inst: inst(map[string]string{"instrument_name": `""`}), reject: "instrument_name is empty"},
@@ -239,6 +247,12 @@ func TestDecodeValueRules(t *testing.T) {
 		{name: "duplicate key last wins", inst: fullInstrument[:len(fullInstrument)-1] + `,"tick_size":0.5}`, want: check{"tick_size": 0.5}},
 		{name: "instrument is not an object", inst: `"BTC-PERPETUAL"`, reject: "instrument is a JSON string, expected an object"},
 		{name: "instrument is null", inst: `null`, reject: "instrument is a JSON null, expected an object"},
+		{name: "unknown member nested 10,000 deep", inst: fullInstrument[:len(fullInstrument)-1] + `,"greeks":` + deepValue(10_000) + `}`, reject: "greeks: JSON nested deeper than 512 levels"},
+		{name: "unknown member nested just deep enough", inst: fullInstrument[:len(fullInstrument)-1] + `,"greeks":` + deepValue(510) + `}`,
+			want: check{"extra": `{"greeks":` + deepValue(510) + `}`}},
+		{name: "number field nested 10,000 deep", inst: inst(map[string]string{"strike": deepValue(10_000)}), reject: "strike: expected number, got array"},
+		{name: "index_price nested 10,000 deep", inst: inst(map[string]string{"index_price": `{"v":` + deepValue(10_000) + `}`}), reject: "index_price: expected string, got object"},
+		{name: "instrument nested 10,000 deep", inst: deepValue(10_000), reject: "instrument is a JSON array, expected an object"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,6 +288,47 @@ func TestDecodeValueRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deepValue is a JSON value nesting arrays and objects n levels deep.
+func deepValue(n int) string {
+	var open, close strings.Builder
+	for i := range n {
+		if i%2 == 0 {
+			open.WriteString(`[1,`)
+			close.WriteString("]")
+		} else {
+			open.WriteString(`{"k":`)
+			close.WriteString("}")
+		}
+	}
+	c := []byte(close.String())
+	slices.Reverse(c)
+	return open.String() + `"end"` + string(c)
+}
+
+// One value nested 10,000 deep in a large listing is one rejected row:
+// the rows around it load.
+func TestDeepValueRejectsOneRow(t *testing.T) {
+	var insts []string
+	for i := range 3000 {
+		insts = append(insts, inst(map[string]string{"instrument_name": fmt.Sprintf(`"BTC-%d"`, i)}))
+	}
+	insts[1500] = insts[1500][:len(insts[1500])-1] + `,"greeks":` + deepValue(10_000) + `}`
+	body := `[{"instruments":[` + strings.Join(insts[:2000], ",") + `]},{"instruments":[` + strings.Join(insts[2000:], ",") + `]}]`
+	got := decode(t, body, Options{BatchRows: 500})
+	if got.err != nil {
+		t.Fatalf("decode: %v", got.err)
+	}
+	if len(got.rows) != 2999 || len(got.rejects) != 1 || got.stats.Rows != 2999 || got.stats.Rejects != 1 {
+		t.Fatalf("rows=%d rejects=%d stats=%+v, want 2999 and 1", len(got.rows), len(got.rejects), got.stats)
+	}
+	if rj := got.rejects[0]; rj["row_index"] != int64(1500) || !strings.Contains(rj["reason"].(string), "nested deeper than") || rj["raw"] != insts[1500] {
+		t.Errorf("reject: index %v reason %q, raw as received %v", rj["row_index"], rj["reason"], rj["raw"] == insts[1500])
+	}
+	if got.rows[1500]["instrument_name"] != "BTC-1501" {
+		t.Errorf("row after the reject: %v", got.rows[1500]["instrument_name"])
 	}
 }
 

@@ -120,7 +120,8 @@ func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // ParseDecimal parses text holding a decimal number, as the venue writes
 // index_price: the JSON number grammar, optionally with a leading '+'.
 // ok is false for anything else (empty, words, hex, NaN/Inf, whitespace) and
-// for values outside float64's finite range; it never clamps.
+// for values outside float64's range (Underflows included); it never
+// clamps.
 func ParseDecimal(b []byte) (float64, bool) {
 	t := b
 	if len(t) > 0 && t[0] == '+' {
@@ -133,20 +134,50 @@ func ParseDecimal(b []byte) (float64, bool) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(bstr(t), 64)
-	if err != nil || math.IsInf(f, 0) {
+	if err != nil || math.IsInf(f, 0) || Underflows(f, bstr(t)) {
 		return 0, false
 	}
 	return f, true
 }
 
 // ParseJSONFloat parses a JSON number token into a float64, failing when it
-// is outside float64's finite range.
+// is outside float64's finite range or too small for its normal range
+// (Underflows).
 func ParseJSONFloat(b []byte) (float64, error) {
 	f, err := strconv.ParseFloat(bstr(b), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%s is outside the float64 range", b)
 	}
+	if Underflows(f, bstr(b)) {
+		return 0, fmt.Errorf("%s is outside the float64 range (nonzero, smaller than %g: it would be %g)", b, minNormal, f)
+	}
 	return f, nil
+}
+
+// minNormal is the smallest positive normal float64.
+const minNormal = 0x1p-1022
+
+// Underflows reports whether f, parsed (round to nearest) from the number
+// text, lost the value: text is not zero, but f is 0 (1e-400) or a
+// subnormal, which has fewer significant bits than a float64 keeps
+// (5e-324 and 7e-324 both parse to 4.9e-324). strconv.ParseFloat reports
+// overflow (±Inf, ErrRange) but not this; decoders treat both alike.
+func Underflows(f float64, text string) bool {
+	if a := math.Abs(f); a >= minNormal {
+		return false
+	} else if a != 0 {
+		return true
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if c >= '1' && c <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseJSONInt parses a JSON number token that must be an exact integer
