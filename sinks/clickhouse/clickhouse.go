@@ -403,7 +403,7 @@ func (s *Sink) ensureClusterTable(ctx context.Context, conn driver.Conn, tg sche
 		}
 		return len(dist) == len(t.ClickHouseColumns(tg.Features)) && hasAll(dist, t, tg.Features), nil
 	}
-	missing, noMs, err := missingOnSomeShard(ctx, conn, tg, t, len(shards))
+	missing, noMs, err := s.missingOnSomeShard(ctx, conn, tg, t, len(shards))
 	if err != nil {
 		return s.wrap("open table "+t.Name, err)
 	}
@@ -422,7 +422,7 @@ func (s *Sink) ensureClusterTable(ctx context.Context, conn driver.Conn, tg sche
 			return s.wrap("create table "+t.Name, err)
 		}
 	}
-	if missing, noMs, err = missingOnSomeShard(ctx, conn, tg, t, len(shards)); err != nil {
+	if missing, noMs, err = s.missingOnSomeShard(ctx, conn, tg, t, len(shards)); err != nil {
 		return s.wrap("open table "+t.Name, err)
 	}
 	if noMs {

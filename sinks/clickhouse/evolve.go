@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/optlake/optlake/schema"
@@ -78,9 +79,22 @@ func shardColumns(ctx context.Context, conn driver.Conn, tg schema.Target, table
 
 // missingOnSomeShard returns the columns of t (in t's order) that the local
 // table of some shard of tg's cluster lacks, and whether SnapshotMs, where
-// t has it, is missing somewhere.
-func missingOnSomeShard(ctx context.Context, conn driver.Conn, tg schema.Target, t *schema.Table, shards int) (missing []schema.Column, noMs bool, err error) {
+// t has it, is missing somewhere. A user the server does not allow the
+// cluster table function (current releases' REMOTE grant) gets the
+// connected server's local table judged alone, with a warning: a column an
+// interrupted attempt left on some shards only is then completed only
+// when this server lacks it too.
+func (s *Sink) missingOnSomeShard(ctx context.Context, conn driver.Conn, tg schema.Target, t *schema.Table, shards int) (missing []schema.Column, noMs bool, err error) {
 	have, err := shardColumns(ctx, conn, tg, t.LocalName())
+	var ex *ch.Exception
+	if errors.As(err, &ex) && ex.Code == 497 { // ACCESS_DENIED
+		s.log.Warn("cannot read the other shards' columns (the cluster table function is not granted): judging the connected server's tables alone", "table", t.Name, "error", s.opt.Redactor.String(err.Error()))
+		local, lerr := columnsOf(ctx, conn, tg.DB, t.LocalName())
+		have, err, shards = map[string]int{}, lerr, 1
+		for c := range local {
+			have[c] = 1
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("list columns of %s on the shards: %w", t.LocalName(), err)
 	}
