@@ -375,16 +375,23 @@ func checkSkipDeep(t *testing.T, doc []byte) {
 	deepDoc := strings.Repeat(`{"k":[`, wrap/2) + string(doc) + strings.Repeat("]}", wrap/2)
 	valid := json.Valid([]byte(deepDoc))
 	for name, r := range readers([]byte(deepDoc + ` 7`)) {
+		// Taken: the value, then exactly the 7 after it.
 		sc := New(r(), 4096)
 		deep, err := sc.SkipDeep()
+		var n []byte
+		if err == nil {
+			n, err = sc.Number()
+		}
+		if err == nil {
+			if eof, e := sc.AtEOF(); e != nil || !eof || string(n) != "7" {
+				err = errors.Join(errors.New("not just 7 after the value"), e)
+			}
+		}
 		if valid != (err == nil) {
-			t.Fatalf("%s: %q nested %d deep: SkipDeep %v, encoding/json valid=%v", name, doc, wrap, err, valid)
+			t.Fatalf("%s: %q nested %d deep: SkipDeep then 7: %v, encoding/json valid=%v", name, doc, wrap, err, valid)
 		}
-		if err != nil {
-			continue
-		}
-		if n, err := sc.Number(); !deep || err != nil || string(n) != "7" {
-			t.Fatalf("%s: %q nested %d deep: deep=%v, then %q %v", name, doc, wrap, deep, n, err)
+		if valid && !deep {
+			t.Fatalf("%s: %q nested %d deep: not reported deep", name, doc, wrap)
 		}
 	}
 }
