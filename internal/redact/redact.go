@@ -39,6 +39,12 @@ func (r *Redactor) Add(secrets ...string) {
 		if len(s) < minSecret {
 			continue
 		}
+		if strings.ContainsAny(s, "\r\n") {
+			// A multi-line secret (a PEM key) is printed line by line: an
+			// indented YAML block, an escaped JSON string. Each line is a
+			// secret of its own.
+			r.Add(strings.FieldsFunc(s, func(c rune) bool { return c == '\n' || c == '\r' })...)
+		}
 		q := url.QueryEscape(s)
 		for _, v := range []string{s, q, strings.ReplaceAll(q, "+", "%20"), url.PathEscape(s)} {
 			if !contains(r.secrets, v) {

@@ -30,6 +30,25 @@ func TestString(t *testing.T) {
 	}
 }
 
+// A multi-line secret (a PEM key) is masked however it is laid out: as
+// it is, as an indented YAML block, as an escaped JSON string.
+func TestMultiLineSecret(t *testing.T) {
+	key := "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIK9xaMoY9YNZW7cI2Sgg08UQ5IARyl8v\nAwEHoUQDQgAEug+9U86vxLgaMRZTKgtTV\n-----END EC PRIVATE KEY-----"
+	r := New(key)
+	for _, text := range []string{
+		"secret: " + key,
+		"secret: |-\n      " + strings.ReplaceAll(key, "\n", "\n      "),
+		`{"secret": "` + strings.ReplaceAll(key, "\n", `\n`) + `"}`,
+	} {
+		got := r.String(text)
+		for _, line := range strings.Split(key, "\n")[1:3] {
+			if strings.Contains(got, line) {
+				t.Errorf("%q: a line of the key is left: %q", text, got)
+			}
+		}
+	}
+}
+
 func TestURL(t *testing.T) {
 	u, _ := url.Parse("clickhouse://optlake:hunter22@127.0.0.1:9000/db?key=tok-123456")
 	got := New("tok-123456").URL(u)

@@ -162,6 +162,9 @@ func LoadFile(path, command string) (*File, error) {
 		fc.values[name] = vals
 		fc.lines[name] = v.Line
 	}
+	if err := fc.Venue.inlineTemplates(fc.Params); err != nil {
+		return nil, &FileError{Path: path, Line: fc.lines["endpoints"], Msg: err.Error()}
+	}
 	return fc, nil
 }
 

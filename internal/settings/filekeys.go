@@ -46,7 +46,7 @@ var fileKeys = []FileKey{
 	{Key: "accounts", Type: "list of {label, headers, auth}", Default: "one account, default",
 		Usage: "accounts snapshotted by the account endpoints, each with its own headers (like --account and --account-header) and auth"},
 	{Key: "auth", Type: "{type, …}", Secret: true,
-		Usage: "authentication of every request: type headers {headers}, bearer {token}, basic {user, password}, query_key {name, value}, oauth2 {token_url, client_id, client_secret, scopes}, session {login: {method, path, query, body}, token, expires_in, headers}, hmac {key, secret, hash, encoding, timestamp, sign, headers, query}; secret values may be ${ENV} or @file (docs/real-venues.md)"},
+		Usage: "authentication of every request: type headers {headers}, bearer {token}, basic {user, password}, query_key {name, value}, oauth2 {token_url, client_id, client_secret, scopes}, session {login: {method, path, query, body}, token, expires_in, headers}, hmac {key, secret, hash, encoding, timestamp, sign, headers, query}, template {key, secret, passphrase, vars, timestamp, query, params, body, content_type, sign, headers} (Go templates with signing functions); secret values may be ${ENV} or @file (docs/real-venues.md)"},
 	{Key: "errors", Type: "{path, code, message, ok, non_empty, retry_codes}",
 		Usage: "error bodies: a 2xx body fails the request (\"venue error CODE: MESSAGE\", never loaded as rows) when path is present and not null (with non_empty: true, not empty either), or when ok lists the codes of success and the code is not one of them; codes in retry_codes are retried like a 429, in 2xx bodies and in 4xx answers (other 4xx fail at once)"},
 }

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -70,6 +71,44 @@ func (v *Venue) Secrets() []string {
 		add(e.Auth)
 	}
 	return out
+}
+
+// inlineTemplates gives every template signer the endpoints' parameter
+// values (endpoint.key=value) and bodies that are templates: those, and
+// only those, it renders for each request. Each signer renders them once
+// here, so a mistake in one is the config's.
+func (v *Venue) inlineTemplates(params []string) error {
+	var inline []string
+	for _, p := range params {
+		if _, val, ok := strings.Cut(p, "="); ok && strings.Contains(val, "{{") {
+			inline = append(inline, val)
+		}
+	}
+	for _, e := range v.Endpoints {
+		if strings.Contains(e.Body, "{{") {
+			inline = append(inline, e.Body)
+		}
+	}
+	if len(inline) == 0 {
+		return nil
+	}
+	var errs []error
+	set := func(where string, s *auth.Spec) {
+		if s != nil && s.Type == auth.Templated {
+			s.Inline = inline
+			if err := s.Check(); err != nil {
+				errs = append(errs, fmt.Errorf("endpoints: a template in params or body, signed by %s: %w", where, err))
+			}
+		}
+	}
+	set("auth", v.Auth)
+	for label, s := range v.AccountAuth {
+		set("accounts["+label+"].auth", s)
+	}
+	for name, e := range v.Endpoints {
+		set("endpoints."+name+".auth", e.Auth)
+	}
+	return errors.Join(errs...)
 }
 
 // mapping calls each of keys' functions with the value of its key; an
@@ -217,14 +256,44 @@ func authSpec(v *yaml.Node, where string, fail failFunc) (*auth.Spec, error) {
 		"timestamp":     scalar(&s.Timestamp, w("timestamp"), fail),
 		"sign":          scalar(&s.Sign, w("sign"), fail),
 		"query":         pairs(&s.Query, w("query"), fail, false),
+		"passphrase":    secretValue(&s.Passphrase, w("passphrase"), fail),
+		"vars":          pairs(&s.Vars, w("vars"), fail, true),
+		"params":        scalar(&s.Params, w("params"), fail),
+		"body":          scalar(&s.Body, w("body"), fail),
+		"content_type":  scalar(&s.ContentType, w("content_type"), fail),
 	})
 	if err != nil {
 		return nil, err
 	}
 	if err := s.Check(); err != nil {
+		var ke *auth.KeyError
+		if errors.As(err, &ke) {
+			// Point at the key's own line: a template's error has its
+			// line and column inside the value.
+			return nil, fail(keyNode(v, ke.Key), "%s: %v", where, err)
+		}
 		return nil, fail(v, "%s: %v", where, err)
 	}
 	return s, nil
+}
+
+// keyNode finds the node of a dotted key ("headers.API-Sign") in the
+// mapping n: the value of the deepest key found, else n.
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	for n.Kind == yaml.MappingNode {
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if key == k || strings.HasPrefix(key, k+".") {
+				n, key, found = n.Content[i+1], strings.TrimPrefix(strings.TrimPrefix(key, k), "."), true
+				break
+			}
+		}
+		if !found || key == "" {
+			break
+		}
+	}
+	return n
 }
 
 // tokenKey is bearer's token (a secret) or session's token path.

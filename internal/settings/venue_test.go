@@ -83,6 +83,11 @@ endpoints:
 		{"auth:\n  type: hmac\n  key: k\n  secret: s\n  sign: x\n  hash: md5\n  headers: {A: '{signature}'}\n", 2, "hash"},
 		{"auth:\n  type: hmac\n  key: k\n  secret: s\n  sign: '{when}'\n  headers: {A: '{signature}'}\n", 2, "unknown placeholder {when}"},
 		{"auth: {type: bearer}\n", 1, "token is required"},
+		// A template's mistake points at its own key's line.
+		{"auth:\n  type: template\n  key: k\n  secret: ${VENUE_TEST_KEY}\n  headers:\n    A: '{{ .Key }}'\n    B: '{{ hmac \"sha256\" .Secret }}'\n", 7, "headers.B"},
+		{"auth:\n  type: template\n  secret: s\n  sign: '{{ unb64 .Secret }}'\n  headers: {A: '{{ .Signature }}'}\n", 4, "not base64"},
+		{"auth:\n  type: template\n  secret: s\n  params: both\n  headers: {A: x}\n", 4, "want query or body"},
+		{"auth:\n  type: template\n  secret: s\n  headers:\n    A: '{{ .Key'\n", 5, "unclosed action"},
 		{"auth: {type: bearer, token: '${VENUE_TEST_UNSET}'}\n", 1, "VENUE_TEST_UNSET is not set"},
 		{"errors: {message: x}\n", 1, "path or code is required"},
 		{"endpoints:\n  instruments:\n    pagination: {type: cursor, cursor_path: n}\n", 3, "cursor_param is required"},
@@ -174,5 +179,44 @@ endpoints:
 		if !errors.As(err, &fe) || fe.Line != tc.line || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q: error %v, want a FileError at line %d with %q", tc.body, err, tc.line, tc.msg)
 		}
+	}
+}
+
+// The endpoints' parameter values and bodies that are templates are handed
+// to the template signers (only those are rendered), not to the others.
+func TestInlineTemplatesReachTheSigners(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte(`auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}
+accounts:
+  - label: hm
+    auth: {type: hmac, key: k, secret: s, sign: '{body}', headers: {A: '{signature}'}}
+endpoints:
+  trades:
+    kind: account
+    path: /private/get_trades
+    params: {end: '{{ .Millis }}', currency: BTC}
+  subs:
+    kind: account
+    path: /private/get_subaccounts
+    method: post
+    body: '{"wallet":"{{ .Key }}"}'
+`), 0o600)
+	f, err := LoadFile(p, Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(f.Venue.Auth.Inline, " | ")
+	if !strings.Contains(got, "{{ .Millis }}") || !strings.Contains(got, `{"wallet":"{{ .Key }}"}`) || strings.Contains(got, "BTC") {
+		t.Errorf("inline templates %q", got)
+	}
+	if hm := f.Venue.AccountAuth["hm"]; len(hm.Inline) != 0 {
+		t.Errorf("an hmac signer got inline templates %q", hm.Inline)
+	}
+	// A mistake in one is the config's, at the endpoints' line.
+	os.WriteFile(p, []byte("auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}\nendpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: '{{ .Milis }}'}\n"), 0o600)
+	_, err = LoadFile(p, Run)
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Line != 3 || !strings.Contains(err.Error(), "Milis") {
+		t.Errorf("error %v, want a FileError at line 3 naming .Milis", err)
 	}
 }

@@ -1,6 +1,8 @@
 // Package auth authenticates requests to a venue: static headers, bearer
 // tokens, HTTP basic, an API key in the query, OAuth2 client credentials,
-// a login session, and HMAC signatures laid out by a template. An
+// a login session, HMAC signatures laid out by a template, and requests
+// whose every part is a Go template with signing functions (nested
+// digests, JWTs, Ed25519, RSA and secp256k1 signatures; signer.go). An
 // Authenticator sees the request that goes on the wire (its final URL and
 // body), like an http.RoundTripper would. Every credential is a secret:
 // Secrets lists them for redaction, and no error of this package quotes one.
@@ -34,10 +36,14 @@ const (
 	OAuth2   = "oauth2"
 	Session  = "session"
 	HMAC     = "hmac"
+	// Template renders every part of a signed request from Go templates
+	// with Funcs (signer.go): nested digests, JWTs, Ed25519, RSA and
+	// secp256k1 signatures, form bodies.
+	Templated = "template"
 )
 
 // Types lists the authentication types.
-var Types = []string{None, Headers, Bearer, Basic, QueryKey, OAuth2, Session, HMAC}
+var Types = []string{None, Headers, Bearer, Basic, QueryKey, OAuth2, Session, HMAC, Templated}
 
 // KV is one ordered name/value pair (headers, query entries).
 type KV struct{ Name, Value string }
@@ -77,13 +83,26 @@ type Spec struct {
 	Hash      string // sha256 (default) | sha384 | sha512
 	Encoding  string // hex (default) | base64
 	Timestamp string // ms (default) | s | us | iso
-	Sign      string // the signed text's template
+	Sign      string // hmac: the signed text's template; template: the signature's
 	Query     []KV   // query entries (templates)
+	// template (also Key, Secret, Timestamp, Sign, Headers, Query).
+	Passphrase  string
+	Vars        []KV   // more secrets, by name (.Vars.name)
+	Params      string // query (default) | body: where the endpoint's parameters go
+	Body        string // the body's template
+	ContentType string // the Content-Type of a body
+	// Inline lists the endpoints' parameter values and bodies that are
+	// templates, as the config file gives them: only these are rendered,
+	// never a value that came from the venue (a cursor, a next link).
+	Inline []string
 }
 
 // Secrets returns the secret values of s (for redaction).
 func (s Spec) Secrets() []string {
-	out := []string{s.Token, s.Password, s.Value, s.ClientSecret, s.Secret, s.Key, s.Login.Body}
+	out := []string{s.Token, s.Password, s.Value, s.ClientSecret, s.Secret, s.Key, s.Login.Body, s.Passphrase}
+	for _, v := range s.Vars {
+		out = append(out, v.Value)
+	}
 	if s.Type == Headers {
 		for _, h := range s.Headers {
 			out = append(out, h.Value)
@@ -189,6 +208,8 @@ func (s Spec) build(env Env) (Authenticator, error) {
 			return nil, err
 		}
 		return newHMAC(s, env)
+	case Templated:
+		return newTemplateSigner(s, env)
 	case "":
 		return nil, fmt.Errorf("auth: type is required (one of %s)", strings.Join(Types, ", "))
 	}
