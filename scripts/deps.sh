@@ -9,6 +9,8 @@
 #   * tools/chdb's node modules: chdb, whose optional @chdb/lib-linux-x64-gnu
 #     ships libchdb.so, a current ClickHouse (26.7) the schema and README
 #     queries are tested on (~180 MB download, ~550 MB unpacked; cached);
+#   * tools/ccxt's node modules: ccxt, the independent signer the venue
+#     profiles' signatures are checked against (~70 MB unpacked; cached);
 #   * versitygw (S3) and fake-gcs-server (Cloud Storage), built with go install
 #     into ${XDG_CACHE_HOME:-~/.cache}/optlake/bin.
 #
@@ -20,6 +22,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DUCKDB_DIR="$ROOT/tools/duckdb"
 CHDB_DIR="$ROOT/tools/chdb"
+CCXT_DIR="$ROOT/tools/ccxt"
 
 export DEBIAN_FRONTEND=noninteractive
 export NEEDRESTART_MODE=a
@@ -134,6 +137,20 @@ fi
 if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -f "$CHDB_DIR/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so" ]; then
   cd "$CHDB_DIR"
   say "npm install in tools/chdb (chdb $want)"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+# ---- tools/ccxt node modules ----------------------------------------------------
+# The same rule: reinstall when missing or not the version package.json pins.
+want=$(sed -n 's/.*"ccxt"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$CCXT_DIR/package.json" | head -n1)
+have=""
+installed="$CCXT_DIR/node_modules/ccxt/package.json"
+if [ -f "$installed" ]; then
+  have=$(sed -n 's/^[[:space:]]*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$installed" | head -n1)
+fi
+if [ -z "$have" ] || [ "$have" != "$want" ]; then
+  cd "$CCXT_DIR"
+  say "npm install in tools/ccxt (ccxt $want)"
   npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
 

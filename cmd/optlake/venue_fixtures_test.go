@@ -102,12 +102,11 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		profile string
-		env     []string
 		rows    map[string]int64 // endpoint -> rows (child tables of nested lists included)
 		listing *listing
 		pages   []string // requests that must have been made (pages after the first)
 	}{
-		{profile: "deribit", env: []string{"DERIBIT_CLIENT_ID", "DERIBIT_CLIENT_SECRET"},
+		{profile: "deribit",
 			rows: map[string]int64{"instruments": 3, "account_summary": 1, "positions": 2},
 			listing: &listing{n: 3, check: func(t *testing.T, row map[string]any) {
 				if id := row["instrument_id"]; id != "364671" && id != "364672" && id != "311532" {
@@ -117,7 +116,7 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 					t.Errorf("extra %v", row["extra"])
 				}
 			}}},
-		{profile: "okx", env: []string{"OKX_API_KEY", "OKX_API_SECRET", "OKX_PASSPHRASE"},
+		{profile: "okx",
 			rows: map[string]int64{"instruments": 4, "account_balance": 2, "positions": 1, "bills": 137},
 			listing: &listing{n: 4, check: func(t *testing.T, row map[string]any) {
 				if row["contract_size"] != 0.01 || row["base_currency"] != "BTC" || row["quote_currency"] != nil {
@@ -131,7 +130,7 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}},
 			pages: []string{"/api/v5/account/bills?after=689999999999999307&instType=OPTION&limit=100"}},
-		{profile: "binance", env: []string{"BINANCE_API_KEY", "BINANCE_API_SECRET"},
+		{profile: "binance",
 			rows: map[string]int64{"instruments": 8, "account_summary": 3, "positions": 1, "trades": 163},
 			listing: &listing{n: 8, check: func(t *testing.T, row map[string]any) {
 				if row["tick_size"] != 5.0 || row["base_currency"] != "BTC" || row["is_active"] != true || row["maker_commission"] != 0.0002 {
@@ -139,7 +138,7 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}},
 			pages: []string{"fromId=4611875134427365476"}},
-		{profile: "bybit", env: nil,
+		{profile: "bybit",
 			rows: map[string]int64{"instruments": 6, "account_balance": 2, "positions": 5},
 			listing: &listing{n: 6, check: func(t *testing.T, row map[string]any) {
 				if row["tick_size"] != 5.0 || row["min_trade_amount"] != 0.01 || row["settlement_currency"] != "USDC" || row["creation_time"] == nil {
@@ -147,14 +146,14 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}},
 			pages: []string{"cursor=c2", "cursor=p2"}},
-		{profile: "gate", env: nil,
+		{profile: "gate",
 			rows: map[string]int64{"instruments": 8, "account_summary": 1, "positions": 1},
 			listing: &listing{n: 8, check: func(t *testing.T, row map[string]any) {
 				if row["quote_currency"] != "USDT" || row["contract_size"] != 0.0001 || row["min_trade_amount"] != 1.0 || row["creation_timestamp"] != int64(1702454400000) {
 					t.Errorf("quote %v size %v min %v created %v", row["quote_currency"], row["contract_size"], row["min_trade_amount"], row["creation_timestamp"])
 				}
 			}}},
-		{profile: "delta", env: nil,
+		{profile: "delta",
 			rows: map[string]int64{"instruments": 4, "account_balance": 1, "positions": 1},
 			listing: &listing{n: 4, check: func(t *testing.T, row map[string]any) {
 				if id, _ := row["instrument_id"].(string); !strings.HasPrefix(id, "3000") {
@@ -165,20 +164,20 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}},
 			pages: []string{"after=g3QAAAABZAALcHJvZHVjdF9pZGIAAAAh", "contract_types=call_options%2Cput_options&page_size=100"}},
-		{profile: "derive", env: nil,
+		{profile: "derive",
 			rows: map[string]int64{"instruments": 3, "account_summary": 2, "positions": 1},
 			listing: &listing{n: 3, check: func(t *testing.T, row map[string]any) {
 				if row["quote_currency"] != "USDC" || row["min_trade_amount"] != 0.1 || row["tick_size"] != 0.1 {
 					t.Errorf("quote %v min %v tick %v", row["quote_currency"], row["min_trade_amount"], row["tick_size"])
 				}
 			}}},
-		{profile: "kraken", env: nil,
+		{profile: "kraken",
 			rows: map[string]int64{"asset_pairs": 2, "ohlc": 5, "balances": 5, "open_positions": 1}},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			url, seen := fixtureVenue(t, tc.profile)
-			for _, e := range tc.env {
-				t.Setenv(e, "fixture-"+strings.ToLower(e))
+			for k, v := range profileEnv(t, tc.profile) {
+				t.Setenv(k, v)
 			}
 			dir := t.TempDir()
 			sum := filepath.Join(t.TempDir(), "summary.json")

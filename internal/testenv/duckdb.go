@@ -125,6 +125,12 @@ func duckDBTool() (node, script string, err error) {
 // nodeTool locates node and tools/<tool>/query.mjs, and checks that each of
 // modules (paths under the tool's node_modules) is installed.
 func nodeTool(tool string, modules ...string) (node, script string, err error) {
+	return nodeScript(tool, "query.mjs", modules...)
+}
+
+// nodeScript locates node and tools/<tool>/<name>, and checks that the
+// node modules are installed.
+func nodeScript(tool, name string, modules ...string) (node, script string, err error) {
 	node, err = exec.LookPath("node")
 	if err != nil {
 		return "", "", fmt.Errorf("node is not installed")
@@ -134,7 +140,7 @@ func nodeTool(tool string, modules ...string) (node, script string, err error) {
 		return "", "", err
 	}
 	dir := filepath.Join(root, "tools", tool)
-	script = filepath.Join(dir, "query.mjs")
+	script = filepath.Join(dir, name)
 	if _, err := os.Stat(script); err != nil {
 		return "", "", fmt.Errorf("%s is missing", script)
 	}
