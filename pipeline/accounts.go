@@ -18,7 +18,8 @@ import (
 // into every sink. The registry (DATA/_schema) evolves in memory during the
 // decode and is saved once every sink has the rows; new columns reach
 // ClickHouse as ALTER TABLE ... ADD COLUMN when the sink opens the table.
-func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, rq requestSpec, body io.Reader, sum *Summary, res *EndpointResult, sr *snapshotRun) (map[string]SinkResult, error) {
+func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (map[string]SinkResult, error) {
+	ep, part, rq, sum, res, sr := c.ep, c.part, c.rq, c.sum, c.res, c.sr
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := NewFanout(ctx, ss, snap)
 	// Bodies of one endpoint and account in one snapshot (a fanned-out
@@ -50,6 +51,10 @@ func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, ep Endpoint, 
 	}
 	for _, c := range stats.Discarded {
 		r.log.Warn("field discarded (--schema-contract discard-columns)", "table", c.Table, "field", c.Field)
+	}
+	if err := durable(c); err != nil {
+		fan.Abort()
+		return nil, err
 	}
 	for t, n := range stats.Rows {
 		res.Rows += n

@@ -252,7 +252,11 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 		}
 		var st stateStore
 		for _, ep := range groups[key] {
-			if ep.Kind == KindInstruments && r.cfg.Events && r.prepareEvents(ctx, arc, states, rec, snap) {
+			switch {
+			case ep.Kind != KindInstruments || !r.cfg.Events:
+			case r.liveBehind(ctx, rec, snap, len(todo[ep.Name]) == len(r.cfg.Sinks)):
+				st = r.states
+			case r.prepareEvents(ctx, arc, states, rec, snap):
 				st = states
 			}
 		}
@@ -282,6 +286,30 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 	}
 	sort.Strings(cu.Sinks)
 	return cu
+}
+
+// liveBehind reports whether the live events state is older than rec's
+// snapshot while every sink still has rec's listing to load (all: the live
+// run of rec died before its state was saved, a kill -9). The catch-up of
+// rec then compares with the live state and saves the next one, as the
+// live run would have: the run that follows compares with rec, and
+// reports none of rec's changes again.
+func (r *Runner) liveBehind(ctx context.Context, rec ledger.Record, snap archive.Snapshot, all bool) bool {
+	if r.states == nil || !all {
+		return false
+	}
+	for _, b := range snap.Bodies {
+		if b.Endpoint == "instruments" && len(b.Params) > 0 {
+			return false // a filtered listing has no events (as live)
+		}
+	}
+	cur, err := r.states.Load(ctx, rec.Source)
+	if err != nil {
+		return false
+	}
+	defer r.states.Release(cur)
+	t, ok := cur.LastSnapshot()
+	return !ok || t.Before(rec.SnapshotTime)
 }
 
 // prepareEvents puts into states the state that the live run of rec's

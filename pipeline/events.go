@@ -78,32 +78,53 @@ func (e *eventsRun) close(states stateStore) {
 // pipelined replay): each compares with the state the snapshot before it
 // left, so it waits until that one is done with the state.
 //
-// A snapshot whose comparison did not run (its listing unreadable, a
-// failed request) breaks the chain: the next one only seeds the state and
-// writes no events (seedOnly). Compared with the snapshot before the bad
-// one it would report the bad one's changes again, beside the events the
-// original run wrote for it (a replay over an existing lake); the next
-// snapshot's events of that run stay as they were.
+// A snapshot whose comparison did not run because it never loaded (no
+// complete body: a run killed or failed before its last page, a body cut
+// off or undecodable) leaves the state as it was, and the next one is
+// compared with the last snapshot that loaded, as the live runs did. One
+// whose archived body cannot be read back any more (corrupt, missing:
+// stale) may have loaded live: compared with the snapshot before it, the
+// next one would report its changes again beside the events the original
+// run wrote for it (a replay over an existing lake), so the next one only
+// seeds the state and writes no events (seedOnly); its events of that run
+// stay as they were.
 type eventsTurn struct {
 	after    <-chan struct{} // closed when the previous snapshot is done (nil: first)
 	prev     *eventsTurn
 	done     chan struct{}
 	once     sync.Once
 	compared bool // this snapshot's comparison ran (set before done is closed)
+	// stale: the state this snapshot leaves is not the one the live run
+	// of the next snapshot compared with (set before done is closed):
+	// its archived listing cannot be read back, or it did not compare
+	// after a stale one, or it is a replay's unseeded first snapshot.
+	stale bool
 }
 
-// newEventsTurn returns the turn that comes after prev (nil: the first).
-func newEventsTurn(prev *eventsTurn) *eventsTurn {
-	t := &eventsTurn{done: make(chan struct{}), prev: prev}
+// newEventsTurn returns the turn that comes after prev (nil: the first);
+// unseeded: the first snapshot of a replay that starts after the
+// source's first (its state is only seeded).
+func newEventsTurn(prev *eventsTurn, unseeded bool) *eventsTurn {
+	t := &eventsTurn{done: make(chan struct{}), prev: prev, stale: unseeded}
 	if prev != nil {
 		t.after = prev.done
 	}
 	return t
 }
 
-// seedOnly reports, once wait has returned, that the previous snapshot's
-// comparison did not run: this one seeds the state and writes no events.
-func (t *eventsTurn) seedOnly() bool { return t != nil && t.prev != nil && !t.prev.compared }
+// seedOnly reports, once wait has returned, that the state the previous
+// snapshot left is stale: this one seeds the state and writes no events.
+func (t *eventsTurn) seedOnly() bool {
+	return t != nil && t.prev != nil && t.prev.stale && !t.prev.compared
+}
+
+// unreadable marks the snapshot's archived listing as one that cannot be
+// read back (stale).
+func (t *eventsTurn) unreadable() {
+	if t != nil {
+		t.stale = true
+	}
+}
 
 // wait returns when the previous snapshot is done with the state.
 func (t *eventsTurn) wait(ctx context.Context) error {
@@ -132,13 +153,19 @@ func (t *eventsTurn) finish() {
 			close(t.done)
 			return
 		}
+		pass := func() {
+			// A snapshot that did not compare after a stale state
+			// leaves it stale.
+			t.stale = t.stale || t.seedOnly()
+			close(t.done)
+		}
 		select {
 		case <-t.after:
-			close(t.done)
+			pass()
 		default:
 			go func() {
 				<-t.after
-				close(t.done)
+				pass()
 			}()
 		}
 	})
@@ -181,10 +208,16 @@ func (e *eventsRun) observe(rec arrow.Record) {
 	}
 }
 
-// taint marks the comparison unusable after a failed request.
-func (e *eventsRun) taint() {
-	if e != nil {
-		e.tainted = true
+// taint marks the comparison unusable after a failed request (err);
+// a listing read back from the archive that cannot be read any more (not
+// one that was never archived whole) leaves a stale state (eventsTurn).
+func (e *eventsRun) taint(err error) {
+	if e == nil {
+		return
+	}
+	e.tainted = true
+	if errors.Is(err, errArchive) && !errors.Is(err, errNeverLoaded) {
+		e.turn.unreadable()
 	}
 }
 

@@ -114,7 +114,7 @@ func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream
 			}
 		}
 		if last := c.rq.archived[len(c.rq.archived)-1]; paged && !last.LastPage {
-			return st, fmt.Errorf("%w: pages after page %d are not archived (the run failed there)", errArchive, last.Page)
+			return st, fmt.Errorf("%w: %w: pages after page %d are not archived (the run failed there)", errArchive, errNeverLoaded, last.Page)
 		}
 		return st, nil
 	}

@@ -326,7 +326,7 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 					}
 					return
 				}
-				turn := newEventsTurn(prev)
+				turn := newEventsTurn(prev, i == 0 && !seeded)
 				prev = turn
 				wg.Add(1)
 				go func() {
@@ -422,6 +422,11 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 // (missing, or its compressed file is corrupt or cut off): loading it again
 // cannot help.
 var errArchive = errors.New("raw archive")
+
+// errNeverLoaded marks, beside errArchive, a request the archive holds
+// only part of because its run failed or was killed before the whole
+// answer arrived: no sink ever loaded it.
+var errNeverLoaded = errors.New("never loaded")
 
 // archivedBody marks its read errors (other than the end) as errArchive.
 type archivedBody struct{ io.ReadCloser }

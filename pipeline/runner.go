@@ -542,7 +542,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		}
 		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr})
 		if err != nil {
-			ev.taint()
+			ev.taint(err)
 			res.Status = "failed"
 			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
 			res.fetchFailed = res.fetchFailed || !res.unloadable
@@ -611,6 +611,12 @@ type call struct {
 	// staged: the sinks that are not atomic receive the rows only at the
 	// commit (a paginated request: all of its pages or nothing).
 	staged bool
+	// durable, when set, makes the body just decoded durable in the raw
+	// archive (the body file, then its meta.json); the loaders call it
+	// after the decode and before any sink commits a row of it, and load
+	// nothing when it fails. Pages need none: their request's stream ends
+	// only after the last page is archived.
+	durable func() error
 }
 
 // meta is the archive metadata every body of the call starts from.
@@ -677,6 +683,27 @@ func (r *Runner) request(ctx context.Context, c call) error {
 			entry = e
 		}
 		body := &bodyReader{r: resp.Body, res: res, entry: entry}
+		finished, aerr := false, error(nil)
+		finish := func(complete bool, msg string) error {
+			if finished {
+				return aerr
+			}
+			finished = true
+			finishing := time.Now()
+			var meta archive.Meta
+			meta, aerr = entry.Finish(resp.Status, resp.ContentType, complete, msg)
+			if sr.archive != nil {
+				res.stage(StageArchive, finishing)
+			}
+			if aerr == nil && meta.File != "" {
+				res.Raw = append(res.Raw, meta.File)
+			}
+			res.Bytes += entry.Bytes()
+			return aerr
+		}
+		// The body is read whole once it decoded: archived (durable)
+		// before a sink commits a row of it.
+		c.durable = func() error { return finish(true, "") }
 		outs, derr := r.decode(ctx, c, body)
 		complete := derr == nil
 		if derr != nil && errors.Is(derr, values.ErrBadInput) {
@@ -688,20 +715,11 @@ func (r *Runner) request(ctx context.Context, c call) error {
 		if derr != nil {
 			msg = r.cfg.Redactor.String(oneLine(derr))
 		}
-		finishing := time.Now()
-		meta, aerr := entry.Finish(resp.Status, resp.ContentType, complete, msg)
-		if sr.archive != nil {
-			res.stage(StageArchive, finishing)
+		if err := finish(complete, msg); derr == nil && err != nil {
+			return err
 		}
-		if aerr == nil && meta.File != "" {
-			res.Raw = append(res.Raw, meta.File)
-		}
-		res.Bytes += entry.Bytes()
 		if derr != nil {
 			return derr
-		}
-		if aerr != nil {
-			return aerr
 		}
 		res.merge(outs)
 		return nil
@@ -725,12 +743,12 @@ func (r *Runner) decode(ctx context.Context, c call, body io.Reader) (map[string
 	}
 	switch {
 	case c.ep.Kind == KindInstruments:
-		return r.loadInstruments(ctx, ss, c.ep, c.part, body, c.sum, c.res, c.ev, c.sr.cols)
+		return r.loadInstruments(ctx, ss, c, body)
 	case r.cfg.Schemas == nil:
 		_, err := io.Copy(io.Discard, body)
 		return nil, err
 	}
-	return r.loadAccount(ctx, ss, c.ep, c.part, c.rq, body, c.sum, c.res, c.sr)
+	return r.loadAccount(ctx, ss, c, body)
 }
 
 // merge adds what the sinks made of one request to the endpoint's result.
@@ -782,9 +800,11 @@ func flat(v url.Values) map[string]string {
 
 // loadInstruments decodes one listing body into every sink. Rows are
 // committed only when the whole body decoded; on any failure every sink's
-// writers are aborted, so a retry starts clean.
-// cols allocates the records' column buffers (nil: Go memory).
-func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoint, part string, body io.Reader, sum *Summary, res *EndpointResult, ev *eventsRun, cols memory.Allocator) (map[string]SinkResult, error) {
+// writers are aborted, so a retry starts clean; and only once the body is
+// durable in the raw archive (call.durable). The call's snapshot's cols
+// allocates the records' column buffers (nil: Go memory).
+func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (map[string]SinkResult, error) {
+	ep, part, sum, res, ev, cols := c.ep, c.part, c.sum, c.res, c.ev, c.sr.cols
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := NewFanout(ctx, ss, snap, schema.Instruments)
 	dec, _ := r.decoders.Get().(*transform.InstrumentDecoder)
@@ -808,11 +828,24 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, ep Endpoi
 		fan.Abort()
 		return nil, fmt.Errorf("decode listing: %w", err)
 	}
+	if err := durable(c); err != nil {
+		fan.Abort()
+		return nil, err
+	}
 	res.Rows += stats.Rows
 	res.Rejects += stats.Rejects
 	start = time.Now()
 	defer res.stage(StageCommit, start)
 	return fan.Commit(ctx), nil
+}
+
+// durable makes the call's body durable in the raw archive (call.durable)
+// before its rows are committed.
+func durable(c call) error {
+	if c.durable == nil {
+		return nil
+	}
+	return c.durable()
 }
 
 // writeRuns records the snapshot's per-endpoint results (rows, from

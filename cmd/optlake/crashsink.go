@@ -13,8 +13,8 @@ import (
 
 // loadCrashEnv names the test-only crash hook of a load: the process kills
 // itself (SIGKILL, as kill -9) at the named step of the first instruments
-// file it loads (loadSteps) — in a run with pending loads, the catch-up's
-// oldest snapshot. Not documented for users.
+// or account table file it loads (loadSteps) — in a run with pending
+// loads, the catch-up's oldest snapshot. Not documented for users.
 const loadCrashEnv = "OPTLAKE_TEST_LOAD_CRASH_AT"
 
 // loadSteps are the steps of a snapshot's commit into a sink, in order:
@@ -49,7 +49,7 @@ func (s crashSink) crash(step string) {
 
 func (s crashSink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
 	w, err := s.Sink.Open(ctx, t, snap)
-	if err != nil || t != schema.Instruments {
+	if err != nil || !crashTable(t) {
 		return w, err
 	}
 	s.crash("opened")
@@ -72,4 +72,19 @@ func (w crashWriter) Commit(ctx context.Context) (sinks.Committed, error) {
 	c, err := w.Writer.Commit(ctx)
 	w.s.crash("committed")
 	return c, err
+}
+
+// crashTable reports whether the load crash hook stops at t's steps: the
+// instruments table and the tables inferred from account endpoints (not
+// rejects, events, runs or the inferred schema's history).
+func crashTable(t *schema.Table) bool {
+	if t == schema.Instruments {
+		return true
+	}
+	for _, fixed := range schema.Tables() {
+		if t.Name == fixed.Name {
+			return false
+		}
+	}
+	return true
 }
