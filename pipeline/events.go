@@ -51,8 +51,9 @@ func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states state
 	if turn == nil {
 		prev, err := states.Load(ctx, sum.Source)
 		if err != nil {
-			log.Warn("instrument events skipped: cannot load the state", "err", err)
-			return nil
+			// Never silent: the snapshot is partial (refused).
+			e.err = fmt.Errorf("cannot load the state: %w", err)
+			return e
 		}
 		e.prev = prev
 	}
@@ -222,9 +223,10 @@ func (e *eventsRun) taint(err error) {
 }
 
 // refused is why a comparison that never ran was refused ("" when it was
-// not): a snapshot older than the state.
+// not): a snapshot older than the state, a state that cannot be loaded, a
+// listing the comparison could not take.
 func (e *eventsRun) refused(log *slog.Logger) string {
-	if e == nil || !errors.Is(e.err, events.ErrOutOfOrder) {
+	if e == nil || e.err == nil {
 		return ""
 	}
 	log.Warn("instrument events skipped", "err", e.err)
@@ -245,6 +247,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 		prev, err := states.Load(ctx, e.meta.Source)
 		if err != nil {
 			log.Warn("instrument events skipped: cannot load the state", "err", err)
+			res.EventsSkipped = "cannot load the state: " + oneLine(err)
 			return
 		}
 		e.prev = prev
@@ -260,10 +263,10 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 			// snapshot (a clock gone backwards, a late load into a past
 			// day); comparing with it would report changes backwards.
 			log.Warn("instrument events skipped", "err", e.err)
-			res.EventsSkipped = oneLine(e.err)
 		} else {
 			log.Error("instrument events failed", "err", e.err)
 		}
+		res.EventsSkipped = oneLine(e.err)
 		return
 	}
 	snap := e.meta
@@ -277,6 +280,7 @@ func (r *Runner) finishEvents(ctx context.Context, log *slog.Logger, e *eventsRu
 	if err != nil {
 		fan.Abort()
 		log.Error("instrument events failed", "err", err)
+		res.EventsSkipped = oneLine(err)
 		return
 	}
 	saved := false

@@ -12,6 +12,7 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
@@ -134,6 +135,58 @@ func TestStatusShowsEventsNotWritten(t *testing.T) {
 	sim.Advance(1)
 	if res := clk.optlake(t, args...); res.code != 0 {
 		t.Fatalf("run after: exit %d %s", res.code, res.stderr)
+	}
+	if text := optlake(t, "status", "--data-dir", dir).stdout; strings.Contains(text, "instrument events not written") {
+		t.Fatalf("status after a snapshot with its events:\n%s", text)
+	}
+}
+
+// The events state's folder is what cannot be used (a file in its way):
+// the run exits 3 naming the events, and `status` says so although the
+// note cannot be written beside the state; once the folder is back, the
+// next snapshot writes its events and clears the note.
+func TestStatusShowsEventsStateUnwritable(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
+	clk := pinClock(base)
+	sim, url := startSim(t, venuesim.Config{Seed: 5, Instruments: 60})
+	dir := t.TempDir()
+	args := []string{"run", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments"}
+	if res := clk.optlake(t, args...); res.code != 0 {
+		t.Fatalf("first run: exit %d %s", res.code, res.stderr)
+	}
+	state := events.StateDir(dir)
+	aside := filepath.Join(t.TempDir(), "state")
+	if err := os.Rename(state, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clk.next()
+	sim.Advance(1)
+	res := clk.optlake(t, args...)
+	if res.code != exitPartial || !strings.Contains(res.stderr, "instrument events not written") {
+		t.Fatalf("run with the state folder blocked: exit %d\n%s", res.code, res.stderr)
+	}
+	var doc struct {
+		Events []pipeline.EventsNote `json:"events_not_written"`
+	}
+	js := optlake(t, "status", "--data-dir", dir, "--format", "json")
+	if err := json.Unmarshal([]byte(js.stdout), &doc); err != nil || len(doc.Events) != 1 ||
+		!doc.Events[0].SnapshotTime.Equal(base.Add(time.Minute)) || !strings.Contains(doc.Events[0].Reason, "state") {
+		t.Fatalf("status json: %v %+v\n%s", err, doc, js.stdout)
+	}
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, state); err != nil {
+		t.Fatal(err)
+	}
+	clk.next()
+	sim.Advance(1)
+	if res := clk.optlake(t, args...); res.code != 0 {
+		t.Fatalf("run after the repair: exit %d %s", res.code, res.stderr)
 	}
 	if text := optlake(t, "status", "--data-dir", dir).stdout; strings.Contains(text, "instrument events not written") {
 		t.Fatalf("status after a snapshot with its events:\n%s", text)

@@ -28,6 +28,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -735,6 +736,25 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 	}
 	snaps := map[key]*Snapshot{}
 	best := map[string]Meta{} // snapshot|endpoint|request -> chosen attempt
+	// Attempts that cannot be replayed, by their body's request (attempt),
+	// reported unless a later attempt of the request is usable (retried).
+	type unusable struct {
+		k       key
+		attempt int
+		problem string
+	}
+	var unusables []unusable
+	unusableAt := map[string][]int{} // attempt id -> indexes in unusables
+	addUnusable := func(k key, day, base, problem string) {
+		id, attempt, ok := attemptID(day, base)
+		if !ok {
+			snaps[k].Problems = append(snaps[k].Problems, problem)
+			return
+		}
+		unusableAt[id] = append(unusableAt[id], len(unusables))
+		unusables = append(unusables, unusable{k, attempt, problem})
+	}
+	chosen := map[string]int{} // attempt id -> the usable attempt chosen
 	for day, names := range days {
 		if d, ok := parseDay(path.Base(day)); !ok || path.Dir(path.Dir(day)) != "raw" {
 			continue // not raw/<endpoint>/date=...
@@ -778,7 +798,7 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 			}
 			rel := path.Join(day, name)
 			if !metas[base] {
-				s.Problems = append(s.Problems, rel+": no metadata (the run stopped while writing it)")
+				addUnusable(k, day, base, rel+": no metadata (the run stopped while writing it)")
 				continue
 			}
 			m, err := a.ReadMeta(ctx, path.Join(day, base+".meta.json"))
@@ -793,12 +813,24 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 				continue // an answered error; the retry that followed is what counts
 			}
 			if !m.Complete {
-				s.Problems = append(s.Problems, rel+": body cut off ("+m.Error+")")
+				addUnusable(k, day, base, rel+": body cut off ("+m.Error+")")
 				continue
 			}
 			id := fmt.Sprintf("%d|%s|%s|%06d|%s|%05d", k.ms, k.run, m.Endpoint, m.Request, m.Account, m.Page)
 			if prev, ok := best[id]; !ok || m.Attempt > prev.Attempt {
 				best[id] = m
+			}
+			if aid, attempt, ok := attemptID(day, base); ok && attempt > chosen[aid] {
+				chosen[aid] = attempt
+			}
+		}
+	}
+	// An attempt cut off (or left without metadata) that a later attempt
+	// of the same request answered whole was retried: nothing is missing.
+	for id, is := range unusableAt {
+		for _, i := range is {
+			if u := unusables[i]; chosen[id] < u.attempt {
+				snaps[u.k].Problems = append(snaps[u.k].Problems, u.problem)
 			}
 		}
 	}
@@ -852,6 +884,21 @@ func (a *Archive) Days(ctx context.Context, endpoint string) ([]time.Time, error
 func parseDay(name string) (time.Time, bool) {
 	t, err := time.Parse("2006-01-02", strings.TrimPrefix(name, "date="))
 	return t, err == nil && strings.HasPrefix(name, "date=")
+}
+
+// attemptID splits a body's base name in its day folder into what names
+// its request (the folder, snapshot, run, request and page) and its
+// attempt number.
+func attemptID(day, base string) (string, int, bool) {
+	i := strings.LastIndex(base, "-a")
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(base[i+2:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return day + "/" + base[:i], n, true
 }
 
 // parseBodyName splits <snapshot>-<run_id>-rNNN-aN into its time and run id.

@@ -262,3 +262,39 @@ func TestOpenReusesDecodersSafely(t *testing.T) {
 		}
 	}
 }
+
+// An attempt cut off (or left without its metadata by a crash) is a
+// problem of its snapshot only when no later attempt of the same request
+// (and page) was archived whole: a retried page is not reported.
+func TestListRetriedAttemptsAreNoProblem(t *testing.T) {
+	dir := t.TempDir()
+	a := New(dir)
+	body := []byte(`{"data":[{"instrument_name":"BTC-1"}]}`)
+	page := func(p, attempt int, complete bool) Meta {
+		return put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0, RunID: "run-1", Source: "sim", Page: p, Attempt: attempt, LastPage: p == 3}, body, 200, complete)
+	}
+	// Pages 1 and 2 cut off once each, then answered whole; page 3 whole.
+	page(1, 1, false)
+	page(1, 2, true)
+	cut := page(2, 1, false)
+	if err := os.Remove(filepath.Join(dir, MetaPath(cut.File))); err != nil {
+		t.Fatal(err)
+	}
+	page(2, 2, true)
+	page(3, 1, true)
+	// Another snapshot whose only attempt was cut off: a problem.
+	lone := put(t, a, Meta{Endpoint: "instruments", SnapshotTime: t0.Add(time.Minute), RunID: "run-2", Source: "sim", Attempt: 1}, body, 200, false)
+	snaps, err := a.List(context.Background(), []string{"instruments"}, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 2 {
+		t.Fatalf("%d snapshots, want 2", len(snaps))
+	}
+	if s := snaps[0]; len(s.Problems) != 0 || len(s.Bodies) != 3 || s.Bodies[0].Attempt != 2 || s.Bodies[1].Attempt != 2 {
+		t.Errorf("retried snapshot: problems %q, %d bodies %+v", s.Problems, len(s.Bodies), s.Bodies)
+	}
+	if s := snaps[1]; len(s.Problems) != 1 || !strings.Contains(s.Problems[0], filepath.Base(lone.File)+": body cut off") {
+		t.Errorf("cut-off snapshot: problems %q", s.Problems)
+	}
+}
