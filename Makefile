@@ -17,7 +17,7 @@ TESTFLAGS ?= -race -count=1 -timeout 30m -tags '$(TAGS)'
 SLOWPKGS  := ./cmd/optlake/ ./sinks/parquet/compact/ ./pipeline/events/ ./lake/iceberg/ ./sinks/clickhouse/clustertest/ ./sinks/parquet/pqpage/
 FUZZX     ?= 1
 
-.PHONY: all build demo test deps unit fuzz lint bench clean
+.PHONY: all build demo test deps unit fuzz lint bench clean soak
 
 all: build
 
@@ -68,6 +68,17 @@ fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x 
 ## unit: tests that need nothing installed
 unit:
 	$(GO) test -short -tags '$(TAGS)' ./...
+
+## soak: kill -9 at random moments of tens of runs (a listing in one body
+## with an account endpoint, a paginated listing) against the simulator,
+## then normal runs: no row or event twice or missing against uninterrupted
+## runs, replay equal to the lake, status true (TestKill9Soak; its short
+## version runs in `make test`). SOAK_KILLS per shape; SOAK_SEED replays
+## the kill moments of an earlier soak.
+SOAK_KILLS ?= 30
+SOAK_SEED  ?= $(shell date +%s)
+soak:
+	OPTLAKE_SOAK_KILLS=$(SOAK_KILLS) OPTLAKE_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 30m -tags '$(TAGS)' -run '^TestKill9Soak$$' -v ./cmd/optlake/
 
 ## bench: optlake against DuckDB and clickhouse-client on the same listings (one table)
 bench: deps build
