@@ -274,4 +274,3 @@ func eventsStates(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
-
