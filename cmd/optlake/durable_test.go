@@ -115,8 +115,18 @@ func TestLoadKill9RawDurableFirst(t *testing.T) {
 				if res := clk.optlake(t, args...); res.code != 0 {
 					t.Fatalf("run after the kill: exit %d\n%s", res.code, res.stderr)
 				}
-				if st := statusJSON(t, dir)["parquet"]; st.Pending != 0 || len(st.Failed) != 0 {
+				// A body the kill left without its meta.json (the kill
+				// came after the body's rename and before its metadata's)
+				// never loaded: its load is failed, and it is not in the
+				// lake.
+				st := statusJSON(t, dir)["parquet"]
+				if st.Pending != 0 {
 					t.Errorf("status after the kill: %+v", st)
+				}
+				for _, f := range st.Failed {
+					if step == "commit" || step == "committed" || slices.Contains(lakeSnapshots(t, dir, shape.tables), f.SnapshotTime.Format(storage.TimeLayout)) {
+						t.Errorf("status after the kill: %s failed (%s)", f.SnapshotTime, f.Reason)
+					}
 				}
 				want := tableRows(t, dir, shape.tables)
 				for _, tb := range shape.tables {
@@ -125,7 +135,7 @@ func TestLoadKill9RawDurableFirst(t *testing.T) {
 					}
 				}
 				res := optlake(t, "replay", "--data-dir", dir, "--endpoints", shape.endpoint)
-				if res.code != 0 {
+				if res.code != 0 && (len(st.Failed) == 0 || res.code != exitPartial) {
 					t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
 				}
 				got := tableRows(t, dir, shape.tables)
