@@ -57,8 +57,8 @@ func lakeSnapshots(t *testing.T, dir string, tables []string) []string {
 	return slices.Compact(out)
 }
 
-// tableRows is lakeRowsGo of the named tables only.
-func tableRows(t *testing.T, dir string, tables []string) map[string][]string {
+// durableTableRows is lakeRowsGo of the named tables only.
+func durableTableRows(t *testing.T, dir string, tables []string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for part, rows := range lakeRowsGo(t, dir) {
@@ -128,7 +128,7 @@ func TestLoadKill9RawDurableFirst(t *testing.T) {
 						t.Errorf("status after the kill: %s failed (%s)", f.SnapshotTime, f.Reason)
 					}
 				}
-				want := tableRows(t, dir, shape.tables)
+				want := durableTableRows(t, dir, shape.tables)
 				for _, tb := range shape.tables {
 					if err := os.RemoveAll(filepath.Join(dir, tb)); err != nil {
 						t.Fatal(err)
@@ -138,7 +138,7 @@ func TestLoadKill9RawDurableFirst(t *testing.T) {
 				if res.code != 0 && (len(st.Failed) == 0 || res.code != exitPartial) {
 					t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
 				}
-				got := tableRows(t, dir, shape.tables)
+				got := durableTableRows(t, dir, shape.tables)
 				if len(got) != len(want) {
 					t.Errorf("replay has %d partitions, the lake had %d", len(got), len(want))
 				}
