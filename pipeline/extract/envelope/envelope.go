@@ -413,7 +413,7 @@ func (sp *splicer) value(path string, depth int) error {
 		return sp.capture(path)
 	}
 	if !sp.leads(path) {
-		return sp.sc.Skip()
+		return sp.skip()
 	}
 	k, err := sp.sc.PeekKind()
 	if err != nil {
@@ -555,7 +555,7 @@ func (sp *splicer) element() error {
 		if err := sp.records(); err != nil {
 			return err
 		}
-	} else if err := sc.Skip(); err != nil {
+	} else if err := sp.skip(); err != nil {
 		sc.EndCapture()
 		return err
 	}
@@ -573,7 +573,7 @@ func (sp *splicer) element() error {
 						group = true
 						err = sp.records()
 					} else {
-						err = sc.Skip()
+						err = sp.skip()
 					}
 				}
 			}
@@ -611,11 +611,23 @@ func (sp *splicer) captureValue() ([]byte, error) {
 	if err := sp.sc.StartCapture(); err != nil {
 		return nil, err
 	}
-	if err := sp.sc.Skip(); err != nil {
+	if err := sp.skip(); err != nil {
 		sp.sc.EndCapture()
 		return nil, err
 	}
 	return sp.sc.EndCapture(), nil
+}
+
+// skip consumes one value. In a listing, a value nested past
+// jsontok.MaxDepth is consumed too (Scanner.SkipDeep) and passed on as
+// received: the decoder rejects the one instrument that holds it instead
+// of the whole listing failing here.
+func (sp *splicer) skip() error {
+	if sp.spec.Instruments {
+		_, err := sp.sc.SkipDeep()
+		return err
+	}
+	return sp.sc.Skip()
 }
 
 // emit writes one record, rewritten when the spec says so.

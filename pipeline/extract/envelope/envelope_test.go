@@ -228,3 +228,40 @@ func TestErrorsCheck(t *testing.T) {
 		}
 	}
 }
+
+// A value nested past jsontok.MaxDepth inside a listing's records is
+// passed on as received (the decoder rejects its one instrument), on every
+// path through the splicer: bare and grouped instruments, keyed records,
+// and the error pass over a body read twice. Elsewhere it still fails.
+func TestDeepValueInListing(t *testing.T) {
+	deep := strings.Repeat(`[1,{"k":`, 5000) + `"end"` + strings.Repeat("}]", 5000)
+	okx := &Errors{Code: "code", Message: "msg", OK: []string{"0"}}
+	a := `{"instrument_name":"A","greeks":` + deep + `}`
+	for _, tc := range []struct {
+		name, body string
+		spec       Spec
+		want       string
+	}{
+		{name: "bare", body: `{"result":[` + a + `,{"instrument_name":"B"}]}`, spec: Spec{Records: "result", Instruments: true},
+			want: `[{"instruments":[` + a + `,{"instrument_name":"B"}]}]`},
+		{name: "judged first", body: `{"code":"0","data":[` + a + `,{"instrument_name":"B"}]}`, spec: Spec{Records: "data", Instruments: true, Errors: okx},
+			want: `[{"instruments":[` + a + `,{"instrument_name":"B"}]}]`},
+		{name: "grouped", body: `[{"x":` + deep + `,"instruments":[` + a + `]},{"instrument_name":"B"}]`, spec: Spec{Instruments: true},
+			want: `[{"instruments":[` + a + `,{"instrument_name":"B"}]}]`},
+		{name: "keyed", body: `{"result":{"A":{"greeks":` + deep + `},"B":{}}}`, spec: Spec{Records: "result", Instruments: true, Shape: Shape{Key: "instrument_name"}},
+			want: `[{"instruments":[` + a + `,{"instrument_name":"B"}]}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := splice(t, tc.body, tc.spec)
+			if err != nil {
+				t.Fatalf("error %v, want the records passed on", err)
+			}
+			if out != tc.want {
+				t.Errorf("stream (%d bytes) is not the records as received (%d bytes)", len(out), len(tc.want))
+			}
+		})
+	}
+	if _, _, err := splice(t, `{"result":[{"a":`+deep+`}]}`, Spec{Records: "result"}); err == nil || !strings.Contains(err.Error(), "too deep") {
+		t.Errorf("an account body nested past MaxDepth: %v, want too deep", err)
+	}
+}
