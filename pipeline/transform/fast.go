@@ -145,6 +145,16 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 			}
 			r.null |= bit
 			p += 4
+		case fieldKinds[fi] == kString && (c == '-' || c-'0' <= 9):
+			// A number where the table wants text (Deribit's integer
+			// instrument_id) is kept as its text, as the general path
+			// does; one beyond float64's range is left to it.
+			_, e, ok := parseNumber(w, p)
+			if !ok || e >= len(w) || numberByte(w[e]) {
+				return 0
+			}
+			b.str(fieldCols[fi], w[p:e])
+			p = e
 		case fieldKinds[fi] == kString:
 			// Most values end within their first 8 bytes: that word is
 			// checked here, without a call.

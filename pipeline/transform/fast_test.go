@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,6 +177,8 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		{"bare and grouped", []byte(`[` + fullInstrument + `,` + inst(map[string]string{"strike": "5"}) + `,{"instruments":[` + fullInstrument + `]},` +
 			fullInstrument + `,{"instruments" :[` + fullInstrument + `]},{"kind":"future","instruments":[]},` + fullInstrument + `]`), true},
 		{"repeated value texts", []byte(repeatedTexts()), true},
+		// Deribit sends instrument_id as an integer: kept as its text.
+		{"integer instrument ids", regexp.MustCompile(`"instrument_id":"(\d+)"`).ReplaceAll(sim(venuesim.Faults{}, 200), []byte(`"instrument_id":$1`)), true},
 		{"edge values", []byte(listing(
 			inst(map[string]string{"strike": "1e22"}),
 			inst(map[string]string{"strike": "1e23", "instrument_name": `"b"`}),
@@ -196,6 +199,11 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 			inst(map[string]string{"kind": `"opt\"ion"`, "instrument_name": `"q"`}),
 			inst(map[string]string{"kind": `"optionsXY\"z"`, "instrument_id": `"12345678é"`, "instrument_name": `"q2"`}),
 			inst(map[string]string{"instrument_id": `"12345678\u0041"`, "instrument_name": `"q3-abcdefghijklmnopqrstuvwxyz-0123456789"`}),
+			inst(map[string]string{"instrument_id": `-1.50e3`, "kind": `0`, "instrument_name": `"q4"`}),
+			inst(map[string]string{"instrument_id": `1e400`, "instrument_name": `"q5"`}),
+			inst(map[string]string{"instrument_id": `1e-400`, "instrument_name": `"q6"`}),
+			inst(map[string]string{"instrument_id": `01`, "instrument_name": `"q7"`}),
+			inst(map[string]string{"instrument_id": `-`, "instrument_name": `"q8"`}),
 			inst(map[string]string{"instrument_name": `""`}),
 			inst(map[string]string{"instrument_name": `null`}),
 			inst(map[string]string{"instrument_name": ``}),
