@@ -15,12 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/optlake/optlake/pipeline/extract/dotpath"
+	"github.com/optlake/optlake/pipeline/values"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -320,14 +322,34 @@ func (r *rule) typed(text string, quoted bool, raw json.RawMessage) ([]byte, boo
 		}
 		if r.Scale != 0 {
 			f, err := strconv.ParseFloat(text, 64)
-			if err != nil || math.IsInf(f*r.Scale, 0) {
-				return asIs()
+			g := f * r.Scale
+			if err != nil || math.IsInf(g, 0) || values.Underflows(f, text) || (f != 0 && math.Abs(g) < minNormal) {
+				// Outside float64's range, before or after scaling: the
+				// exact product, which the decoder rejects with the reason
+				// (never the unscaled value, a 0 or a rounded subnormal).
+				return scaled(text, r.Scale)
 			}
-			return strconv.AppendFloat(nil, f*r.Scale, 'g', -1, 64), true
+			return strconv.AppendFloat(nil, g, 'g', -1, 64), true
 		}
 		return []byte(text), true
 	}
 	return asIs()
+}
+
+// minNormal is the smallest positive normal float64: a scaled value below
+// it has lost digits (values.Underflows).
+const minNormal = 0x1p-1022
+
+// scaled is the JSON number text times scale, computed without float64's
+// range.
+func scaled(text string, scale float64) ([]byte, bool) {
+	x, _, err := big.ParseFloat(text, 10, 64, big.ToNearestEven)
+	if err != nil {
+		b, _ := json.Marshal(text)
+		return b, true
+	}
+	x.Mul(x, new(big.Float).SetFloat64(scale))
+	return []byte(x.Text('g', -1)), true
 }
 
 // isNumber reports whether s is a JSON number.
