@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,11 +21,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
+	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -64,9 +68,9 @@ type Timeline struct {
 // ErrNotFound is returned when no snapshot mentions the instrument.
 var ErrNotFound = errors.New("instrument not found")
 
-// FromParquet reads the timeline from a data directory. It scans the
-// instruments and instrument_events files, reading only the columns it
-// shows.
+// FromParquet reads the timeline from a data directory. It reads only the
+// columns it shows, of the row groups whose instrument_name statistics
+// may hold the instrument (see scanFile).
 func FromParquet(ctx context.Context, dataDir, name string) (*Timeline, error) {
 	return FromLake(ctx, storage.NewLocal(dataDir), name)
 }
@@ -74,11 +78,22 @@ func FromParquet(ctx context.Context, dataDir, name string) (*Timeline, error) {
 // FromLake is FromParquet on a data directory's store (a local folder or a
 // bucket prefix).
 func FromLake(ctx context.Context, st storage.Store, name string) (*Timeline, error) {
+	return fromLake(ctx, st, name, &Reads{})
+}
+
+// Reads counts what a read of the lake decoded: the files it opened, the
+// row groups it read and the rows it decoded of them (each column's).
+type Reads struct {
+	Files, RowGroups, SkippedRowGroups int
+	Rows                               int64
+}
+
+func fromLake(ctx context.Context, st storage.Store, name string, n *Reads) (*Timeline, error) {
 	tl := &Timeline{Instrument: name}
-	if err := scan(ctx, st, points, name, &tl.Points); err != nil {
+	if err := scan(ctx, st, points, name, &tl.Points, n); err != nil {
 		return nil, err
 	}
-	if err := scan(ctx, st, events, name, &tl.Events); err != nil {
+	if err := scan(ctx, st, events, name, &tl.Events, n); err != nil {
 		return nil, err
 	}
 	return tl.finish()
@@ -140,7 +155,7 @@ func (r parquetRow) time(n string) *time.Time {
 
 // scan reads every Parquet file of p's table (TABLE/date=*/*.parquet) in
 // the store and appends the rows whose instrument_name is name to out.
-func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T) error {
+func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T, n *Reads) error {
 	prefix := proj.table.Name + "/date="
 	row := func(c cols, i int) { *out = append(*out, proj.build(parquetRow{c, i})) }
 	want := proj.names()
@@ -155,14 +170,24 @@ func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name
 		if rest := strings.TrimPrefix(f.Name, proj.table.Name+"/"); strings.Count(rest, "/") != 1 || !strings.HasSuffix(rest, ".parquet") {
 			continue // not TABLE/date=.../NAME.parquet
 		}
-		if err := scanFile(ctx, st, f.Name, append([]string{"instrument_name"}, want...), name, row); err != nil {
+		sorted := pq.IsCompacted(path.Base(f.Name)) && slices.Equal(schema.SortKey(proj.table.Name)[:2], []string{"source", "instrument_name"})
+		if err := scanFile(ctx, st, f.Name, sorted, want, name, row, n); err != nil {
 			return fmt.Errorf("read %s/%s: %w", st, f.Name, err)
 		}
 	}
 	return nil
 }
 
-func scanFile(ctx context.Context, st storage.Store, path string, want []string, name string, row func(cols, int)) error {
+// scanFile reads the rows of one file whose instrument_name is name. A
+// year of compacted history is one file per day and table, each sorted by
+// (source, instrument_name, …) (schema.SortKey): of each day's row groups
+// it reads only those whose instrument_name statistics (min, max) may hold
+// name; of each of those, first the instrument_name column alone, up to
+// the instrument's last row when the file is sorted (a row group of one
+// source), to find the rows [lo, hi) that hold name; then the other
+// columns of just those rows (SeekToRow). A per-snapshot file (unsorted,
+// one row per instrument) is read the same way, its names whole.
+func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, want []string, name string, row func(cols, int), n *Reads) error {
 	f, err := st.Open(ctx, path)
 	if err != nil {
 		return err
@@ -173,37 +198,169 @@ func scanFile(ctx context.Context, st storage.Store, path string, want []string,
 		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 65536}, memory.DefaultAllocator)
-	if err != nil {
-		return err
+	n.Files++
+	md := pf.MetaData()
+	nameCol := md.Schema.ColumnIndexByName("instrument_name")
+	if nameCol < 0 {
+		return errors.New("no instrument_name column")
 	}
-	sc, err := fr.Schema()
-	if err != nil {
-		return err
-	}
-	var idx []int
-	for _, n := range want {
-		if i := sc.FieldIndices(n); len(i) > 0 {
-			idx = append(idx, i[0])
+	sourceCol := md.Schema.ColumnIndexByName("source")
+	var groups []int
+	for g := range md.NumRowGroups() {
+		if lo, hi, ok := minMax(md.RowGroup(g), nameCol); !ok || name >= lo && name <= hi {
+			groups = append(groups, g)
+		} else {
+			n.SkippedRowGroups++
 		}
 	}
-	rr, err := fr.GetRecordReader(ctx, idx, nil)
+	if len(groups) == 0 {
+		return nil
+	}
+	var fr *pqarrow.FileReader
+	var idx []int
+	for _, g := range groups {
+		n.RowGroups++
+		// Sorted by name within the row group: one source in it.
+		lo, hi, ok := minMax(md.RowGroup(g), sourceCol)
+		m, err := rowsOf(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, n)
+		if err != nil || m.lo == m.hi {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if fr == nil {
+			if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator); err != nil {
+				return err
+			}
+			for _, c := range want {
+				if i := md.Schema.ColumnIndexByName(c); i >= 0 && i != nameCol {
+					idx = append(idx, i)
+				}
+			}
+		}
+		if err := readRows(ctx, fr, g, idx, m, row, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minMax returns the string statistics of column col of the row group
+// (ok false without them).
+func minMax(rg *metadata.RowGroupMetaData, col int) (lo, hi string, ok bool) {
+	if col < 0 {
+		return "", "", false
+	}
+	cc, err := rg.ColumnChunk(col)
+	if err != nil {
+		return "", "", false
+	}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return "", "", false
+	}
+	stats, err := cc.Statistics()
+	if err != nil || stats == nil || !stats.HasMinMax() {
+		return "", "", false
+	}
+	s, isBytes := stats.(*metadata.ByteArrayStatistics)
+	if !isBytes {
+		return "", "", false
+	}
+	return string(s.Min()), string(s.Max()), true
+}
+
+// matches are the rows of a row group whose instrument_name is the one
+// read: [lo, hi), every one of them (all) or those listed in at.
+type matches struct {
+	lo, hi int64
+	all    bool
+	at     map[int64]bool
+}
+
+func (m matches) has(i int64) bool { return m.all || m.at[i] }
+
+// rowsOf finds the rows of row group rg whose instrument_name is name,
+// reading that column alone (as Parquet byte arrays, not an Arrow array);
+// sorted: the column is in order, so the read stops past name's rows.
+func rowsOf(rg *file.RowGroupReader, nameCol int, name string, sorted bool, n *Reads) (matches, error) {
+	cr, err := rg.Column(nameCol)
+	if err != nil {
+		return matches{}, err
+	}
+	br, ok := cr.(*file.ByteArrayColumnChunkReader)
+	if !ok {
+		return matches{}, errors.New("instrument_name is not a string column")
+	}
+	const batch = 4096
+	vals := make([]parquet.ByteArray, batch)
+	defs := make([]int16, batch)
+	optional := cr.Descriptor().MaxDefinitionLevel() > 0
+	m := matches{lo: -1, hi: -1, all: sorted, at: map[int64]bool{}}
+	var at int64
+	for br.HasNext() {
+		levels, nv, err := br.ReadBatch(batch, vals, defs, nil)
+		if err != nil {
+			return matches{}, err
+		}
+		n.Rows += levels
+		v := 0
+		for i := range int(levels) {
+			if optional && defs[i] == 0 {
+				continue // null
+			}
+			x := string(vals[v]) // no allocation: compared only
+			v++
+			switch {
+			case x == name:
+				if m.lo < 0 {
+					m.lo = at + int64(i)
+				}
+				m.hi = at + int64(i) + 1
+				if !sorted {
+					m.at[at+int64(i)] = true
+				}
+			case sorted && x > name:
+				return m.found(), nil
+			}
+		}
+		_ = nv
+		at += levels
+	}
+	return m.found(), nil
+}
+
+func (m matches) found() matches {
+	if m.lo < 0 {
+		m.lo, m.hi = 0, 0
+	}
+	return m
+}
+
+// readRows reads the columns idx of m's rows of row group g and hands
+// those that hold the instrument to row.
+func readRows(ctx context.Context, fr *pqarrow.FileReader, g int, idx []int, m matches, row func(cols, int), n *Reads) error {
+	fr.Props.BatchSize = m.hi - m.lo
+	rr, err := fr.GetRecordReader(ctx, idx, []int{g})
 	if err != nil {
 		return err
 	}
 	defer rr.Release()
-	for rr.Next() {
+	if m.lo > 0 {
+		if err := rr.SeekToRow(m.lo); err != nil {
+			return err
+		}
+	}
+	at := m.lo
+	for at < m.hi && rr.Next() {
 		rec := rr.Record()
+		n.Rows += rec.NumRows()
 		c := cols{}
 		for i, f := range rec.Schema().Fields() {
 			c[f.Name] = rec.Column(i)
 		}
-		names, ok := c["instrument_name"].(*array.String)
-		if !ok {
-			return errors.New("no instrument_name column")
-		}
-		for i := 0; i < names.Len(); i++ {
-			if names.IsValid(i) && names.Value(i) == name {
+		for i := 0; i < int(rec.NumRows()) && at < m.hi; i, at = i+1, at+1 {
+			if m.has(at) {
 				row(c, i)
 			}
 		}
