@@ -84,6 +84,7 @@ soak:
 bench: deps build
 	$(GO) run ./bench/cmd/optlake-bench $(BENCHFLAGS)
 	$(GO) run ./bench/cmd/optlake-compact-bench -optlake $(BIN)
+	$(GO) run -tags disable_grpc_modules ./bench/cmd/optlake-year-bench -optlake $(BIN) $(YEARFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./pipeline/transform/ ./pipeline/events/ ./pipeline/infer/ ./sinks/parquet/
 	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 

@@ -88,6 +88,39 @@ func TestCleanIncompleteWalksOldPartitionsDaily(t *testing.T) {
 	}
 }
 
+// The sweep does not enter the folders it is told to skip (compaction's
+// trash, cmd/optlake's lockStore): a hidden temp-like name there is left,
+// and the daily sweep leaves the partitions unchanged since the last one.
+func TestCleanIncompleteSkipsTrashAndUnchangedPartitions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := storage.NewLocal(dir)
+	today := time.Now().UTC().Format(time.DateOnly)
+	trashed := filepath.Join(dir, ".compact/trash/20260101T000000Z-id/instruments/date="+today, ".a.parquet.tmp-1")
+	old := filepath.Join(dir, "instruments/date=2020-01-01", ".b.parquet.tmp-2")
+	for _, p := range []string{trashed, old} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("x"), 0o644)
+	}
+	// The last daily sweep was 25 hours ago, and the old partition has
+	// not changed since (its temp file is older than that sweep: it cannot
+	// be, so leaving it shows the partition was not read).
+	dayAgo := time.Now().Add(-25 * time.Hour)
+	before := dayAgo.Add(-time.Hour)
+	os.Chtimes(filepath.Dir(old), before, before)
+	marker := filepath.Join(dir, storage.CleanedMarker)
+	os.WriteFile(marker, nil, 0o644)
+	os.Chtimes(marker, dayAgo, dayAgo)
+	if n, err := storage.CleanIncomplete(ctx, s, ".compact/trash"); err != nil || n != 0 {
+		t.Fatalf("removed %d (%v), want none", n, err)
+	}
+	for _, p := range []string{trashed, old} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: the sweep entered its folder", p)
+		}
+	}
+}
+
 func TestLocalTempHiddenAndCleaned(t *testing.T) {
 	dir := t.TempDir()
 	s := storage.NewLocal(dir)
@@ -102,7 +135,7 @@ func TestLocalTempHiddenAndCleaned(t *testing.T) {
 		t.Fatalf("in-flight temp file: %v", ents)
 	}
 	// A crash leaves the temp file: start-up cleanup removes it.
-	if n, err := datadir.CleanTemp(dir, time.Time{}); n != 1 || err != nil {
+	if n, err := datadir.CleanTemp(dir, datadir.Sweep{}); n != 1 || err != nil {
 		t.Fatalf("CleanTemp = %d, %v", n, err)
 	}
 	mustCommit := func(name string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -66,7 +67,7 @@ func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, now fun
 		}
 		return nil, fmt.Errorf("data directory %s: %w", st, err)
 	}
-	if n, err := storage.CleanIncomplete(ctx, st); err != nil {
+	if n, err := storage.CleanIncomplete(ctx, st, compact.TrashDir); err != nil {
 		log.Warn("cleaning what an interrupted run left", "err", err)
 	} else if n > 0 {
 		if storage.LocalDir(st) != "" {

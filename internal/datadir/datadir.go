@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,18 +77,39 @@ func (l *Lock) Release() error {
 	return err
 }
 
+// Sweep says which folders CleanTemp leaves out.
+type Sweep struct {
+	// Since, when set, leaves out the hive partitions of days before it
+	// ("date=YYYY-MM-DD" folders): what a run writes is in today's
+	// partitions, and walking every partition of a data directory months
+	// old costs more than the run (storage.CleanIncomplete decides).
+	Since time.Time
+	// Unchanged, when set, leaves out the hive partitions whose folder has
+	// not changed (its modification time) since then: the end of the last
+	// sweep that entered every partition, which left no temp file behind.
+	// A temp file created in a folder, or renamed into or out of it, since
+	// then changed the folder's time. A month's partitions cost a stat
+	// each, not a read of every file name they hold.
+	Unchanged time.Time
+	// Skip are folders (slash-separated, relative to the directory) not
+	// entered: compaction's trash, whose folders arrive whole by rename and
+	// are deleted whole after their grace period.
+	Skip []string
+}
+
 // CleanTemp removes the hidden temporary files (".<name>.tmp-*") that a
-// crashed run left under dir, and returns how many it removed. Call it only
-// while holding the lock: then no other process is writing them.
-//
-// A non-zero since leaves out the hive partitions of days before it
-// ("date=YYYY-MM-DD" folders, which it does not enter): what a run writes
-// is in today's partitions, and walking every partition of a data directory
-// months old costs more than the run (storage.CleanIncomplete decides).
-func CleanTemp(dir string, since time.Time) (int, error) {
+// crashed run left under dir, but in the folders s leaves out, and returns
+// how many it removed. Call it only while holding the lock: then no other
+// process is writing them.
+func CleanTemp(dir string, s Sweep) (int, error) {
+	return cleanTemp(os.DirFS(dir), dir, s)
+}
+
+// cleanTemp is CleanTemp walking fsys, the folder dir.
+func cleanTemp(fsys fs.FS, dir string, s Sweep) (int, error) {
 	n := 0
-	first := since.UTC().Format(time.DateOnly)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	first := s.Since.UTC().Format(time.DateOnly)
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -96,15 +118,28 @@ func CleanTemp(dir string, since time.Time) (int, error) {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if day, ok := strings.CutPrefix(name, "date="); ok && !since.IsZero() && len(day) == len(first) && day < first {
-				if _, err := time.Parse(time.DateOnly, day); err == nil {
+			if slices.Contains(s.Skip, p) {
+				return filepath.SkipDir
+			}
+			day, ok := strings.CutPrefix(name, "date=")
+			if !ok || len(day) != len(time.DateOnly) {
+				return nil
+			}
+			if _, err := time.Parse(time.DateOnly, day); err != nil {
+				return nil
+			}
+			if !s.Since.IsZero() && day < first {
+				return filepath.SkipDir
+			}
+			if !s.Unchanged.IsZero() {
+				if fi, err := d.Info(); err == nil && fi.ModTime().Before(s.Unchanged) {
 					return filepath.SkipDir
 				}
 			}
 			return nil
 		}
 		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			n++

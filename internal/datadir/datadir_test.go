@@ -2,6 +2,8 @@ package datadir
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +80,7 @@ func TestCleanTemp(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 	}
-	n, err := CleanTemp(dir, time.Time{})
+	n, err := CleanTemp(dir, Sweep{})
 	if err != nil || n != 2 {
 		t.Fatalf("removed %d, %v", n, err)
 	}
@@ -109,7 +111,7 @@ func TestCleanTempSinceADay(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 	}
-	n, err := CleanTemp(dir, time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC))
+	n, err := CleanTemp(dir, Sweep{Since: time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)})
 	if err != nil || n != 5 {
 		t.Fatalf("removed %d, %v; want 5", n, err)
 	}
@@ -119,7 +121,7 @@ func TestCleanTempSinceADay(t *testing.T) {
 			t.Errorf("%s: removed=%v, want %v", f, err != nil, removed)
 		}
 	}
-	if n, err := CleanTemp(dir, time.Time{}); err != nil || n != 2 {
+	if n, err := CleanTemp(dir, Sweep{}); err != nil || n != 2 {
 		t.Fatalf("CleanTemp removed %d (%v), want the 2 in the old partitions", n, err)
 	}
 }
@@ -148,7 +150,7 @@ func TestCreateTempIsReadableByOthers(t *testing.T) {
 			t.Fatalf("mode %v, want 0644", st.Mode().Perm())
 		}
 	}
-	if n, err := CleanTemp(dir, time.Time{}); err != nil || n != 50 {
+	if n, err := CleanTemp(dir, Sweep{}); err != nil || n != 50 {
 		t.Fatalf("CleanTemp removed %d (%v), want every temp file CreateTemp made", n, err)
 	}
 }
@@ -187,5 +189,74 @@ func TestWriteFileAndPublish(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); string(got) != "second, longer" {
 		t.Fatalf("old file changed: %q", got)
+	}
+}
+
+// countingFS counts the folders a walk reads.
+type countingFS struct {
+	fs.FS
+	reads []string
+}
+
+func (c *countingFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	c.reads = append(c.reads, name)
+	return fs.ReadDir(c.FS, name)
+}
+
+// A daily sweep of a lake with a long history reads only the partitions
+// that changed since the last one, and never the folders it is told to
+// skip (compaction's trash): a folder read per table, per changed
+// partition, not per partition of the history.
+func TestCleanTempReadsOnlyWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	last := time.Now().Add(-time.Hour)
+	old := last.Add(-24 * time.Hour)
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var partitions []string
+	for d := range 60 {
+		for _, tb := range []string{"instruments", "raw/instruments", "_ledger/done"} {
+			p := filepath.Join(dir, tb, "date="+day.AddDate(0, 0, d).Format(time.DateOnly))
+			partitions = append(partitions, p)
+			os.MkdirAll(p, 0o755)
+			os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o644)
+		}
+	}
+	for d := range 30 { // the trash of 30 compactions
+		p := filepath.Join(dir, ".compact/trash", fmt.Sprintf("20260301T0000%02dZ-id", d), "instruments", "date=2026-01-01")
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, ".x.parquet.tmp-1"), []byte("x"), 0o644)
+	}
+	for _, p := range partitions {
+		os.Chtimes(p, old, old)
+	}
+	// A crash since the last sweep left a temp file in one old partition.
+	changed := filepath.Join(dir, "instruments/date=2026-01-05")
+	os.WriteFile(filepath.Join(changed, ".a.parquet.tmp-1"), []byte("x"), 0o644)
+
+	c := &countingFS{FS: os.DirFS(dir)}
+	n, err := cleanTemp(c, dir, Sweep{Unchanged: last, Skip: []string{".compact/trash"}})
+	if err != nil || n != 1 {
+		t.Fatalf("removed %d (%v), want the 1 temp file in a changed partition", n, err)
+	}
+	for _, r := range c.reads {
+		if strings.HasPrefix(r, ".compact/trash/") {
+			t.Errorf("read %s in the trash", r)
+		}
+		if strings.Contains(r, "date=") && r != "instruments/date=2026-01-05" {
+			t.Errorf("read the unchanged partition %s", r)
+		}
+	}
+	// root, instruments, raw, raw/instruments, _ledger, _ledger/done,
+	// .compact, the changed partition.
+	if len(c.reads) > 8 {
+		t.Errorf("%d folders read: %v", len(c.reads), c.reads)
+	}
+	// Without Unchanged every partition is read (the first sweep).
+	c.reads = nil
+	if _, err := cleanTemp(c, dir, Sweep{Skip: []string{".compact/trash"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.reads) < len(partitions) {
+		t.Errorf("a full sweep read %d folders, want every one of the %d partitions", len(c.reads), len(partitions))
 	}
 }

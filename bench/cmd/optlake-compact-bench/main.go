@@ -34,6 +34,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/optlake/optlake/bench"
 	"github.com/optlake/optlake/pipeline/transform"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -92,26 +93,14 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	work := cfg.keep
-	if work == "" {
-		if work, err = os.MkdirTemp("", "optlake-compact-bench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
+	work, done, err := bench.WorkDir(cfg.keep, "optlake-compact-bench-")
+	if err != nil {
 		return err
 	}
-	bin := cfg.optlake
-	if bin == "" {
-		bin = filepath.Join(repo, "bin", "optlake")
-		if _, err := os.Stat(bin); err != nil {
-			progress("building %s", bin)
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/optlake")
-			cmd.Dir, cmd.Stderr = repo, os.Stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("build optlake: %w", err)
-			}
-		}
+	defer done()
+	bin, err := bench.Binary(ctx, repo, cfg.optlake, progress)
+	if err != nil {
+		return err
 	}
 	per := filepath.Join(work, "per-snapshot")
 	comp := filepath.Join(work, "compacted")

@@ -75,6 +75,11 @@ var Steps = []string{"staged", "journal", "swap", "retire", "pending", "done"}
 // after the first compacted file is visible, "swap" after the last).
 var BucketSteps = []string{"staged", "journal", "visible", "swap", "retire", "pending", "done"}
 
+// TrashDir is compaction's trash in the data directory: retired
+// partitions, moved in whole by rename and deleted whole after Grace (the
+// temp-file sweep need not enter it).
+const TrashDir = trashDir
+
 const (
 	stageDir = pq.CompactDir + "/stage"
 	trashDir = pq.CompactDir + "/trash"

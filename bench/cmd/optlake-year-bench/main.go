@@ -1,0 +1,119 @@
+// Command optlake-year-bench measures what optlake costs on a lake with a
+// long history, against the same commands on day 1 of the same lake: it
+// synthesises (gen.go) the Parquet lake `optlake run --compact` every five
+// minutes of a 3,000-instrument venue leaves after -days closed days (90 by
+// default; -days 365 for the year), and a day-1 lake of the same venue, then
+// times the built binary on each (a subprocess: wall, CPU, peak RSS):
+//
+//   - the next `run` (the instruments listing of the simulator, whose
+//     clock is the lake's next snapshot), the first of the UTC day and a
+//     later one;
+//   - `status`, `history NAME` (one instrument over the whole history),
+//     `schema`;
+//   - `compact` of one day's per-snapshot files;
+//   - catch-up of 12 pending snapshots (their loads left pending in the
+//     ledger, their raw bodies archived);
+//   - the lake's bytes for the history against DuckDB writing the same
+//     instrument rows as one sorted zstd Parquet file.
+//
+// The report is markdown on stdout; -json writes it as JSON too.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/optlake/optlake/bench"
+	"github.com/optlake/optlake/venuesim"
+)
+
+type config struct {
+	days, instruments, rawDays, runs, rowGroupRows int
+	every                                          time.Duration
+	keep, jsonOut, optlake, repo                   string
+	noDuck                                         bool
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.days, "days", 90, "closed days of history (365: the year)")
+	flag.IntVar(&cfg.instruments, "instruments", venuesim.DefaultInstruments, "instruments per listing")
+	flag.DurationVar(&cfg.every, "every", 5*time.Minute, "the job's schedule (snapshots every)")
+	flag.IntVar(&cfg.rawDays, "raw-days", 1, "days of raw archive kept (the last ones)")
+	flag.IntVar(&cfg.runs, "runs", 3, "timed runs of each command (the fastest is reported)")
+	flag.StringVar(&cfg.keep, "keep", "", "keep the lakes in this directory, and reuse one already generated with the same flags")
+	flag.StringVar(&cfg.jsonOut, "json", "", "also write the report as JSON to this file")
+	flag.StringVar(&cfg.optlake, "optlake", "", "the optlake binary (default: REPO/bin/optlake, built when missing)")
+	flag.StringVar(&cfg.repo, "repo", ".", "optlake repository root")
+	flag.IntVar(&cfg.rowGroupRows, "row-group-rows", 0, "rows of a compacted row group (0: compaction's default)")
+	flag.BoolVar(&cfg.noDuck, "no-duckdb", false, "skip DuckDB's sorted file (the bytes row)")
+	flag.Parse()
+	if err := run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[year-bench] "+format+"\n", args...)
+}
+
+func run(ctx context.Context, cfg config) error {
+	repo, err := filepath.Abs(cfg.repo)
+	if err != nil {
+		return err
+	}
+	work, done, err := bench.WorkDir(cfg.keep, "optlake-year-bench-")
+	if err != nil {
+		return err
+	}
+	defer done()
+	bin, err := bench.Binary(ctx, repo, cfg.optlake, progress)
+	if err != nil {
+		return err
+	}
+	rep := Report{Days: cfg.days, Instruments: cfg.instruments, Every: cfg.every.String()}
+	lakes := map[int]string{}
+	for _, days := range []int{1, cfg.days} {
+		c := cfg
+		c.days = days
+		dir := filepath.Join(work, fmt.Sprintf("lake-%dd-%d-%s", days, cfg.instruments, cfg.every))
+		lakes[days] = dir
+		gs, err := ensureLake(ctx, dir, c)
+		if err != nil {
+			return fmt.Errorf("generate %d days: %w", days, err)
+		}
+		if days == cfg.days {
+			rep.Gen = gs
+		}
+	}
+	if err := measure(ctx, bin, lakes[1], lakes[cfg.days], cfg, &rep); err != nil {
+		return err
+	}
+	printReport(rep)
+	if cfg.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureLake generates the lake in dir, or reuses one a finished
+// generation with the same flags left there.
+func ensureLake(ctx context.Context, dir string, cfg config) (genStats, error) {
+	var gs genStats
+	if b, err := os.ReadFile(filepath.Join(dir, genMarker)); err == nil && json.Unmarshal(b, &gs) == nil && gs.Days == cfg.days {
+		progress("reusing %s (%d days)", dir, gs.Days)
+		return gs, nil
+	}
+	os.RemoveAll(dir)
+	progress("generating %d days of %d instruments every %s in %s", cfg.days, cfg.instruments, cfg.every, dir)
+	return generate(ctx, dir, cfg)
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/optlake/optlake/storage"
+	"github.com/optlake/optlake/venuesim"
+)
+
+// Report is what the bench prints.
+type Report struct {
+	Days        int      `json:"days"`
+	Instruments int      `json:"instruments"`
+	Every       string   `json:"every"`
+	Gen         genStats `json:"generated"`
+	// Rows: row name -> lake ("day1", "dayN") -> measurement.
+	Rows  map[string]map[string]Proc `json:"rows"`
+	Bytes map[string]int64           `json:"bytes"` // lake's tables, files, DuckDB's sorted file
+}
+
+// Proc is one timed command (the fastest of the runs).
+type Proc struct {
+	Wall    float64 `json:"wall_seconds"`
+	CPU     float64 `json:"cpu_seconds"`
+	PeakRSS int64   `json:"peak_rss_bytes"`
+}
+
+// rowNames are the report's rows, in order.
+var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema"}
+
+func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Report) error {
+	addr, stop, err := serveSim(cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep.Rows = map[string]map[string]Proc{}
+	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
+		// Runs change the lake: each is timed on a hard-linked copy (a
+		// committed file never changes in place).
+		for r := range cfg.runs {
+			cp := l.dir + ".run"
+			os.RemoveAll(cp)
+			if out, err := exec.CommandContext(ctx, "cp", "-al", l.dir, cp).CombinedOutput(); err != nil {
+				return fmt.Errorf("copy lake: %v %s", err, out)
+			}
+			if err := lastSweptYesterday(cp); err != nil {
+				return err
+			}
+			args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
+				"--source", source, "--compact", "--log-level", "warn"}
+			for _, name := range rowNames[:2] {
+				p, err := timed(ctx, bin, args...)
+				if err != nil {
+					return err
+				}
+				keep(rep, name, l.key, p, r == 0)
+			}
+			os.RemoveAll(cp)
+		}
+		inst := "BTC-PERPETUAL"
+		for _, c := range []struct {
+			row  string
+			args []string
+		}{
+			{"status", []string{"status", "--data-dir", l.dir}},
+			{"history NAME", []string{"history", inst, "--data-dir", l.dir, "--format", "csv"}},
+			{"schema", []string{"schema", "--data-dir", l.dir}},
+		} {
+			for r := range cfg.runs {
+				p, err := timed(ctx, bin, c.args...)
+				if err != nil {
+					return err
+				}
+				keep(rep, c.row, l.key, p, r == 0)
+			}
+		}
+	}
+	rep.Bytes = map[string]int64{}
+	for _, tb := range []string{"instruments", "instrument_events", "raw", "_ledger"} {
+		n, files, err := tree(filepath.Join(dayN, tb))
+		if err != nil {
+			return err
+		}
+		rep.Bytes[tb], rep.Bytes[tb+" files"] = n, files
+	}
+	if !cfg.noDuck {
+		node, err := exec.LookPath("node")
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		script := filepath.Join(cfg.repo, "tools", "duckdb", "compact_bench.mjs")
+		if abs, err := filepath.Abs(script); err == nil {
+			script = abs
+		}
+		progress("DuckDB's sorted single file of the instruments rows")
+		out := filepath.Join(filepath.Dir(dayN), "duckdb-sorted.parquet")
+		cmd := exec.CommandContext(ctx, node, script, "sort", "--in", filepath.Join(dayN, "instruments", "*", "*.parquet"), "--out", out)
+		cmd.Dir = filepath.Dir(script)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("duckdb sort: %v: %s", err, b)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			return err
+		}
+		rep.Bytes["duckdb sorted instruments"] = fi.Size()
+		os.Remove(out)
+	}
+	return nil
+}
+
+// keep records p as the row's measurement on lake when it is the first or
+// faster than the one kept.
+func keep(rep *Report, row, lake string, p Proc, first bool) {
+	m := rep.Rows[row]
+	if m == nil {
+		m = map[string]Proc{}
+		rep.Rows[row] = m
+	}
+	if old, ok := m[lake]; first || !ok || p.Wall < old.Wall {
+		m[lake] = p
+	}
+}
+
+// lastSweptYesterday makes the lake's last daily temp-file sweep that of
+// yesterday's first run (the next run is the first of the UTC day), and
+// gives each closed day's partitions the time they last changed: the
+// end of their day (the compaction of a closed day).
+func lastSweptYesterday(dir string) error {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	swept := today.Add(-24*time.Hour + 5*time.Minute)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		day, ok := strings.CutPrefix(d.Name(), "date=")
+		if !ok {
+			return nil
+		}
+		t, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			return nil
+		}
+		if end := t.Add(24*time.Hour + time.Minute); end.Before(time.Now()) {
+			return os.Chtimes(p, end, end)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	marker := filepath.Join(dir, storage.CleanedMarker)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(marker, swept, swept)
+}
+
+// timed runs the binary once: wall, CPU, peak RSS.
+func timed(ctx context.Context, bin string, args ...string) (Proc, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = nil, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	p := Proc{Wall: time.Since(start).Seconds()}
+	if cmd.ProcessState == nil {
+		return p, fmt.Errorf("optlake %s: %w", args[0], err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		p.PeakRSS = ru.Maxrss * 1024
+		p.CPU = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	if err != nil {
+		return p, fmt.Errorf("optlake %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return p, nil
+}
+
+// serveSim serves the simulated venue at the lake's next snapshot (its
+// clock starts today, UTC, where the generated history ends), frozen.
+func serveSim(cfg config) (string, func(), error) {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: cfg.instruments, Start: today, TickEvery: cfg.every})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// tree is the bytes and files under dir.
+func tree(dir string) (n, files int64, err error) {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += fi.Size()
+		files++
+		return nil
+	})
+	return n, files, err
+}
+
+func printReport(r Report) {
+	fmt.Printf("## A long history: %d days of %d instruments every %s (synthesised in %.0f s: %d snapshots, %d instrument rows, %d events)\n\n",
+		r.Days, r.Instruments, r.Every, r.Gen.Seconds, r.Gen.Snapshots, r.Gen.Rows, r.Gen.Events)
+	fmt.Printf("| command | day 1 wall s | day %d wall s | ratio | day 1 CPU s | day %d CPU s | ratio | day 1 RSS MiB | day %d RSS MiB |\n", r.Days, r.Days, r.Days)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, row := range rowNames {
+		a, b := r.Rows[row]["day1"], r.Rows[row]["dayN"]
+		fmt.Printf("| %s | %.3f | %.3f | %.2f× | %.3f | %.3f | %.2f× | %.1f | %.1f |\n", row, a.Wall, b.Wall, b.Wall/a.Wall, a.CPU, b.CPU, b.CPU/a.CPU,
+			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20))
+	}
+	fmt.Println()
+	fmt.Printf("| the lake after %d days | bytes | files |\n|---|---|---|\n", r.Days)
+	for _, tb := range []string{"instruments", "instrument_events", "raw", "_ledger"} {
+		fmt.Printf("| %s | %s | %d |\n", tb, mib(r.Bytes[tb]), r.Bytes[tb+" files"])
+	}
+	if d := r.Bytes["duckdb sorted instruments"]; d > 0 {
+		fmt.Printf("| DuckDB's sorted zstd file of the instruments rows | %s | 1 |\n\ninstruments: %.2f× DuckDB's bytes (target ≤ 1.0×)\n",
+			mib(d), float64(r.Bytes["instruments"])/float64(d))
+	}
+	fmt.Println()
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
