@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
@@ -154,28 +157,55 @@ func (r parquetRow) time(n string) *time.Time {
 }
 
 // scan reads every Parquet file of p's table (TABLE/date=*/*.parquet) in
-// the store and appends the rows whose instrument_name is name to out.
+// the store and appends the rows whose instrument_name is name to out, in
+// the files' order. The files are read by GOMAXPROCS goroutines (a year is
+// 365 files a table, each read independently).
 func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T, n *Reads) error {
 	prefix := proj.table.Name + "/date="
-	row := func(c cols, i int) { *out = append(*out, proj.build(parquetRow{c, i})) }
 	want := proj.names()
-	files, err := st.List(ctx, prefix)
+	listed, err := st.List(ctx, prefix)
 	if err != nil {
 		return err
 	}
-	for _, f := range files { // sorted by name
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	var files []string
+	for _, f := range listed { // sorted by name
 		if rest := strings.TrimPrefix(f.Name, proj.table.Name+"/"); strings.Count(rest, "/") != 1 || !strings.HasSuffix(rest, ".parquet") {
 			continue // not TABLE/date=.../NAME.parquet
 		}
-		sorted := pq.IsCompacted(path.Base(f.Name)) && slices.Equal(schema.SortKey(proj.table.Name)[:2], []string{"source", "instrument_name"})
-		if err := scanFile(ctx, st, f.Name, sorted, want, name, row, n); err != nil {
-			return fmt.Errorf("read %s/%s: %w", st, f.Name, err)
-		}
+		files = append(files, f.Name)
+	}
+	sortedKey := slices.Equal(schema.SortKey(proj.table.Name)[:2], []string{"source", "instrument_name"})
+	found := make([][]T, len(files))
+	reads := make([]Reads, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range files {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			row := func(c cols, j int) { found[i] = append(found[i], proj.build(parquetRow{c, j})) }
+			if err := scanFile(gctx, st, f, sortedKey && pq.IsCompacted(path.Base(f)), want, name, row, &reads[i]); err != nil {
+				return fmt.Errorf("read %s/%s: %w", st, f, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i := range files {
+		*out = append(*out, found[i]...)
+		n.add(reads[i])
 	}
 	return nil
+}
+
+func (n *Reads) add(o Reads) {
+	n.Files += o.Files
+	n.RowGroups += o.RowGroups
+	n.SkippedRowGroups += o.SkippedRowGroups
+	n.Rows += o.Rows
 }
 
 // scanFile reads the rows of one file whose instrument_name is name. A
