@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -558,5 +560,66 @@ func TestReplayCancelled(t *testing.T) {
 	}
 	if len(runs) == 0 || len(runs) >= n {
 		t.Errorf("rows of %d snapshots loaded after the cancel, want some and not all %d", len(runs), n)
+	}
+}
+
+// A replay of an archive that holds only the listing, with the account
+// endpoints configured, says once per endpoint that the archive holds
+// nothing of it, not "endpoint done … ok" with 0 requests per snapshot
+// (61,320 lines over a year of 5-minute snapshots).
+func TestReplayLogsAbsentEndpointsOnce(t *testing.T) {
+	rig := newMemRig(t, venuesim.Config{Seed: 13, Instruments: 20}, memsink.New("live"))
+	ctx := context.Background()
+	const n = 4
+	for i := range n {
+		if sum := rig.r.Run(ctx); !sum.OK {
+			t.Fatalf("run %d: %s", i, sum.Error)
+		}
+		rig.sim.Advance(1)
+	}
+	var logs bytes.Buffer
+	var err error
+	cfg := rig.cfg
+	cfg.Sinks, cfg.Ledger = []sinks.Sink{memsink.New("replay")}, false
+	if cfg.Endpoints, err = pipeline.SelectEndpoints(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Replay(ctx, pipeline.ReplayOptions{})
+	if err != nil || len(res.Snapshots) != n {
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	// lines counts the log lines with msg and endpoint=name.
+	lines := func(msg, name string) int {
+		c := 0
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "msg=\""+msg+"\"") && strings.Contains(l, " endpoint="+name+" ") {
+				c++
+			}
+		}
+		return c
+	}
+	accounts := 0
+	for _, ep := range cfg.Endpoints {
+		if ep.Name == "instruments" {
+			continue
+		}
+		accounts++
+		if c := lines("endpoint done", ep.Name); c != 0 {
+			t.Errorf("%s: %d \"endpoint done\" lines, want none", ep.Name, c)
+		}
+		if c := lines("endpoint not in the archive: nothing replayed", ep.Name); c != 1 || !strings.Contains(logs.String(), "endpoint="+ep.Name+" snapshots=4 ") {
+			t.Errorf("%s: said %d times that the archive holds nothing of it, want once", ep.Name, c)
+		}
+	}
+	if accounts < 6 {
+		t.Fatalf("%d account endpoints configured: the test proves little", accounts)
+	}
+	if c := lines("endpoint done", "instruments"); c != n {
+		t.Errorf("instruments: %d \"endpoint done\" lines, want one per snapshot (%d)", c, n)
 	}
 }

@@ -96,6 +96,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 			dayStart = len(res.Snapshots)
 		}
 	}
+	r.logAbsent(res)
 	// Carry the comparison on from where the replay ended when the live
 	// state is older (or gone): the next run's events continue from there.
 	if live := r.liveStates(); live != nil {
@@ -118,6 +119,25 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		}
 	}
 	return res, nil
+}
+
+// logAbsent says once which endpoints the replayed archive held nothing
+// of (an instruments-only archive: the account endpoints), not once per
+// snapshot.
+func (r *Runner) logAbsent(res *ReplayResult) {
+	absent := map[string]int{}
+	for _, s := range res.Snapshots {
+		for _, e := range s.Endpoints {
+			if e.Requests == 0 {
+				absent[e.Endpoint]++
+			}
+		}
+	}
+	for _, ep := range r.cfg.Endpoints {
+		if n := absent[ep.Name]; n > 0 {
+			r.log.Info("endpoint not in the archive: nothing replayed", "endpoint", ep.Name, "snapshots", n, "of", len(res.Snapshots))
+		}
+	}
 }
 
 // add counts one snapshot's replay (i of total).
