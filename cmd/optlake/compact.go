@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"slices"
 	"syscall"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/pipeline/retention"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -236,3 +239,38 @@ func printSkippedDays(w io.Writer, rep compact.Report, now time.Time) {
 		fmt.Fprintf(w, "skipped %s: %s; --to %s includes it\n", d, why, next)
 	}
 }
+
+// pruneRaw is --raw-retention: after the snapshot (and its compaction),
+// the first run of each UTC day deletes the raw archive's and the load
+// ledger's done records' days older than the retention (retention.Prune:
+// none a pending load needs). A failure is logged; the snapshot's outcome
+// stands, and the next day's first run tries again.
+func (b *built) pruneRaw(ctx context.Context, j *job) {
+	if j.RawRetention <= 0 || ctx.Err() != nil {
+		return
+	}
+	now := j.host.now()
+	marker := path.Join(ledger.Dir, pruneMarker)
+	if fi, err := b.store.Stat(ctx, marker); err == nil && fi.ModTime.UTC().Truncate(24*time.Hour).Equal(now.UTC().Truncate(24*time.Hour)) {
+		return // pruned today
+	}
+	rep, err := retention.Prune(ctx, b.store, ledger.New(b.store, j.host.now), now, j.RawRetention)
+	if err != nil {
+		b.log.Error("raw retention failed; the next run tries again", "err", err)
+		return
+	}
+	if len(rep.Folders) > 0 {
+		b.log.Info("raw retention: deleted the raw archive and done records of days before the cut; a replay rebuilds only from it",
+			"cut", rep.Cut, "folders", len(rep.Folders), "objects", rep.Objects)
+	}
+	if !rep.HeldBy.IsZero() {
+		b.log.Info("raw retention: kept the days from a pending snapshot's on (catch-up loads it from its raw bodies)", "pending", rep.HeldBy)
+	}
+	if err := b.store.Put(ctx, marker, []byte(now.UTC().Format(time.RFC3339)+"\n")); err != nil {
+		b.log.Warn("raw retention: marker not written (pruning again next run)", "err", err)
+	}
+}
+
+// pruneMarker, in the ledger's folder, is the time of the last raw
+// retention (one a UTC day).
+const pruneMarker = "raw-retention.last"

@@ -70,6 +70,7 @@ type job struct {
 	ColumnBudget       int               `setting:"column-budget"` // account tables: most columns per table
 	Compact            bool              `setting:"compact"`       // compact closed days after each snapshot
 	TableFormat        string            `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
+	RawRetention       time.Duration     `setting:"raw-retention"` // raw archive and done records kept (0 = all)
 	// An Iceberg lake's upkeep after run --compact compacted a day.
 	IcebergKeep  time.Duration             `setting:"iceberg-keep-snapshots"`
 	IcebergGrace time.Duration             `setting:"iceberg-orphan-grace"`
@@ -342,6 +343,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		}
 	}
 	b.compactClosedDays(ctx, j, stdout)
+	b.pruneRaw(ctx, j)
 	if !sum.OK {
 		code := summaryCode(sum)
 		if sum.OnlySinksFailed() {

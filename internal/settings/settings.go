@@ -157,6 +157,7 @@ var list = []Setting{
 	{Name: "catch-up-budget", Kind: Duration, Default: time.Minute, Usage: "before each snapshot, load what a sink missed (load ledger) for at most this long; the rest waits for the next run (0 = no limit; with --every at most half the interval)", Commands: runOnly},
 	{Name: "catch-up-max", Kind: Int, Default: 100, Usage: "load at most this many missed snapshots per run (0 = no limit)", Commands: runOnly},
 	{Name: "compact", Kind: Bool, Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", Commands: runOnly},
+	{Name: "raw-retention", Kind: Duration, Usage: "after each snapshot, once a day, delete the raw archive's and the load ledger's done records' days older than this, but none a pending load needs (0 = keep everything; a replay then rebuilds only the days kept)", Commands: runOnly},
 	{Name: "iceberg-keep-snapshots", Kind: Duration, Default: 7 * 24 * time.Hour, Usage: "an Iceberg lake: compaction expires table snapshots older than this (time travel reaches this far back; the current snapshot always stays)", Commands: runCompact},
 	{Name: "iceberg-orphan-grace", Kind: Duration, Default: time.Hour, Usage: "an Iceberg lake: compaction deletes files under a table that no snapshot references once they are this old", Commands: runCompact},
 	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate, Compact}},
