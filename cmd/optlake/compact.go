@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/retention"
+	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -107,7 +110,12 @@ func compactBudget(j *job) time.Duration {
 // process (which holds the data directory's lock), the Parquet lake's
 // closed days are compacted, starting none after compactBudget. A
 // failure is logged; the snapshot's outcome stands.
-func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer) {
+//
+// A Parquet lake's days before compactedBefore are not looked at: each run
+// compacts from that day on (yesterday, once every day before it is
+// compacted), not every day of the history again.
+func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer, sum *pipeline.Summary) {
+	b.lowerCompactedBefore(ctx, sum)
 	if !j.Compact || !slices.Contains(j.Sinks, "parquet") {
 		return
 	}
@@ -120,12 +128,20 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer)
 	defer cst.Close()
 	opt := compact.Options{Lake: cst, Now: j.host.now, Deadline: time.Now().Add(compactBudget(j)),
 		Logger: log, Crash: crashHook()}
+	if ice == nil {
+		opt.From = b.compactFrom(ctx)
+	}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
 		printCompactReport(stdout, rep, j.host.now())
 	}
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
+	} else if ice == nil && ctx.Err() == nil && time.Now().Before(opt.Deadline) && rep.To > opt.From {
+		// Every day before rep.To is compacted now.
+		if err := b.store.Put(ctx, compactedBefore, []byte(rep.To+"\n")); err != nil {
+			b.log.Warn("compaction: the compacted days' mark not written (the next run looks at every day)", "err", err)
+		}
 	}
 	// An Iceberg lake's upkeep reads every snapshot's manifest list: once
 	// a day is compacted (about daily), not after every snapshot.
@@ -274,3 +290,61 @@ func (b *built) pruneRaw(ctx context.Context, j *job) {
 // pruneMarker, in the ledger's folder, is the time of the last raw
 // retention (one a UTC day).
 const pruneMarker = "raw-retention.last"
+
+// compactedBefore, in compaction's folder, holds the first day (YYYY-MM-DD)
+// that run --compact has not compacted every table of: the days before it
+// hold compacted files only, unless a later load of an older snapshot
+// (catch-up: lowerCompactedBefore; a replay's parked files: compactFrom)
+// wrote there since.
+const compactedBefore = pq.CompactDir + "/compacted-before"
+
+// compactFrom is the first day run --compact compacts: compactedBefore's,
+// or the oldest day with parked files when older ("" without a mark: every
+// day).
+func (b *built) compactFrom(ctx context.Context) string {
+	data, err := storage.ReadAll(ctx, b.store, compactedBefore)
+	from := strings.TrimSpace(string(data))
+	if _, perr := time.Parse(time.DateOnly, from); err != nil || perr != nil {
+		return ""
+	}
+	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
+	objs, err := b.store.List(ctx, parked)
+	if err != nil {
+		return ""
+	}
+	for _, o := range objs {
+		if _, day, ok := strings.Cut(o.Name, "/date="); ok && len(day) >= len(time.DateOnly) && day[:len(time.DateOnly)] < from {
+			from = day[:len(time.DateOnly)]
+		}
+	}
+	return from
+}
+
+// lowerCompactedBefore moves compactedBefore back to the oldest day a
+// catch-up of this run loaded a snapshot of (its per-snapshot files wait
+// for compaction there), with or without --compact.
+func (b *built) lowerCompactedBefore(ctx context.Context, sum *pipeline.Summary) {
+	if sum == nil || sum.CatchUp == nil || len(sum.CatchUp.Snapshots) == 0 {
+		return
+	}
+	data, err := storage.ReadAll(ctx, b.store, compactedBefore)
+	if err != nil {
+		return // no mark: every day is looked at
+	}
+	mark := strings.TrimSpace(string(data))
+	low := mark
+	for _, s := range sum.CatchUp.Snapshots {
+		if d := s.SnapshotTime.UTC().Format(time.DateOnly); d < low {
+			low = d
+		}
+	}
+	if low == mark {
+		return
+	}
+	if err := b.store.Put(ctx, compactedBefore, []byte(low+"\n")); err != nil {
+		// The mark would hide the caught-up day from compaction: drop it.
+		if err := b.store.Delete(ctx, compactedBefore); err != nil {
+			b.log.Error("compaction: the compacted days' mark could not be lowered nor removed; remove it by hand", "mark", compactedBefore, "err", err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
+	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -450,5 +453,71 @@ func TestRunCompact(t *testing.T) {
 	today := filepath.Join(dir, "instruments", "date="+compactDay.AddDate(0, 0, 1).Format(time.DateOnly))
 	if ents, _ := os.ReadDir(today); len(ents) != 1 || pq.IsCompacted(ents[0].Name()) {
 		t.Fatalf("today's partition: %v", ents)
+	}
+}
+
+// run --compact looks at the days from its mark on (compactedBefore), not
+// at every day of the history at every run: once a closed day is
+// compacted, a per-snapshot file that appears in it without a load the
+// run knows of is left to `optlake compact`; a catch-up of a snapshot of
+// that day moves the mark back, and the next run compacts it.
+func TestRunCompactLooksFromItsMark(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, url := startSim(t, venuesim.Config{Seed: 14, Instruments: 50})
+	clk := pinClock(compactDay) // 23:57
+	run := func(what string) result {
+		t.Helper()
+		res := clk.optlake(t, "run", "--compact", "--api-url", url, "--data-dir", dir, "--endpoints", "instruments")
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", what, res.code, res.stderr)
+		}
+		return res
+	}
+	run("day 1")
+	clk.next()
+	clk.next()
+	clk.next()   // 00:00 of day 2
+	run("day 2") // compacts day 1, marks day 2
+	mark, err := os.ReadFile(filepath.Join(dir, compactedBefore))
+	day2 := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
+	if err != nil || strings.TrimSpace(string(mark)) != day2 {
+		t.Fatalf("mark %q (%v), want %s", mark, err, day2)
+	}
+	// A per-snapshot file of day 1 copied back in: the mark hides it.
+	day1 := filepath.Join(dir, "instruments", "date="+compactDay.Format(time.DateOnly))
+	ents, _ := os.ReadDir(filepath.Join(dir, "instruments", "date="+day2))
+	if len(ents) != 1 {
+		t.Fatalf("day 2: %v", ents)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "instruments", "date="+day2, ents[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(day1, compactDay.Add(time.Minute).Format(storage.TimeLayout)+"-stray.parquet")
+	if err := os.WriteFile(stray, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clk.next()
+	if res := run("day 2, later"); strings.Contains(res.stdout, "compacted") {
+		t.Fatalf("a run compacted a day before its mark:\n%s", res.stdout)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatalf("the day before the mark was looked at: %v", err)
+	}
+	// A catch-up of a day-1 snapshot lowers the mark: the next run
+	// compacts day 1 again (the stray file with it).
+	b := &built{store: storage.NewLocal(dir), log: slog.New(slog.DiscardHandler)}
+	b.lowerCompactedBefore(context.Background(), &pipeline.Summary{CatchUp: &pipeline.CatchUpResult{
+		Snapshots: []pipeline.CaughtUp{{SnapshotTime: compactDay}}}})
+	if got := b.compactFrom(context.Background()); got != compactDay.Format(time.DateOnly) {
+		t.Fatalf("compaction from %q after a catch-up of day 1", got)
+	}
+	clk.next()
+	if res := run("after the catch-up"); !strings.Contains(res.stdout, "instruments: 1 day(s)") {
+		t.Fatalf("day 1 not compacted again:\n%s", res.stdout)
+	}
+	if _, err := os.Stat(stray); err == nil {
+		t.Fatalf("the stray file of day 1 is still there")
 	}
 }

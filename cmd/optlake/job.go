@@ -342,7 +342,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 			return sum, fmt.Errorf("write summary: %w", err)
 		}
 	}
-	b.compactClosedDays(ctx, j, stdout)
+	b.compactClosedDays(ctx, j, stdout, sum)
 	b.pruneRaw(ctx, j)
 	if !sum.OK {
 		code := summaryCode(sum)

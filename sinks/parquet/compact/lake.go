@@ -196,37 +196,51 @@ func isTable(name string) bool {
 }
 
 // Partitions implements Lake. It lists the data directory one level deep
-// (ListDir) for the tables, then only each table's objects (TABLE/date=*/)
-// and the parked ones: never the raw archive.
+// (ListDir) for the tables, then each table's folders one level deep
+// (TABLE/date=*/: a partition is a day's folder, never read here) and the
+// parked objects: never the raw archive, nor a partition's files. Its cost
+// is a listing per table, not per file of the history (a year of
+// 5-minute runs is 365 folders a table, each read by List only when
+// compacted).
 func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
 	top, err := l.St.ListDir(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
-	prefixes := []string{parked}
-	for _, in := range top {
-		if table, ok := strings.CutSuffix(in.Name, "/"); ok && isTable(table) {
-			prefixes = append(prefixes, in.Name)
-		}
-	}
 	seen := map[Partition]bool{}
 	var out []Partition
-	for _, prefix := range prefixes {
-		objs, err := l.St.List(ctx, prefix)
+	for _, in := range top {
+		table, ok := strings.CutSuffix(in.Name, "/")
+		if !ok || !isTable(table) {
+			continue
+		}
+		days, err := l.St.ListDir(ctx, in.Name)
 		if err != nil {
 			return nil, fmt.Errorf("list partitions: %w", err)
 		}
-		for _, o := range objs {
-			rel := o.Name
-			if prefix == parked {
-				rel = strings.TrimPrefix(rel, parked)
+		for _, d := range days {
+			date, ok := strings.CutPrefix(strings.TrimSuffix(strings.TrimPrefix(d.Name, in.Name), "/"), "date=")
+			if !ok || !strings.HasSuffix(d.Name, "/") {
+				continue
 			}
-			p, _, ok := partitionOf(rel)
-			if ok && !seen[p] {
-				seen[p] = true
-				out = append(out, p)
+			if _, err := time.Parse(time.DateOnly, date); err != nil {
+				continue
 			}
+			p := Partition{Table: table, Date: date}
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
+	objs, err := l.St.List(ctx, parked)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	for _, o := range objs {
+		p, _, ok := partitionOf(strings.TrimPrefix(o.Name, parked))
+		if ok && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -27,10 +27,10 @@ func (s *listLog) ListDir(ctx context.Context, dir string) ([]storage.Info, erro
 	return s.Store.ListDir(ctx, dir)
 }
 
-// Partitions finds every table's days and the parked ones through a
-// one-level listing of the data directory: it never lists the raw archive
-// (nor the whole directory, which holds it), on a local folder and on a
-// bucket alike.
+// Partitions finds every table's days and the parked ones through
+// one-level listings of the data directory and of each table: it never
+// lists the raw archive (nor the whole directory, which holds it), nor a
+// partition's files, on a local folder and on a bucket alike.
 func TestPartitionsSkipsRawArchive(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -72,6 +72,11 @@ func TestPartitionsSkipsRawArchive(t *testing.T) {
 			for _, l := range st.lists {
 				if l == "List " || strings.Contains(l, "raw/") || strings.Contains(l, "_tmp/") {
 					t.Fatalf("listed %q (all lists: %q)", l, st.lists)
+				}
+				// A table's days are its folders: no partition's files are
+				// listed (a year is 365 of them a table, at every run).
+				if strings.HasPrefix(l, "List ") && !strings.Contains(l, pq.ParkedDir) || strings.Contains(l, "date=") {
+					t.Fatalf("listed a table's files: %q (all lists: %q)", l, st.lists)
 				}
 			}
 		})
