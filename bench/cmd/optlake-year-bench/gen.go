@@ -221,3 +221,47 @@ func archiveBody(ctx context.Context, a *archive.Archive, snap sinks.Snapshot, b
 	_, err = e.Finish(200, "application/json", true, "")
 	return err
 }
+
+// writeOpenDay writes the per-snapshot instruments files a day of runs
+// leaves before compaction (cfg.every apart) for the UTC day of today, in
+// dir, through optlake's decoder and Parquet sink as `optlake run` writes
+// them: the input of the `compact` of one day.
+func writeOpenDay(ctx context.Context, dir string, cfg config) error {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: cfg.instruments, Start: today, TickEvery: cfg.every})
+	sink, err := pq.New(pq.Options{Store: storage.NewLocal(dir)})
+	if err != nil {
+		return err
+	}
+	dec := transform.NewInstrumentDecoder(transform.Options{})
+	defer dec.Release()
+	var body bytes.Buffer
+	for k := range int(24 * time.Hour / cfg.every) {
+		if k > 0 {
+			sim.Advance(1)
+		}
+		body.Reset()
+		if err := sim.WriteInstruments(&body); err != nil {
+			return err
+		}
+		ts := today.Add(time.Duration(k) * cfg.every)
+		snap := sinks.Snapshot{Time: ts, RunID: runID(ts), Source: source, Endpoint: "instruments"}
+		w, err := sink.Open(ctx, schema.Instruments, snap)
+		if err != nil {
+			return err
+		}
+		if _, err := dec.Decode(ctx, &body, snap, func(t *schema.Table, rec arrow.Record) error {
+			if t != schema.Instruments {
+				return nil
+			}
+			return w.Write(ctx, rec)
+		}); err != nil {
+			w.Abort()
+			return err
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

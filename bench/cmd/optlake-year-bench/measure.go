@@ -37,7 +37,7 @@ type Proc struct {
 }
 
 // rowNames are the report's rows, in order.
-var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema"}
+var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)"}
 
 func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Report) error {
 	addr, stop, err := serveSim(cfg)
@@ -46,6 +46,15 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 	}
 	defer stop()
 	rep.Rows = map[string]map[string]Proc{}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	open := filepath.Join(filepath.Dir(dayN), "open-day-"+today.Format(time.DateOnly)+"-"+fmt.Sprint(cfg.instruments)+"-"+cfg.every.String())
+	if _, err := os.Stat(filepath.Join(open, "instruments")); err != nil {
+		progress("writing a day of per-snapshot files (%s)", open)
+		os.RemoveAll(open)
+		if err := writeOpenDay(ctx, open, cfg); err != nil {
+			return fmt.Errorf("open day: %w", err)
+		}
+	}
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
 		// Runs change the lake: each is timed on a hard-linked copy (a
 		// committed file never changes in place).
@@ -67,6 +76,26 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 				}
 				keep(rep, name, l.key, p, r == 0)
 			}
+			os.RemoveAll(cp)
+		}
+		// compact of one day: today's per-snapshot files in a copy of the
+		// lake (the flags name the day: the rest of the lake is compacted).
+		for r := range cfg.runs {
+			cp := l.dir + ".compact"
+			os.RemoveAll(cp)
+			part := filepath.Join("instruments", "date="+today.Format(time.DateOnly))
+			if out, err := exec.CommandContext(ctx, "cp", "-al", l.dir, cp).CombinedOutput(); err != nil {
+				return fmt.Errorf("copy lake: %v %s", err, out)
+			}
+			if out, err := exec.CommandContext(ctx, "cp", "-al", filepath.Join(open, part), filepath.Join(cp, part)).CombinedOutput(); err != nil {
+				return fmt.Errorf("copy open day: %v %s", err, out)
+			}
+			p, err := timed(ctx, bin, "compact", "--data-dir", cp, "--from", today.Format(time.DateOnly),
+				"--to", today.AddDate(0, 0, 1).Format(time.DateOnly), "--tables", "instruments")
+			if err != nil {
+				return err
+			}
+			keep(rep, "compact (one day of per-snapshot files)", l.key, p, r == 0)
 			os.RemoveAll(cp)
 		}
 		inst := "BTC-PERPETUAL"
