@@ -95,7 +95,11 @@ func run(ctx context.Context, cfg config) error {
 			rep.Gen = gs
 		}
 	}
-	if generated {
+	fresh, err := ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg)
+	if err != nil {
+		return err
+	}
+	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
 		// across exec): the commands are timed by a new bench process, small,
 		// on the lakes just generated.

@@ -47,14 +47,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 	defer stop()
 	rep.Rows = map[string]map[string]Proc{}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
-	open := filepath.Join(filepath.Dir(dayN), "open-day-"+today.Format(time.DateOnly)+"-"+fmt.Sprint(cfg.instruments)+"-"+cfg.every.String())
-	if _, err := os.Stat(filepath.Join(open, "instruments")); err != nil {
-		progress("writing a day of per-snapshot files (%s)", open)
-		os.RemoveAll(open)
-		if err := writeOpenDay(ctx, open, cfg); err != nil {
-			return fmt.Errorf("open day: %w", err)
-		}
-	}
+	open := openDayDir(dayN, cfg)
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
 		// Runs change the lake: each is timed on a hard-linked copy (a
 		// committed file never changes in place).
@@ -272,3 +265,24 @@ func printReport(r Report) {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// openDayDir is where today's per-snapshot files are written, beside the
+// lakes.
+func openDayDir(dayN string, cfg config) string {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	return filepath.Join(filepath.Dir(dayN), "open-day-"+today.Format(time.DateOnly)+"-"+fmt.Sprint(cfg.instruments)+"-"+cfg.every.String())
+}
+
+// ensureOpenDay writes today's per-snapshot files unless a finished
+// write left them (fresh false).
+func ensureOpenDay(ctx context.Context, dir string, cfg config) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, genMarker)); err == nil {
+		return false, nil
+	}
+	progress("writing a day of per-snapshot files (%s)", dir)
+	os.RemoveAll(dir)
+	if err := writeOpenDay(ctx, dir, cfg); err != nil {
+		return false, fmt.Errorf("open day: %w", err)
+	}
+	return true, os.WriteFile(filepath.Join(dir, genMarker), []byte("{}\n"), 0o644)
+}
