@@ -32,8 +32,10 @@ import (
 
 // Funcs are the functions of the templates of a signed request (type
 // template). Digests and signatures return raw bytes (as a string); hex,
-// b64 and b64url encode them. No function's error quotes its arguments:
-// they are secrets.
+// b64 and b64url encode them. No function's error quotes its arguments,
+// not even an algorithm's name: a secret given in its place (arguments
+// swapped) would be printed by config check. The error names the call
+// as the template has it.
 //
 //	hash ALG TEXT              digest: md5 sha1 sha256 sha384 sha512 keccak256
 //	hmac ALG KEY TEXT          HMAC with one of the hashes above
@@ -80,7 +82,7 @@ var hashes = map[string]func() hash.Hash{
 func newHash(alg string) (func() hash.Hash, error) {
 	h, ok := hashes[alg]
 	if !ok {
-		return nil, fmt.Errorf("unknown hash %q (want md5, sha1, sha256, sha384, sha512 or keccak256)", alg)
+		return nil, errors.New("unknown hash (want md5, sha1, sha256, sha384, sha512 or keccak256)")
 	}
 	return h, nil
 }
@@ -172,7 +174,7 @@ var rsaHashes = map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto
 func rsaSign(alg, key, text string) (string, error) {
 	ch, ok := rsaHashes[alg]
 	if !ok {
-		return "", fmt.Errorf("rsa: unknown hash %q (want sha256, sha384 or sha512)", alg)
+		return "", errors.New("rsa: unknown hash (want sha256, sha384 or sha512)")
 	}
 	k, err := pemKey(key)
 	if err != nil {
@@ -212,7 +214,7 @@ func eip191Sign(key, text string) (string, error) {
 func jwtSign(alg, key string, claims map[string]any, head ...map[string]any) (string, error) {
 	m := jwt.GetSigningMethod(alg)
 	if m == nil {
-		return "", fmt.Errorf("jwt: unknown algorithm %q", alg)
+		return "", errors.New("jwt: unknown algorithm (want a JWS name: ES256, EdDSA, RS256, HS256…)")
 	}
 	var k any
 	switch {

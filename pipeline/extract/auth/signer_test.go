@@ -191,6 +191,12 @@ func TestTemplateMistakes(t *testing.T) {
 		{Spec{Secret: secret, Headers: []KV{{"A", "{{ eip191 .Secret .Timestamp }}"}}}, "headers.A", "not 32 bytes"},
 		{Spec{Secret: secret, Sign: "{{ .Body }}", Headers: []KV{{"A", "{{ .Key }}"}}}, "sign", "the signature goes nowhere"},
 		{Spec{Secret: secret, Query: []KV{{"sig", "{{ .Signature }}"}}}, "sign", "is required"},
+		// A secret given where an algorithm goes (arguments swapped) is
+		// not quoted back in the function's error.
+		{Spec{Secret: secret, Headers: []KV{{"A", "{{ hash .Secret .Body }}"}}}, "headers.A", "unknown hash"},
+		{Spec{Secret: secret, Headers: []KV{{"A", "{{ hmac .Secret \"sha256\" .Body }}"}}}, "headers.A", "unknown hash"},
+		{Spec{Secret: secret, Headers: []KV{{"A", "{{ rsa .Secret \"k\" .Body }}"}}}, "headers.A", "unknown hash"},
+		{Spec{Secret: secret, Headers: []KV{{"A", "{{ jwt .Secret \"k\" (dict) }}"}}}, "headers.A", "unknown algorithm"},
 	} {
 		tc.spec.Type = Templated
 		err := tc.spec.Check()
@@ -227,6 +233,7 @@ func FuzzTemplateSigner(f *testing.F) {
 		`{{ hmac "sha256" .Secret .Query | hex }}`, `{{ unb64 .Secret }}`, `{{ jwt "ES256" .Secret (dict "a" 1) }}`,
 		`{{ eip191 .Secret .Timestamp | hex }}`, `{{ printf "%d" .Secret }}`, `{{ index .Vars "x" }}`, `{{ add .Secret 1 }}`,
 		`{{ form .Secret }}`, `{{ ed25519 .Passphrase .Body }}`, `{{ rsa "sha256" .Secret .Body }}`, `{{ json .Vars }}`, `{{`,
+		`{{ hmac .Secret "sha256" .Body }}`, `{{ jwt .Passphrase "k" (dict) }}`,
 	} {
 		f.Add(s)
 	}
