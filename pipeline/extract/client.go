@@ -155,7 +155,7 @@ func New(opt Options) (*Client, error) {
 		lim:  lim,
 		opt:  opt,
 		base: base,
-		hc:   &http.Client{Transport: tr},
+		hc:   &http.Client{Transport: tr, CheckRedirect: keepCredentialsHome},
 		log:  opt.Logger.With("component", "extract"),
 		rng:  rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6f70746c616b65)),
 	}, nil
@@ -450,6 +450,29 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 		return retryAfter(resp.Header.Get("Retry-After")), se
 	}
 	return 0, handle(actx, &Response{Attempt: attempt, Status: resp.StatusCode, ContentType: ct, URL: shown, Header: resp.Header, Body: body})
+}
+
+// keepCredentialsHome follows a redirect (at most 10, as Go's client
+// does), but one that leaves the venue's scheme and host (its port
+// included) carries no header but User-Agent and Accept: Go's client
+// forwards every other header to any host but Authorization and Cookie,
+// and to a host of the same name on another port even those, so an API
+// key or a passphrase an authenticator or an account set would reach it.
+func keepCredentialsHome(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		keep := http.Header{}
+		for _, k := range []string{"User-Agent", "Accept"} {
+			if v := req.Header.Get(k); v != "" {
+				keep.Set(k, v)
+			}
+		}
+		req.Header = keep
+	}
+	return nil
 }
 
 // netError marks a transport failure before any body was read.

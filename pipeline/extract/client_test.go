@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/extract/envelope"
 )
 
@@ -400,5 +401,60 @@ func TestVenueErrorIn4xx(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// A redirect to another host gets none of the request's credentials: not
+// the client's headers, not the account's, not those an authenticator set
+// (a venue's API key or passphrase header, which Go's client forwards to
+// any host; it drops only Authorization and Cookie). A redirect on the
+// venue's own host keeps them.
+func TestRedirectElsewhereDropsCredentials(t *testing.T) {
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Clone())
+		w.Write([]byte(`[]`))
+	}))
+	defer other.Close()
+	var same atomic.Value
+	venue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/x", http.StatusFound)
+		case "/here":
+			http.Redirect(w, r, "/landed", http.StatusFound)
+		default:
+			same.Store(r.Header.Clone())
+			w.Write([]byte(`[]`))
+		}
+	}))
+	defer venue.Close()
+	c := newClient(t, venue.URL, nil, func(o *Options) { o.Headers.Set("X-Static-Key", "static-key-0123") })
+	a, err := auth.New(auth.Spec{Type: auth.Templated, Key: "api-key-0123", Passphrase: "passphrase-0123",
+		Headers: []auth.KV{{Name: "X-Api-Key", Value: "{{ .Key }}"}, {Name: "X-Passphrase", Value: "{{ .Passphrase }}"}}}, auth.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/away", "/here"} {
+		var body []byte
+		r := Request{Endpoint: "e", Path: path, Auth: a, Headers: http.Header{"X-Account-Key": {"account-key-0123"}}}
+		if err := c.Do(context.Background(), r, Hooks{}, readAll(&body)); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	h, _ := got.Load().(http.Header)
+	for _, name := range []string{"Authorization", "X-Static-Key", "X-Account-Key", "X-Api-Key", "X-Passphrase"} {
+		if v := h.Get(name); v != "" {
+			t.Errorf("the other host got %s: %s", name, v)
+		}
+	}
+	if h.Get("User-Agent") == "" {
+		t.Errorf("the other host got no User-Agent: %v", h)
+	}
+	s, _ := same.Load().(http.Header)
+	for _, name := range []string{"Authorization", "X-Static-Key", "X-Account-Key", "X-Api-Key", "X-Passphrase"} {
+		if s.Get(name) == "" {
+			t.Errorf("a redirect on the venue's host lost %s", name)
+		}
 	}
 }
