@@ -5,6 +5,7 @@ package redact
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -32,7 +33,8 @@ func New(secrets ...string) *Redactor {
 }
 
 // Add registers more secrets. Each value is also registered in its
-// URL-escaped forms, as it may appear inside a URL.
+// URL-escaped and JSON-escaped forms, as it may appear inside a URL or a
+// JSON string.
 func (r *Redactor) Add(secrets ...string) {
 	for _, s := range secrets {
 		s = strings.TrimSpace(s)
@@ -46,7 +48,12 @@ func (r *Redactor) Add(secrets ...string) {
 			r.Add(strings.FieldsFunc(s, func(c rune) bool { return c == '\n' || c == '\r' })...)
 		}
 		q := url.QueryEscape(s)
-		for _, v := range []string{s, q, strings.ReplaceAll(q, "+", "%20"), url.PathEscape(s)} {
+		forms := []string{s, q, strings.ReplaceAll(q, "+", "%20"), url.PathEscape(s)}
+		// Inside a JSON string (config check's JSON, a JSON log line) a
+		// quote, a backslash, a control character and, by default, <, >
+		// and & are escaped.
+		forms = append(forms, jsonEscaped(s, true), jsonEscaped(s, false))
+		for _, v := range forms {
 			if !contains(r.secrets, v) {
 				r.secrets = append(r.secrets, v)
 			}
@@ -58,6 +65,15 @@ func (r *Redactor) Add(secrets ...string) {
 			r.secrets[j], r.secrets[j-1] = r.secrets[j-1], r.secrets[j]
 		}
 	}
+}
+
+// jsonEscaped is s as it stands inside a JSON string, without the quotes.
+func jsonEscaped(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	enc.Encode(s)
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(b.String(), "\n"), `"`), `"`)
 }
 
 func contains(list []string, s string) bool {

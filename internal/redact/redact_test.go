@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,5 +127,25 @@ func TestUserinfo(t *testing.T) {
 	var nilR *Redactor
 	if got := nilR.String("clickhouse://u:x@h"); strings.Contains(got, ":x@") {
 		t.Errorf("nil redactor kept a DSN password: %s", got)
+	}
+}
+
+// A secret with characters JSON escapes (a passphrase with a quote, &, <,
+// > or a backslash) is masked in JSON text too, however it was escaped:
+// config check shows the config as JSON redacted, then as YAML.
+func TestJSONEscapedSecret(t *testing.T) {
+	for _, sec := range []string{`pa"ss&word<12>`, `back\slash-pass`, "tab\tpass-1234"} {
+		r := New(sec)
+		html, _ := json.Marshal(map[string]string{"passphrase": sec})
+		var plain strings.Builder
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		enc.Encode(map[string]string{"passphrase": sec})
+		for _, text := range []string{string(html), plain.String()} {
+			var back map[string]string
+			if err := json.Unmarshal([]byte(r.String(text)), &back); err != nil || back["passphrase"] != Mask {
+				t.Errorf("%q: redacted %q (%v)", sec, r.String(text), err)
+			}
+		}
 	}
 }
