@@ -329,12 +329,24 @@ func (l *Lake) millisColumns(ctx context.Context, rel string) (*schema.Table, er
 	sc := pf.MetaData().Schema
 	for i := range sc.NumColumns() {
 		col := sc.Column(i)
-		ts, ok := col.LogicalType().(*pqschema.TimestampLogicalType)
-		if ok && ts.TimeUnit() == pqschema.TimeUnitMillis && len(col.ColumnPath()) == 1 {
+		if isMillis(col.LogicalType()) && len(col.ColumnPath()) == 1 {
 			t.Columns = append(t.Columns, schema.Column{Name: col.Name(), Type: schema.TimestampMs})
 		}
 	}
 	return t, nil
+}
+
+// isMillis reports a Parquet TIMESTAMP(MILLIS) logical type. arrow-go's
+// column descriptors hold it as a value, a logical type built by hand may
+// be a pointer: both are.
+func isMillis(lt pqschema.LogicalType) bool {
+	switch ts := lt.(type) {
+	case pqschema.TimestampLogicalType:
+		return ts.TimeUnit() == pqschema.TimeUnitMillis
+	case *pqschema.TimestampLogicalType:
+		return ts.TimeUnit() == pqschema.TimeUnitMillis
+	}
+	return false
 }
 
 // splitPartition parses TABLE/date=YYYY-MM-DD/NAME.parquet.

@@ -18,6 +18,8 @@ import (
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/sinks/sinktest"
 	"github.com/optlake/optlake/storage"
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 )
 
 // compactDay is the day after sinktest's snapshots: their day is closed.
@@ -53,6 +55,53 @@ func digest(t *testing.T, ch *testenv.ChDB, name string, snap int64) string {
 	return out
 }
 
+// prunedWheres are a filter on one snapshot of sinktest's three (tick 2)
+// read with ClickHouse's Iceberg pruning (partition and min-max) on and
+// off: a manifest whose partition or bounds are wrong loses rows only
+// with it on.
+func prunedWheres() []string {
+	const w = "WHERE snapshot_time >= '2026-11-22 09:30:02' AND snapshot_time < '2026-11-22 09:30:03'"
+	var out []string
+	for _, on := range []int{1, 0} {
+		out = append(out, fmt.Sprintf("%s SETTINGS use_iceberg_partition_pruning = %d, input_format_parquet_filter_push_down = %d, use_iceberg_metadata_files_cache = 0", w, on, on))
+	}
+	return out
+}
+
+// filtered is ClickHouse's digest of table name's rows under where.
+func filtered(t *testing.T, ch *testenv.ChDB, name, where string) string {
+	t.Helper()
+	q := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') %s FORMAT TSV;", name, where)
+	out, err := ch.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out
+}
+
+// planned is how many records the files hold that iceberg-go's scan
+// planning (a second planner: it prunes by the manifests' partitions and
+// bounds) picks for snapshot tick 2 of sinktest's in table name.
+func planned(t *testing.T, lake *iceberg.Lake, name string) int64 {
+	t.Helper()
+	tbl, _, err := lake.Table(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := time.Date(2026, 11, 22, 9, 30, 2, 0, time.UTC).UnixMicro()
+	ref := icego.Reference("snapshot_time")
+	tasks, err := tbl.Scan(icetable.WithRowFilter(icego.NewAnd(icego.GreaterThanEqual(ref, icego.Timestamp(lo)),
+		icego.LessThan(ref, icego.Timestamp(lo+1e6))))).PlanFiles(context.Background())
+	if err != nil {
+		t.Fatalf("%s: plan: %v", name, err)
+	}
+	var n int64
+	for _, task := range tasks {
+		n += task.File.Count()
+	}
+	return n
+}
+
 func table(t *testing.T, lake *iceberg.Lake, name string) (files, snaps int, op string, id int64) {
 	t.Helper()
 	tbl, ok, err := lake.Table(context.Background(), name)
@@ -75,9 +124,16 @@ func TestCompactIsOneReplace(t *testing.T) {
 	ch.Workdir = dir
 	before := map[string]string{}
 	prev := map[string]int64{}
+	tick2 := map[string]string{}
+	tick2Rows := map[string]int64{}
 	for _, tb := range sinktest.Tables {
 		before[tb.Name] = digest(t, ch, tb.Name, 0)
 		_, _, _, prev[tb.Name] = table(t, lake, tb.Name)
+		tick2[tb.Name] = filtered(t, ch, tb.Name, prunedWheres()[1])
+		if strings.HasPrefix(tick2[tb.Name], "0\t") {
+			t.Fatalf("%s: no rows of tick 2", tb.Name)
+		}
+		tick2Rows[tb.Name] = planned(t, lake, tb.Name)
 	}
 	rep := compactLake(t, lake, nil)
 	if len(rep.Partitions) != len(sinktest.Tables) {
@@ -94,7 +150,17 @@ func TestCompactIsOneReplace(t *testing.T) {
 		if got := digest(t, ch, tb.Name, prev[tb.Name]); got != before[tb.Name] {
 			t.Errorf("%s: time travel to the snapshot before compaction reads %s, want %s", tb.Name, got, before[tb.Name])
 		}
+		// Filtered reads over the compacted day, pruning on and off.
+		for _, w := range prunedWheres() {
+			if got := filtered(t, ch, tb.Name, w); got != tick2[tb.Name] {
+				t.Errorf("%s compacted, %s: %s, before %s", tb.Name, w, got, tick2[tb.Name])
+			}
+		}
+		if got := planned(t, lake, tb.Name); got < tick2Rows[tb.Name] {
+			t.Errorf("%s compacted: iceberg-go plans files of %d rows for tick 2, which has %d", tb.Name, got, tick2Rows[tb.Name])
+		}
 	}
+	checkFiles(t, storage.NewLocal(dir), sinktest.Tables)
 	// Nothing new: nothing to do.
 	if rep := compactLake(t, lake, nil); len(rep.Partitions) != 0 {
 		t.Errorf("a second compaction compacted %d partitions", len(rep.Partitions))
@@ -340,6 +406,7 @@ func TestCompactOnBucket(t *testing.T) {
 	if got := rows(); got != want {
 		t.Errorf("after compaction: %d rows, want %d", got, want)
 	}
+	checkFiles(t, st, sinktest.Tables)
 	if _, err := lake.Expire(ctx, []string{name}, 0, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -57,5 +57,6 @@ func TestSync(t *testing.T) {
 	if err := st.Delete(ctx, names[0]); err != nil { // the folder as the table has it
 		t.Fatal(err)
 	}
+	checkFiles(t, st, []*schema.Table{schema.Instruments})
 	checkTables(t, dir, []*schema.Table{schema.Instruments}, "")
 }

@@ -2,6 +2,8 @@ package iceberg_test
 
 import (
 	"context"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,11 +58,29 @@ func checkTables(t *testing.T, dir string, tables []*schema.Table, where string)
 	}
 }
 
+// checkFiles checks every data file of the current snapshot of each table
+// against the file itself (iceberg.Lake.CheckFiles): partition, bounds,
+// null and value counts, size and record count.
+func checkFiles(t *testing.T, st storage.Store, tables []*schema.Table) {
+	t.Helper()
+	lake := iceberg.New(st, nil)
+	for _, tb := range tables {
+		n, ok, err := lake.CheckFiles(context.Background(), tb.Name)
+		if err != nil {
+			t.Errorf("%v", err)
+		}
+		if !ok || n == 0 {
+			t.Errorf("%s: no data files checked (table exists: %v)", tb.Name, ok)
+		}
+	}
+}
+
 // TestReadWithClickHouse: ClickHouse 26.7 (chDB) reads every table of the
 // Iceberg lake with icebergLocal and sees the rows of the Parquet files.
 func TestReadWithClickHouse(t *testing.T) {
 	dir := t.TempDir()
 	load(t, storage.NewLocal(dir), 1, 2, 3)
+	checkFiles(t, storage.NewLocal(dir), sinktest.Tables)
 	checkTables(t, dir, sinktest.Tables, "WHERE snapshot_time >= '2026-11-22 09:30:01' AND snapshot_time < '2026-11-22 09:30:04'")
 }
 
@@ -101,6 +121,7 @@ func TestReplayReplaces(t *testing.T) {
 	if got := tbl.CurrentSnapshot().Summary.Properties["total-data-files"]; got != "2" {
 		t.Errorf("total-data-files after a replay = %q, want 2", got)
 	}
+	checkFiles(t, st, sinktest.Tables)
 	checkTables(t, dir, []*schema.Table{schema.Instruments}, "")
 }
 
@@ -155,4 +176,34 @@ func TestEmptySnapshot(t *testing.T) {
 	if n := len(tbl.Metadata().Snapshots()); n != 1 {
 		t.Errorf("%d Iceberg snapshots of rejects after an empty one, want 1", n)
 	}
+}
+
+// TestStatisticsOnEveryColumn: an Iceberg lake's per-snapshot files carry
+// statistics on every column, the schema's Unfiltered ones too (a hive
+// lake's leave them out), so the manifests bound every column and engines
+// can prune on any.
+func TestStatisticsOnEveryColumn(t *testing.T) {
+	dir := t.TempDir()
+	load(t, storage.NewLocal(dir), 1)
+	files, err := filepath.Glob(filepath.Join(dir, schema.Instruments.Name, "date=*", "*.parquet"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("files: %v %v", files, err)
+	}
+	r, err := file.OpenParquetFile(files[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for rg := range r.NumRowGroups() {
+		for i := range r.MetaData().Schema.NumColumns() {
+			cc, err := r.MetaData().RowGroup(rg).ColumnChunk(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := cc.StatsSet(); err != nil || !ok {
+				t.Errorf("column %s has no statistics (%v)", r.MetaData().Schema.Column(i).Name(), err)
+			}
+		}
+	}
+	checkFiles(t, storage.NewLocal(dir), []*schema.Table{schema.Instruments})
 }

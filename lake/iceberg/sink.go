@@ -34,8 +34,19 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// NewSink wraps the Parquet sink inner, which writes into lake's store.
+// IcebergFiles is a sink that can write its files as an Iceberg table
+// wants them (parquet.Sink: statistics on every column); NewSink asks the
+// sink it wraps for that sink.
+type IcebergFiles interface {
+	IcebergFiles() sinks.Sink
+}
+
+// NewSink wraps the Parquet sink inner, which writes into lake's store;
+// when inner is IcebergFiles, its Iceberg files' sink.
 func NewSink(inner sinks.Sink, lake *Lake) *Sink {
+	if f, ok := inner.(IcebergFiles); ok {
+		inner = f.IcebergFiles()
+	}
 	return &Sink{inner: inner, lake: lake, log: lake.log}
 }
 

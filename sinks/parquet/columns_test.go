@@ -46,7 +46,7 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			props := func() *parquet.WriterProperties {
-				return parquet.NewWriterProperties(append(writerOptions(schema.Instruments, 1, RowGroupRows), tc.extra...)...)
+				return parquet.NewWriterProperties(append(writerOptions(schema.Instruments, 1, RowGroupRows, false), tc.extra...)...)
 			}
 			writeWith := func(name string, open func(f *os.File) (recordWriter, error)) string {
 				path := filepath.Join(dir, name)
@@ -98,7 +98,7 @@ func TestColumnWriterEncodesTablesWithPqpage(t *testing.T) {
 		if !flat {
 			continue
 		}
-		props := parquet.NewWriterProperties(writerOptions(tb, 1, RowGroupRows)...)
+		props := parquet.NewWriterProperties(writerOptions(tb, 1, RowGroupRows, false)...)
 		w, err := NewColumnWriter(sc, io.Discard, props, 2)
 		if err != nil {
 			t.Fatalf("%s: %v", tb.Name, err)
@@ -146,7 +146,7 @@ func TestColumnWriterBufferedMatchesPqarrow(t *testing.T) {
 	}()
 	sc := schema.Instruments.ArrowSchema()
 	props := func() *parquet.WriterProperties {
-		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, 64)...)
+		return parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, 64, false)...)
 	}
 	type bufferedWriter interface {
 		WriteBuffered(arrow.Record) error
@@ -278,7 +278,7 @@ func TestColumnWriterFailedRowGroupLeavesNoFooter(t *testing.T) {
 	defer rec.Release()
 	sc := schema.Instruments.ArrowSchema()
 	out := &closeCountingBuffer{}
-	w, err := NewColumnWriter(sc, out, parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, RowGroupRows)...), 2)
+	w, err := NewColumnWriter(sc, out, parquet.NewWriterProperties(writerOptions(schema.Instruments, 1, RowGroupRows, false)...), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,11 @@ type Options struct {
 	CompressionLevel int           // zstd level; 0 = 1 (see levelOr)
 	RowGroupRows     int64         // most rows of a row group; 0 = the package's RowGroupRows (262,144)
 	Logger           *slog.Logger
+	// Iceberg writes the files of an Iceberg lake's tables: statistics on
+	// every column, the schema's Unfiltered ones too, since the table's
+	// manifests copy them as the bounds every engine prunes by (a hive
+	// lake's files leave them out, see writerOptions).
+	Iceberg bool
 }
 
 // Sink writes Parquet files into the data directory's store.
@@ -73,6 +78,14 @@ func (s *Sink) CommitsAtomically() bool { return true }
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
+// IcebergFiles returns a sink like s that writes the files of an Iceberg
+// lake's tables (Options.Iceberg).
+func (s *Sink) IcebergFiles() sinks.Sink {
+	opt := s.opt
+	opt.Iceberg = true
+	return &Sink{opt: opt, st: s.st, log: s.log}
+}
+
 // Path returns the file that holds table t's rows of snap, relative to the
 // data directory: <table>/date=YYYY-MM-DD/<snapshot>-<run_id>.parquet, with
 // the endpoint appended for tables shared by endpoints (rejects, runs are
@@ -114,7 +127,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
 	f := &CountingWriter{W: sw}
-	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel), cmp.Or(s.opt.RowGroupRows, RowGroupRows))...)
+	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel), cmp.Or(s.opt.RowGroupRows, RowGroupRows), s.opt.Iceberg)...)
 	var fw recordWriter
 	err = Guard(f, func() (err error) {
 		sc := t.ArrowSchema()
@@ -153,7 +166,10 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // instead of copying the string and zstd finding it again); delta
 // encoding of names and ids 6.4 + 4.6 KB → 2.5 + 3.5 KB; delta encoding of
 // the timestamps, and of every string column, larger than plain.
-func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.WriterProperty {
+//
+// With allStats (an Iceberg lake's files) the Unfiltered columns keep
+// theirs too.
+func writerOptions(t *schema.Table, level int, rowGroupRows int64, allStats bool) []parquet.WriterProperty {
 	opts := append([]parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(level),
@@ -163,7 +179,7 @@ func writerOptions(t *schema.Table, level int, rowGroupRows int64) []parquet.Wri
 		parquet.WithDataPageSize(PageBytes),
 	}, Encodings(t)...)
 	for _, c := range t.Columns {
-		if c.Unfiltered {
+		if c.Unfiltered && !allStats {
 			opts = append(opts, parquet.WithStatsFor(c.Name, false))
 		}
 	}
