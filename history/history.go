@@ -152,7 +152,7 @@ func (r parquetRow) time(n string) *time.Time {
 	if !ok || a.IsNull(r.i) {
 		return nil
 	}
-	t := time.UnixMilli(int64(a.Value(r.i))).UTC()
+	t := a.Value(r.i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC() // ms, or µs in an Iceberg lake's files
 	return &t
 }
 

@@ -32,6 +32,10 @@ type Converted struct {
 	Table string
 	Files int // the table's Parquet files, each registered once
 	iceberg.Synced
+	// Relocated: the table of an Iceberg lake was registered again at
+	// this data directory (iceberg.Lake.Relocate), its metadata having
+	// named another location.
+	Relocated bool
 }
 
 // ErrUnfinishedCompaction refuses a conversion while a compaction is cut
@@ -49,7 +53,10 @@ var ErrUnfinishedCompaction = errors.New("the lake has an unfinished compaction"
 // never look at metadata/) with some tables registered; converting again
 // registers what they lack and drops what a compaction replaced meanwhile
 // (Sync), so a rerun converts it. Converting an Iceberg lake changes
-// nothing and returns no tables. It refuses a lake
+// nothing and returns no tables, but for the tables whose metadata names
+// another location (a lake copied or moved, or made with a relative
+// --data-dir before locations were absolute): those are registered again
+// at st (iceberg.Lake.Relocate). It refuses a lake
 // whose compaction is unfinished (a journal, or parked files): run
 // `optlake compact` first.
 func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Converted, error) {
@@ -64,7 +71,15 @@ func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Conve
 		// Converted already. Its tables are the truth now: a day's
 		// folder may hold files a compaction replaced (kept for time
 		// travel until they expire), which must not be registered again.
-		return nil, nil
+		// Only a table whose metadata names another location (a copied
+		// or moved lake, a relative location) is registered again here.
+		moved, err := iceberg.New(st, log).Relocate(ctx)
+		var out []Converted
+		for _, name := range moved {
+			out = append(out, Converted{Table: name, Relocated: true})
+			log.Info("registered at this data directory", "table", name)
+		}
+		return out, err
 	}
 	if err := refuseUnfinishedCompaction(ctx, st); err != nil {
 		return nil, err

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 )
@@ -54,6 +56,32 @@ func (s crashSink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapsho
 	}
 	s.crash("opened")
 	return crashWriter{Writer: w, s: s}, nil
+}
+
+// OpenVersion is the wrapped sink's OpenVersion (parquet.Sink's, which
+// the Iceberg sink writes a snapshot loaded again with) with the hook.
+func (s crashSink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error) {
+	vo, ok := s.Sink.(interface {
+		OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("the %s sink cannot write a new version of a file", s.Name())
+	}
+	w, err := vo.OpenVersion(ctx, t, snap, version)
+	if err != nil || t != schema.Instruments {
+		return w, err
+	}
+	s.crash("opened")
+	return crashWriter{Writer: w, s: s}, nil
+}
+
+// IcebergFiles is the wrapped sink's Iceberg files' sink (iceberg.NewSink
+// asks for it), with the hook.
+func (s crashSink) IcebergFiles() sinks.Sink {
+	if f, ok := s.Sink.(iceberg.IcebergFiles); ok {
+		return crashSink{Sink: f.IcebergFiles(), at: s.at}
+	}
+	return s
 }
 
 type crashWriter struct {

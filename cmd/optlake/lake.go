@@ -85,8 +85,16 @@ func convertAction(c *cli.Context, h host) error {
 		}
 	}
 	if f, err := lake.Recorded(c.Context, st); err == nil && f == lake.Iceberg {
-		fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg already: nothing to convert\n", st)
-		return nil
+		// Only tables whose metadata names another location are
+		// registered again (a copied or moved lake).
+		done, err := lake.Convert(c.Context, st, opt)
+		for _, t := range done {
+			fmt.Fprintf(c.App.Writer, "%-28s registered at %s (earlier snapshots dropped)\n", t.Table, st)
+		}
+		if err == nil && len(done) == 0 {
+			fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg already: nothing to convert\n", st)
+		}
+		return err
 	}
 	done, err := lake.Convert(c.Context, st, opt)
 	for _, t := range done {

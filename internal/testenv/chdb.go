@@ -60,8 +60,8 @@ func chdbTool() (node, script string, err error) {
 // IcebergDigest reads the Iceberg table at path (relative to Workdir) with
 // icebergLocal and its Parquet files (path/date=*/*.parquet) with file()
 // under the same column types, and returns each one's row count and
-// order-free hash of every row ("count\thash"), both filtered by where
-// ("" for none; it may end in SETTINGS, e.g. to turn pruning off).
+// order-free hash of every row ("count\thash"), filtered by where ("" for
+// none) on the Iceberg side.
 func (c *ChDB) IcebergDigest(ctx context.Context, path, where string) (iceberg, files string, err error) {
 	return c.icebergDigest(ctx, fmt.Sprintf("icebergLocal('%s')", path), path, where)
 }
@@ -88,7 +88,7 @@ func (c *ChDB) icebergDigest(ctx context.Context, table, path, where string) (ic
 		cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
 	}
 	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s %s FORMAT TSV;"
-	if files, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, strings.Join(cols, ", ")), where)); err != nil {
+	if files, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, strings.Join(cols, ", ")), "")); err != nil {
 		return "", "", err
 	}
 	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, table, where))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,17 @@ import (
 type catalog struct {
 	st   storage.Store
 	root string
+	also []string // rootSpellings(root)
+
+	// moved are the tables whose metadata places them elsewhere than
+	// root (a relative location of a lake made before locations were
+	// absolute, or a lake copied from another folder), by the root their
+	// metadata names; Lake.relocate registers them at root. A relative
+	// location is always this lake's (its metadata is in it); another
+	// absolute one is adopted only when adopt is set (Lake.Relocate),
+	// else refused.
+	moved map[string]string
+	adopt bool
 
 	mu   sync.Mutex
 	last map[string]known
@@ -106,8 +118,18 @@ const metadataDir = "metadata"
 // version; it is written after each commit and is only a hint.
 const versionHint = "version-hint.text"
 
+func newCatalog(st storage.Store, root string) *catalog {
+	return &catalog{st: st, root: root, also: rootSpellings(root)}
+}
+
 func (c *catalog) io(ctx context.Context) *storeIO {
-	return &storeIO{ctx: ctx, st: c.st, root: c.root, done: c.done}
+	c.mu.Lock()
+	also := slices.Clone(c.also)
+	for _, r := range c.moved {
+		also = append(also, r)
+	}
+	c.mu.Unlock()
+	return &storeIO{ctx: ctx, st: c.st, root: c.root, also: also, done: c.done}
 }
 
 func (c *catalog) fsF(ctx context.Context) (iceio.IO, error) { return c.io(ctx), nil }
@@ -168,12 +190,75 @@ func (c *catalog) load(ctx context.Context, ident icetable.Identifier) (*icetabl
 	if err != nil {
 		return nil, 0, fmt.Errorf("load table %s: %w", name, err)
 	}
+	if err := c.checkLocation(name, t.Location()); err != nil {
+		return nil, 0, err
+	}
 	c.remember(name, v, t)
 	return t, v, nil
 }
 
+// MovedError is a table whose metadata places it elsewhere than in the
+// data directory: written with a relative --data-dir before locations were
+// absolute URIs, or copied (or moved) from another folder or bucket.
+// Iceberg metadata names every file by its absolute location, so no
+// reader can follow it from here until the table is registered again at
+// its new place (Lake.Relocate: `optlake lake convert --to iceberg`).
+type MovedError struct {
+	Table, Location, Root string
+}
+
+func (e *MovedError) Error() string {
+	if !isAbsolute(e.Location) {
+		return fmt.Sprintf("iceberg table %s: its metadata names the relative location %q, which readers resolve against their own folder; `optlake lake convert --to iceberg --data-dir DIR` registers its files at %s/%s (absolute)", e.Table, e.Location, e.Root, e.Table)
+	}
+	return fmt.Sprintf("iceberg table %s: its metadata places it at %s, not in this data directory (%s): the lake was copied or moved, and Iceberg metadata names every file by its absolute location; run optlake with the --data-dir the lake was made with, or make this copy a lake of its own with `optlake lake convert --to iceberg --data-dir DIR` (it registers the current files at %s/%s; earlier snapshots are dropped)", e.Table, e.Location, e.Root, e.Root, e.Table)
+}
+
+// isAbsolute reports a location that names one place whatever folder a
+// reader runs in: a URI with a scheme, or an absolute path.
+func isAbsolute(loc string) bool {
+	return strings.Contains(loc, "://") || strings.HasPrefix(loc, "file:/") || path.IsAbs(loc)
+}
+
+// checkLocation checks that the location loc of table name is in the data
+// directory. A relative location (a lake made before locations were
+// absolute) is recorded in moved, its files read through it, and the next
+// write relocates the table; another absolute location is a *MovedError
+// unless c.adopt is set.
+func (c *catalog) checkLocation(name, loc string) error {
+	want := c.root + "/" + name
+	if loc == want {
+		return nil
+	}
+	for _, r := range c.also {
+		if loc == r+"/"+name {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := strings.CutSuffix(strings.TrimSuffix(loc, "/"), "/"+name)
+	if !ok || isAbsolute(loc) && !c.adopt {
+		return &MovedError{Table: name, Location: loc, Root: c.root}
+	}
+	if c.moved == nil {
+		c.moved = map[string]string{}
+	}
+	c.moved[name] = r
+	return nil
+}
+
+// movedFrom is the root that table name's metadata names when it is not
+// the data directory's ("" when it is).
+func (c *catalog) movedFrom(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.moved[name]
+}
+
 // create makes version 1 of table name with schema sc, partitioned by the
-// day of the column partTime ("" for none). A table that exists already
+// day of the column partTime ("" for none), sorted as compaction writes
+// it (sortOrder). A table that exists already
 // (another writer created it first) is loaded instead.
 func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, partTime string, props icego.Properties) (*icetable.Table, error) {
 	spec := *icego.UnpartitionedSpec
@@ -187,7 +272,8 @@ func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, par
 		})
 	}
 	loc := c.io(ctx).location(name)
-	md, err := icetable.NewMetadata(sc, &spec, icetable.UnsortedSortOrder, loc, props)
+	order, _ := sortOrder(name, sc)
+	md, err := icetable.NewMetadata(sc, &spec, order, loc, props)
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", name, err)
 	}

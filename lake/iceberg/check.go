@@ -2,12 +2,14 @@ package iceberg
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 )
 
 // CheckFiles checks every data file the current snapshot of table name
@@ -28,7 +31,8 @@ import (
 // statistics and that has a value must have bounds (else no engine could
 // prune on it; but the lower bound "" of a string column, which iceberg-go
 // leaves out); a column whose footer has none (a hive lake's file that
-// convert registered) must have neither bounds nor a null count. It returns how
+// convert registered) must have neither bounds nor a null count. A file
+// that names a sort order has its rows in it. It returns how
 // many files it checked; ok is false when the table does not exist.
 //
 // Readers that prune (ClickHouse, pyiceberg, Trino, DuckDB) trust exactly
@@ -49,7 +53,7 @@ func (l *Lake) CheckFiles(ctx context.Context, name string) (n int, ok bool, err
 		if err != nil {
 			return n, true, err
 		}
-		if err := l.checkFile(ctx, rel, task.File, tbl.Schema(), tbl.Spec()); err != nil {
+		if err := l.checkFile(ctx, rel, task.File, tbl.Schema(), tbl.Spec(), tbl.Metadata().SortOrders()); err != nil {
 			errs = append(errs, fmt.Errorf("iceberg table %s: %s: %w", name, rel, err))
 		}
 		n++
@@ -57,7 +61,7 @@ func (l *Lake) CheckFiles(ctx context.Context, name string) (n int, ok bool, err
 	return n, true, errors.Join(errs...)
 }
 
-func (l *Lake) checkFile(ctx context.Context, rel string, df icego.DataFile, sc *icego.Schema, spec icego.PartitionSpec) error {
+func (l *Lake) checkFile(ctx context.Context, rel string, df icego.DataFile, sc *icego.Schema, spec icego.PartitionSpec, orders []icetable.SortOrder) error {
 	r, err := l.cat.st.Open(ctx, rel)
 	if err != nil {
 		return err
@@ -131,7 +135,90 @@ func (l *Lake) checkFile(ctx context.Context, rel string, df icego.DataFile, sc 
 			errs = append(errs, fmt.Errorf("partition %s = %v in the manifest, the file's rows are of day %d", pf.Name, got, want))
 		}
 	}
+	if id := df.SortOrderID(); id != nil && *id != 0 {
+		if err := checkSorted(at, sc, orders, *id); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// checkSorted checks that the rows of at are in the table's sort order id
+// (identity fields of string, int64 or timestamp columns, ascending or
+// descending, nulls first or last), as the manifest claims.
+func checkSorted(at arrow.Table, sc *icego.Schema, orders []icetable.SortOrder, id int) error {
+	var order *icetable.SortOrder
+	for i := range orders {
+		if orders[i].OrderID() == id {
+			order = &orders[i]
+		}
+	}
+	if order == nil {
+		return fmt.Errorf("sort order %d is not the table's", id)
+	}
+	type key struct {
+		col       []arrow.Array
+		desc, nlo bool // descending; nulls before values
+	}
+	var keys []key
+	for _, f := range order.Fields() {
+		src, ok := sc.FindFieldByID(f.SourceIDs[0])
+		if _, identity := f.Transform.(icego.IdentityTransform); !ok || !identity {
+			return fmt.Errorf("sort order %d: field %v not checked", id, f)
+		}
+		idx := at.Schema().FieldIndices(src.Name)
+		if len(idx) == 0 {
+			return fmt.Errorf("sort order %d: the file has no column %s", id, src.Name)
+		}
+		keys = append(keys, key{col: at.Column(idx[0]).Data().Chunks(), desc: f.Direction == icetable.SortDESC, nlo: f.NullOrder == icetable.NullsFirst})
+	}
+	// value i of a chunked column
+	at1 := func(chunks []arrow.Array, i int) (arrow.Array, int) {
+		for _, c := range chunks {
+			if i < c.Len() {
+				return c, i
+			}
+			i -= c.Len()
+		}
+		return nil, 0
+	}
+	cmpAt := func(k key, i, j int) int {
+		a, ai := at1(k.col, i)
+		b, bi := at1(k.col, j)
+		an, bn := a.IsNull(ai), b.IsNull(bi)
+		switch {
+		case an && bn:
+			return 0
+		case an != bn:
+			if an == k.nlo {
+				return -1
+			}
+			return 1
+		}
+		var c int
+		switch x := a.(type) {
+		case *array.String:
+			c = strings.Compare(x.Value(ai), b.(*array.String).Value(bi))
+		case *array.Int64:
+			c = cmp.Compare(x.Value(ai), b.(*array.Int64).Value(bi))
+		case *array.Timestamp:
+			c = cmp.Compare(x.Value(ai), b.(*array.Timestamp).Value(bi))
+		}
+		if k.desc {
+			c = -c
+		}
+		return c
+	}
+	for i := 1; i < int(at.NumRows()); i++ {
+		for _, k := range keys {
+			if c := cmpAt(k, i-1, i); c < 0 {
+				break
+			} else if c > 0 {
+				return fmt.Errorf("rows %d and %d are out of the sort order %d the manifest names", i-1, i, id)
+			}
+		}
+	}
+	return nil
 }
 
 func dayOf(us []byte) int32 {

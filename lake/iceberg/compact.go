@@ -92,6 +92,11 @@ func (c *Compaction) files(ctx context.Context, table string) (map[string]map[st
 	}
 	days := map[string]map[string]icego.DataFile{}
 	tbl, ok, err := c.lake.Table(ctx, table)
+	if err == nil && ok && c.lake.cat.movedFrom(table) != "" {
+		if err = c.lake.writable(ctx, table); err == nil {
+			tbl, ok, err = c.lake.Table(ctx, table)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("iceberg table %s: %w", table, err)
 	}
@@ -243,10 +248,24 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 	if err != nil || !ok {
 		return fmt.Errorf("publish %s: iceberg table: %v", p, err)
 	}
+	// The table declares the order its compacted files are in (a table
+	// made before it did gets it in this commit), and they name it.
+	tx := tbl.NewTransaction()
+	orderID := 0
+	if order, ok := sortOrder(p.Table, tbl.Schema()); ok {
+		if err := tx.ReplaceSortOrder(order); err != nil {
+			return fmt.Errorf("publish %s: sort order: %w", p, err)
+		}
+		staged, err := tx.StagedTable()
+		if err != nil {
+			return fmt.Errorf("publish %s: sort order: %w", p, err)
+		}
+		orderID = staged.SortOrder().OrderID()
+	}
 	added := map[string]icego.DataFile{}
 	var adds []icego.DataFile
 	for _, n := range s.names {
-		df, err := c.lake.dataFile(ctx, tbl, partDir(p)+n)
+		df, err := c.lake.dataFile(ctx, tbl, partDir(p)+n, orderID)
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", p, err)
 		}
@@ -258,7 +277,6 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 	}
 	if len(dels) > 0 || len(adds) > 0 {
 		props := icego.Properties{"optlake.compaction-id": id}
-		tx := tbl.NewTransaction()
 		if len(dels) == 0 {
 			err = tx.AddDataFiles(ctx, adds, props)
 		} else {
@@ -293,10 +311,10 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 
 // dataFile reads the footer of the Parquet file rel (a store name) into an
 // Iceberg data file of tbl, its millisecond timestamps' bounds rescaled
-// (fixTimestamps).
-func (l *Lake) dataFile(ctx context.Context, tbl *icetable.Table, rel string) (icego.DataFile, error) {
+// (fixTimestamps), in the table's sort order orderID (0: unsorted).
+func (l *Lake) dataFile(ctx context.Context, tbl *icetable.Table, rel string, orderID int) (icego.DataFile, error) {
 	io := l.cat.io(ctx)
-	df, err := icetable.FileToDataFile(ctx, io, io.location(rel), tbl.Schema(), tbl.Spec(), 0, tbl.Properties())
+	df, err := icetable.FileToDataFile(ctx, io, io.location(rel), tbl.Schema(), tbl.Spec(), orderID, tbl.Properties())
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}

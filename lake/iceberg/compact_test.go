@@ -102,6 +102,41 @@ func planned(t *testing.T, lake *iceberg.Lake, name string) int64 {
 	return n
 }
 
+// checkSortOrder: each table declares the order compaction writes its
+// files in (schema.SortKey ascending, nulls first), and its compacted
+// files name it (CheckFiles checks their rows are in it).
+func checkSortOrder(t *testing.T, lake *iceberg.Lake, tables []*schema.Table) {
+	t.Helper()
+	for _, tb := range tables {
+		tbl, _, err := lake.Table(context.Background(), tb.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := tbl.SortOrder()
+		var names []string
+		for _, f := range order.Fields() {
+			src, _ := tbl.Schema().FindFieldByID(f.SourceIDs[0])
+			names = append(names, fmt.Sprintf("%s %s %s %s", src.Name, f.Transform, f.Direction, f.NullOrder))
+		}
+		var want []string
+		for _, k := range schema.SortKey(tb.Name) {
+			want = append(want, k+" identity asc nulls-first")
+		}
+		if strings.Join(names, ", ") != strings.Join(want, ", ") {
+			t.Errorf("%s: sort order %v, want %v", tb.Name, names, want)
+		}
+		tasks, err := tbl.Scan().PlanFiles(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if id := task.File.SortOrderID(); pq.IsCompacted(filepath.Base(task.File.FilePath())) && (id == nil || *id != order.OrderID()) {
+				t.Errorf("%s: compacted file %s names sort order %v, want %d", tb.Name, task.File.FilePath(), id, order.OrderID())
+			}
+		}
+	}
+}
+
 func table(t *testing.T, lake *iceberg.Lake, name string) (files, snaps int, op string, id int64) {
 	t.Helper()
 	tbl, ok, err := lake.Table(context.Background(), name)
@@ -161,6 +196,7 @@ func TestCompactIsOneReplace(t *testing.T) {
 		}
 	}
 	checkFiles(t, storage.NewLocal(dir), sinktest.Tables)
+	checkSortOrder(t, lake, sinktest.Tables)
 	// Nothing new: nothing to do.
 	if rep := compactLake(t, lake, nil); len(rep.Partitions) != 0 {
 		t.Errorf("a second compaction compacted %d partitions", len(rep.Partitions))
@@ -480,5 +516,58 @@ func TestStampNameListsFirst(t *testing.T) {
 	}
 	if !pq.IsCompacted(newer) {
 		t.Errorf("%s is not a compacted file's name", newer)
+	}
+}
+
+// TestCompactMillisAndMicros: a day of millisecond files (a Parquet lake's,
+// registered by convert) and microsecond ones (an Iceberg lake's own)
+// compacts into one microsecond file with the same rows; a replay of a
+// millisecond snapshot after it replaces its rows, not doubles them.
+func TestCompactMillisAndMicros(t *testing.T) {
+	dir := t.TempDir()
+	st := storage.NewLocal(dir)
+	names := parquetLake(t, st, 2)
+	lake := iceberg.New(st, nil)
+	if _, err := lake.Sync(context.Background(), schema.Instruments, names, nil); err != nil {
+		t.Fatal(err)
+	}
+	loadLake(t, st, lake, 3)
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	name := schema.Instruments.Name
+	want := digest(t, ch, name, 0)
+	units := func() map[string]string {
+		out, err := ch.Query(context.Background(), fmt.Sprintf("SELECT _file, toTypeName(snapshot_time) FROM file('%s/date=*/*.parquet', Parquet) GROUP BY 1, 2 ORDER BY 1 FORMAT TSV;", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Split(l, "\t")
+			m[f[0]] = f[1]
+		}
+		return m
+	}
+	before := units()
+	if len(before) != 3 || !strings.HasPrefix(before[filepath.Base(names[0])], "DateTime64(3") {
+		t.Fatalf("snapshot_time's types before compaction: %v, want two ms files and one µs file", before)
+	}
+	compactLake(t, lake, nil)
+	checkFiles(t, st, []*schema.Table{schema.Instruments})
+	if got := digest(t, ch, name, 0); got != want {
+		t.Errorf("compacted: %s, want %s", got, want)
+	}
+	for f, typ := range units() {
+		if pq.IsCompacted(f) && !strings.HasPrefix(typ, "DateTime64(6") {
+			t.Errorf("compacted file %s has snapshot_time %s, want microseconds", f, typ)
+		}
+	}
+	// A replay of a millisecond snapshot the compacted file holds: parked,
+	// then merged in place of its rows.
+	loadLake(t, st, lake, 1)
+	compactLake(t, lake, nil)
+	checkFiles(t, st, []*schema.Table{schema.Instruments})
+	if got := digest(t, ch, name, 0); got != want {
+		t.Errorf("after a replay and compaction: %s, want %s", got, want)
 	}
 }

@@ -12,6 +12,25 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
+// parquetLake writes the instruments files of ticks 1..n into st as a
+// Parquet lake does (milliseconds, no statistics on the Unfiltered
+// columns) and returns their names.
+func parquetLake(t *testing.T, st storage.Store, n int) []string {
+	t.Helper()
+	pq, err := parquet.New(parquet.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for tick := 1; tick <= n; tick++ {
+		d := sinktest.Snapshot(t, tick, 250)
+		sinktest.Load(t, pq, schema.Instruments, d.Snap, d.Records(schema.Instruments))
+		names = append(names, filepath.ToSlash(parquet.Path(schema.Instruments, d.Snap)))
+		d.Release()
+	}
+	return names
+}
+
 // Sync registers a table's files in place: it adds those the table lacks,
 // removes those gone from the folder (a compaction replaced them after an
 // interrupted conversion), and commits nothing when they match.
@@ -19,17 +38,7 @@ func TestSync(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
-	pq, err := parquet.New(parquet.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string // a Parquet lake's instruments files, ticks 1..3
-	for tick := 1; tick <= 3; tick++ {
-		d := sinktest.Snapshot(t, tick, 250)
-		sinktest.Load(t, pq, schema.Instruments, d.Snap, d.Records(schema.Instruments))
-		names = append(names, filepath.ToSlash(parquet.Path(schema.Instruments, d.Snap)))
-		d.Release()
-	}
+	names := parquetLake(t, st, 3)
 	lake := iceberg.New(st, nil)
 	for _, step := range []struct {
 		files          []string

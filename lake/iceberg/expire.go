@@ -63,6 +63,11 @@ func (l *Lake) Expire(ctx context.Context, tables []string, keep, grace time.Dur
 func (l *Lake) expire(ctx context.Context, name string, keep, grace time.Duration) (ExpireReport, error) {
 	rep := ExpireReport{Table: name}
 	tbl, ok, err := l.Table(ctx, name)
+	if err == nil && ok && l.cat.movedFrom(name) != "" {
+		if err = l.writable(ctx, name); err == nil {
+			tbl, ok, err = l.Table(ctx, name)
+		}
+	}
 	if err != nil || !ok {
 		return rep, err
 	}

@@ -2,7 +2,10 @@ package iceberg_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +21,16 @@ import (
 // load writes the snapshots at ticks into st through the Iceberg sink.
 func load(t *testing.T, st storage.Store, ticks ...int) *iceberg.Lake {
 	t.Helper()
+	return loadLake(t, st, iceberg.New(st, nil), ticks...)
+}
+
+// loadLake is load through lake.
+func loadLake(t *testing.T, st storage.Store, lake *iceberg.Lake, ticks ...int) *iceberg.Lake {
+	t.Helper()
 	pq, err := parquet.New(parquet.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lake := iceberg.New(st, nil)
 	s := iceberg.NewSink(pq, lake)
 	for _, tick := range ticks {
 		d := sinktest.Snapshot(t, tick, 250)
@@ -107,12 +115,16 @@ func TestAppendIsOneSnapshot(t *testing.T) {
 }
 
 // TestReplayReplaces: loading a snapshot again (a replay or catch-up
-// rewrites its file under the same name) replaces the file in the table
+// writes a new version of its file) replaces the file in the table
 // instead of adding it twice.
 func TestReplayReplaces(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	load(t, st, 1, 2)
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	checkTables(t, dir, []*schema.Table{schema.Instruments}, "")
+	want := digest(t, ch, schema.Instruments.Name, 0)
 	lake := load(t, st, 2)
 	tbl, _, err := lake.Table(context.Background(), schema.Instruments.Name)
 	if err != nil {
@@ -122,7 +134,9 @@ func TestReplayReplaces(t *testing.T) {
 		t.Errorf("total-data-files after a replay = %q, want 2", got)
 	}
 	checkFiles(t, st, sinktest.Tables)
-	checkTables(t, dir, []*schema.Table{schema.Instruments}, "")
+	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
+		t.Errorf("instruments after a replay: %s, want %s", got, want)
+	}
 }
 
 // TestConcurrentAppends: writers racing for the same next metadata version
@@ -206,4 +220,78 @@ func TestStatisticsOnEveryColumn(t *testing.T) {
 		}
 	}
 	checkFiles(t, storage.NewLocal(dir), []*schema.Table{schema.Instruments})
+}
+
+// fileHashes is the size and sha256 of every data file under dir's table
+// folders, by path.
+func fileHashes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "date=*", "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
+	}
+	return out
+}
+
+// TestCommittedFilesNeverChange: a data file, once committed, keeps its
+// bytes through later snapshots, replays (before and after a compaction),
+// a table written twice in one run (inferred_columns is) and compaction;
+// the table still counts each snapshot once and its manifests match its
+// files.
+func TestCommittedFilesNeverChange(t *testing.T) {
+	dir := t.TempDir()
+	st := storage.NewLocal(dir)
+	lake := load(t, st, 1, 2)
+	seen := fileHashes(t, dir)
+	same := func(step string) {
+		t.Helper()
+		now := fileHashes(t, dir)
+		for f, h := range seen {
+			if got, ok := now[f]; !ok {
+				t.Errorf("%s: committed file %s is gone", step, f)
+			} else if got != h {
+				t.Errorf("%s: committed file %s changed: %s, was %s", step, f, got, h)
+			}
+		}
+		for f, h := range now {
+			seen[f] = h
+		}
+		checkFiles(t, st, sinktest.Tables)
+	}
+	load(t, st, 3)
+	same("a new snapshot")
+	load(t, st, 2)
+	same("a replay")
+	// A table loaded twice in one snapshot, the second time with other
+	// rows (inferred_columns is rewritten whole as tables evolve).
+	pqs, err := parquet.New(parquet.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sinktest.Snapshot(t, 3, 250)
+	sinktest.Load(t, iceberg.NewSink(pqs, lake), schema.Instruments, d.Snap, d.Records(schema.Instruments)[:1])
+	d.Release()
+	same("a table written again in a run")
+	load(t, st, 3) // tick 3 whole again
+	same("a replay")
+	ch := testenv.NewChDB(t)
+	ch.Workdir = dir
+	want := digest(t, ch, schema.Instruments.Name, 0)
+	compactLake(t, lake, nil)
+	same("a compaction")
+	load(t, st, 1)
+	same("a replay of a compacted snapshot")
+	compactLake(t, lake, nil)
+	same("a second compaction")
+	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
+		t.Errorf("instruments read %s at the end, want %s", got, want)
+	}
 }

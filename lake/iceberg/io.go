@@ -22,7 +22,8 @@ import (
 type storeIO struct {
 	ctx  context.Context
 	st   storage.Store
-	root string            // the store's location: its folder, or scheme://bucket/prefix
+	root string            // the store's location: file:///folder, or scheme://bucket/prefix
+	also []string          // other spellings of root in older metadata (rootSpellings)
 	done func(name string) // called with each object written (the crash hook)
 }
 
@@ -34,12 +35,23 @@ var (
 // name is the store's object name of a location; an error for a location
 // outside the data directory.
 func (s *storeIO) name(loc string) (string, error) {
-	loc = strings.TrimPrefix(loc, "file://")
-	rest, ok := strings.CutPrefix(loc, s.root+"/")
-	if !ok || rest == "" {
-		return "", &fs.PathError{Op: "open", Path: loc, Err: fs.ErrInvalid}
+	for _, r := range append([]string{s.root}, s.also...) {
+		if rest, ok := strings.CutPrefix(loc, r+"/"); ok && rest != "" {
+			return rest, nil
+		}
 	}
-	return rest, nil
+	return "", &fs.PathError{Op: "open", Path: loc, Err: fmt.Errorf("%w: not in the data directory %s", fs.ErrInvalid, s.root)}
+}
+
+// rootSpellings are the ways metadata may name a local folder root
+// (file:///dir): as the URI, as Hadoop writes it (file:/dir), and as the
+// bare path that optlake wrote before its locations were URIs.
+func rootSpellings(root string) []string {
+	dir, ok := strings.CutPrefix(root, "file://")
+	if !ok {
+		return nil
+	}
+	return []string{"file:" + dir, dir}
 }
 
 // location is the full location of the store's object name.

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +26,7 @@ import (
 	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/schema"
+	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -34,13 +37,29 @@ type Lake struct {
 }
 
 // New returns the lake of the data directory st. Locations in the metadata
-// are st.String() + "/" + name: the folder's absolute path, or
+// are absolute URIs, root + "/" + name, whatever folder the command runs
+// in: file:///absolute/folder for a local data directory (a relative
+// --data-dir, the default ./data, made absolute), or
 // scheme://bucket/prefix.
 func New(st storage.Store, log *slog.Logger) *Lake {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lake{cat: &catalog{st: st, root: st.String()}, log: log.With("table-format", "iceberg")}
+	return &Lake{cat: newCatalog(st, Root(st)), log: log.With("table-format", "iceberg")}
+}
+
+// Root is the absolute URI of the data directory st that its tables'
+// locations start with: file:///folder for a local folder (made absolute),
+// st.String() (scheme://bucket/prefix) for a bucket.
+func Root(st storage.Store) string {
+	dir := storage.LocalDir(st)
+	if dir == "" {
+		return st.String()
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return "file://" + filepath.ToSlash(dir)
 }
 
 // SetCrash sets a test-only crash hook: fn is called with the table and the
@@ -71,6 +90,12 @@ func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bo
 // absent.
 func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, error) {
 	tbl, _, err := l.cat.cached(ctx, icetable.Identifier{t.Name})
+	if err == nil && l.cat.movedFrom(t.Name) != "" {
+		if err := l.writable(ctx, t.Name); err != nil {
+			return nil, err
+		}
+		tbl, _, err = l.cat.cached(ctx, icetable.Identifier{t.Name})
+	}
 	if !errors.Is(err, icecatalog.ErrNoSuchTable) {
 		return tbl, err
 	}
@@ -85,9 +110,10 @@ func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, err
 // DIR/<t.Name>/) as one Iceberg append of table t: a table that does not
 // exist yet is created; columns of t the table lacks are added (new field
 // ids) in the same commit. props go into the snapshot's summary (e.g.
-// optlake.run-id). It returns the new Iceberg snapshot's id. A file the
-// table already references (a replay rewrote it in place) is replaced by
-// its new version in the same commit, so its rows never count twice.
+// optlake.run-id). It returns the new Iceberg snapshot's id. A version of
+// the same snapshot's file that the table references (a replay or a
+// catch-up wrote a new one, parquet.VersionedName) is replaced by the new
+// one in the same commit, so its rows never count twice.
 // Files without rows are left out (no bounds place them in a partition);
 // when every file is empty nothing is committed and the id is 0.
 func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
@@ -228,7 +254,13 @@ func (l *Lake) dataFiles(ctx context.Context, tbl *icetable.Table, t *schema.Tab
 		if df.Count() == 0 {
 			continue
 		}
-		if df, err = fixTimestamps(df, t, sc, tbl.Spec()); err != nil {
+		// The file's own units: an Iceberg lake's files are in µs, a
+		// converted Parquet lake's (and older ones) in ms.
+		millis, err := l.millisColumns(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+		}
+		if df, err = fixTimestamps(df, millis, sc, tbl.Spec()); err != nil {
 			return nil, fmt.Errorf("iceberg table %s: %s: %w", t.Name, n, err)
 		}
 		files = append(files, df)
@@ -236,16 +268,24 @@ func (l *Lake) dataFiles(ctx context.Context, tbl *icetable.Table, t *schema.Tab
 	return files, nil
 }
 
-// referenced returns the data files of tbl's current snapshot whose paths
-// are among files'. It plans a scan filtered to the files' span of t's
-// partition time, so it reads only the manifests of those days.
+// snapshotFile is the location of the snapshot's file that the data file
+// at loc is a version of (parquet.SnapshotName).
+func snapshotFile(loc string) string {
+	return path.Dir(loc) + "/" + pq.SnapshotName(path.Base(loc))
+}
+
+// referenced returns the data files of tbl's current snapshot that are
+// versions of the same snapshots' files as files (parquet.VersionedName;
+// a file loaded again under the same name, before files were versioned,
+// too). It plans a scan filtered to the files' span of t's partition
+// time, so it reads only the manifests of those days.
 func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, files []icego.DataFile) ([]icego.DataFile, error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, nil
 	}
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
-		want[f.FilePath()] = true
+		want[snapshotFile(f.FilePath())] = true
 	}
 	var opts []icetable.ScanOption
 	if lo, hi, ok := timeSpan(files, sc, t.PartitionTime); ok {
@@ -259,7 +299,7 @@ func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Ta
 	}
 	var out []icego.DataFile
 	for _, task := range tasks {
-		if want[task.File.FilePath()] {
+		if want[snapshotFile(task.File.FilePath())] {
 			out = append(out, task.File)
 		}
 	}
@@ -323,6 +363,9 @@ func fixTimestamps(df icego.DataFile, t *schema.Table, sc *icego.Schema, spec ic
 	b.ColumnSizes(df.ColumnSizes()).ValueCounts(df.ValueCounts()).NullValueCounts(df.NullValueCounts()).
 		NaNValueCounts(df.NaNValueCounts()).LowerBoundValues(lower).UpperBoundValues(upper).
 		SplitOffsets(df.SplitOffsets())
+	if id := df.SortOrderID(); id != nil {
+		b.SortOrderID(*id)
+	}
 	return b.Build(), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,9 +24,9 @@ import (
 // Iceberg table see the snapshot's rows only from that commit on, whole.
 //
 // A failed append fails the Commit, so the load ledger keeps the snapshot
-// pending and catch-up loads it again: the file is rewritten under its
-// deterministic name and the append finds it already referenced and
-// replaces it (no row counted twice).
+// pending and catch-up loads it again: the file is written under a new
+// version of its name and the append replaces any version of it the table
+// references (no row counted twice).
 type Sink struct {
 	inner sinks.Sink // the Parquet sink writing into the same store
 	lake  *Lake
@@ -57,17 +58,44 @@ func (s *Sink) Name() string { return s.inner.Name() }
 // Close implements sinks.Sink.
 func (s *Sink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
 
-// Open implements sinks.Sink.
+// versionOpener is the Parquet sink's OpenVersion (parquet.Sink).
+type versionOpener interface {
+	OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error)
+}
+
+// Open implements sinks.Sink. A committed data file never changes (readers
+// of an older snapshot, time travel, a reader midway through a file rely
+// on it): a snapshot whose file exists already (a replay, a catch-up after
+// a failed append, a table written twice in one run) is written under a
+// new version of its name (parquet.VersionedName), which the append
+// swaps for the version the table references.
 func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
-	// A file that exists before the load (a replay, a catch-up after a
-	// failed append) may be in the table already; a new one cannot be.
-	_, err := s.lake.cat.st.Stat(ctx, filepath.ToSlash(parquet.Path(t, snap)))
-	fresh := errors.Is(err, storage.ErrNotExist)
-	w, err := s.inner.Open(ctx, t, snap)
+	vo, ok := s.inner.(versionOpener)
+	if !ok {
+		return nil, fmt.Errorf("iceberg: the %s sink cannot write a new version of a file", s.inner.Name())
+	}
+	rel := filepath.ToSlash(parquet.Path(t, snap))
+	// A snapshot with no file yet cannot be in the table; one with a file
+	// (any version) may be.
+	have, err := s.lake.cat.st.List(ctx, strings.TrimSuffix(rel, ".parquet"))
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("iceberg: %s: %w", rel, err)
+	}
+	fresh, name, version := true, rel, ""
+	for _, in := range have {
+		if path.Dir(in.Name) == path.Dir(rel) && parquet.SnapshotName(path.Base(in.Name)) == path.Base(rel) {
+			fresh = false
+		}
+	}
+	if !fresh {
+		version = fmt.Sprintf("%x", time.Now().UnixNano())
+		name = parquet.VersionedName(rel, version)
+	}
+	w, err := vo.OpenVersion(ctx, t, snap, version)
 	if err != nil {
 		return nil, err
 	}
-	return &writer{Writer: w, s: s, t: t, snap: snap, fresh: fresh}, nil
+	return &writer{Writer: w, s: s, t: t, snap: snap, fresh: fresh, name: name}, nil
 }
 
 type writer struct {
@@ -76,6 +104,7 @@ type writer struct {
 	t     *schema.Table
 	snap  sinks.Snapshot
 	fresh bool
+	name  string // the file's store name (unless parked)
 }
 
 func (w *writer) Write(ctx context.Context, rec arrow.Record) error { return w.Writer.Write(ctx, rec) }
@@ -86,7 +115,7 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 	if err != nil {
 		return c, err
 	}
-	rel := filepath.ToSlash(parquet.Path(w.t, w.snap))
+	rel := w.name
 	if strings.Contains(filepath.ToSlash(c.Where), "/.compact/") {
 		// Parked beside a compacted day (sinks/parquet parkName): the
 		// compaction of that day registers its rows.

@@ -65,14 +65,42 @@ type Group struct {
 	Endpoint   string `json:"ep,omitempty"`
 }
 
-// Has reports whether the manifest lists the per-snapshot file name.
+// Has reports whether the manifest lists the per-snapshot file name, or
+// another version of the same snapshot's file (SnapshotName).
 func (m *Manifest) Has(name string) bool {
+	name = SnapshotName(name)
 	for _, f := range m.Files {
-		if f.Name == name {
+		if SnapshotName(f.Name) == name {
 			return true
 		}
 	}
 	return false
+}
+
+// VersionMark separates a snapshot file's name from its version:
+// NAME~VERSION.parquet (VersionedName).
+const VersionMark = "~"
+
+// VersionedName is version v of the snapshot's file rel (a name or path
+// ending in .parquet): NAME~v.parquet. An Iceberg lake writes a snapshot
+// loaded again (a replay, a catch-up, a table written twice in a run)
+// under a new version instead of rewriting the file its tables reference.
+func VersionedName(rel, v string) string {
+	return strings.TrimSuffix(rel, ".parquet") + VersionMark + v + ".parquet"
+}
+
+// SnapshotName is the name of the snapshot's file that name (a base name)
+// is a version of: name without its ~VERSION; name itself when it has
+// none.
+func SnapshotName(name string) string {
+	stem, ok := strings.CutSuffix(name, ".parquet")
+	if !ok {
+		return name
+	}
+	if i := strings.LastIndex(stem, VersionMark); i >= 0 {
+		return stem[:i] + ".parquet"
+	}
+	return name
 }
 
 // CompactedName is the name of part n of compaction id's partition.

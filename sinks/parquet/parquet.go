@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -34,7 +35,9 @@ type Options struct {
 	// Iceberg writes the files of an Iceberg lake's tables: statistics on
 	// every column, the schema's Unfiltered ones too, since the table's
 	// manifests copy them as the bounds every engine prunes by (a hive
-	// lake's files leave them out, see writerOptions).
+	// lake's files leave them out, see writerOptions); timestamps in
+	// microseconds, Iceberg's unit (Micros; a hive lake's are
+	// milliseconds).
 	Iceberg bool
 }
 
@@ -115,8 +118,20 @@ func (s *Sink) where(name string) string {
 // Open implements sinks.Sink. The file streams into the store as rows
 // arrive; ctx bounds the upload.
 func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	return s.OpenVersion(ctx, t, snap, "")
+}
+
+// OpenVersion is Open writing the snapshot's file under
+// VersionedName(Path(t, snap), version) instead of its own name (version
+// "": Open): an Iceberg lake never rewrites a file its tables may
+// reference, so a snapshot loaded again gets a file of its own. A snapshot
+// a compacted file holds is parked as with Open.
+func (s *Sink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error) {
 	rel := filepath.ToSlash(Path(t, snap))
 	name := rel
+	if version != "" {
+		name = VersionedName(rel, version)
+	}
 	if park, err := parkName(ctx, s.st, rel); err != nil {
 		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
 	} else if park != "" {
@@ -129,8 +144,14 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	f := &CountingWriter{W: sw}
 	props := parquet.NewWriterProperties(writerOptions(t, levelOr(s.opt.CompressionLevel), cmp.Or(s.opt.RowGroupRows, RowGroupRows), s.opt.Iceberg)...)
 	var fw recordWriter
+	var us *arrow.Schema // the file's schema when it differs from the records' (Micros)
 	err = Guard(f, func() (err error) {
 		sc := t.ArrowSchema()
+		if s.opt.Iceberg {
+			if m := Micros(sc); m != sc {
+				sc, us = m, m
+			}
+		}
 		if workers := ColumnWorkers(sc); workers > 0 {
 			fw, err = NewColumnWriter(sc, f, props, workers)
 		} else {
@@ -142,7 +163,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 		sw.Abort()
 		return nil, fmt.Errorf("parquet: create %s: %w", rel, err)
 	}
-	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now()}, nil
+	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now(), micros: us}, nil
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
@@ -271,11 +292,18 @@ type writer struct {
 	rows  int64
 	done  bool
 	start time.Time
+	// micros is the file's schema when its timestamps are in
+	// microseconds (Options.Iceberg): each record is converted (ToMicros).
+	micros *arrow.Schema
 }
 
 func (w *writer) Write(_ context.Context, rec arrow.Record) error {
 	if w.done {
 		return errors.New("parquet: write after commit or abort")
+	}
+	if w.micros != nil {
+		rec = ToMicros(memory.DefaultAllocator, w.micros, rec)
+		defer rec.Release()
 	}
 	if err := Guard(w.f, func() error { return w.fw.WriteBuffered(rec) }); err != nil {
 		return fmt.Errorf("parquet: write %s: %w", w.rel, err)

@@ -34,7 +34,14 @@ func unionSchema(schemas []*arrow.Schema) (*arrow.Schema, error) {
 				continue
 			}
 			if !arrow.TypeEqual(fields[i].Type, f.Type) {
-				return nil, fmt.Errorf("column %s is %s in one file and %s in another", f.Name, fields[i].Type, f.Type)
+				if wider, ok := widerTime(fields[i].Type, f.Type); ok {
+					// Millisecond files and microsecond ones (an Iceberg
+					// lake written before and after its files' timestamps
+					// were microseconds): microseconds, conform scales.
+					fields[i].Type = wider
+				} else {
+					return nil, fmt.Errorf("column %s is %s in one file and %s in another", f.Name, fields[i].Type, f.Type)
+				}
 			}
 			fields[i].Nullable = fields[i].Nullable || f.Nullable
 		}
@@ -47,8 +54,25 @@ func unionSchema(schemas []*arrow.Schema) (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, &md), nil
 }
 
+// widerTime is the microsecond timestamp type when a and b are timestamps
+// of the same zone in milliseconds and microseconds.
+func widerTime(a, b arrow.DataType) (arrow.DataType, bool) {
+	ta, ok1 := a.(*arrow.TimestampType)
+	tb, ok2 := b.(*arrow.TimestampType)
+	if !ok1 || !ok2 || ta.TimeZone != tb.TimeZone {
+		return nil, false
+	}
+	for _, u := range []arrow.TimeUnit{ta.Unit, tb.Unit} {
+		if u != arrow.Millisecond && u != arrow.Microsecond {
+			return nil, false
+		}
+	}
+	return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: ta.TimeZone}, true
+}
+
 // conform returns rec with schema u: its columns by name, all-null arrays
-// for the columns it lacks. The caller releases the result.
+// for the columns it lacks, millisecond timestamps scaled to u's
+// microseconds. The caller releases the result.
 func conform(mem memory.Allocator, u *arrow.Schema, rec arrow.Record) arrow.Record {
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, len(u.Fields()))
@@ -56,6 +80,17 @@ func conform(mem memory.Allocator, u *arrow.Schema, rec arrow.Record) arrow.Reco
 	for j, f := range u.Fields() {
 		if idx := sc.FieldIndices(f.Name); len(idx) > 0 {
 			cols[j] = rec.Column(idx[0])
+			if !arrow.TypeEqual(cols[j].DataType(), f.Type) {
+				if _, ok := widerTime(cols[j].DataType(), f.Type); ok {
+					one := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: f.Name, Type: cols[j].DataType(), Nullable: true}}, nil), []arrow.Array{cols[j]}, int64(n))
+					us := pq.ToMicros(mem, arrow.NewSchema([]arrow.Field{{Name: f.Name, Type: f.Type, Nullable: true}}, nil), one)
+					cols[j] = us.Column(0)
+					cols[j].Retain()
+					us.Release()
+					one.Release()
+					continue
+				}
+			}
 			cols[j].Retain()
 		} else {
 			cols[j] = array.MakeArrayOfNull(mem, f.Type, n)
@@ -123,7 +158,12 @@ func newKeyView(rec arrow.Record, key []string) (keyView, error) {
 func (kv *keyView) group(i int) pq.Group {
 	var g pq.Group
 	if kv.snap != nil && kv.snap.IsValid(i) {
+		// In milliseconds whatever the file's unit (an Iceberg lake's
+		// files are in microseconds, a manifest's groups in ms).
 		g.SnapshotMs = int64(kv.snap.Value(i))
+		if kv.snap.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+			g.SnapshotMs = int64(kv.snap.Value(i)) / 1000
+		}
 	}
 	if kv.run != nil && kv.run.IsValid(i) {
 		g.RunID = kv.run.Value(i)

@@ -86,8 +86,8 @@ func kindOf(t arrow.DataType) kind {
 	case arrow.INT64:
 		return kindInt64
 	case arrow.TIMESTAMP:
-		if t.(*arrow.TimestampType).Unit == arrow.Millisecond {
-			return kindInt64 // stored as is: INT64 TIMESTAMP(MILLIS)
+		if u := t.(*arrow.TimestampType).Unit; u == arrow.Millisecond || u == arrow.Microsecond {
+			return kindInt64 // stored as is: INT64 TIMESTAMP(MILLIS) or TIMESTAMP(MICROS)
 		}
 	case arrow.FLOAT64:
 		return kindFloat64
