@@ -223,8 +223,21 @@ func signerVenues(t *testing.T) []signerVenue {
 		endpoints: []signerEndpoint{
 			{"balance", "GET", "/api/v1/accounts", "{type: trade}", ""},
 			{"orders", "GET", "/api/v1/orders", "{status: active, currentPage: '1', pageSize: '50'}", ""},
+			{"futures_overview", "GET", "/api/v1/account-overview", "{currency: USDT}", ""},
 		},
-		api: prefixAPI("/api/v1/", "private"), stamp: header("KC-API-TIMESTAMP", 1),
+		// The profile's account endpoints are KuCoin Futures' (ccxt's
+		// futuresPrivate, signed the same way on its own host).
+		api: func(p string) (any, string) {
+			rest := strings.TrimPrefix(p, "/api/v1/")
+			for _, f := range kucoinFuturesPrivate {
+				if rest == f {
+					return "futuresPrivate", rest
+				}
+			}
+			return "private", rest
+		},
+		stamp:   header("KC-API-TIMESTAMP", 1),
+		private: []string{"/api/v1/account-overview", "/api/v1/positions", "/api/v1/transaction-history"},
 		// ccxt's own broker attribution (a partner id and its signature).
 		ignore: []string{"KC-API-PARTNER", "KC-API-PARTNER-SIGN", "KC-API-PARTNER-VERIFY"}})
 	add(signerVenue{name: "coinbase", env: map[string]string{"COINBASE_API_KEY_NAME": "organizations/org-1/apiKeys/" + key, "COINBASE_API_PRIVATE_KEY": "@" + ecFile},
@@ -233,7 +246,7 @@ func signerVenues(t *testing.T) []signerVenue {
 			{"accounts", "GET", "/api/v3/brokerage/accounts", "{limit: '250'}", ""},
 			{"portfolios", "GET", "/api/v3/brokerage/portfolios", "", ""},
 		},
-		api: prefixAPI("/api/v3/", []string{"v3", "private"}), jwt: true, stamp: jwtStamp})
+		api: prefixAPI("/api/v3/", []string{"v3", "private"}), jwt: true, stamp: jwtStamp, private: []string{"/api/v3/brokerage/"}})
 	// A CDP key of the newer kind: Ed25519 (64 bytes, base64), an EdDSA JWT
 	// with a uris list.
 	_, cdpKey, _ := ed25519.GenerateKey(rand.Reader)
@@ -254,6 +267,7 @@ func signerVenues(t *testing.T) []signerVenue {
 			{"positions", "GET", "/api/v2/mix/position/all-position", "{productType: USDT-FUTURES, marginCoin: USDT}", ""},
 		},
 		api: prefixAPI("/api/", []string{"private", "mix"}), stamp: header("ACCESS-TIMESTAMP", 1),
+		private: []string{"/api/v2/mix/account/", "/api/v2/mix/position/"},
 		// ccxt's own broker attribution.
 		ignore: []string{"X-CHANNEL-API-CODE"}})
 	env, creds = plain("DELTA_API_KEY", "DELTA_API_SECRET")
@@ -274,6 +288,10 @@ func signerVenues(t *testing.T) []signerVenue {
 		api: prefixAPI("/private/", "private"), stamp: header("X-LyraTimestamp", 1), private: []string{"/private/"}})
 	return vs
 }
+
+// kucoinFuturesPrivate are the KuCoin Futures account paths the kucoin
+// profile reads (ccxt's futuresPrivate api).
+var kucoinFuturesPrivate = []string{"account-overview", "positions", "transaction-history"}
 
 // jwtStamp reads the time from a bearer JWT's nbf claim.
 func jwtStamp(r *http.Request, _ string) (int64, any, error) {

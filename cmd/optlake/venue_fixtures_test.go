@@ -97,8 +97,11 @@ func tableRows(t *testing.T, dir, table string) []map[string]any {
 // table's columns filled; a replay of the archive gives the same rows.
 func TestVenueProfilesOnRealShapes(t *testing.T) {
 	type listing struct {
-		n     int
-		check func(t *testing.T, row map[string]any)
+		n int
+		// futures: a listing of futures and perpetuals (a venue without
+		// options), no strike or option type, an expiry on futures only.
+		futures bool
+		check   func(t *testing.T, row map[string]any)
 	}
 	for _, tc := range []struct {
 		profile string
@@ -171,6 +174,48 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 					t.Errorf("quote %v min %v tick %v", row["quote_currency"], row["min_trade_amount"], row["tick_size"])
 				}
 			}}},
+		{profile: "kucoin",
+			rows: map[string]int64{"instruments": 5, "account_summary": 1, "positions": 2, "ledger": 63},
+			listing: &listing{n: 5, futures: true, check: func(t *testing.T, row map[string]any) {
+				name := row["instrument_name"].(string)
+				if row["is_active"] != (name != "SOLUSDTM") || row["maker_commission"] != 0.0002 || row["creation_timestamp"] == nil {
+					t.Errorf("%s: active %v maker %v created %v", name, row["is_active"], row["maker_commission"], row["creation_timestamp"])
+				}
+				if inverse := row["settlement_currency"] == "XBT"; inverse != (row["contract_size"] == -1.0) {
+					t.Errorf("%s: settles in %v, contract_size %v", name, row["settlement_currency"], row["contract_size"])
+				}
+				if name == "XBTMH26" && (row["kind"] != "future" || row["expiration_timestamp"] != int64(1774598400000)) {
+					t.Errorf("%s: kind %v expires %v", name, row["kind"], row["expiration_timestamp"])
+				}
+			}},
+			pages: []string{"/api/v1/transaction-history?maxCount=50&offset=71904878"}},
+		{profile: "coinbase",
+			rows: map[string]int64{"instruments": 5, "account_balance": 5, "positions": 2},
+			listing: &listing{n: 5, futures: true, check: func(t *testing.T, row map[string]any) {
+				name := row["instrument_name"].(string)
+				if row["is_active"] != (name != "SLP-26DEC26-CDE") || row["contract_size"] == nil || row["min_trade_amount"] == nil {
+					t.Errorf("%s: active %v size %v min %v", name, row["is_active"], row["contract_size"], row["min_trade_amount"])
+				}
+				if name == "BIT-26DEC26-CDE" && (row["expiration_timestamp"] != int64(1798300800000) || row["contract_size"] != 0.01 || row["tick_size"] != 5.0 || row["base_currency"] != "BTC") {
+					t.Errorf("%s: expires %v size %v tick %v base %v", name, row["expiration_timestamp"], row["contract_size"], row["tick_size"], row["base_currency"])
+				}
+				if !strings.Contains(row["extra"].(string), `"product_venue"`) {
+					t.Errorf("extra %v", row["extra"])
+				}
+			}},
+			pages: []string{"cursor=ca8f5a2c-bd1d-4c2e-8b7c-3f3f0e1b5a11&limit=250"}},
+		{profile: "bitget",
+			rows: map[string]int64{"instruments": 5, "account_balance": 1, "positions": 2, "bills": 137},
+			listing: &listing{n: 5, futures: true, check: func(t *testing.T, row map[string]any) {
+				ticks := map[any]float64{"BTCUSDT": 0.1, "ETHUSDT": 0.01, "SOLUSDT": 0.001, "DOGEUSDT": 0.00001, "PEPEUSDT": 5e-10}
+				if row["tick_size"] != ticks[row["instrument_name"]] {
+					t.Errorf("%v: tick_size %v, want priceEndStep at pricePlace decimals %v", row["instrument_name"], row["tick_size"], ticks[row["instrument_name"]])
+				}
+				if row["is_active"] != (row["instrument_name"] != "PEPEUSDT") || row["settlement_currency"] != "USDT" || row["taker_commission"] != 0.0006 {
+					t.Errorf("%v: active %v settle %v taker %v", row["instrument_name"], row["is_active"], row["settlement_currency"], row["taker_commission"])
+				}
+			}},
+			pages: []string{"idLessThan=1111499428099688852&limit=100"}},
 		{profile: "kraken",
 			rows: map[string]int64{"asset_pairs": 2, "ohlc": 5, "balances": 5, "open_positions": 1}},
 	} {
@@ -207,6 +252,14 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 					t.Fatalf("%d instruments in the lake, want %d", len(rows), tc.listing.n)
 				}
 				for _, row := range rows {
+					if row["source"] != tc.profile {
+						t.Errorf("source %v", row["source"])
+					}
+					if tc.listing.futures {
+						checkFuturesRow(t, row)
+						tc.listing.check(t, row)
+						continue
+					}
 					for _, c := range []string{"instrument_name", "strike", "expiration_timestamp", "expiration_time", "option_type", "kind", "is_active", "base_currency", "tick_size"} {
 						if row[c] == nil {
 							t.Errorf("%v: %s is null", row["instrument_name"], c)
@@ -215,8 +268,8 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 					if ot := row["option_type"]; ot != "call" && ot != "put" {
 						t.Errorf("option_type %v", ot)
 					}
-					if row["kind"] != "option" || row["source"] != tc.profile {
-						t.Errorf("kind %v source %v", row["kind"], row["source"])
+					if row["kind"] != "option" {
+						t.Errorf("kind %v", row["kind"])
 					}
 					if s, _ := row["strike"].(float64); s < 2000 || s > 70000 {
 						t.Errorf("%v: strike %v", row["instrument_name"], row["strike"])
@@ -245,6 +298,34 @@ func TestVenueProfilesOnRealShapes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkFuturesRow checks a row of a venue listing futures and perpetuals:
+// the listing's columns filled, no option columns, an expiry (in both
+// columns) on a future and none on a perpetual.
+func checkFuturesRow(t *testing.T, row map[string]any) {
+	t.Helper()
+	name := row["instrument_name"]
+	for _, c := range []string{"instrument_name", "kind", "is_active", "base_currency", "quote_currency", "settlement_currency", "tick_size", "min_trade_amount"} {
+		if row[c] == nil {
+			t.Errorf("%v: %s is null", name, c)
+		}
+	}
+	if row["strike"] != nil || row["option_type"] != nil {
+		t.Errorf("%v: strike %v option_type %v on a future", name, row["strike"], row["option_type"])
+	}
+	switch row["kind"] {
+	case "future":
+		if row["expiration_timestamp"] == nil || row["expiration_time"] == nil {
+			t.Errorf("%v: a future without expiry", name)
+		}
+	case "perpetual":
+		if row["expiration_timestamp"] != nil || row["expiration_time"] != nil {
+			t.Errorf("%v: a perpetual expiring at %v", name, row["expiration_timestamp"])
+		}
+	default:
+		t.Errorf("%v: kind %v, want future or perpetual", name, row["kind"])
 	}
 }
 

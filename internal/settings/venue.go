@@ -350,7 +350,7 @@ func recordsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 }
 
 // fieldsKey reads fields: {column: venue_field | {from, value, values,
-// default, time, scale}}, checked against the instruments table.
+// default, time, scale, decimals, split, part}}, checked against the instruments table.
 func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 	if v.Kind != yaml.MappingNode {
 		return fail(v, "%s: want a mapping column -> venue field", where)
@@ -384,10 +384,11 @@ func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 					hasDefault = true
 					return scalar(&def, w(".default"), fail)(n)
 				},
-				"time":  scalar(&r.Time, w(".time"), fail),
-				"scale": scalar(&scale, w(".scale"), fail),
-				"split": scalar(&r.Split, w(".split"), fail),
-				"part":  integer(&r.Part, w(".part"), fail),
+				"time":     scalar(&r.Time, w(".time"), fail),
+				"scale":    scalar(&scale, w(".scale"), fail),
+				"decimals": scalar(&r.Decimals, w(".decimals"), fail),
+				"split":    scalar(&r.Split, w(".split"), fail),
+				"part":     integer(&r.Part, w(".part"), fail),
 			})
 			if err != nil {
 				return err

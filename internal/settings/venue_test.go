@@ -123,6 +123,7 @@ endpoints:
       creation_timestamp: {from: listTime, time: ms}
       kind: {value: option}
       contract_size: {from: ctMult, scale: 0.5}
+      tick_size: {from: priceEndStep, decimals: pricePlace}
   bills:
     kind: account
     records: {path: result, key: pair, columns: [time, open]}
@@ -138,7 +139,7 @@ endpoints:
 		t.Errorf("errors %+v", e)
 	}
 	ins, bills := v.Endpoints["instruments"], v.Endpoints["bills"]
-	if len(ins.Fields) != 7 || ins.Fields[0].From != "instId" || ins.Fields[2].Values["C"] != "call" || *ins.Fields[3].Default != "false" ||
+	if len(ins.Fields) != 8 || ins.Fields[7].Decimals != "pricePlace" || ins.Fields[0].From != "instId" || ins.Fields[2].Values["C"] != "call" || *ins.Fields[3].Default != "false" ||
 		ins.Fields[4].Time != "ms" || ins.Fields[5].Value != "option" || ins.Fields[6].Scale != 0.5 {
 		t.Errorf("fields %+v", ins.Fields)
 	}

@@ -43,6 +43,10 @@ type Rule struct {
 	Time string `json:"time,omitempty"`
 	// Scale multiplies a number.
 	Scale float64 `json:"scale,omitempty"`
+	// Decimals names a member of the record holding a count of decimal
+	// places: the number is multiplied by 10^-count (Bitget's tick,
+	// priceEndStep at pricePlace decimals).
+	Decimals string `json:"decimals,omitempty"`
 	// Split cuts a text at this separator and takes its Part (0 the first,
 	// -1 the last): the strike inside BTC-29DEC23-40000-C.
 	Split string `json:"split,omitempty"`
@@ -86,6 +90,9 @@ func (m Map) Check(t *schema.Table) error {
 		}
 		if r.Scale != 0 && c.JSON != schema.JSONNumber {
 			return fmt.Errorf("%s: scale multiplies numbers; %s is not one", r.Column, r.Column)
+		}
+		if r.Decimals != "" && (c.JSON != schema.JSONNumber || r.From == "") {
+			return fmt.Errorf("%s: decimals shifts a field's number; %s is not one", r.Column, r.Column)
 		}
 	}
 	return nil
@@ -272,7 +279,38 @@ func (r *rule) value(members []member) ([]byte, bool) {
 			return r.typed(*r.Default, true, nil)
 		}
 	}
+	if r.Decimals != "" {
+		if n, ok := decimals(members, r.Decimals); ok && isNumber(text) {
+			// The decimal point moved in the text (its exponent lowered):
+			// exact, rounded once by the decoder, and outside float64's
+			// range rejected by it with the reason. A text that is no
+			// number, or no count, stays as sent.
+			mant, exp := text, 0
+			if i := strings.IndexAny(text, "eE"); i >= 0 {
+				mant = text[:i]
+				exp, _ = strconv.Atoi(text[i+1:])
+			}
+			text, quoted, v = mant+"e"+strconv.Itoa(exp-n), false, nil
+		}
+	}
 	return r.typed(text, quoted, v)
+}
+
+// decimals reads the whole number of decimal places in the record's member
+// name (a number or a string holding one, 0 to 30).
+func decimals(members []member, name string) (int, bool) {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].key != name {
+			continue
+		}
+		var text string
+		if json.Unmarshal(members[i].val, &text) != nil {
+			text = string(members[i].val)
+		}
+		n, err := strconv.Atoi(text)
+		return n, err == nil && n >= 0 && n <= 30
+	}
+	return 0, false
 }
 
 // typed writes text (a JSON string's contents when quoted, else a JSON

@@ -56,6 +56,14 @@ func TestApply(t *testing.T) {
 			Map{{Column: "instrument_name", From: "name"}, {Column: "strike", From: "s", Scale: 2}, {Column: "tick_size", From: "t", Scale: 0.5}, {Column: "contract_size", From: "c", Scale: 1e10}, {Column: "min_trade_amount", From: "m", Scale: 2}},
 			`{"name":"A","s":"1e-400","t":1e-308,"c":1e300,"m":"-1e-310"}`,
 			`{"instrument_name":"A","strike":2e-400,"tick_size":5e-309,"contract_size":1e+310,"min_trade_amount":-2e-310}`},
+		{"decimals: a number at the record's count of decimal places (Bitget's tick); a missing or bad count leaves it as sent",
+			Map{{Column: "instrument_name", From: "symbol"}, {Column: "tick_size", From: "priceEndStep", Decimals: "pricePlace"}, {Column: "min_trade_amount", From: "minTradeNum", Decimals: "volumePlace"}},
+			`{"symbol":"BTCUSDT","priceEndStep":"5","pricePlace":"10","minTradeNum":"0.001","volumePlace":"x"}`,
+			`{"instrument_name":"BTCUSDT","tick_size":5e-10,"min_trade_amount":0.001,"pricePlace":"10","volumePlace":"x"}`},
+		{"decimals move the point of any number exactly: an exponent lowered, a count of 0 unchanged",
+			Map{{Column: "instrument_name", From: "n"}, {Column: "tick_size", From: "t", Decimals: "d"}, {Column: "contract_size", From: "c", Decimals: "z"}, {Column: "strike", From: "s", Decimals: "d"}},
+			`{"n":"A","t":"2.5E+3","d":2,"c":0.1,"z":"0","s":"1e-400"}`,
+			`{"instrument_name":"A","tick_size":2.5e1,"contract_size":0.1e0,"strike":1e-402,"d":2,"z":"0"}`},
 		{"a part of a text",
 			Map{{Column: "instrument_name", From: "symbol"}, {Column: "strike", From: "symbol", Split: "-", Part: 2}, {Column: "option_type", From: "symbol", Split: "-", Part: -1, Values: map[string]string{"C": "call", "P": "put"}}, {Column: "base_currency", From: "symbol", Split: "-", Part: 7}},
 			`{"symbol":"BTC-29DEC23-40000-C"}`,
@@ -89,6 +97,8 @@ func TestCheck(t *testing.T) {
 		{Map{{Column: "creation_timestamp", From: "a", Time: "days"}}, `time "days" (want one of iso, s, ms, us, ns)`},
 		{Map{{Column: "kind", From: "a", Scale: 2}}, "scale multiplies numbers"},
 		{Map{{Column: "strike", Value: "1", Split: "-"}}, "from is required"},
+		{Map{{Column: "kind", From: "a", Decimals: "b"}}, "decimals shifts a field's number"},
+		{Map{{Column: "tick_size", Value: "1", Decimals: "b"}}, "decimals shifts a field's number"},
 		{Map{{Column: "strike", From: "a", Part: 2}}, "part goes with split"},
 	} {
 		err := tc.m.Check(schema.Instruments)
