@@ -342,11 +342,18 @@ func recordsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 		return nil
 	}
 	w := func(k string) string { return where + "." + k }
-	return mapping(v, where, fail, map[string]func(*yaml.Node) error{
+	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
 		"path":    scalar(&e.Records, w("path"), fail),
 		"key":     scalar(&e.Shape.Key, w("key"), fail),
 		"columns": strList(&e.Shape.Columns, w("columns"), fail),
 	})
+	if err != nil {
+		return err
+	}
+	if err := e.Shape.Check(); err != nil {
+		return fail(v, "%s: %v", where, err)
+	}
+	return nil
 }
 
 // fieldsKey reads fields: {column: venue_field | {from, value, values,

@@ -171,6 +171,7 @@ endpoints:
 		{"endpoints:\n  instruments:\n    fields:\n      strike: {from: stk, scale: big}\n", 4, "want a number other than 0"},
 		{"endpoints:\n  instruments:\n    fields:\n      kind: {form: k}\n", 4, `unknown key "form"`},
 		{"endpoints:\n  instruments:\n    records: {path: data, keys: k}\n", 3, `unknown key "keys"`},
+		{"endpoints:\n  ohlc:\n    kind: account\n    records: {path: data, key: open, columns: [time, open]}\n", 4, `key "open" is also a column`},
 		{"endpoints:\n  instruments:\n    pagination: {type: cursor, cursor_from_record: id}\n", 3, "cursor_param is required"},
 		{"endpoints:\n  instruments:\n    params: {symbols: {split: false}}\n", 3, "value is required"},
 	} {

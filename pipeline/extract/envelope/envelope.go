@@ -162,6 +162,24 @@ type Shape struct {
 	Columns []string `json:"columns,omitempty"`
 }
 
+// Check reports a key that would name a second member of its rows: one of
+// the columns, or "value" (the member of a row that is neither an object
+// nor an array).
+func (s Shape) Check() error {
+	if s.Key == "" {
+		return nil
+	}
+	for _, c := range s.Columns {
+		if c == s.Key {
+			return fmt.Errorf("key %q is also a column: name the rows' key otherwise", s.Key)
+		}
+	}
+	if s.Key == "value" {
+		return errors.New(`key "value" names the value of a row that is not an object: name the rows' key otherwise`)
+	}
+	return nil
+}
+
 // Shaped reports whether s changes the records.
 func (s Shape) Shaped() bool { return s.Key != "" || len(s.Columns) > 0 }
 
@@ -671,6 +689,9 @@ func (sp *splicer) keyed() error {
 		head := append(append(append([]byte{'{'}, sp.keyJSON()...), ':'), name...)
 		switch {
 		case raw[0] == '{':
+			if err := sp.keyFree(raw, key); err != nil {
+				return err
+			}
 			row = append(row[:0], head...)
 			if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
 				row = append(row, ',')
@@ -688,6 +709,22 @@ func (sp *splicer) keyed() error {
 			return err
 		}
 	}
+}
+
+// keyFree fails when the object row named name already has a member named
+// like the key: the row would hold the key twice, and one would be lost.
+func (sp *splicer) keyFree(raw, name []byte) error {
+	if !bytes.Contains(raw, sp.keyJSON()) {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil // the decoder rejects the row with its reason
+	}
+	if _, ok := members[sp.spec.Key]; ok {
+		return fmt.Errorf("records key %q: the row %q has a member %q of its own: name the rows' key otherwise", sp.spec.Key, name, sp.spec.Key)
+	}
+	return nil
 }
 
 func (sp *splicer) keyJSON() []byte {

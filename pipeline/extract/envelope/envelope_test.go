@@ -265,3 +265,28 @@ func TestDeepValueInListing(t *testing.T) {
 		t.Errorf("an account body nested past MaxDepth: %v, want too deep", err)
 	}
 }
+
+// A records key named like a member of its rows would put the key in the
+// row twice (the decoder keeps the later one: one of them lost): a column
+// or "value" of that name is refused by Check, an object row holding the
+// member fails the body (and its endpoint), naming the row.
+func TestKeyNamedLikeAMember(t *testing.T) {
+	for _, s := range []Shape{{Key: "open", Columns: []string{"time", "open"}}, {Key: "value"}} {
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), "name the rows' key otherwise") {
+			t.Errorf("%+v: Check %v", s, err)
+		}
+	}
+	if err := (Shape{Key: "pair", Columns: []string{"time"}}).Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	out, _, err := splice(t, `{"result":{"XXBTZUSD":{"altname":"XBTUSD"},"XETHZUSD":{"altname":"ETHUSD","pair":"x"}}}`, Spec{Records: "result", Shape: Shape{Key: "pair"}})
+	if err == nil || !strings.Contains(err.Error(), `the row "XETHZUSD" has a member "pair" of its own`) {
+		t.Fatalf("error %v, out %s", err, out)
+	}
+	// A nested member of that name, or the name inside a value, is no
+	// collision.
+	out, _, err = splice(t, `{"result":{"A":{"x":{"pair":1},"s":"\"pair\""}}}`, Spec{Records: "result", Shape: Shape{Key: "pair"}})
+	if err != nil || out != `[{"pair":"A","x":{"pair":1},"s":"\"pair\""}]` {
+		t.Errorf("stream %s, error %v", out, err)
+	}
+}
