@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,6 +251,13 @@ func TestParamErrors(t *testing.T) {
 	if strings.Contains(err.Error(), "--") {
 		t.Errorf("the library's message names a flag: %s", err)
 	}
+	// An unsplit parameter of the endpoint (params: {instrument_name:
+	// {value: …, split: false}}) is the parameter too.
+	eps[1].Params = url.Values{"instrument_name": {"BTC-A,BTC-B"}}
+	if _, err := pipeline.New(cfg); err != nil {
+		t.Errorf("New with the endpoint's unsplit parameter: %v", err)
+	}
+	eps[1].Params = nil
 	cfg.Params, err = pipeline.ParseParams([]string{"position.instrument_name=BTC-A"})
 	if err != nil {
 		t.Fatal(err)

@@ -94,11 +94,12 @@ type Config struct {
 }
 
 // CheckParams fails with a *MissingParamError for the first endpoint
-// without the parameter it requires (New checks it too; a command checks
-// it before it touches the data directory).
+// without the parameter it requires, among the fanned-out params and the
+// endpoint's own (unsplit) Params (New checks it too; a command checks it
+// before it touches the data directory).
 func CheckParams(eps []Endpoint, params map[string]url.Values) error {
 	for _, ep := range eps {
-		if ep.Requires != "" && params[ep.Name].Get(ep.Requires) == "" {
+		if ep.Requires != "" && params[ep.Name].Get(ep.Requires) == "" && ep.Params.Get(ep.Requires) == "" {
 			return &MissingParamError{Endpoint: ep.Name, Key: ep.Requires}
 		}
 	}
