@@ -277,7 +277,7 @@ func signerVenues(t *testing.T) []signerVenue {
 			{"positions", "GET", "/v2/positions/margined", "{contract_types: call_options}", ""},
 		},
 		api: prefixAPI("/v2/", "private"), stamp: header("timestamp", 1000), private: []string{"/v2/wallet/", "/v2/positions/"}})
-	add(signerVenue{name: "derive", env: map[string]string{"DERIVE_WALLET": "0x5e4B1a8e1f4b8bB5c7E0f3B2c1D0aB9C8d7E6f5A", "DERIVE_SESSION_KEY": ethKey},
+	add(signerVenue{name: "derive", env: map[string]string{"DERIVE_WALLET": "0x5e4B1a8e1f4b8bB5c7E0f3B2c1D0aB9C8d7E6f5A", "DERIVE_SESSION_KEY": ethKey, "DERIVE_SUBACCOUNT_ID": "30769"},
 		creds:   map[string]string{"apiKey": "unused", "secret": "unused", "privateKey": ethKey, "walletAddress": "0x5e4B1a8e1f4b8bB5c7E0f3B2c1D0aB9C8d7E6f5A"},
 		options: map[string]any{"deriveWalletAddress": "0x5e4B1a8e1f4b8bB5c7E0f3B2c1D0aB9C8d7E6f5A"},
 		wrong:   "DERIVE_SESSION_KEY",

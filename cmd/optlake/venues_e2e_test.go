@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,5 +456,55 @@ func TestBareListingLoadsTheGroupedRows(t *testing.T) {
 	}
 	if got := listingDigest(t, dir); got != want {
 		t.Errorf("bare listing loaded %s, grouped %s", got, want)
+	}
+}
+
+// A request body takes ${VAR} like a header value: the venue gets the
+// environment's value, a $ of the body's own stays as written, an unset
+// variable fails config check naming it, and the value is redacted like a
+// secret (in a debug log, the summary and every file).
+func TestBodyTakesEnv(t *testing.T) {
+	const sub = "sub-98765-private"
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"result": [{"id": 1, "balance": "2.5"}]}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeFile(t, t.TempDir(), "c.yaml", `endpoints:
+  balances:
+    kind: account
+    path: /private/get_subaccount
+    method: POST
+    body: '{"subaccount_id": "${OPTLAKE_TEST_SUBACCOUNT}", "note": "$5 ${not a var}"}'
+    records: result
+`)
+	t.Setenv("OPTLAKE_TEST_SUBACCOUNT", sub)
+	sum := filepath.Join(dir, "summary.json")
+	res := optlake(t, "run", "--config", cfg, "--api-url", srv.URL, "--data-dir", dir, "--endpoints", "balances", "--log-level", "debug", "--summary-json", sum)
+	if res.code != exitOK {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	mu.Lock()
+	got := strings.Join(bodies, "\n")
+	mu.Unlock()
+	if got != `{"subaccount_id": "`+sub+`", "note": "$5 ${not a var}"}` {
+		t.Errorf("the venue got %s", got)
+	}
+	check := optlake(t, "config", "check", "--config", cfg, "--api-url", srv.URL, "--data-dir", dir)
+	if check.code != exitOK {
+		t.Errorf("config check: exit %d: %s", check.code, check.stderr)
+	}
+	secretNowhere(t, res, dir, sub)
+	secretNowhere(t, check, dir, sub)
+	os.Unsetenv("OPTLAKE_TEST_SUBACCOUNT")
+	if res := optlake(t, "config", "check", "--config", cfg, "--api-url", srv.URL, "--data-dir", dir); res.code == exitOK || !strings.Contains(res.stderr, "OPTLAKE_TEST_SUBACCOUNT is not set") || !strings.Contains(res.stderr, ":6:") {
+		t.Errorf("unset variable: exit %d: %s", res.code, res.stderr)
 	}
 }

@@ -6,7 +6,9 @@
 //     --clickhouse-dsn '${VAR}'): the environment variable VAR (Resolve).
 //   - "@/path" as a whole flag value: the file's contents without the
 //     trailing newline (Resolve).
-//   - In a config file, ${VAR} (or $VAR) anywhere in a value (Expand), and a
+//   - In a config file, ${VAR} (or $VAR) anywhere in a value (Expand); in a
+//     request body only ${VAR}, a body's own text may hold $ (ExpandBraced);
+//     and a
 //     key ending in _file or -file (value_file, clickhouse-dsn-file) reads
 //     the value from the file it names (FileKey, ReadFile).
 //
@@ -51,6 +53,55 @@ func Expand(s string) (string, error) {
 		return "", fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
 	}
 	return out, nil
+}
+
+// ExpandBraced replaces ${VAR} in s with the environment variables and
+// returns the values it put in (secrets to redact); a lone $ and $VAR stay
+// as written. An unset variable is an error.
+func ExpandBraced(s string) (string, []string, error) {
+	var b strings.Builder
+	var vals, missing []string
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		end := strings.IndexByte(s[i:], '}')
+		name := ""
+		if end > 2 {
+			name = s[i+2 : i+end]
+		}
+		if !isName(name) {
+			b.WriteString(s[:i+2])
+			s = s[i+2:]
+			continue
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, name)
+		} else if v != "" {
+			vals = append(vals, v)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+	if len(missing) > 0 {
+		return "", nil, fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	return b.String(), vals, nil
+}
+
+// isName reports whether s is an environment variable's name: a letter or
+// _, then letters, digits and _.
+func isName(s string) bool {
+	for i, c := range s {
+		if c != '_' && !('a' <= c && c <= 'z') && !('A' <= c && c <= 'Z') && (i == 0 || !('0' <= c && c <= '9')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // ReadFile returns a secret file's contents without the trailing newline.

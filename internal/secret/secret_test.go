@@ -69,3 +69,16 @@ func TestFileKey(t *testing.T) {
 		}
 	}
 }
+
+// ExpandBraced replaces ${VAR} only and lists the values it put in.
+func TestExpandBraced(t *testing.T) {
+	t.Setenv("OPTLAKE_SUB", "77")
+	t.Setenv("OPTLAKE_EMPTY", "")
+	got, vals, err := ExpandBraced(`{"a": ${OPTLAKE_SUB}, "b": "$OPTLAKE_SUB ${1x} ${} ${OPTLAKE_EMPTY}$", "c": "${OPTLAKE_SUB"}`)
+	if err != nil || got != `{"a": 77, "b": "$OPTLAKE_SUB ${1x} ${} $", "c": "${OPTLAKE_SUB"}` || len(vals) != 1 || vals[0] != "77" {
+		t.Errorf("%s %q %v", got, vals, err)
+	}
+	if _, _, err := ExpandBraced(`${OPTLAKE_UNSET_X} ${OPTLAKE_UNSET_Y}`); err == nil || err.Error() != "environment variable OPTLAKE_UNSET_X, OPTLAKE_UNSET_Y is not set" {
+		t.Errorf("unset: %v", err)
+	}
+}

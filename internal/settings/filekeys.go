@@ -30,7 +30,7 @@ var fileKeys = []FileKey{
 	{Key: "endpoints.<name>.method", Type: "GET | POST", Default: "GET",
 		Usage: "the request's method; POST sends body (JSON-RPC over HTTP)"},
 	{Key: "endpoints.<name>.body", Type: "string (JSON)",
-		Usage: "the body of a POST request, sent as application/json"},
+		Usage: "the body of a POST request, sent as application/json; ${VAR} is the environment variable (redacted like a secret), a $ otherwise stays as written"},
 	{Key: "endpoints.<name>.records", Type: "dotted path, or {path, key, columns}", Default: "the whole body",
 		Usage: "where the rows are in each body (result, data.items); the rest is envelope, kept only in the raw archive. key: an object there holds rows by name, one row per member with its name in this column (Kraken's result: {\"XXBTZUSD\": {…}}); columns: rows that are arrays get these names by position"},
 	{Key: "endpoints.instruments.fields", Type: "mapping column -> venue field | {from, value, values, default, time, scale, decimals, split, part}",

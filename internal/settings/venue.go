@@ -32,16 +32,19 @@ import (
 // Endpoint is what the config file says of one endpoint beyond its path,
 // parameters and maps.
 type Endpoint struct {
-	Line       int
-	Method     string
-	Body       string
-	Records    string
-	Shape      envelope.Shape // records: {key, columns}
-	Kind       string         // account | public (endpoints beyond the seed's)
-	Auth       *auth.Spec
-	Pagination *paginate.Spec
-	Errors     *envelope.Errors
-	Fields     fieldmap.Map // the listing's fields, by instruments column
+	Line   int
+	Method string
+	// Body is sent as written, ${VAR} replaced by the environment
+	// variable (BodySecrets: the values put in, redacted like secrets).
+	Body        string
+	BodySecrets []string
+	Records     string
+	Shape       envelope.Shape // records: {key, columns}
+	Kind        string         // account | public (endpoints beyond the seed's)
+	Auth        *auth.Spec
+	Pagination  *paginate.Spec
+	Errors      *envelope.Errors
+	Fields      fieldmap.Map // the listing's fields, by instruments column
 	// Params are sent as written, never split at commas
 	// (params: {key: {value: "A,B", split: false}}).
 	Params url.Values
@@ -69,6 +72,7 @@ func (v *Venue) Secrets() []string {
 	}
 	for _, e := range v.Endpoints {
 		add(e.Auth)
+		out = append(out, e.BodySecrets...)
 	}
 	return out
 }
@@ -471,7 +475,12 @@ func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, 
 			}
 		}
 	case "body":
-		err = scalar(&e.Body, where, fail)(v)
+		if err = scalar(&e.Body, where, fail)(v); err == nil {
+			var xerr error
+			if e.Body, e.BodySecrets, xerr = secret.ExpandBraced(e.Body); xerr != nil {
+				err = fail(v, "%s: %v", where, xerr)
+			}
+		}
 	case "records":
 		err = recordsKey(e, v, where, fail)
 	case "fields":
