@@ -286,11 +286,14 @@ func (r *rule) value(members []member) ([]byte, bool) {
 			// range rejected by it with the reason. A text that is no
 			// number, or no count, stays as sent.
 			mant, exp := text, 0
+			var err error
 			if i := strings.IndexAny(text, "eE"); i >= 0 {
 				mant = text[:i]
-				exp, _ = strconv.Atoi(text[i+1:])
+				exp, err = strconv.Atoi(text[i+1:])
 			}
-			text, quoted, v = mant+"e"+strconv.Itoa(exp-n), false, nil
+			if err == nil && exp > math.MinInt+30 { // an exponent past int's range: far outside float64's, left as sent
+				text, quoted, v = mant+"e"+strconv.Itoa(exp-n), false, nil
+			}
 		}
 	}
 	return r.typed(text, quoted, v)

@@ -61,9 +61,9 @@ func TestApply(t *testing.T) {
 			`{"symbol":"BTCUSDT","priceEndStep":"5","pricePlace":"10","minTradeNum":"0.001","volumePlace":"x"}`,
 			`{"instrument_name":"BTCUSDT","tick_size":5e-10,"min_trade_amount":0.001,"pricePlace":"10","volumePlace":"x"}`},
 		{"decimals move the point of any number exactly: an exponent lowered, a count of 0 unchanged",
-			Map{{Column: "instrument_name", From: "n"}, {Column: "tick_size", From: "t", Decimals: "d"}, {Column: "contract_size", From: "c", Decimals: "z"}, {Column: "strike", From: "s", Decimals: "d"}},
-			`{"n":"A","t":"2.5E+3","d":2,"c":0.1,"z":"0","s":"1e-400"}`,
-			`{"instrument_name":"A","tick_size":2.5e1,"contract_size":0.1e0,"strike":1e-402,"d":2,"z":"0"}`},
+			Map{{Column: "instrument_name", From: "n"}, {Column: "tick_size", From: "t", Decimals: "d"}, {Column: "contract_size", From: "c", Decimals: "z"}, {Column: "strike", From: "s", Decimals: "d"}, {Column: "min_trade_amount", From: "m", Decimals: "d"}},
+			`{"n":"A","t":"2.5E+3","d":2,"c":0.1,"z":"0","s":"1e-400","m":"1e99999999999999999999"}`,
+			`{"instrument_name":"A","tick_size":2.5e1,"contract_size":0.1e0,"strike":1e-402,"min_trade_amount":1e99999999999999999999,"d":2,"z":"0"}`},
 		{"a part of a text",
 			Map{{Column: "instrument_name", From: "symbol"}, {Column: "strike", From: "symbol", Split: "-", Part: 2}, {Column: "option_type", From: "symbol", Split: "-", Part: -1, Values: map[string]string{"C": "call", "P": "put"}}, {Column: "base_currency", From: "symbol", Split: "-", Part: 7}},
 			`{"symbol":"BTC-29DEC23-40000-C"}`,
@@ -112,6 +112,7 @@ func TestCheck(t *testing.T) {
 func FuzzApply(f *testing.F) {
 	f.Add(`{"instId":"BTC-USD-231222-36000-C","stk":"36000","expTime":"1703232000000","optType":"C","f":{"t":"5"}}`)
 	f.Add(`{"instId":"A","stk":"1e999","expTime":"2023-12-22T08:00:00Z","optType":7,"f":[1]}`)
+	f.Add(`{"instId":"A","stk":"-2.5E+7","d":"30"}`)
 	mp, err := New(Map{
 		{Column: "instrument_name", From: "instId"},
 		{Column: "strike", From: "stk", Scale: 2},
@@ -121,6 +122,7 @@ func FuzzApply(f *testing.F) {
 		{Column: "tick_size", From: "f.t"},
 		{Column: "base_currency", From: "instId", Split: "-", Part: -1},
 		{Column: "is_active", From: "optType"},
+		{Column: "min_trade_amount", From: "stk", Decimals: "d"},
 	}, schema.Instruments)
 	if err != nil {
 		f.Fatal(err)
