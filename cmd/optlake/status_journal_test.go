@@ -155,14 +155,7 @@ func TestStatusShowsEventsStateUnwritable(t *testing.T) {
 	if res := clk.optlake(t, args...); res.code != 0 {
 		t.Fatalf("first run: exit %d %s", res.code, res.stderr)
 	}
-	state := events.StateDir(dir)
-	aside := filepath.Join(t.TempDir(), "state")
-	if err := os.Rename(state, aside); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(state, []byte("in the way"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	unblock := testenv.BlockFolder(t, events.StateDir(dir))
 	clk.next()
 	sim.Advance(1)
 	res := clk.optlake(t, args...)
@@ -177,12 +170,7 @@ func TestStatusShowsEventsStateUnwritable(t *testing.T) {
 		!doc.Events[0].SnapshotTime.Equal(base.Add(time.Minute)) || !strings.Contains(doc.Events[0].Reason, "state") {
 		t.Fatalf("status json: %v %+v\n%s", err, doc, js.stdout)
 	}
-	if err := os.Remove(state); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(aside, state); err != nil {
-		t.Fatal(err)
-	}
+	unblock()
 	clk.next()
 	sim.Advance(1)
 	if res := clk.optlake(t, args...); res.code != 0 {
