@@ -254,7 +254,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 		for _, ep := range groups[key] {
 			switch {
 			case ep.Kind != KindInstruments || !r.cfg.Events:
-			case r.liveBehind(ctx, rec, snap, len(todo[ep.Name]) == len(r.cfg.Sinks)):
+			case r.liveBehind(ctx, rec, snap, untouched(rec, ep.Name)):
 				st = r.states
 			case r.prepareEvents(ctx, arc, states, rec, snap):
 				st = states
@@ -286,6 +286,20 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 	}
 	sort.Strings(cu.Sinks)
 	return cu
+}
+
+// untouched reports whether every load of rec's endpoint is still pending
+// (none committed or failed): its live run never settled it. The sinks
+// that are not configured now, or down since an earlier snapshot of this
+// catch-up, count too: which sinks load it now does not change what the
+// live run did.
+func untouched(rec ledger.Record, endpoint string) bool {
+	for _, l := range rec.Loads {
+		if l.Endpoint == endpoint && l.State != ledger.Pending {
+			return false
+		}
+	}
+	return true
 }
 
 // liveBehind reports whether the live events state is older than rec's

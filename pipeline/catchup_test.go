@@ -5,12 +5,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/pipeline/extract"
+	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/memsink"
 	"github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
@@ -79,5 +84,82 @@ func TestCatchUpTimeBudget(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet"))
 	if len(files) != 4 {
 		t.Errorf("parquet files: %v", files)
+	}
+}
+
+// A snapshot none of whose sinks got its listing while the events state
+// stayed before it (the live run died before saving the state, a kill -9)
+// is caught up while another sink is down from an earlier snapshot: the
+// catch-up compares it with the live state and moves the state on, as it
+// does when every sink is there, so the next snapshot reports none of its
+// changes again. The instrument events of the sink that is up equal those
+// of uninterrupted runs.
+func TestCatchUpMovesEventsStateWithASinkDown(t *testing.T) {
+	sim := venuesim.Config{Seed: 7, Instruments: 300}
+	ctx := context.Background()
+
+	// Uninterrupted runs of the same three snapshots.
+	ref := memsink.New("a")
+	refRig := newMemRig(t, sim, ref)
+	for i := range 3 {
+		if i > 0 {
+			refRig.sim.Advance(1)
+		}
+		if sum := refRig.r.Run(ctx); !sum.OK {
+			t.Fatalf("reference run %d: %s", i+1, sum.Error)
+		}
+	}
+	want := rowsOf(ref, schema.InstrumentEvents)
+	if len(want) == 0 {
+		t.Fatal("the reference runs have no instrument events")
+	}
+
+	a := &flaky{Sink: memsink.New("a")}
+	b := &flaky{Sink: memsink.New("b")}
+	rig := newMemRig(t, sim, a, b)
+	// Snapshot 1: b is down (pending for b); the state moves on.
+	b.down.Store(true)
+	if sum := rig.r.Run(ctx); sum.OK {
+		t.Fatal("run 1 with b down: ok")
+	}
+	// Snapshot 2: no sink takes the listing and the state stays at
+	// snapshot 1, as after a kill before the state was saved.
+	rig.sim.Advance(1)
+	a.down.Store(true)
+	unblock := testenv.BlockFolder(t, events.StateDir(rig.dir))
+	if sum := rig.r.Run(ctx); sum.OK {
+		t.Fatal("run 2 with every sink down: ok")
+	}
+	unblock()
+	if p := pendingOf(t, rig.r, "a"); p != 1 {
+		t.Fatalf("a pending after run 2: %d", p)
+	}
+	// a is back, b still down: snapshot 1 fails for b (down from then
+	// on), snapshot 2 is caught up into a.
+	a.down.Store(false)
+	res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
+	if err != nil || res.Down["b"] == "" || pendingOf(t, rig.r, "a") != 0 {
+		t.Fatalf("catch-up with b down: %+v %v", res, err)
+	}
+	// Snapshot 3, b still down.
+	rig.sim.Advance(1)
+	rig.r.Run(ctx)
+	got := rowsOf(a.Sink, schema.InstrumentEvents)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		var missing, extra []string
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				missing = append(missing, w)
+			}
+		}
+		for _, g := range got {
+			if !slices.Contains(want, g) {
+				extra = append(extra, g)
+			}
+		}
+		t.Errorf("a has %d instrument events, uninterrupted runs %d: %d missing (first %q), %d extra (first %q)",
+			len(got), len(want), len(missing), append(missing, "")[0], len(extra), append(extra, "")[0])
 	}
 }
