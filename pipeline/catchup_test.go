@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,43 @@ func TestCatchUpMovesEventsStateWithASinkDown(t *testing.T) {
 		}
 		t.Errorf("a has %d instrument events, uninterrupted runs %d: %d missing (first %q), %d extra (first %q)",
 			len(got), len(want), len(missing), append(missing, "")[0], len(extra), append(extra, "")[0])
+	}
+}
+
+// The note of a snapshot whose instrument events were not written stays
+// until a later snapshot writes its events: the catch-up of an older
+// snapshot (a sink that was down before it) writing that one's events
+// does not clear it, so `status` still shows it.
+func TestCatchUpKeepsALaterEventsNote(t *testing.T) {
+	ctx := context.Background()
+	a := &flaky{Sink: memsink.New("a")}
+	b := &flaky{Sink: memsink.New("b")}
+	rig := newMemRig(t, venuesim.Config{Seed: 8, Instruments: 60}, a, b)
+	// Snapshot 1: b is down, its load stays pending.
+	b.down.Store(true)
+	if sum := rig.r.Run(ctx); sum.OK {
+		t.Fatal("run 1 with b down: ok")
+	}
+	b.down.Store(false)
+	// Snapshot 2: the events state's folder is in the way: no events,
+	// the note goes to _state/events_notes.
+	rig.sim.Advance(1)
+	unblock := testenv.BlockFolder(t, events.StateDir(rig.dir))
+	if sum := rig.r.Run(ctx); sum.OK || !strings.Contains(sum.Error, "instrument events not written") {
+		t.Fatalf("run 2 with the state folder in the way: ok=%v %q", sum.OK, sum.Error)
+	}
+	unblock()
+	notes, err := pipeline.EventsNotes(ctx, rig.cfg.Store)
+	if err != nil || len(notes) != 1 || !notes[0].SnapshotTime.Equal(memT0.Add(2*time.Minute)) {
+		t.Fatalf("notes after run 2: %+v %v", notes, err)
+	}
+	// b catches up snapshot 1, events included.
+	res, err := rig.r.CatchUp(ctx, pipeline.CatchUpOptions{})
+	if err != nil || len(res.Snapshots) != 1 || !res.Snapshots[0].OK || res.Snapshots[0].Events == 0 {
+		t.Fatalf("catch-up of snapshot 1 into b: %+v %v", res, err)
+	}
+	notes, err = pipeline.EventsNotes(ctx, rig.cfg.Store)
+	if err != nil || len(notes) != 1 || !notes[0].SnapshotTime.Equal(memT0.Add(2*time.Minute)) {
+		t.Errorf("notes after the catch-up of snapshot 1: %+v %v", notes, err)
 	}
 }

@@ -46,9 +46,10 @@ func eventsNoteNames(source string) (beside, elsewhere string) {
 
 // noteEvents keeps or clears the source's note after an endpoint whose
 // instrument events were compared: kept when they were skipped, removed
-// once they were written. A note that cannot be written beside the state
-// is written in eventsNotesDir; one that cannot be written at all is
-// logged (the run already exits 3 for the skip itself).
+// once the events of its snapshot or a later one were written. A note
+// that cannot be written beside the state is written in eventsNotesDir;
+// one that cannot be written at all is logged (the run already exits 3
+// for the skip itself).
 func (r *Runner) noteEvents(ctx context.Context, log *slog.Logger, sr *snapshotRun, res *EndpointResult) {
 	if r.cfg.Store == nil {
 		return
@@ -71,6 +72,16 @@ func (r *Runner) noteEvents(ctx context.Context, log *slog.Logger, sr *snapshotR
 		}
 	case res.eventsWritten:
 		for _, name := range []string{beside, elsewhere} {
+			b, err := storage.ReadAll(ctx, r.cfg.Store, name)
+			if errors.Is(err, storage.ErrNotExist) {
+				continue
+			}
+			var n EventsNote
+			if err == nil && json.Unmarshal(b, &n) == nil && n.SnapshotTime.After(sr.time) {
+				// A later snapshot's note: an older snapshot's events
+				// (caught up, replayed) are not that one's.
+				continue
+			}
 			if err := r.cfg.Store.Delete(ctx, name); err != nil && !errors.Is(err, storage.ErrNotExist) {
 				log.Warn("instrument events: cannot clear the note of an earlier skip", "err", err)
 			}
