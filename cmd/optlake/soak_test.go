@@ -160,7 +160,9 @@ func soak(t *testing.T, shape durableShape, kills int, rng *rand.Rand) {
 	}
 
 	// status: nothing pending; what failed never loaded.
+	failed := 0
 	for sink, st := range statusJSON(t, dir) {
+		failed += len(st.Failed)
 		if st.Pending != 0 {
 			t.Errorf("status: %s has %d pending", sink, st.Pending)
 		}
@@ -178,8 +180,11 @@ func soak(t *testing.T, shape durableShape, kills int, rng *rand.Rand) {
 	}
 	replayStart := time.Now()
 	res := optlake(t, "replay", "--data-dir", rep, "--endpoints", shape.endpoint)
-	if res.code != 0 && res.code != exitPartial {
-		t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
+	// Exit 3 only for a snapshot that never loaded (status lists it
+	// failed: a run killed between its pages); a retried or complete
+	// snapshot is no problem.
+	if res.code != 0 && (failed == 0 || res.code != exitPartial) {
+		t.Fatalf("replay: exit %d with %d failed load(s) in status\n%s", res.code, failed, res.stderr)
 	}
 	sameRows(t, "replay", soakRows(t, rep, shape.tables), got)
 	if res.code != 0 {
