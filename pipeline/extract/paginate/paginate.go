@@ -3,6 +3,14 @@
 // from each answer, whether there is a next page, and its request. The
 // fetch loop knows none of the kinds; it stops at MaxPages and on a
 // cursor or URL seen twice, so a snapshot is never silently truncated.
+//
+// Offset and page walks advance by the rows received (a venue may answer
+// fewer rows than asked), end on a short page only when the venue's total
+// (TotalPath) agrees, and are checked at the end against that total (Done):
+// a walk short or long of it is an *IncompleteError. Offset and page walks
+// are not exact on a live listing (an instrument listed or delisted
+// between two page requests shifts the rest); cursor, next_url and
+// link_header walks are as exact as the venue's cursor.
 package paginate
 
 import (
@@ -43,7 +51,9 @@ type Spec struct {
 	// next_url
 	NextPath string
 	// offset
-	OffsetParam, TotalPath string
+	OffsetParam string
+	// offset, page: the body's count of the listing's rows
+	TotalPath string
 	// page
 	PageParam string
 	Start     int // first page number (default 1)
@@ -73,6 +83,27 @@ type Paginator struct {
 	base url.Values
 	n    int // pages answered
 	seen map[string]bool
+	// offset and page: the rows received so far, and the venue's total on
+	// the first and the last page that gave one (-1: none yet).
+	got                   int
+	firstTotal, lastTotal int
+}
+
+// IncompleteError is a walk whose rows disagree with the venue's total:
+// the venue answered fewer (or more) rows than it said it has, or its
+// total changed between pages (the listing moved under the walk).
+type IncompleteError struct {
+	Want, Got int
+	// First is the total the first page gave, when it differs from Want.
+	First int
+}
+
+func (e *IncompleteError) Error() string {
+	msg := fmt.Sprintf("incomplete listing: the venue's total is %d rows, %d received", e.Want, e.Got)
+	if e.First != e.Want {
+		msg += fmt.Sprintf(" (its total was %d on the first page: the listing changed during the walk)", e.First)
+	}
+	return msg
 }
 
 // ErrLoop is a cursor or URL that came back: the venue would be walked
@@ -130,7 +161,40 @@ func New(s Spec, base url.Values) *Paginator {
 	if s.Type == Page && s.Start == 0 {
 		s.Start = 1
 	}
-	return &Paginator{spec: s, base: base, seen: map[string]bool{}}
+	return &Paginator{spec: s, base: base, seen: map[string]bool{}, firstTotal: -1, lastTotal: -1}
+}
+
+// Exact reports whether the walk's kind cannot shift under a listing that
+// changes between page requests (offset and page walks can).
+func (p *Paginator) Exact() bool { return p.spec.Type != Offset && p.spec.Type != Page }
+
+// Done checks a finished walk: received is the rows the walk delivered.
+// With a venue total it fails with an *IncompleteError when received
+// differs from it, or when the total changed between pages.
+func (p *Paginator) Done(received int) error {
+	if p.lastTotal < 0 || p.Exact() {
+		return nil
+	}
+	if received != p.lastTotal || p.firstTotal != p.lastTotal {
+		return &IncompleteError{Want: p.lastTotal, Got: received, First: p.firstTotal}
+	}
+	return nil
+}
+
+// total reads the venue's total from a page's answer (-1: none).
+func (p *Paginator) total(a Answer) int {
+	if p.spec.TotalPath == "" {
+		return -1
+	}
+	t, err := strconv.Atoi(scalar(a.Values[p.spec.TotalPath]))
+	if err != nil || t < 0 {
+		return -1
+	}
+	if p.firstTotal < 0 {
+		p.firstTotal = t
+	}
+	p.lastTotal = t
+	return t
 }
 
 // MaxPages is the most pages walked.
@@ -146,7 +210,7 @@ func (p *Paginator) Paths() []string {
 		return []string{p.spec.CursorPath}
 	case NextURL:
 		return []string{p.spec.NextPath}
-	case Offset:
+	case Offset, Page:
 		if p.spec.TotalPath != "" {
 			return []string{p.spec.TotalPath}
 		}
@@ -227,20 +291,22 @@ func (p *Paginator) Next(a Answer) (*Request, error) {
 			return nil, err
 		}
 		return &Request{URL: u}, nil
-	case Offset:
-		off := p.n * p.spec.Limit
-		if a.Records < p.spec.Limit || a.Records == 0 {
+	case Offset, Page:
+		// The next offset is the rows received, not the limit asked: a
+		// venue may cap its pages below it. A short page ends the walk
+		// only when there is no total, or the rows reached it.
+		p.got += a.Records
+		total := p.total(a)
+		switch {
+		case a.Records == 0:
+			return nil, nil
+		case total >= 0 && p.got >= total:
+			return nil, nil
+		case total < 0 && p.spec.Limit > 0 && a.Records < p.spec.Limit:
 			return nil, nil
 		}
-		if t := scalar(a.Values[p.spec.TotalPath]); t != "" {
-			if total, err := strconv.Atoi(t); err == nil && off >= total {
-				return nil, nil
-			}
-		}
-		return &Request{Params: p.params(p.spec.OffsetParam, strconv.Itoa(off))}, nil
-	case Page:
-		if a.Records == 0 || (p.spec.Limit > 0 && a.Records < p.spec.Limit) {
-			return nil, nil
+		if p.spec.Type == Offset {
+			return &Request{Params: p.params(p.spec.OffsetParam, strconv.Itoa(p.got))}, nil
 		}
 		return &Request{Params: p.params(p.spec.PageParam, strconv.Itoa(p.spec.Start+p.n))}, nil
 	}

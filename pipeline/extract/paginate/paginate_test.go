@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 )
 
@@ -124,3 +125,85 @@ func TestRecordCursor(t *testing.T) {
 		t.Error(err)
 	}
 }
+// TestOffsetWalks walks a listing of 3,000 rows served by venues that answer
+// pages other than asked, and checks every row is received once, or the
+// walk is reported incomplete.
+func TestOffsetWalks(t *testing.T) {
+	page := &url.URL{Scheme: "https", Host: "v.example", Path: "/x"}
+	const rows = 3000
+	for _, tc := range []struct {
+		name      string
+		spec      Spec
+		serve     func(q url.Values, call int) (n, total int) // rows of the page, the total in the body (-1: none)
+		want      int                                         // rows received
+		wantTotal int                                         // the IncompleteError's Want (0: Done is nil)
+	}{
+		{"capped below the limit", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, _ int) (int, int) { return clamp(atoi(q.Get("o")), 60), rows }, rows, 0},
+		{"one row short", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, _ int) (int, int) { return clamp(atoi(q.Get("o")), 99), rows }, rows, 0},
+		{"one row long", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, _ int) (int, int) { return clamp(atoi(q.Get("o")), 101), rows }, rows, 0},
+		{"pages without a total", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100},
+			func(q url.Values, _ int) (int, int) { return clamp(atoi(q.Get("o")), 100), -1 }, rows, 0},
+		{"venue stops early", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, _ int) (int, int) {
+				if atoi(q.Get("o")) >= 1000 {
+					return 0, rows
+				}
+				return 100, rows
+			}, 1000, rows},
+		{"total changes between pages", Spec{Type: Offset, OffsetParam: "o", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, call int) (int, int) {
+				if call == 0 {
+					return 100, rows
+				}
+				return clampN(atoi(q.Get("o")), 100, rows-1), rows - 1
+			}, rows - 1, rows - 1},
+		{"page numbers, capped pages", Spec{Type: Page, PageParam: "p", LimitParam: "l", Limit: 100, TotalPath: "total"},
+			func(q url.Values, _ int) (int, int) { return clamp((atoi(q.Get("p"))-1)*60, 60), rows }, rows, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(tc.spec, nil)
+			next, got := p.First(), 0
+			for call := 0; ; call++ {
+				if call > 1000 {
+					t.Fatal("the walk does not end")
+				}
+				n, total := tc.serve(next.Params, call)
+				got += n
+				vals := map[string]json.RawMessage{}
+				if total >= 0 {
+					vals["total"] = json.RawMessage(strconv.Itoa(total))
+				}
+				r, err := p.Next(Answer{Values: vals, URL: page, Records: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == nil {
+					break
+				}
+				next = *r
+			}
+			if got != tc.want {
+				t.Errorf("received %d rows, want %d", got, tc.want)
+			}
+			err := p.Done(got)
+			var inc *IncompleteError
+			switch {
+			case tc.wantTotal == 0 && err != nil:
+				t.Errorf("done: %v", err)
+			case tc.wantTotal != 0 && (!errors.As(err, &inc) || inc.Want != tc.wantTotal || inc.Got != got):
+				t.Errorf("done: %v, want an incomplete listing of %d", err, tc.wantTotal)
+			}
+		})
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// clamp is the rows a page of at most size rows from offset off holds in
+// a listing of 3,000.
+func clamp(off, size int) int { return clampN(off, size, 3000) }
+
+func clampN(off, size, rows int) int { return max(0, min(size, rows-off)) }
