@@ -31,6 +31,10 @@ type Options struct {
 	Mem memory.Allocator
 	// ReadBuffer is the scanner's initial buffer size (default 256 KiB).
 	ReadBuffer int
+	// UniqueNames rejects a row whose instrument_name came earlier in the
+	// same Decode, with ReasonDuplicate (the first row of a name loads).
+	// The pipeline sets it: a listing's sinks then hold the same rows.
+	UniqueNames bool
 }
 
 func (o *Options) defaults() {
@@ -54,6 +58,12 @@ type Emit func(t *schema.Table, rec arrow.Record) error
 type Stats struct {
 	Rows    int64 // rows emitted to the instruments table
 	Rejects int64 // rows emitted to rejects
+	// Duplicates are the rejects whose instrument_name came earlier in the
+	// listing (ReasonDuplicate).
+	Duplicates int64
+	// TopReason is the reason most rejects gave (TopRejects of them).
+	TopReason  string
+	TopRejects int64
 }
 
 func shapeError(format string, args ...any) error {
@@ -173,6 +183,9 @@ type InstrumentDecoder struct {
 	texts [32]textCache // the fast path's last value texts, by field
 	stats Stats
 	index int64 // position of the next instrument in the listing
+
+	keys    *keySet          // the listing's instrument names
+	reasons map[string]int64 // rejects by reason
 }
 
 // NewInstrumentDecoder returns a decoder that emits record batches of
@@ -182,7 +195,7 @@ type InstrumentDecoder struct {
 func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	opt.defaults()
 	t := schema.Instruments
-	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows)}
+	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows), keys: newKeySet(), reasons: map[string]int64{}}
 	d.rjb = array.NewRecordBuilder(opt.Mem, schema.Rejects.ArrowSchema())
 	if t.Columns[0].Name != "snapshot_time" || t.Columns[0].Type != schema.TimestampMs ||
 		t.Columns[1].Name != "run_id" || t.Columns[2].Name != "source" {
@@ -228,6 +241,8 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	d.meta, d.emit = meta, emit
 	d.snapMs = arrow.Timestamp(meta.Time.UnixMilli())
 	d.stats, d.index = Stats{}, 0
+	d.keys.reset()
+	clear(d.reasons)
 	if d.sc == nil {
 		d.sc = jsontok.New(r, d.opt.ReadBuffer)
 	} else {
@@ -244,6 +259,11 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 		// built for this listing may reach the next one (the decoder is
 		// pooled and reused).
 		d.discard()
+	}
+	for reason, n := range d.reasons {
+		if n > d.stats.TopRejects || n == d.stats.TopRejects && reason < d.stats.TopReason {
+			d.stats.TopReason, d.stats.TopRejects = reason, n
+		}
 	}
 	return d.stats, values.BadInput(err)
 }
@@ -534,6 +554,9 @@ func (d *InstrumentDecoder) finish(idx int64, raw []byte) {
 		r.reject("instrument_name is null")
 	case name.slen == 0:
 		r.reject("instrument_name is empty")
+	case d.opt.UniqueNames && !d.keys.add(r.src[name.soff:name.soff+name.slen]):
+		r.reason = ReasonDuplicate
+		d.stats.Duplicates++
 	}
 	if r.reason != "" {
 		d.addReject(idx, r.reason, raw)
@@ -775,6 +798,7 @@ func (d *InstrumentDecoder) appendMeta(b *array.RecordBuilder) {
 }
 
 func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
+	d.reasons[reason]++
 	b := d.rjb
 	d.appendMeta(b)
 	t := schema.Rejects

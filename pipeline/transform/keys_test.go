@@ -1,0 +1,73 @@
+package transform
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// With UniqueNames, the first row of an instrument_name loads and the later
+// ones go to rejects with ReasonDuplicate, on the fast and the general path
+// alike, and a second Decode starts with no names.
+func TestDecodeDuplicateNames(t *testing.T) {
+	a := inst(map[string]string{"instrument_name": `"A"`})
+	b := inst(map[string]string{"instrument_name": `"B"`, "strike": `2`})
+	a2 := inst(map[string]string{"instrument_name": `"A"`, "strike": `3`})
+	bad := inst(map[string]string{"instrument_name": `"C"`, "strike": `"x"`})
+	c := inst(map[string]string{"instrument_name": `"C"`})
+	body := listing(a, b, a2, bad, c, `{"instrument_name":"B"}`)
+	for _, fast := range []bool{true, false} {
+		d := NewInstrumentDecoder(Options{UniqueNames: true})
+		d.noFast = !fast
+		for run := 0; run < 2; run++ {
+			o := decodeOnce(d, []byte(body))
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			var names, reasons []string
+			for i, rec := range o.recs {
+				for _, row := range rowsOf(rec) {
+					if o.tabs[i].Name == "instruments" {
+						names = append(names, fmt.Sprint(row["instrument_name"]))
+					} else {
+						reasons = append(reasons, fmt.Sprintf("%v %v", row["row_index"], row["reason"]))
+					}
+				}
+				rec.Release()
+			}
+			if got := strings.Join(names, ","); got != "A,B,C" {
+				t.Errorf("fast %v run %d: rows %s, want A,B,C (the first of each name)", fast, run, got)
+			}
+			want := "2 " + ReasonDuplicate + "|3 strike: expected number, got string|5 " + ReasonDuplicate
+			if got := strings.Join(reasons, "|"); got != want {
+				t.Errorf("fast %v run %d: rejects\n%s\nwant\n%s", fast, run, got, want)
+			}
+			if o.stats.Duplicates != 2 || o.stats.TopReason != ReasonDuplicate || o.stats.TopRejects != 2 {
+				t.Errorf("fast %v: stats %+v", fast, o.stats)
+			}
+		}
+		d.Release()
+	}
+	// Without the option, every row loads (the events' own rule applies).
+	if o := decodeWith(t, []byte(body), true, Options{}); o.stats.Rows != 5 || o.stats.Duplicates != 0 {
+		t.Errorf("without UniqueNames: %+v", o.stats)
+	}
+}
+
+// The set finds every name among many, whatever the table's growth.
+func TestKeySet(t *testing.T) {
+	k := newKeySet()
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 50000; i++ {
+			if !k.add([]byte(fmt.Sprintf("BTC-%d-C", i))) {
+				t.Fatalf("round %d: name %d reported twice", round, i)
+			}
+		}
+		for i := 0; i < 50000; i += 7 {
+			if k.add([]byte(fmt.Sprintf("BTC-%d-C", i))) {
+				t.Fatalf("round %d: name %d not found", round, i)
+			}
+		}
+		k.reset()
+	}
+}
