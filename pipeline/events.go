@@ -209,6 +209,15 @@ func (e *eventsRun) observe(rec arrow.Record) {
 	}
 }
 
+// restart forgets the rows the current attempt observed, for a listing of
+// one request walked again from its first page: the next beginAttempt
+// starts a fresh comparison instead of giving up.
+func (e *eventsRun) restart() {
+	if e != nil {
+		e.observed = false
+	}
+}
+
 // taint marks the comparison unusable after a failed request (err);
 // a listing read back from the archive that cannot be read any more (not
 // one that was never archived whole) leaves a stale state (eventsTurn).

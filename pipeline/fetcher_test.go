@@ -54,6 +54,12 @@ type fakeRig struct {
 
 func newFakeRig(t *testing.T, endpoints []string, f *fakeFetcher) *fakeRig {
 	t.Helper()
+	return newFakeRigWith(t, endpoints, f, func(*pipeline.Config) {})
+}
+
+// newFakeRigWith is newFakeRig with the config as set changes it.
+func newFakeRigWith(t *testing.T, endpoints []string, f *fakeFetcher, set func(*pipeline.Config)) *fakeRig {
+	t.Helper()
 	eps, err := pipeline.SelectEndpoints(endpoints, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -61,12 +67,14 @@ func newFakeRig(t *testing.T, endpoints []string, f *fakeFetcher) *fakeRig {
 	dir := t.TempDir()
 	mem := memsink.New("mem")
 	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	r, err := pipeline.New(pipeline.Config{
+	cfg := pipeline.Config{
 		Client: f, Store: storage.NewLocal(dir), Sinks: []sinks.Sink{mem}, Endpoints: eps, Source: "fake",
 		Ledger: true, Schemas: infer.NewRegistry(),
 		Now:      func() time.Time { return at },
 		NewRunID: func() string { return "run-1" },
-	})
+	}
+	set(&cfg)
+	r, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +182,8 @@ func TestRunBadInputBody(t *testing.T) {
 	good := `{"instrument_name":"BTC-A","strike":1}`
 	t.Run("rejected row", func(t *testing.T) {
 		f := &fakeFetcher{bodies: map[string]string{pathOf(t, "instruments"): listingOf(good, `{"instrument_name":"BTC-B","strike":"two"}`)}}
-		rig := newFakeRig(t, []string{"instruments"}, f)
+		// One row of two rejected is more than the default share allows.
+		rig := newFakeRigWith(t, []string{"instruments"}, f, func(c *pipeline.Config) { c.MaxRejectShare = 0.5 })
 		sum := rig.r.Run(context.Background())
 		if !sum.OK {
 			t.Fatalf("run: %s", sum.Error)

@@ -86,20 +86,11 @@ func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 	sim := venuesim.New(cfg)
 	rig := &memRig{dir: t.TempDir(), sim: sim}
 	h := sim.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, rq *http.Request) {
+	client, eps := simClient(t, http.HandlerFunc(func(w http.ResponseWriter, rq *http.Request) {
 		rig.requests.Add(1)
 		h.ServeHTTP(w, rq)
 	}))
-	t.Cleanup(srv.Close)
 	dir := rig.dir
-	client, err := extract.New(extract.Options{BaseURL: srv.URL, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := pipeline.SelectEndpoints([]string{"instruments"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := memT0
 	n := 0
 	pc := pipeline.Config{
@@ -115,6 +106,23 @@ func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 	}
 	rig.cfg, rig.r = pc, r
 	return rig
+}
+
+// simClient serves h and returns a client of it (quick retries) and the
+// instruments endpoint.
+func simClient(t *testing.T, h http.Handler) (*extract.Client, []pipeline.Endpoint) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client, err := extract.New(extract.Options{BaseURL: srv.URL, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := pipeline.SelectEndpoints([]string{"instruments"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, eps
 }
 
 // runsRows renders the committed runs rows of s, one string per row.

@@ -27,7 +27,40 @@ import (
 // Each page is received whole (into the raw archive and a scratch file)
 // before its records are handed on, so a page cut off or answered with a
 // retryable venue error is fetched again without a row of it decoded.
+//
+// A walk of offsets or page numbers that came out short of the venue's
+// total, or received an instrument twice (the listing shifted under it),
+// is walked again from the first page, up to Config.MaxWalks walks in all;
+// each walk's bodies are archived with attempts after the previous walk's,
+// and replay and catch-up read the last walk.
 func (r *Runner) pagedRequest(ctx context.Context, c call) error {
+	if c.rq.archived != nil || c.ep.Pagination == nil {
+		_, err := r.pagedWalk(ctx, c)
+		return err
+	}
+	walks := r.cfg.MaxWalks
+	if walks <= 0 {
+		walks = DefaultMaxWalks
+	}
+	for c.walk = 1; ; c.walk++ {
+		attempts, err := r.pagedWalk(ctx, c)
+		if err == nil || !shifted(err) || ctx.Err() != nil {
+			return err
+		}
+		if c.walk >= walks {
+			return &WalksError{Walks: c.walk, Err: err}
+		}
+		c.log.Warn("walking the pages again", "endpoint", c.ep.Name, "request", c.rq.index, "walk", c.walk, "err", err)
+		c.attempts = attempts
+		if c.rq.of <= 1 {
+			c.ev.restart()
+		}
+	}
+}
+
+// pagedWalk fetches and decodes the pages of a request once (one walk)
+// and returns the highest attempt number it archived.
+func (r *Runner) pagedWalk(ctx context.Context, c call) (int, error) {
 	pr, pw := io.Pipe()
 	stream := envelope.NewStream(pw, c.ep.Kind == KindInstruments)
 	c.staged = c.ep.Pagination != nil && c.rq.archived == nil || len(c.rq.archived) > 0 && c.rq.archived[0].Page > 0
@@ -56,14 +89,14 @@ func (r *Runner) pagedRequest(ctx context.Context, c call) error {
 	c.res.stage(StageArchive, time.Now().Add(-st.archive))
 	switch {
 	case ferr != nil && !errors.Is(ferr, io.ErrClosedPipe) && !errors.Is(ferr, errDecoderDone):
-		return ferr
+		return st.attempts, ferr
 	case d.err != nil:
-		return d.err
+		return st.attempts, d.err
 	case ferr != nil:
-		return ferr
+		return st.attempts, ferr
 	}
 	c.res.merge(d.outs)
-	return nil
+	return st.attempts, nil
 }
 
 // errDecoderDone is what a page's writer sees once the decoder stopped
@@ -76,6 +109,9 @@ type pageStats struct {
 	raw     []string
 	bytes   int64
 	archive time.Duration
+	// records are the rows the pages held; attempts the highest attempt
+	// number archived.
+	records, attempts int
 }
 
 // PageLimitError is an endpoint that has more pages than max_pages.
@@ -106,7 +142,10 @@ func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream
 	}
 	if c.rq.archived != nil {
 		paged := c.rq.archived[0].Page > 0
-		for _, m := range c.rq.archived {
+		for i, m := range c.rq.archived {
+			if paged && m.Page != i+1 {
+				return st, fmt.Errorf("%w: %w: page %d is not archived (the run failed there)", errArchive, errNeverLoaded, i+1)
+			}
 			req := c.extractRequest(c.rq.params)
 			req.Page = m.Page
 			if _, err := r.fetchPage(ctx, c, req, nil, spec, stream, &st); err != nil {
@@ -152,7 +191,8 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 	var next *paginate.Request
 	err := c.sr.fetch.Do(ctx, req, r.onFailedPage(ctx, c, req.Page, st), func(_ context.Context, resp *extract.Response) error {
 		m := c.meta()
-		m.Attempt, m.URL, m.FetchTime, m.Page = resp.Attempt, resp.URL, time.Now().UTC(), req.Page
+		m.Attempt, m.URL, m.FetchTime, m.Page, m.Walk = c.attempts+resp.Attempt, resp.URL, time.Now().UTC(), req.Page, c.walk
+		st.attempts = max(st.attempts, m.Attempt)
 		m.Envelope, m.Records = true, spec.Records
 		if spec.Shape.Shaped() {
 			m.Shape = &spec.Shape
@@ -189,7 +229,14 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		}
 		if rerr == nil && serr == nil && pag != nil {
 			u, _ := url.Parse(resp.URL)
+			st.records += res.Records
 			next, serr = pag.Next(paginate.Answer{Values: res.Values, Last: res.Last, Header: resp.Header, URL: u, Records: res.Records})
+			if serr == nil && next == nil {
+				// The last page: the walk must have the venue's total
+				// (else the page is archived without last_page, and the
+				// walk is never loaded).
+				serr = pag.Done(st.records)
+			}
 		}
 		var ve *envelope.VenueError
 		isVenue := errors.As(serr, &ve)
@@ -234,6 +281,7 @@ func (r *Runner) onFailedPage(ctx context.Context, c call, page int, st *pageSta
 	h := r.onFailed(ctx, cc, page)
 	return extract.Hooks{OnFailed: func(f extract.Failed) {
 		h.OnFailed(f)
+		st.attempts = max(st.attempts, c.attempts+f.Attempt)
 		st.raw = append(st.raw, res.Raw...)
 		res.Raw = nil
 	}}

@@ -91,6 +91,13 @@ type Config struct {
 	// Auth authenticates every request (nil: only the client's headers);
 	// an account's or an endpoint's Auth replaces it.
 	Auth auth.Authenticator
+	// MaxRejectShare fails a listing whose rejects are more than this
+	// share of its rows (0: DefaultMaxRejectShare); one whose every row is
+	// rejected always fails.
+	MaxRejectShare float64
+	// MaxWalks bounds the walks of a paginated request whose listing
+	// shifted or came out short of the venue's total (0: DefaultMaxWalks).
+	MaxWalks int
 }
 
 // CheckParams fails with a *MissingParamError for the first endpoint
@@ -202,8 +209,9 @@ type Summary struct {
 }
 
 // OnlySinksFailed reports whether every endpoint that failed was fetched
-// and read whole and failed only in sinks: with a ledger, its loads are
-// pending, to be caught up.
+// and read whole and failed only in sinks (with a ledger, its loads are
+// pending, to be caught up) or was incomplete (its bodies archived, none of
+// its rows loaded: a total missed, a shifted listing, too many rejects).
 func (s *Summary) OnlySinksFailed() bool {
 	for _, e := range s.Endpoints {
 		if e.Status == "failed" && (e.unloadable || e.fetchFailed) {
@@ -215,11 +223,14 @@ func (s *Summary) OnlySinksFailed() bool {
 
 // EndpointResult reports one endpoint of a snapshot.
 type EndpointResult struct {
-	Endpoint   string `json:"endpoint"`
-	Status     string `json:"status"` // ok | failed | archived
-	Requests   int    `json:"requests"`
-	Rows       int64  `json:"rows"`
-	Rejects    int64  `json:"rejects"`
+	Endpoint string `json:"endpoint"`
+	Status   string `json:"status"` // ok | failed | archived
+	Requests int    `json:"requests"`
+	Rows     int64  `json:"rows"`
+	Rejects  int64  `json:"rejects"`
+	// Duplicates are the rejects whose instrument_name came earlier in the
+	// snapshot (reason transform.ReasonDuplicate).
+	Duplicates int64  `json:"duplicates,omitempty"`
 	Events     int64  `json:"events"`
 	Overflow   int64  `json:"overflow_fields,omitempty"` // account fields past the column budget (in extra)
 	Bytes      int64  `json:"bytes"`
@@ -546,7 +557,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 			ev.taint(err)
 			res.Status = "failed"
 			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
-			res.fetchFailed = res.fetchFailed || !res.unloadable
+			res.fetchFailed = res.fetchFailed || !res.unloadable && !incomplete(err)
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
 			}
@@ -624,6 +635,10 @@ type call struct {
 	// nothing when it fails. Pages need none: their request's stream ends
 	// only after the last page is archived.
 	durable func() error
+	// walk numbers the walks of a paginated request (from 1; 0: not
+	// paginated), and attempts is what the earlier walks' attempts took:
+	// a walk's bodies are archived with attempts after them.
+	walk, attempts int
 }
 
 // meta is the archive metadata every body of the call starts from.
@@ -656,7 +671,7 @@ func (r *Runner) onFailed(ctx context.Context, c call, page int) extract.Hooks {
 			return
 		}
 		m := c.meta()
-		m.Attempt, m.URL, m.FetchTime, m.Page = f.Attempt, f.URL, time.Now().UTC(), page
+		m.Attempt, m.URL, m.FetchTime, m.Page, m.Walk = c.attempts+f.Attempt, f.URL, time.Now().UTC(), page, c.walk
 		e, err := c.sr.archive.Create(ctx, m)
 		if err != nil {
 			c.log.Error("archive failed", "endpoint", c.ep.Name, "err", err)
@@ -809,14 +824,16 @@ func flat(v url.Values) map[string]string {
 // committed only when the whole body decoded; on any failure every sink's
 // writers are aborted, so a retry starts clean; and only once the body is
 // durable in the raw archive (call.durable). The call's snapshot's cols
-// allocates the records' column buffers (nil: Go memory).
+// allocates the records' column buffers (nil: Go memory). A listing that
+// fails its check (listingCheck: a shifted walk, too many rejects) loads
+// nothing; its body is durable all the same.
 func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (map[string]SinkResult, error) {
 	ep, part, sum, res, ev, cols := c.ep, c.part, c.sum, c.res, c.ev, c.sr.cols
 	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
 	fan := NewFanout(ctx, ss, snap, schema.Instruments)
 	dec, _ := r.decoders.Get().(*transform.InstrumentDecoder)
 	if dec == nil {
-		dec = transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem})
+		dec = transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem, UniqueNames: true})
 	}
 	defer r.decoders.Put(dec) // holds no Arrow memory between listings
 	dec.UseColumns(cols)
@@ -839,8 +856,13 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, b
 		fan.Abort()
 		return nil, err
 	}
+	if err := r.listingCheck(c)(stats); err != nil {
+		fan.Abort()
+		return nil, err
+	}
 	res.Rows += stats.Rows
 	res.Rejects += stats.Rejects
+	res.Duplicates += stats.Duplicates
 	start = time.Now()
 	defer res.stage(StageCommit, start)
 	return fan.Commit(ctx), nil
@@ -889,6 +911,9 @@ func (s *Summary) Line() string {
 	loaded := false
 	for _, e := range s.Endpoints {
 		p := fmt.Sprintf("%s %s: %d rows, %d rejects", e.Endpoint, e.Status, e.Rows, e.Rejects)
+		if e.Duplicates > 0 {
+			p += fmt.Sprintf(" (%d duplicates)", e.Duplicates)
+		}
 		if e.Events > 0 {
 			p += fmt.Sprintf(", %d events", e.Events)
 		}

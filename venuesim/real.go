@@ -42,7 +42,7 @@ const (
 	PageNextURL = "next_url"    // body next (a relative URL)
 	PageLink    = "link_header" // Link: <…>; rel="next"
 	PageOffset  = "offset"      // ?offset=&limit=, body total
-	PagePage    = "page"        // ?page=&per_page= (from 1)
+	PagePage    = "page"        // ?page=&per_page= (from 1), body total
 )
 
 // PaginateStyles lists the styles of RealVenue.Paginate.
@@ -86,6 +86,18 @@ type RealVenue struct {
 	PageLoop bool
 	// FailPage answers this page (1-based) 500, always.
 	FailPage int
+	// PageCap: a page holds at most this many elements, whatever the
+	// limit asked (a venue's own maximum page size); 0: none.
+	PageCap int
+	// PageSkew: a page holds the limit asked plus this many elements (-1:
+	// one short, 1: one long); offset pages start where asked.
+	PageSkew int
+	// ShiftWalks: the listing moves under the first N walks of its pages
+	// (a walk starts with the first page): after the first page, an
+	// instrument is listed at its front (ShiftDelist: its first instrument
+	// is delisted), as on a live venue between two page requests.
+	ShiftWalks  int
+	ShiftDelist bool
 	// VenueErrorFirst answers the first N requests (after authentication)
 	// 200 with {"error": {"code": VenueErrorCode, "message": …}}.
 	VenueErrorFirst int
@@ -137,6 +149,8 @@ type realHandler struct {
 		key   string
 		items []any // json.RawMessage instruments
 	}
+	// walks counts the listing's first pages (RealVenue.ShiftWalks).
+	walks atomic.Int64
 	// Logins and TokenRequests count the session logins and oauth2 token
 	// requests served.
 	logins, tokenReqs atomic.Int64
@@ -186,6 +200,10 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l, err := strconv.Atoi(r.URL.Query().Get("limit") + r.URL.Query().Get("per_page")); err == nil && l > 0 {
 		size = l
 	}
+	if h.rv.PageCap > 0 {
+		size = min(size, h.rv.PageCap)
+	}
+	size = max(1, size+h.rv.PageSkew)
 	page := h.pageOf(r.URL.Query(), size)
 	if h.rv.Paginate != "" && page == h.rv.FailPage {
 		writeError(w, http.StatusInternalServerError, "internal error")
@@ -209,8 +227,11 @@ func (h *realHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key = in.URL.String() + "@" + strconv.Itoa(h.tick())
 		// The first page builds the listing anew (the simulator's faults
 		// apply to it); the next ones of the same tick reuse it.
+		if page == 1 {
+			h.walks.Add(1)
+		}
 		if items := h.cachedListing(key); items != nil && page > 1 {
-			h.paginate(w, r, items, page, size)
+			h.paginate(w, r, h.shift(items), page, size)
 			return
 		}
 	}
@@ -341,8 +362,31 @@ func (h *realHandler) pageOf(q url.Values, size int) int {
 	return 1
 }
 
+// shift is the listing as a later page of a walk sees it: moved by one
+// instrument during the first RealVenue.ShiftWalks walks.
+func (h *realHandler) shift(items []any) []any {
+	if h.walks.Load() > int64(h.rv.ShiftWalks) || len(items) == 0 {
+		return items
+	}
+	if h.rv.ShiftDelist {
+		return items[1:]
+	}
+	first, _ := items[0].(json.RawMessage)
+	var m map[string]any
+	if json.Unmarshal(first, &m) != nil {
+		return items
+	}
+	m["instrument_name"] = fmt.Sprint(m["instrument_name"]) + "-LISTED"
+	b, _ := json.Marshal(m)
+	return append([]any{json.RawMessage(b)}, items...)
+}
+
 func (h *realHandler) paginate(w http.ResponseWriter, r *http.Request, items []any, page, size int) {
 	lo := min((page-1)*size, len(items))
+	if h.rv.Paginate == PageOffset {
+		off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+		lo = min(max(0, off), len(items))
+	}
 	hi := min(lo+size, len(items))
 	chunk := items[lo:hi]
 	next := page + 1
@@ -380,7 +424,7 @@ func (h *realHandler) paginate(w http.ResponseWriter, r *http.Request, items []a
 		if more {
 			hdr.Set("Link", fmt.Sprintf(`<%s>; rel="next", <%s>; rel="first"`, nextURL("page"), r.URL.Path))
 		}
-	case PageOffset:
+	case PageOffset, PagePage:
 		page_ = map[string]any{"data": chunk, "total": len(items)}
 	}
 	h.write(w, r, page_, nil, hdr)

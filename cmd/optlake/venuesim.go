@@ -54,6 +54,10 @@ func venueSimCommand() *cli.Command {
 			&cli.IntFlag{Name: "page-size", Value: 100, Usage: "elements per page", EnvVars: f("page-size")},
 			&cli.BoolFlag{Name: "page-loop", Usage: "pages from the second on point back at the second (a cursor that never ends)", EnvVars: f("page-loop")},
 			&cli.IntFlag{Name: "fail-page", Usage: "answer page N with 500, always", EnvVars: f("fail-page")},
+			&cli.IntFlag{Name: "page-cap", Usage: "a page holds at most N elements, whatever the limit asked", EnvVars: f("page-cap")},
+			&cli.IntFlag{Name: "page-skew", Usage: "a page holds the limit asked plus N elements (-1: one short, 1: one long)", EnvVars: f("page-skew")},
+			&cli.IntFlag{Name: "shift-walks", Usage: "the listing moves under the first N walks of its pages: an instrument is listed at its front after the first page", EnvVars: f("shift-walks")},
+			&cli.BoolFlag{Name: "shift-delist", Usage: "with --shift-walks: the listing's first instrument is delisted instead", EnvVars: f("shift-delist")},
 			&cli.IntFlag{Name: "venue-error-first", Usage: "answer the first N requests 200 with an error body {\"error\": {\"code\": …}}", EnvVars: f("venue-error-first")},
 			&cli.IntFlag{Name: "venue-error-code", Value: 10028, Usage: "code of those error bodies", EnvVars: f("venue-error-code")},
 		},
@@ -74,7 +78,8 @@ func venueSimCommand() *cli.Command {
 			real := venuesim.RealVenue{
 				Auth: c.String("auth"), Key: key, Secret: sec, TokenTTL: c.Duration("token-ttl"), SessionUses: c.Int("session-uses"),
 				Envelope: c.String("envelope"), Paginate: c.String("paginate"), PageSize: c.Int("page-size"), PageLoop: c.Bool("page-loop"),
-				FailPage: c.Int("fail-page"), VenueErrorFirst: c.Int("venue-error-first"), VenueErrorCode: c.Int("venue-error-code"),
+				FailPage: c.Int("fail-page"), PageCap: c.Int("page-cap"), PageSkew: c.Int("page-skew"),
+				ShiftWalks: c.Int("shift-walks"), ShiftDelist: c.Bool("shift-delist"), VenueErrorFirst: c.Int("venue-error-first"), VenueErrorCode: c.Int("venue-error-code"),
 			}
 			if err := real.Check(); err != nil {
 				return usagef("venue-sim: %v", err)

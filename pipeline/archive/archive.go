@@ -73,6 +73,11 @@ type Meta struct {
 	// the last one says so (a request without it is incomplete).
 	Page     int  `json:"page,omitempty"`
 	LastPage bool `json:"last_page,omitempty"`
+	// Walk numbers the walks of a request's pages (from 1; 0 in archives
+	// written before walks were numbered): a listing that shifted under
+	// a walk is walked again, its bodies archived with attempts after the
+	// earlier walk's. Replay and catch-up take the last walk only.
+	Walk int `json:"walk,omitempty"`
 	// Envelope: the rows are the records at the dotted path Records
 	// ("" the whole body), the rest is envelope (replay decodes it so).
 	Envelope bool   `json:"envelope,omitempty"`
@@ -834,7 +839,16 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 			}
 		}
 	}
-	for _, m := range best {
+	// A request walked again (its listing shifted): the last walk only.
+	lastWalk := map[string]int{}
+	for id, m := range best {
+		req := id[:strings.LastIndexByte(id, '|')]
+		lastWalk[req] = max(lastWalk[req], m.Walk)
+	}
+	for id, m := range best {
+		if m.Walk < lastWalk[id[:strings.LastIndexByte(id, '|')]] {
+			continue
+		}
 		k := key{m.SnapshotTime.UnixMilli(), m.RunID}
 		if s := snaps[k]; s != nil {
 			s.Bodies = append(s.Bodies, m)
