@@ -80,7 +80,14 @@ func (r *Runner) listingCheck(c call) func(transform.Stats) error {
 	if maxShare <= 0 {
 		maxShare = DefaultMaxRejectShare
 	}
-	walked := c.ep.Pagination != nil && !paginate.New(*c.ep.Pagination, nil).Exact()
+	kind := ""
+	switch {
+	case c.rq.archived != nil:
+		kind = c.rq.archived[0].Pagination
+	case c.ep.Pagination != nil:
+		kind = c.ep.Pagination.Type
+	}
+	walked := kind != "" && !paginate.New(paginate.Spec{Type: kind}, nil).Exact()
 	return func(st transform.Stats) error {
 		if walked && st.Duplicates > 0 {
 			return &ShiftedError{Duplicates: st.Duplicates}

@@ -201,6 +201,9 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		if c.rq.archived != nil {
 			m.Fields = c.rq.archived[0].Fields
 		}
+		if c.ep.Pagination != nil {
+			m.Pagination = c.ep.Pagination.Type
+		}
 		var entry archiveEntry = &countingEntry{}
 		if c.sr.archive != nil {
 			e, err := c.sr.archive.Create(ctx, m)

@@ -146,6 +146,11 @@ func TestPagedListingFaults(t *testing.T) {
 			again := memsink.New("again")
 			cfg := rig.cfg
 			cfg.Sinks, cfg.Ledger = []sinks.Sink{again}, false
+			// Without the pagination config (replay takes the archive's word).
+			var err error
+			if cfg.Endpoints, err = pipeline.SelectEndpoints([]string{"instruments"}, nil); err != nil {
+				t.Fatal(err)
+			}
 			r, err := pipeline.New(cfg)
 			if err != nil {
 				t.Fatal(err)

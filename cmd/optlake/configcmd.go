@@ -137,6 +137,9 @@ func (j *job) validate() (*validJob, error) {
 	if j.BatchRows <= 0 || (!j.Replay && (j.MaxAttempts <= 0 || j.MaxBodyBytes <= 0)) {
 		return nil, usagef("--batch-rows, --max-attempts and --max-body-size must be positive")
 	}
+	if !(j.MaxRejectShare > 0 && j.MaxRejectShare <= 1) {
+		return nil, usagef("--max-reject-share must be more than 0 and at most 1")
+	}
 	if j.CHMaxAttempts <= 0 && slices.Contains(j.Sinks, "clickhouse") {
 		return nil, usagef("--clickhouse-max-attempts must be positive")
 	}

@@ -55,6 +55,7 @@ type job struct {
 	MaxAttempts        int               `setting:"max-attempts"`
 	MaxBodyBytes       int64             `setting:"max-body-size"`
 	BatchRows          int               `setting:"batch-rows"`
+	MaxRejectShare     float64           `setting:"max-reject-share"`
 	SummaryJSON        string            `setting:"summary-json"`
 	MetricsFile        string            `setting:"metrics-file"` // Prometheus textfile after each run
 	Jitter             time.Duration     `setting:"jitter"`       // --every: random extra delay before each snapshot
@@ -288,7 +289,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
 		Client: client, Store: st, Events: true, Ledger: true, Sinks: ss, Endpoints: v.endpoints, Params: v.params,
 		Source: v.source, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
-		Now: j.host.now,
+		Now: j.host.now, MaxRejectShare: j.MaxRejectShare,
 	})
 	if err != nil {
 		closeSinks(ss)

@@ -150,18 +150,24 @@ func TestPageLoopAndMaxPages(t *testing.T) {
 			_, url := realSim(t, 7, tc.rv)
 			dir := t.TempDir()
 			cfg := writeFile(t, dir, "c.yaml", "endpoints:\n  instruments:\n    records: data\n    pagination: {type: cursor, cursor_path: next_cursor, cursor_param: cursor"+tc.max+"}\n  account_summary:\n")
-			res := optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir)
-			if res.code != exitPartial {
-				t.Fatalf("exit %d, want %d: %s", res.code, exitPartial, res.stderr)
-			}
-			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-			if last := lines[len(lines)-1]; !strings.Contains(last, tc.want) {
-				t.Errorf("last line %q, want %q", last, tc.want)
-			}
-			if files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet")); len(files) != 0 {
-				t.Errorf("instruments loaded: %v", files)
-			}
+			listingFailed(t, optlake(t, "run", "--config", cfg, "--api-url", url, "--data-dir", dir), dir, tc.want)
 		})
+	}
+}
+
+// listingFailed checks a run that failed its instruments endpoint: exit 3,
+// the last line of stderr says want, and no instruments are in the lake.
+func listingFailed(t *testing.T, res result, dir, want string) {
+	t.Helper()
+	if res.code != exitPartial {
+		t.Fatalf("exit %d, want %d: %s", res.code, exitPartial, res.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, want) {
+		t.Errorf("last line %q, want %q", last, want)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "instruments", "*", "*.parquet")); len(files) != 0 {
+		t.Errorf("instruments loaded: %v", files)
 	}
 }
 

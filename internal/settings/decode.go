@@ -80,6 +80,7 @@ func hasFlag(c *cli.Context, name string) bool {
 var goType = map[Kind]reflect.Type{
 	String: reflect.TypeOf(""), List: reflect.TypeOf([]string(nil)), Bool: reflect.TypeOf(false),
 	Int: reflect.TypeOf(0), Int64: reflect.TypeOf(int64(0)), Duration: reflect.TypeOf(time.Duration(0)),
+	Float: reflect.TypeOf(0.0),
 }
 
 func walk(dst any, fn func(s Setting, f reflect.Value, split bool) error) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
 )
@@ -27,10 +28,11 @@ const (
 	Int           // Go int
 	Int64         // Go int64
 	Duration      // time.Duration ("5m")
+	Float         // Go float64
 )
 
 func (k Kind) String() string {
-	return [...]string{"string", "list", "bool", "int", "int64", "duration"}[k]
+	return [...]string{"string", "list", "bool", "int", "int64", "duration", "float"}[k]
 }
 
 // Command names a command that takes settings of the list.
@@ -44,6 +46,9 @@ const (
 	History = "history"
 	Compact = "compact"
 )
+
+// DefaultMaxRejectShare is --max-reject-share.
+const DefaultMaxRejectShare = pipeline.DefaultMaxRejectShare
 
 // DefaultBatchRows is the rows per Arrow record batch (--batch-rows).
 const DefaultBatchRows = schema.DefaultBatchRows
@@ -145,6 +150,7 @@ var list = []Setting{
 	{Name: "rate-burst", Kind: Int, Default: 1, Usage: "with --rate-limit: requests allowed at once before the rate applies", Commands: runOnly},
 	{Name: "column-budget", Kind: Int, Default: infer.DefaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", Commands: runReplay},
 	{Name: "batch-rows", Kind: Int, Default: DefaultBatchRows, Usage: "rows per Arrow record batch", Commands: runReplay},
+	{Name: "max-reject-share", Kind: Float, Default: DefaultMaxRejectShare, Usage: "a listing whose rejected rows are more than this share of its rows fails its endpoint, loading none of it (exit 3, the reason most rows gave); one whose every row is rejected always fails (1 = only then)", Commands: runReplay},
 	{Name: "summary-json", Kind: String, Usage: "write the run summary as JSON to this file", Commands: runReplay,
 		Overrides: map[string]Override{Replay: {Usage: "write the replay summary as JSON"}}},
 	{Name: "every", Kind: Duration, Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", Commands: runOnly},
@@ -234,6 +240,9 @@ func (s Setting) Flag() cli.Flag {
 	case Duration:
 		d, _ := s.Default.(time.Duration)
 		return &cli.DurationFlag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
+	case Float:
+		d, _ := s.Default.(float64)
+		return &cli.Float64Flag{Name: s.Name, Usage: s.Usage, Value: d, EnvVars: env}
 	}
 	panic(fmt.Sprintf("settings: %s has unknown kind %d", s.Name, s.Kind))
 }
@@ -252,6 +261,8 @@ func (s Setting) Value(c *cli.Context) any {
 		return c.Int64(s.Name)
 	case Duration:
 		return c.Duration(s.Name)
+	case Float:
+		return c.Float64(s.Name)
 	}
 	return c.String(s.Name)
 }

@@ -78,6 +78,9 @@ type Meta struct {
 	// a walk is walked again, its bodies archived with attempts after the
 	// earlier walk's. Replay and catch-up take the last walk only.
 	Walk int `json:"walk,omitempty"`
+	// Pagination is the kind of the walk (paginate.Offset, …), so that a
+	// replay checks an offset walk as the run did.
+	Pagination string `json:"pagination,omitempty"`
 	// Envelope: the rows are the records at the dotted path Records
 	// ("" the whole body), the rest is envelope (replay decodes it so).
 	Envelope bool   `json:"envelope,omitempty"`
