@@ -13,7 +13,7 @@ func metricsRun(sum *pipeline.Summary) *metrics.Run {
 	}
 	r := &metrics.Run{SnapshotTime: sum.SnapshotTime, DurationMS: sum.DurationMS, OK: sum.OK, Error: sum.Error}
 	for _, e := range sum.Endpoints {
-		er := metrics.EndpointRun{Endpoint: e.Endpoint, Status: e.Status, Requests: e.Requests, Rows: e.Rows, Rejects: e.Rejects,
+		er := metrics.EndpointRun{Endpoint: e.Endpoint, Status: e.Status, Requests: e.Requests, Rows: e.Rows, Rejects: e.Rejects, Duplicates: e.Duplicates,
 			Events: e.Events, EventsSkipped: e.EventsSkipped, Overflow: e.Overflow, Bytes: e.Bytes, DurationMS: e.DurationMS, Error: e.Error,
 			Sinks: make(map[string]metrics.SinkRun, len(e.Sinks))}
 		for name, s := range e.Sinks {

@@ -28,6 +28,7 @@
 //	rows_total{table,sink}                         counter   rows committed to a sink
 //	sink_failures_total{endpoint,sink}             counter   endpoint snapshots a sink failed to load
 //	rejects_total{endpoint}                        counter   rows rejected (in the rejects table)
+//	duplicates_total{endpoint}                     counter   of them, rows whose key came earlier in the snapshot
 //	events_total{endpoint}                         counter   instrument events derived
 //	response_bytes_total{endpoint}                 counter   response body bytes received
 //	column_budget_overflow_total{endpoint}         counter   account fields stored in extra (table at its column budget)
@@ -98,6 +99,7 @@ type Metrics struct {
 	rows             *prometheus.CounterVec
 	sinkFailures     *prometheus.CounterVec
 	rejects          *prometheus.CounterVec
+	duplicates       *prometheus.CounterVec
 	events           *prometheus.CounterVec
 	bytes            *prometheus.CounterVec
 	overflow         *prometheus.CounterVec
@@ -160,6 +162,7 @@ func New(opts ...Option) *Metrics {
 	m.rows = m.counter("rows_total", "Rows committed to a sink, per table.", "table", "sink")
 	m.sinkFailures = m.counter("sink_failures_total", "Endpoint snapshots that a sink failed to load.", "endpoint", "sink")
 	m.rejects = m.counter("rejects_total", "Rows rejected (written to the rejects table with a reason), per endpoint.", "endpoint")
+	m.duplicates = m.counter("duplicates_total", "Rows rejected because their key (instrument_name) came earlier in the same snapshot, per endpoint.", "endpoint")
 	m.events = m.counter("events_total", "Instrument events derived (listings, delistings, changes), per endpoint.", "endpoint")
 	m.bytes = m.counter("response_bytes_total", "Response body bytes received and archived, per endpoint.", "endpoint")
 	m.overflow = m.counter("column_budget_overflow_total", "Account fields stored in a table's extra JSON column because the table reached its column budget, per endpoint.", "endpoint")
@@ -284,6 +287,7 @@ func (m *Metrics) Observe(sum *Run) {
 		m.endpointRuns.WithLabelValues(ep, st).Inc()
 		add(m.requests.WithLabelValues(ep), e.Requests)
 		add(m.rejects.WithLabelValues(ep), e.Rejects)
+		add(m.duplicates.WithLabelValues(ep), e.Duplicates)
 		add(m.events.WithLabelValues(ep), e.Events)
 		if e.EventsSkipped != "" {
 			m.eventsSkipped.WithLabelValues(ep).Inc()

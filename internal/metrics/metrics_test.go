@@ -31,7 +31,7 @@ func okRun() *Run {
 	return &Run{
 		SnapshotTime: t1, DurationMS: 1200, OK: true,
 		Endpoints: []EndpointRun{
-			{Endpoint: "instruments", Status: "ok", Requests: 1, Rows: 3000, Rejects: 4, Events: 41, Bytes: 2_000_000, DurationMS: 1100,
+			{Endpoint: "instruments", Status: "ok", Requests: 1, Rows: 3000, Rejects: 4, Duplicates: 2, Events: 41, Bytes: 2_000_000, DurationMS: 1100,
 				Sinks: map[string]SinkRun{
 					"parquet":    {Rows: 3000, Rejects: 4, Bytes: 500_000},
 					"clickhouse": {Rows: 3000, Rejects: 4},
@@ -156,6 +156,7 @@ func checkTwoRuns(t *testing.T, f families) {
 	f.expect(t, 1, "optlake_sink_failures_total", "endpoint=instruments", "sink=clickhouse")
 	f.expect(t, 5, "optlake_rejects_total", "endpoint=instruments")
 	f.expect(t, 0, "optlake_rejects_total", "endpoint=account_balance")
+	f.expect(t, 2, "optlake_duplicates_total", "endpoint=instruments")
 	f.expect(t, 44, "optlake_events_total", "endpoint=instruments")
 	f.expect(t, 4_100_000, "optlake_response_bytes_total", "endpoint=instruments")
 	f.expect(t, 610, "optlake_response_bytes_total", "endpoint=account_balance")

@@ -28,6 +28,7 @@ type EndpointRun struct {
 	Requests   int
 	Rows       int64
 	Rejects    int64
+	Duplicates int64 // of the rejects, rows whose key came earlier in the snapshot
 	Events     int64
 	Overflow   int64 // account fields past the column budget
 	Bytes      int64

@@ -40,7 +40,7 @@ var fileKeys = []FileKey{
 	{Key: "endpoints.<name>.auth", Type: "none, or an auth mapping (see auth)", Default: "the account's, else the top-level auth",
 		Usage: "the endpoint's own authentication; none sends no credentials (no headers either)"},
 	{Key: "endpoints.<name>.pagination", Type: "{type, max_pages, …}", Default: "one page",
-		Usage: "type cursor {cursor_path or cursor_from_record (a field of the page's last record; cursor_plus adds to it), cursor_param, limit_param, limit}, next_url {next_path}, link_header (RFC 8288 rel=next), offset {offset_param, limit_param, limit, total_path} or page {page_param, start, limit_param, limit}; max_pages (default 10000) or a cursor/URL seen twice fails the endpoint"},
+		Usage: "type cursor {cursor_path or cursor_from_record (a field of the page's last record; cursor_plus adds to it), cursor_param, limit_param, limit}, next_url {next_path}, link_header (RFC 8288 rel=next), offset {offset_param, limit_param, limit, total_path} or page {page_param, start, limit_param, limit, total_path}; max_pages (default 10000) or a cursor/URL seen twice fails the endpoint; an offset or page walk short of total, or that received an instrument twice, is walked again (3 walks) and then fails the endpoint"},
 	{Key: "endpoints.<name>.errors", Type: "{path, code, message, ok, non_empty, retry_codes}", Default: "the top-level errors",
 		Usage: "the endpoint's own error bodies (see errors)"},
 	{Key: "accounts", Type: "list of {label, headers, auth}", Default: "one account, default",
