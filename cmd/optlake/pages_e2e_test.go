@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -65,5 +73,63 @@ func TestPagedListingFaultsE2E(t *testing.T) {
 				t.Errorf("replay changed the lake: %v, before %v", after, before)
 			}
 		})
+	}
+}
+
+// A listing that holds an instrument twice (the second time with another
+// tick_size) loads the first row in Parquet and ClickHouse alike, and the
+// later one in rejects of both: the stores hold the same rows (ClickHouse's
+// ReplacingMergeTree would otherwise keep one of the two, Parquet both).
+func TestDuplicateKeySinksAgree(t *testing.T) {
+	t.Parallel()
+	c := testenv.SharedClickHouse(t)
+	db := testenv.FreshDatabase(t, c)
+	sim := venuesim.New(venuesim.Config{Seed: 5, Instruments: 300})
+	var body bytes.Buffer
+	if err := sim.WriteInstruments(&body); err != nil {
+		t.Fatal(err)
+	}
+	listing := bytes.TrimSpace(body.Bytes())
+	var groups []struct {
+		Instruments []map[string]any `json:"instruments"`
+	}
+	if err := json.Unmarshal(listing, &groups); err != nil {
+		t.Fatal(err)
+	}
+	first := groups[0].Instruments[0]
+	first["tick_size"] = 123456.0
+	again, _ := json.Marshal(first)
+	dup := append(listing[:len(listing)-1:len(listing)-1], []byte(`,{"instruments":[`+string(again)+`]}]`)...)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(dup)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	res := optlake(t, "run", "--api-url", srv.URL, "--data-dir", dir, "--endpoints", "instruments", "--migrate",
+		"--sink", "parquet", "--sink", "clickhouse", "--clickhouse-dsn", c.DSN(db), "--summary-json", filepath.Join(dir, "sum.json"))
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	name := fmt.Sprint(first["instrument_name"])
+	lake := duckScalar(t, fmt.Sprintf(`SELECT count(*) || ' ' || count(DISTINCT instrument_name) || ' ' || max(tick_size) FILTER (WHERE instrument_name = '%s')
+		FROM read_parquet('%s')`, name, filepath.Join(dir, "instruments", "*", "*.parquet")))
+	ch := chQuery(t, c, db, fmt.Sprintf(`SELECT toString(count()) || ' ' || toString(uniqExact(instrument_name)) || ' ' || toString(maxIf(tick_size, instrument_name = '%s')) FROM instruments`, name))
+	if lake != ch || !strings.HasPrefix(lake, "300 300 ") || strings.HasSuffix(lake, " 123456") {
+		t.Errorf("Parquet holds %q, ClickHouse (without FINAL) %q; want the 300 instruments once, the first row of the duplicate", lake, ch)
+	}
+	if got := chQuery(t, c, db, "SELECT count() FROM instruments FINAL"); got != "300" {
+		t.Errorf("ClickHouse FINAL holds %s rows, want 300", got)
+	}
+	reason := `duplicate key within snapshot: instrument_name came earlier in the listing`
+	if got := chQuery(t, c, db, "SELECT count(), any(reason) FROM rejects"); got != "1\t"+reason {
+		t.Errorf("ClickHouse rejects: %q", got)
+	}
+	if got := duckScalar(t, fmt.Sprintf(`SELECT count(*) || ' ' || any_value(reason) FROM read_parquet('%s')`, filepath.Join(dir, "rejects", "*", "*.parquet"))); got != "1 "+reason {
+		t.Errorf("Parquet rejects: %q", got)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "sum.json"))
+	if err != nil || !strings.Contains(string(sum), `"duplicates": 1`) {
+		t.Errorf("summary does not count the duplicate (%v): %s", err, sum)
 	}
 }

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"testing"
 
@@ -105,7 +106,29 @@ func BenchmarkDecodeSnapshotReused(b *testing.B) {
 // inMem, as jsontok.InMemory) and reports rows/s; each decode must load
 // rows rows.
 func decodeLoop(b *testing.B, body []byte, inMem bool, rows int64) {
-	d := NewInstrumentDecoder(Options{})
+	decodeLoopWith(b, Options{}, body, inMem, rows)
+}
+
+// BenchmarkDecodeUniqueNames is the cost of Options.UniqueNames (what the
+// pipeline decodes with) on the realistic listing read in place, as a
+// replay does, and on a 100,000-instrument one: compare off and on.
+func BenchmarkDecodeUniqueNames(b *testing.B) {
+	for _, n := range []int{3_000, 100_000} {
+		sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: n, GroupSize: 200})
+		var body bytes.Buffer
+		if err := sim.WriteInstruments(&body); err != nil {
+			b.Fatal(err)
+		}
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%d/unique=%v", n, on), func(b *testing.B) {
+				decodeLoopWith(b, Options{UniqueNames: on}, body.Bytes(), true, int64(n))
+			})
+		}
+	}
+}
+
+func decodeLoopWith(b *testing.B, opt Options, body []byte, inMem bool, rows int64) {
+	d := NewInstrumentDecoder(opt)
 	defer d.Release()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
