@@ -2,7 +2,10 @@ package transform
 
 import (
 	"bytes"
-	"hash/maphash"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"math/rand/v2"
 )
 
 // ReasonDuplicate is the reject reason of a row whose instrument_name came
@@ -13,50 +16,95 @@ const ReasonDuplicate = "duplicate key within snapshot: instrument_name came ear
 
 // keySet holds the instrument names of one listing, to tell a name that
 // came before. The names are kept back to back in one arena and found
-// through an open-addressing table of their hashes (the upper half of a
-// slot is the hash's, the lower the name's position + 1), so adding a name
-// allocates nothing but the amortised growth of the arena and the table.
+// through an open-addressing table of 4-byte slots (the top byte is a tag
+// from the name's hash, the rest the name's position + 1), so adding a name
+// allocates nothing but the amortised growth of the arena and the table,
+// and the table stays small enough for the cache (1 MiB at 100,000 names).
+// Names past the table's reach (2^24-1 names, or 4 GiB of them: never a
+// venue's listing) go to a map.
 type keySet struct {
-	seed  maphash.Seed
+	seed  uint64 // random per set: a listing cannot aim at the table's slots
 	arena []byte
 	ends  []uint32 // ends[i] is the end of name i in arena
-	table []uint64 // 0: empty
+	table []uint32 // 0: empty
+	more  map[string]struct{}
 }
 
-func newKeySet() *keySet { return &keySet{seed: maphash.MakeSeed()} }
+const (
+	keyPosBits = 24
+	keyPosMask = 1<<keyPosBits - 1
+)
+
+func newKeySet() *keySet { return &keySet{seed: rand.Uint64()} }
+
+// hash is a seeded multiply-mix hash of name, a word at a time (a name is
+// about 20 bytes: hash/maphash's call costs as much as the rest of add).
+func (k *keySet) hash(name []byte) uint64 {
+	h := k.seed ^ uint64(len(name))*0x9e3779b97f4a7c15
+	for ; len(name) >= 8; name = name[8:] {
+		h = mix(h ^ binary.LittleEndian.Uint64(name))
+	}
+	if len(name) > 0 {
+		var t uint64
+		for i, c := range name {
+			t |= uint64(c) << (8 * i)
+		}
+		h = mix(h ^ t ^ 0xff<<56)
+	}
+	return mix(h)
+}
+
+func mix(h uint64) uint64 {
+	hi, lo := bits.Mul64(h, 0xbf58476d1ce4e5b9)
+	return hi ^ lo
+}
 
 // reset empties the set, keeping its memory (up to a bound: a listing of
 // millions does not pin its names for the next small one).
 func (k *keySet) reset() {
-	const keep = 1 << 20
-	if cap(k.arena) > 16*keep {
+	const keep = 16 << 20
+	if cap(k.arena) > keep {
 		k.arena, k.ends, k.table = nil, nil, nil
-		return
 	}
-	k.arena, k.ends = k.arena[:0], k.ends[:0]
+	k.arena, k.ends, k.more = k.arena[:0], k.ends[:0], nil
 	clear(k.table)
 }
 
 // add adds name and reports true, or reports false when it is there.
 func (k *keySet) add(name []byte) bool {
-	if 2*(len(k.ends)+1) > len(k.table) {
+	if 2*(len(k.ends)+1) > len(k.table) && len(k.ends) < keyPosMask {
 		k.grow()
 	}
-	h := maphash.Bytes(k.seed, name)
-	tag := h &^ (1<<32 - 1)
+	h := k.hash(name)
+	tag := uint32(h>>56) << keyPosBits
 	mask := uint64(len(k.table) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := k.table[i]
 		if s == 0 {
+			if len(k.ends) >= keyPosMask || len(k.arena)+len(name) > math.MaxUint32 {
+				return k.addMore(name)
+			}
 			k.arena = append(k.arena, name...)
 			k.ends = append(k.ends, uint32(len(k.arena)))
-			k.table[i] = tag | uint64(len(k.ends))
+			k.table[i] = tag | uint32(len(k.ends))
 			return true
 		}
-		if s&^(1<<32-1) == tag && bytes.Equal(k.name(int(s&(1<<32-1))-1), name) {
+		if s&^keyPosMask == tag && bytes.Equal(k.name(int(s&keyPosMask)-1), name) {
 			return false
 		}
 	}
+}
+
+// addMore adds a name past the table's reach.
+func (k *keySet) addMore(name []byte) bool {
+	if _, ok := k.more[string(name)]; ok {
+		return false
+	}
+	if k.more == nil {
+		k.more = map[string]struct{}{}
+	}
+	k.more[string(name)] = struct{}{}
+	return true
 }
 
 func (k *keySet) name(i int) []byte {
@@ -70,14 +118,14 @@ func (k *keySet) name(i int) []byte {
 // grow doubles the table and puts the names back.
 func (k *keySet) grow() {
 	n := max(1024, 2*len(k.table))
-	k.table = make([]uint64, n)
+	k.table = make([]uint32, n)
 	mask := uint64(n - 1)
 	for j := range k.ends {
-		h := maphash.Bytes(k.seed, k.name(j))
+		h := k.hash(k.name(j))
 		i := h & mask
 		for k.table[i] != 0 {
 			i = (i + 1) & mask
 		}
-		k.table[i] = h&^(1<<32-1) | uint64(j+1)
+		k.table[i] = uint32(h>>56)<<keyPosBits | uint32(j+1)
 	}
 }

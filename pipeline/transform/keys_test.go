@@ -70,4 +70,8 @@ func TestKeySet(t *testing.T) {
 		}
 		k.reset()
 	}
+	// Past the table's reach, names go to a map, with the same answers.
+	if !k.add([]byte("A")) || !k.addMore([]byte("B")) || k.addMore([]byte("B")) || k.add([]byte("A")) {
+		t.Error("names past the table are not kept once")
+	}
 }
