@@ -125,6 +125,7 @@ func TestRecordCursor(t *testing.T) {
 		t.Error(err)
 	}
 }
+
 // TestOffsetWalks walks a listing of 3,000 rows served by venues that answer
 // pages other than asked, and checks every row is received once, or the
 // walk is reported incomplete.
