@@ -111,6 +111,9 @@ func checkConfigValue(t *testing.T, where string, kind flagKind, v *yaml.Node) {
 	case kindInt:
 		var n int64
 		err = v.Decode(&n)
+	case kindFloat:
+		var f float64
+		err = v.Decode(&f)
 	case kindDuration:
 		_, err = time.ParseDuration(v.Value)
 	case kindString:

@@ -20,10 +20,11 @@ const (
 	kindBool            // no value on the command line
 	kindDuration
 	kindInt
+	kindFloat
 )
 
 func (k flagKind) String() string {
-	return [...]string{"string", "list", "bool", "duration", "int"}[k]
+	return [...]string{"string", "list", "bool", "duration", "int", "float"}[k]
 }
 
 // runFlags are the flags of `optlake run`, as `optlake run --help` lists
@@ -34,6 +35,7 @@ var runFlags = func() map[string]flagKind {
 	kinds := map[settings.Kind]flagKind{
 		settings.String: kindString, settings.List: kindList, settings.Bool: kindBool,
 		settings.Duration: kindDuration, settings.Int: kindInt, settings.Int64: kindInt,
+		settings.Float: kindFloat,
 	}
 	out := map[string]flagKind{}
 	for _, s := range settings.For(settings.Run) {
