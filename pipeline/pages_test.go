@@ -229,3 +229,35 @@ func TestListingRejects(t *testing.T) {
 		})
 	}
 }
+
+// A listing walked again (it moved under the first walk) that a sink
+// missed is caught up from the last walk's pages only: every instrument
+// once (the first walk had a sixth page, of the 251st row; the last has
+// five).
+func TestShiftedWalkCaughtUp(t *testing.T) {
+	spec := paginate.Spec{Type: paginate.Offset, OffsetParam: "offset", LimitParam: "limit", Limit: 50, TotalPath: "total"}
+	rig := newPagedRig(t, 250, venuesim.RealVenue{Paginate: venuesim.PageOffset, ShiftWalks: 1}, spec)
+	f := &flaky{Sink: memsink.New("mem")}
+	f.down.Store(true)
+	cfg := rig.cfg
+	cfg.Sinks = []sinks.Sink{f}
+	r, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if sum := r.Run(ctx); sum.OK || !sum.OnlySinksFailed() {
+		t.Fatalf("run with the sink down: ok %v: %s", sum.OK, sum.Error)
+	}
+	if p := pendingOf(t, r, "mem"); p != 1 {
+		t.Fatalf("%d pending, want the snapshot", p)
+	}
+	f.down.Store(false)
+	res, err := r.CatchUp(ctx, pipeline.CatchUpOptions{})
+	if err != nil || res.Failed != 0 || len(res.Snapshots) != 1 || !res.Snapshots[0].OK {
+		t.Fatalf("catch-up: %+v %v", res, err)
+	}
+	if got := names(f.Sink); !slices.Equal(got, rig.want) {
+		t.Errorf("caught up %d rows, want the listing's %d, each once", len(got), len(rig.want))
+	}
+}
