@@ -7,7 +7,9 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"path"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -367,6 +369,9 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 
 // replayOne loads one archived snapshot into the sinks.
 func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool, held *dayLoads, cols memory.Allocator) *replayed {
+	if r.listingLost(ctx, s) {
+		turn.unreadable()
+	}
 	if len(s.Bodies) == 0 {
 		return &replayed{}
 	}
@@ -377,6 +382,37 @@ func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.
 	})
 	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, held)
 	return &replayed{sum: sum, problems: fetch.problems}
+}
+
+// listingLost reports whether snapshot s's instrument listing may have
+// loaded live but can no longer be read back from the archive, so that the
+// next snapshot only seeds the events state (eventsTurn). A body whose
+// metadata is there lost it afterwards (the metadata is written after the
+// body); a body without metadata is what a run killed between the two
+// leaves, which never loaded (the body is durable before any sink
+// commits), unless the ledger says a sink committed it (its metadata was
+// lost later); a body cut off never loaded.
+func (r *Runner) listingLost(ctx context.Context, s archive.Snapshot) bool {
+	prefix := path.Join("raw", "instruments") + "/"
+	for _, p := range s.Problems {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		switch {
+		case strings.Contains(p, ": body cut off"):
+		case strings.Contains(p, ": no metadata"):
+			if r.ledger == nil {
+				continue
+			}
+			loaded, err := r.ledger.Committed(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, "instruments")
+			if err != nil || loaded {
+				return true // unknown counts as lost: never an event twice
+			}
+		default: // body missing, metadata unreadable
+			return true
+		}
+	}
+	return false
 }
 
 // archiveFetcher serves archived bodies as responses.

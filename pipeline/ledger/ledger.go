@@ -272,6 +272,39 @@ func (l *Ledger) Get(ctx context.Context, k Key) (*Record, error) {
 	return &cp, nil
 }
 
+// Committed reports whether any sink committed endpoint's rows of
+// snapshot k, by its open record or, once settled, its done record (false
+// when the ledger holds neither: never recorded, or pruned).
+func (l *Ledger) Committed(ctx context.Context, k Key, endpoint string) (bool, error) {
+	l.mu.Lock()
+	rec, err := l.get(ctx, k)
+	var loads []Load
+	if rec != nil {
+		loads = append(loads, rec.Loads...)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	if rec == nil {
+		b, err := l.st.get(ctx, doneName(Key{Time: k.Time.UTC(), RunID: k.RunID}))
+		if err != nil || b == nil {
+			return false, wrap(err)
+		}
+		var done Record
+		if err := json.Unmarshal(b, &done); err != nil {
+			return false, fmt.Errorf("ledger: %s: %w", doneName(k), err)
+		}
+		loads = done.Loads
+	}
+	for _, ld := range loads {
+		if ld.Endpoint == endpoint && ld.State == Committed {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // get returns the open record of k (nil when there is none). Call with mu
 // held.
 func (l *Ledger) get(ctx context.Context, k Key) (*Record, error) {
