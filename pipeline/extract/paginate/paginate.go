@@ -314,9 +314,11 @@ func (p *Paginator) Next(a Answer) (*Request, error) {
 }
 
 // recordCursor is the next request of a cursor read from the page's last
-// record: an empty page, or a short one when a limit is set, is the last.
+// record. Only an empty page ends the walk: a venue that caps its pages below the
+// limit asked for answers a short page that is not the last (one request
+// more a walk, never a listing cut short).
 func (p *Paginator) recordCursor(a Answer) (*Request, error) {
-	if a.Records == 0 || (p.spec.Limit > 0 && a.Records < p.spec.Limit) {
+	if a.Records == 0 {
 		return nil, nil
 	}
 	c := scalar(a.Last[p.spec.CursorFromRecord])

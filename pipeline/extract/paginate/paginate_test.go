@@ -98,8 +98,10 @@ func TestRecordCursor(t *testing.T) {
 	if _, err := p.Next(Answer{Records: 2, Last: last(`"650"`), URL: page}); !errors.Is(err, ErrLoop) {
 		t.Errorf("the same last record twice: %v", err)
 	}
-	if n, err := p.Next(Answer{Records: 1, Last: last(`"600"`), URL: page}); n != nil || err != nil {
-		t.Errorf("a short page goes on: %v %v", n, err)
+	// A venue may cap its pages below the limit asked: a short page is not
+	// the last, only an empty one is.
+	if n, err := p.Next(Answer{Records: 1, Last: last(`"600"`), URL: page}); err != nil || n == nil || n.Params.Get("after") != "600" {
+		t.Errorf("a short page ended the walk: %v %v", n, err)
 	}
 	if n, err := New(Spec{Type: Cursor, CursorFromRecord: "billId", CursorParam: "after"}, nil).Next(Answer{Records: 0, URL: page}); n != nil || err != nil {
 		t.Errorf("an empty page goes on: %v %v", n, err)
