@@ -2,7 +2,10 @@
 GO        ?= go
 BIN       := bin/optlake
 VERSION   := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+COMMIT    := $(shell git rev-parse HEAD 2>/dev/null)
+# The commit's date, as the release build stamps it (internal/buildinfo).
+DATE      := $(shell TZ=UTC git show -s --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd HEAD 2>/dev/null)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 # disable_grpc_modules: the Cloud Storage client without its gRPC DirectPath
 # (xDS) resolver, 141 packages and 12 MiB that gs:// (JSON API) never uses;
 # see docs/development.md. Tests build with the same tags as the binary.
@@ -16,8 +19,16 @@ TESTFLAGS ?= -race -count=1 -timeout 30m -tags '$(TAGS)'
 # of a long one starting last and running alone at the end.
 SLOWPKGS  := ./cmd/optlake/ ./sinks/parquet/compact/ ./pipeline/events/ ./lake/iceberg/ ./sinks/clickhouse/clustertest/ ./sinks/parquet/pqpage/
 FUZZX     ?= 1
+# Release tools (scripts/release-tools.sh: goreleaser and syft, pinned in
+# tools/release/go.mod) are built into this cache folder.
+TOOLBIN   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/optlake/bin
+GORELEASER = $(TOOLBIN)/goreleaser
+# The container image's name (registry/repository): set in one place,
+# deploy/kubernetes/kustomization.yaml (images: newName), which the
+# Kubernetes examples are rendered with; make IMAGE=... overrides it here.
+IMAGE     ?= $(shell sed -n 's/^[[:space:]]*newName:[[:space:]]*//p' deploy/kubernetes/kustomization.yaml)
 
-.PHONY: all build demo test deps unit fuzz lint bench clean soak
+.PHONY: all build demo test deps unit fuzz lint bench clean soak release-tools release-snapshot release-ci image release
 
 all: build
 
@@ -39,6 +50,7 @@ deps:
 ## then each fuzz target for a bounded time
 test: deps
 	$(GO) vet -tags '$(TAGS)' ./...
+	$(MAKE) release-ci
 	$(GO) test $(TESTFLAGS) $(SLOWPKGS) ./...
 	$(GO) test -count=1 -tags '$(TAGS)' -run '^(TestMillionInstruments|TestMillionInstrumentsOnBucket|TestKill9MidUploadOnBucket)$$' ./cmd/optlake/
 	$(MAKE) fuzz
@@ -65,6 +77,38 @@ fuzz:
 # fuzz runs target $(1) of package $(3) for $(2) x $(FUZZX) executions.
 fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x -fuzzminimizetime 0 $(3)
 
+## release-snapshot: the release for the four platforms (linux/amd64,
+## linux/arm64, darwin/arm64, windows/amd64) into dist/: archives,
+## checksums.txt, an SBOM per archive; offline (the Go module cache only).
+## The first run builds goreleaser and syft (minutes, once).
+release-snapshot: release-tools
+	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean
+
+## image: the container image IMAGE:VERSION (Containerfile, podman) from the
+## linux binaries in dist/ (after release-snapshot or release)
+image:
+	bash scripts/image.sh '$(IMAGE)'
+
+## release-ci: what make test checks of releases, kept small: the GoReleaser
+## config, a snapshot build of linux/amd64 alone, the image from that binary
+## and the image's test (deploy/image_test.go)
+release-ci:
+	bash scripts/release-tools.sh goreleaser
+	$(GORELEASER) check
+	GOOS=linux GOARCH=amd64 $(GORELEASER) build --snapshot --clean --single-target
+	OPTLAKE_TEST_IMAGE="$$(bash scripts/image.sh '$(IMAGE)')" $(GO) test -count=1 -tags '$(TAGS)' -run '^TestImage' ./deploy/
+
+## release: publish the release of the tag at HEAD (needs GITHUB_TOKEN;
+## GoReleaser creates a draft release), then build the image for linux/amd64
+## and linux/arm64; push it with: podman manifest push IMAGE:VERSION
+release: release-tools
+	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --clean
+	bash scripts/image.sh '$(IMAGE)'
+
+## release-tools: build goreleaser and syft into the cache folder (once)
+release-tools:
+	bash scripts/release-tools.sh goreleaser syft
+
 ## unit: tests that need nothing installed
 unit:
 	$(GO) test -short -tags '$(TAGS)' ./...
@@ -89,4 +133,4 @@ bench: deps build
 	$(GO) test -run '^$$' -bench RunWideBodies -benchmem ./cmd/optlake/
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/optlake/optlake/internal/buildinfo"
 	"github.com/optlake/optlake/internal/datadir"
 	"github.com/optlake/optlake/internal/metrics"
 	"github.com/optlake/optlake/internal/redact"
@@ -242,7 +243,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 	if !j.Replay {
 		opt := extract.Options{
 			BaseURL: j.APIURL, Headers: v.headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
-			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + version, Redactor: red, Logger: log,
+			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + buildInfo().Version, Redactor: red, Logger: log,
 			CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
 			RateLimit: v.rate, RateBurst: j.RateBurst, // burst 0: the client's default, 1
 		}
@@ -295,7 +296,8 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		closeSinks(ss)
 		return nil, usageError{err}
 	}
-	m := metrics.New()
+	bi := buildInfo()
+	m := metrics.New(metrics.WithBuildInfo(bi.Version, bi.Commit, bi.Date, bi.GoVersion))
 	if j.MetricsFile != "" {
 		// Counters carry on from the previous run's file (cron, timers).
 		if err := m.LoadTextfile(j.MetricsFile); err != nil {
@@ -339,7 +341,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 		}
 	}
 	if j.SummaryJSON != "" {
-		if err := writeJSON(j.SummaryJSON, sum, b.redactor); err != nil {
+		if err := writeJSON(j.SummaryJSON, runSummary{Optlake: buildInfo(), Summary: sum}, b.redactor); err != nil {
 			return sum, fmt.Errorf("write summary: %w", err)
 		}
 	}
@@ -482,6 +484,13 @@ func closeSinks(ss []sinks.Sink) {
 	for _, s := range ss {
 		s.Close(context.Background())
 	}
+}
+
+// runSummary is the --summary-json document: the run's summary, led by
+// which optlake took it ("optlake": version, commit, date, Go version).
+type runSummary struct {
+	Optlake buildinfo.Info `json:"optlake"`
+	*pipeline.Summary
 }
 
 // writeJSON writes v atomically and durably (datadir.WriteFile), redacted.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/optlake/optlake/internal/buildinfo"
 	"github.com/optlake/optlake/internal/settings"
 )
 
@@ -39,8 +40,19 @@ func (e codedError) Error() string { return e.err.Error() }
 func (e codedError) Unwrap() error { return e.err }
 func (e codedError) ExitCode() int { return e.code }
 
-// version is set by the Makefile (-ldflags "-X main.version=...").
-var version = "dev"
+// version, commit and date are stamped by the release build and the
+// Makefile (-ldflags "-X main.version=... -X main.commit=... -X
+// main.date=..."); buildinfo.Read completes them from what the Go toolchain
+// recorded (go install, go build).
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
+
+// buildInfo is this binary's build information (optlake --version, the run
+// summary, optlake_build_info).
+func buildInfo() buildinfo.Info { return buildinfo.Read(version, commit, date) }
 
 func main() {
 	os.Exit(run(host{}, os.Args, os.Stdout, os.Stderr))
@@ -175,7 +187,7 @@ func newApp(h host, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:    "optlake",
 		Usage:   "keep the history of an options venue in ClickHouse and Parquet",
-		Version: version,
+		Version: buildInfo().String(),
 		Writer:  stdout, ErrWriter: stderr,
 		// Errors are printed once, by run.
 		ExitErrHandler:       func(*cli.Context, error) {},

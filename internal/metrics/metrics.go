@@ -41,6 +41,7 @@
 //	pending_loads{sink}                            gauge     snapshots the load ledger holds pending for the sink
 //	oldest_pending_load_age_seconds{sink}          gauge     age of the oldest of them at the end of the run (0: none)
 //	caught_up_loads_total{sink}                    counter   loads of missed snapshots done by catch-up
+//	build_info{version,revision,build_date,goversion} gauge   always 1: which optlake wrote the metrics (WithBuildInfo)
 //
 // The duration histograms have buckets from 0.1 s to 1800 s (the default
 // --deadline). No label holds an unbounded value (run ids, errors, URLs never
@@ -117,6 +118,9 @@ type Metrics struct {
 
 	// families maps a full metric name to what LoadTextfile needs to seed it.
 	families map[string]family
+
+	// build holds the label values of build_info (nil: no such metric).
+	build []string
 }
 
 // family describes one metric family for LoadTextfile.
@@ -145,6 +149,16 @@ func WithConstLabels(l prometheus.Labels) Option {
 // with and that stamps a run without a snapshot time; tests pin it.
 func WithClock(now func() time.Time) Option {
 	return func(m *Metrics) { m.now = now }
+}
+
+// WithBuildInfo adds the gauge optlake_build_info, always 1, labelled with
+// the binary's version, git revision, build date and Go version (the
+// Prometheus convention for telling which build is running, e.g.
+// count by (version) (optlake_build_info)). LoadTextfile never carries a
+// previous file's build_info over: after an upgrade the textfile names only
+// the binary that wrote it.
+func WithBuildInfo(version, revision, buildDate, goVersion string) Option {
+	return func(m *Metrics) { m.build = []string{version, revision, buildDate, goVersion} }
 }
 
 // New returns metrics with every counter of a run at zero, registered in a
@@ -183,6 +197,13 @@ func New(opts ...Option) *Metrics {
 	m.runs.WithLabelValues("ok")
 	m.runs.WithLabelValues("failed")
 	m.runFailures.WithLabelValues()
+	if m.build != nil {
+		// Not in m.families: LoadTextfile must not seed another build's series.
+		info := prometheus.NewGaugeVec(prometheus.GaugeOpts(m.opts("build_info", "Always 1; the labels say which optlake build wrote these metrics.")),
+			[]string{"version", "revision", "build_date", "goversion"})
+		m.reg.MustRegister(info)
+		info.WithLabelValues(m.build...).Set(1)
+	}
 	return m
 }
 

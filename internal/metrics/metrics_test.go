@@ -232,7 +232,7 @@ func TestObserveScrape(t *testing.T) {
 
 // The metric names and help texts follow the Prometheus conventions.
 func TestLint(t *testing.T) {
-	m := New()
+	m := New(WithBuildInfo("0.1.0", "0123456789abcdef0123456789abcdef01234567", "2026-12-07T01:00:00Z", "go1.26.8"))
 	m.Observe(okRun())
 	m.Observe(failedRun())
 	mfs, err := m.Gather()
@@ -617,4 +617,39 @@ func TestPendingLoads(t *testing.T) {
 	fam.expect(t, 90, "optlake_oldest_pending_load_age_seconds", "sink=clickhouse")
 	fam.expect(t, 0, "optlake_oldest_pending_load_age_seconds", "sink=parquet")
 	fam.expect(t, 1, "optlake_caught_up_loads_total", "sink=parquet")
+}
+
+// build_info names the binary that wrote the metrics; after an upgrade the
+// textfile of the previous binary does not leave its build_info behind
+// beside the new one (the counters still carry on).
+func TestBuildInfo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "optlake.prom")
+	old := New(WithBuildInfo("0.1.0", "aaaa", "2026-01-01T00:00:00Z", "go1.26.0"))
+	old.Observe(okRun())
+	if err := old.WriteTextfile(path); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := parse(t, fh)
+	fh.Close()
+	f.expect(t, 1, "optlake_build_info", "version=0.1.0", "revision=aaaa", "build_date=2026-01-01T00:00:00Z", "goversion=go1.26.0")
+
+	upgraded := New(WithBuildInfo("0.2.0", "bbbb", "2026-02-01T00:00:00Z", "go1.26.8"))
+	if err := upgraded.LoadTextfile(path); err != nil {
+		t.Fatal(err)
+	}
+	upgraded.Observe(okRun())
+	g := gathered(t, upgraded)
+	g.expect(t, 1, "optlake_build_info", "version=0.2.0", "revision=bbbb", "build_date=2026-02-01T00:00:00Z", "goversion=go1.26.8")
+	if n := len(g["optlake_build_info"].GetMetric()); n != 1 {
+		t.Errorf("optlake_build_info: %d series after an upgrade, want 1 (the running binary's)", n)
+	}
+	g.expect(t, 2, "optlake_runs_total", "status=ok")
+
+	if _, ok := gathered(t, New())["optlake_build_info"]; ok {
+		t.Error("optlake_build_info without WithBuildInfo")
+	}
 }
