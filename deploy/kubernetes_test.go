@@ -180,7 +180,15 @@ func TestKubernetesCronJobOnS3(t *testing.T) {
 var awsEnv = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_REGION": true, "AWS_PROFILE": true}
 
 func checkCronJob(t *testing.T, path string, bucket bool) {
-	dec := yaml.NewDecoder(strings.NewReader(readFile(t, path)))
+	t.Helper()
+	checkCronJobText(t, path, readFile(t, path), bucket)
+}
+
+// checkCronJobText checks a CronJob manifest's text; path names it in
+// messages.
+func checkCronJobText(t *testing.T, path, text string, bucket bool) {
+	t.Helper()
+	dec := yaml.NewDecoder(strings.NewReader(text))
 	var (
 		secrets  = map[string]k8sSecret{}
 		pvcs     = map[string]k8sPVC{}

@@ -12,7 +12,13 @@
 #   * tools/ccxt's node modules: ccxt, the independent signer the venue
 #     profiles' signatures are checked against (~70 MB unpacked; cached);
 #   * versitygw (S3) and fake-gcs-server (Cloud Storage), built with go install
-#     into ${XDG_CACHE_HOME:-~/.cache}/optlake/bin.
+#     into ${XDG_CACHE_HOME:-~/.cache}/optlake/bin;
+#   * podman and buildah (the container image, make release-ci), the CA
+#     certificates it ships, and kubectl (renders deploy/kubernetes with its
+#     built-in kustomize; Debian's kubernetes-client when none is installed),
+#     from apt when missing;
+#   * goreleaser, built from tools/release/go.mod into the same cache folder
+#     (scripts/release-tools.sh; syft too, but only for make release-snapshot).
 #
 # Idempotent and quiet: one line per thing it does, nothing (and well under a
 # second) when everything is present. Never starts a service: the tests start
@@ -85,6 +91,21 @@ fi
 # The archive's frame test reads what optlake wrote with the reference zstd CLI.
 if ! have_file_or_cmd zstd /usr/bin/zstd; then
   pkgs+=(zstd)
+fi
+
+# The container image: built with podman (buildah underneath) from scratch,
+# with the build machine's CA bundle; kubectl renders the Kubernetes examples.
+if ! have_file_or_cmd podman /usr/bin/podman; then
+  pkgs+=(podman)
+fi
+if ! have_file_or_cmd buildah /usr/bin/buildah; then
+  pkgs+=(buildah)
+fi
+if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+  pkgs+=(ca-certificates)
+fi
+if ! have_file_or_cmd kubectl; then
+  pkgs+=(kubernetes-client)
 fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then
@@ -177,3 +198,8 @@ go_install_tool versitygw v1.8.0 github.com/versity/versitygw/cmd/versitygw
 # Built the same way (~2 minutes on 2 cores, once); internal/testenv.StartFakeGCS
 # looks there, then in PATH.
 go_install_tool fake-gcs-server v1.56.1 github.com/fsouza/fake-gcs-server
+
+# ---- goreleaser (make release-ci: goreleaser check and a snapshot build) ------
+# Built from tools/release/go.mod (its own module, not optlake's) into the
+# same cache folder; the first build takes several minutes on 2 cores.
+bash "$ROOT/scripts/release-tools.sh" goreleaser
