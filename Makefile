@@ -22,7 +22,10 @@ FUZZX     ?= 1
 # Release tools (scripts/release-tools.sh: goreleaser and syft, pinned in
 # tools/release/go.mod) are built into this cache folder.
 TOOLBIN   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/optlake/bin
-GORELEASER = $(TOOLBIN)/goreleaser
+# GoReleaser leaves the commit out (main.commit=none) in a repository
+# without a remote (a git worktree, a copy): lend it the project's URL,
+# through git's environment, without touching the repository's config.
+GORELEASER = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/optlake/optlake.git) $(TOOLBIN)/goreleaser
 # The container image's name (registry/repository): set in one place,
 # deploy/kubernetes/kustomization.yaml (images: newName), which the
 # Kubernetes examples are rendered with; make IMAGE=... overrides it here.
@@ -82,7 +85,7 @@ fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x 
 ## checksums.txt, an SBOM per archive; offline (the Go module cache only).
 ## The first run builds goreleaser and syft (minutes, once).
 release-snapshot: release-tools
-	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean
+	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean --timeout 2h
 
 ## image: the container image IMAGE:VERSION (Containerfile, podman) from the
 ## linux binaries in dist/ (after release-snapshot or release)
