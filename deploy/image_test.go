@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -217,7 +218,33 @@ func TestImage(t *testing.T) {
 	if code, out := tlsRun("trusted"); code != 0 {
 		t.Errorf("HTTPS with the venue's CA in the image's bundle: exit %d\n%s", code, out)
 	}
+
+	// The container itself. This sandbox refuses crun (setrlimit, cgroups in
+	// hybrid mode); runc with explicit limits and no network runs it. Where
+	// the runtime refuses to start a container at all, that is logged and
+	// the checks above stand; any other failure fails the test.
+	podmanRun := func(args ...string) (string, error) {
+		full := append([]string{"run", "--rm", "--runtime", "runc", "--network", "none",
+			"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref}, args...)
+		out, err := exec.Command(podman, full...).CombinedOutput()
+		return string(out), err
+	}
+	out, err = podmanRun("--version")
+	if err != nil && refusedRuntime.MatchString(out) {
+		t.Logf("podman run refused here, the container was not started: %s", strings.TrimSpace(out))
+		return
+	}
+	if err != nil || !strings.HasPrefix(out, want) {
+		t.Errorf("podman run %s --version: %v, %q; want %q...", ref, err, out, want)
+	}
+	if out, err := podmanRun("demo", "--interval", "100ms"); err != nil {
+		t.Errorf("podman run %s demo: %v\n%s", ref, err, out)
+	}
 }
+
+// refusedRuntime matches an OCI runtime's refusal to start any container
+// (the sandbox's limits), as opposed to a failure of the image.
+var refusedRuntime = regexp.MustCompile(`OCI runtime|OCI permission denied|runtime runc|setrlimit|cgroups? |executable file .runc. not found`)
 
 // readIn reads a file of the exported image.
 func readIn(t *testing.T, root, path string) string {

@@ -101,6 +101,11 @@ fi
 if ! have_file_or_cmd buildah /usr/bin/buildah; then
   pkgs+=(buildah)
 fi
+# The image test starts the container with runc: crun is refused in a
+# sandbox that forbids raising limits or has cgroups in hybrid mode.
+if ! have_file_or_cmd runc /usr/sbin/runc /usr/bin/runc; then
+  pkgs+=(runc)
+fi
 if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
   pkgs+=(ca-certificates)
 fi
