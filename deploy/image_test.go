@@ -35,11 +35,12 @@ type imageConfig struct {
 // TestImage checks the container image that make release-ci builds
 // (Containerfile, scripts/image.sh) from GoReleaser's linux/amd64 snapshot
 // binary, named by OPTLAKE_TEST_IMAGE (the test is skipped without it: go
-// test ./... does not build images). Running a container is refused in this
-// sandbox, so the test exports the image's file system and runs the binary
-// in it with chroot, as the image's user and in its working directory, with
-// the image's environment: --version reports the build, demo writes a lake
-// into /data, and an HTTPS run trusts exactly the image's CA bundle.
+// test ./... does not build images). It exports the image's file system and
+// runs the binary in it with chroot, as the image's user, in its working
+// directory, with the image's environment: --version reports the build,
+// demo writes a lake into /data, and an HTTPS run trusts exactly the
+// image's CA bundle. Then it starts the container itself with podman
+// (runc: this sandbox refuses crun).
 func TestImage(t *testing.T) {
 	ref := os.Getenv("OPTLAKE_TEST_IMAGE")
 	if ref == "" {
