@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,41 @@ func TestKeySet(t *testing.T) {
 	// Past the table's reach, names go to a map, with the same answers.
 	if !k.add([]byte("A")) || !k.addMore([]byte("B")) || k.addMore([]byte("B")) || k.add([]byte("A")) {
 		t.Error("names past the table are not kept once")
+	}
+}
+
+// The set answers as a map does on listings with and without repeated
+// names, small and past its filter's and table's growth, before and after
+// a reset: the filter only ever spares the exact lookup of a new name.
+func TestKeySetLikeMap(t *testing.T) {
+	k := newKeySet()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		names int
+		dup   float64 // share of adds that repeat an earlier name
+	}{{10, 0.5}, {3_000, 0}, {3_000, 0.01}, {70_000, 0.001}, {200_000, 0.02}, {50_000, 0.9}} {
+		k.reset()
+		seen := map[string]bool{}
+		var added []string
+		for i := 0; i < tc.names; i++ {
+			name := fmt.Sprintf("BTC-%dDEC26-%d-%c", i%97, rng.IntN(1<<40), "CP"[i&1])
+			if len(added) > 0 && rng.Float64() < tc.dup {
+				name = added[rng.IntN(len(added))]
+			}
+			want := !seen[name]
+			if got := k.add([]byte(name)); got != want {
+				t.Fatalf("%d names, dup %.3f: add #%d %q = %v, want %v", tc.names, tc.dup, i, name, got, want)
+			}
+			if want {
+				seen[name] = true
+				added = append(added, name)
+			}
+		}
+		// Every name is found again, wherever it sits (table or pending).
+		for _, name := range added {
+			if k.add([]byte(name)) {
+				t.Fatalf("%d names: %q not found at the end", tc.names, name)
+			}
+		}
 	}
 }
