@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/extract/paginate"
 	"github.com/optlake/optlake/pipeline/transform"
 )
 
 // DefaultMaxRejectShare is Config.MaxRejectShare when it is not set: a
 // listing whose rejects are more than a tenth of its rows fails.
-const DefaultMaxRejectShare = 0.1
+const DefaultMaxRejectShare = settings.DefaultMaxRejectShare
 
 // DefaultMaxWalks is Config.MaxWalks when it is not set: the walks of a
 // paginated request whose listing shifted under it, the first included.

@@ -13,6 +13,7 @@ import (
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/extract/auth"
+	"github.com/optlake/optlake/pipeline/venueconf"
 )
 
 // configure reads the command's settings: flags and environment, then the
@@ -23,7 +24,8 @@ func configure(c *cli.Context) (*job, error) {
 	if err != nil || j.Config == "" {
 		return j, err
 	}
-	// The config file's format: see internal/settings (file.go).
+	// The config file's format: see internal/settings (file.go); its
+	// real-venue keys: pipeline/venueconf.
 	fc, err := settings.LoadFile(j.Config, settings.Run)
 	if err != nil {
 		return nil, usageError{err}
@@ -46,9 +48,13 @@ func configure(c *cli.Context) (*job, error) {
 	if !c.IsSet("account-header") {
 		j.AccountHeaders = append(j.AccountHeaders, fc.AccountHeaders...)
 	}
+	venue, err := venueconf.Decode(fc)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	j.Paths = fc.Paths
-	j.Maps = fc.Maps
-	j.Venue = fc.Venue
+	j.Maps = venue.Maps
+	j.Venue = venue
 	return j, nil
 }
 
@@ -106,7 +112,7 @@ func printEffective(w io.Writer, j *job, red *redact.Redactor) error {
 // shownVenue is the real-venue part of the configuration for config check:
 // each auth's type and keys with every secret redacted, and the endpoints'
 // records, pagination and error keys.
-func shownVenue(v settings.Venue, red *redact.Redactor) map[string]any {
+func shownVenue(v venueconf.Venue, red *redact.Redactor) map[string]any {
 	out := map[string]any{}
 	show := func(s *auth.Spec) map[string]any {
 		if s == nil {

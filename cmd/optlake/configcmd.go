@@ -13,12 +13,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
-	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/pipeline/transform"
+	"github.com/optlake/optlake/pipeline/venueconf"
 )
 
 func configCommand() *cli.Command {
@@ -150,7 +150,7 @@ func (j *job) validate() (*validJob, error) {
 // with a kind (account or public). A replay, which reads no config file,
 // takes any other name it is asked for as an inferred table: its archived
 // bodies say how they were fetched.
-func venueRegistry(v settings.Venue, replay bool, names []string) ([]pipeline.Endpoint, error) {
+func venueRegistry(v venueconf.Venue, replay bool, names []string) ([]pipeline.Endpoint, error) {
 	extra := map[string]bool{}
 	for name, e := range v.Endpoints {
 		if e.Kind != "" {
@@ -173,7 +173,7 @@ func venueRegistry(v settings.Venue, replay bool, names []string) ([]pipeline.En
 
 // configureEndpoints applies the config file's real-venue keys to the
 // selected endpoints (top-level errors to those without their own).
-func configureEndpoints(eps []pipeline.Endpoint, v settings.Venue) {
+func configureEndpoints(eps []pipeline.Endpoint, v venueconf.Venue) {
 	for i := range eps {
 		ep := &eps[i]
 		ep.Errors = v.Errors

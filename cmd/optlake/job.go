@@ -27,6 +27,7 @@ import (
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
+	"github.com/optlake/optlake/pipeline/venueconf"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
 )
@@ -77,7 +78,7 @@ type job struct {
 	IcebergKeep  time.Duration             `setting:"iceberg-keep-snapshots"`
 	IcebergGrace time.Duration             `setting:"iceberg-orphan-grace"`
 	Maps         map[string]infer.MapRules // per endpoint: map detection overrides (config file)
-	Venue        settings.Venue            // auth, errors, envelopes, pagination (config file; configcmd.go)
+	Venue        venueconf.Venue           // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`

@@ -3,7 +3,6 @@ package settings
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/secret"
-	"github.com/optlake/optlake/pipeline/extract/auth"
-	"github.com/optlake/optlake/pipeline/infer"
 )
 
 // The config file (--config, OPTLAKE_CONFIG) holds anything the flags can,
@@ -48,8 +45,40 @@ type File struct {
 	Params         []string            // endpoint.key=value
 	Accounts       []string
 	AccountHeaders []string
-	Maps           map[string]infer.MapRules // endpoint -> map detection overrides
-	Venue          Venue                     // auth, errors, envelopes, pagination (venue.go)
+	// Venue holds the keys the pipeline's packages read (auth, errors,
+	// endpoints' records, pagination, maps…) as written: settings declares
+	// them (FileKeys) and reads their YAML, package pipeline/venueconf
+	// turns them into the pipeline's specs, so settings imports no
+	// package of the pipeline.
+	Venue VenueKeys
+}
+
+// VenueKeys are the real-venue keys of a config file, as YAML nodes in
+// file order.
+type VenueKeys struct {
+	Auth, Errors *yaml.Node    // the top-level auth: and errors:
+	AccountAuth  []AccountAuth // accounts[].auth
+	Endpoints    []EndpointKey // endpoints.<name>.<key> but path and params
+	WholeParams  []WholeParam  // params: {key: {value, split: false}}
+}
+
+// AccountAuth is the auth: node of one account.
+type AccountAuth struct {
+	Label string
+	Auth  *yaml.Node
+}
+
+// EndpointKey is one key of endpoints.<Endpoint> other than path and params.
+type EndpointKey struct {
+	Endpoint   string
+	Key, Value *yaml.Node
+}
+
+// WholeParam is a parameter sent as written, never split at commas.
+type WholeParam struct {
+	Endpoint   string
+	Key, Value string
+	Line       int
 }
 
 // FileError is a mistake in a config file, at a line when known.
@@ -91,9 +120,7 @@ func LoadFile(path, command string) (*File, error) {
 			known[s.Name] = s
 		}
 	}
-	fail := func(n *yaml.Node, format string, args ...any) error {
-		return &FileError{Path: path, Line: n.Line, Msg: fmt.Sprintf(format, args...)}
-	}
+	fail := fc.Fail
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		key := k.Value
@@ -119,14 +146,10 @@ func LoadFile(path, command string) (*File, error) {
 			}
 			continue
 		case "auth":
-			if fc.Venue.Auth, err = authSpec(v, "auth", fail); err != nil {
-				return nil, err
-			}
+			fc.Venue.Auth = v
 			continue
 		case "errors":
-			if fc.Venue.Errors, err = errorsSpec(v, "errors", fail); err != nil {
-				return nil, err
-			}
+			fc.Venue.Errors = v
 			continue
 		case "config":
 			return nil, fail(k, "config files do not nest (key %q)", key)
@@ -142,7 +165,7 @@ func LoadFile(path, command string) (*File, error) {
 		if !ok {
 			return nil, fail(k, "unknown key %q (keys are the flag names of `optlake run --help`, plus headers, endpoints, accounts, auth, errors)", key)
 		}
-		vals, err := scalars(v)
+		vals, err := Scalars(v)
 		if err != nil {
 			return nil, fail(v, "%s: %v", key, err)
 		}
@@ -162,14 +185,19 @@ func LoadFile(path, command string) (*File, error) {
 		fc.values[name] = vals
 		fc.lines[name] = v.Line
 	}
-	if err := fc.Venue.inlineTemplates(fc.Params); err != nil {
-		return nil, &FileError{Path: path, Line: fc.lines["endpoints"], Msg: err.Error()}
-	}
 	return fc, nil
 }
 
-// scalars returns a scalar or a list of scalars as strings.
-func scalars(v *yaml.Node) ([]string, error) {
+// Fail is a *FileError at n's line.
+func (fc *File) Fail(n *yaml.Node, format string, args ...any) error {
+	return &FileError{Path: fc.Path, Line: n.Line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Line is the line of the top-level key, 0 when the file has none.
+func (fc *File) Line(key string) int { return fc.lines[key] }
+
+// Scalars returns a scalar or a list of scalars as strings.
+func Scalars(v *yaml.Node) ([]string, error) {
 	switch v.Kind {
 	case yaml.ScalarNode:
 		return []string{v.Value}, nil
@@ -186,10 +214,11 @@ func scalars(v *yaml.Node) ([]string, error) {
 	return nil, errors.New("want a value or a list of values")
 }
 
-type failFunc func(n *yaml.Node, format string, args ...any) error
+// FailFunc makes the error of a mistake at a node (File.Fail).
+type FailFunc func(n *yaml.Node, format string, args ...any) error
 
 // headerList reads [{name, value | value_file}] into "Name: value" specs.
-func (fc *File) headerList(v *yaml.Node, fail failFunc) ([]string, error) {
+func (fc *File) headerList(v *yaml.Node, fail FailFunc) ([]string, error) {
 	if v.Kind != yaml.SequenceNode {
 		return nil, fail(v, "headers: want a list of {name, value} or {name, value_file}")
 	}
@@ -229,7 +258,7 @@ func (fc *File) headerList(v *yaml.Node, fail failFunc) ([]string, error) {
 }
 
 // endpoints reads {name: {path, params}}.
-func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
+func (fc *File) endpoints(v *yaml.Node, fail FailFunc) error {
 	if v.Kind != yaml.MappingNode {
 		return fail(v, "endpoints: want a list of names or a mapping name -> {path, params}")
 	}
@@ -259,7 +288,7 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 						}
 						continue
 					}
-					vals, err := scalars(ev.Content[p+1])
+					vals, err := Scalars(ev.Content[p+1])
 					if err != nil {
 						return fail(ev.Content[p+1], "endpoints.%s.params.%s: %v", k.Value, ev.Content[p].Value, err)
 					}
@@ -269,23 +298,8 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 					}
 					fc.Params = append(fc.Params, k.Value+"."+ev.Content[p].Value+"="+s)
 				}
-			case "maps":
-				m, err := mapRules(ev, "endpoints."+k.Value+".maps", fail)
-				if err != nil {
-					return err
-				}
-				if fc.Maps == nil {
-					fc.Maps = map[string]infer.MapRules{}
-				}
-				fc.Maps[k.Value] = m
-			default:
-				known, err := fc.endpointKey(k.Value, ek, ev, fail)
-				if err != nil {
-					return err
-				}
-				if !known {
-					return fail(ek, "endpoints.%s: unknown key %q (want path, method, body, records, fields, kind, params, auth, pagination, errors, maps)", k.Value, ek.Value)
-				}
+			default: // read by pipeline/venueconf, which rejects a key it does not know
+				fc.Venue.Endpoints = append(fc.Venue.Endpoints, EndpointKey{Endpoint: k.Value, Key: ek, Value: ev})
 			}
 		}
 	}
@@ -297,13 +311,13 @@ func (fc *File) endpoints(v *yaml.Node, fail failFunc) error {
 // wholeParam reads params.<key>: {value, split}: with split: false the
 // value (a list is joined with commas) is sent as one parameter; split:
 // true fans a comma list out as a plain value does.
-func (fc *File) wholeParam(endpoint string, k, v *yaml.Node, fail failFunc) error {
+func (fc *File) wholeParam(endpoint string, k, v *yaml.Node, fail FailFunc) error {
 	where := "endpoints." + endpoint + ".params." + k.Value
 	var vals []string
 	split := true
-	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"value": strList(&vals, where+".value", fail),
-		"split": boolean(&split, where+".split", fail),
+	err := Mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"value": StrList(&vals, where+".value", fail),
+		"split": Boolean(&split, where+".split", fail),
 	})
 	if err != nil {
 		return err
@@ -319,47 +333,12 @@ func (fc *File) wholeParam(endpoint string, k, v *yaml.Node, fail failFunc) erro
 		fc.Params = append(fc.Params, endpoint+"."+k.Value+"="+s)
 		return nil
 	}
-	if fc.Venue.Endpoints == nil {
-		fc.Venue.Endpoints = map[string]*Endpoint{}
-	}
-	e := fc.Venue.Endpoints[endpoint]
-	if e == nil {
-		e = &Endpoint{Line: k.Line}
-		fc.Venue.Endpoints[endpoint] = e
-	}
-	if e.Params == nil {
-		e.Params = url.Values{}
-	}
-	e.Params.Add(k.Value, s)
+	fc.Venue.WholeParams = append(fc.Venue.WholeParams, WholeParam{Endpoint: endpoint, Key: k.Value, Value: s, Line: k.Line})
 	return nil
 }
 
-// mapRules reads {force: [paths], forbid: [paths]}.
-func mapRules(v *yaml.Node, where string, fail failFunc) (infer.MapRules, error) {
-	var m infer.MapRules
-	if v.Kind != yaml.MappingNode {
-		return m, fail(v, "%s: want {force: [paths], forbid: [paths]}", where)
-	}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], v.Content[i+1]
-		paths, err := scalars(val)
-		if err != nil {
-			return m, fail(val, "%s.%s: %v", where, k.Value, err)
-		}
-		switch k.Value {
-		case "force":
-			m.Force = append(m.Force, paths...)
-		case "forbid":
-			m.Forbid = append(m.Forbid, paths...)
-		default:
-			return m, fail(k, "%s: unknown key %q (want force, forbid)", where, k.Value)
-		}
-	}
-	return m, nil
-}
-
 // accounts reads [{label, headers, auth}].
-func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
+func (fc *File) accounts(v *yaml.Node, fail FailFunc) error {
 	if v.Kind != yaml.SequenceNode {
 		return fail(v, "accounts: want a list of {label, headers}")
 	}
@@ -369,18 +348,14 @@ func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
 		}
 		var label string
 		var hdrs []string
-		var spec *auth.Spec
+		var spec *yaml.Node
 		for i := 0; i+1 < len(a.Content); i += 2 {
 			k, val := a.Content[i], a.Content[i+1]
 			switch k.Value {
 			case "label":
 				label = val.Value
 			case "auth":
-				s, err := authSpec(val, "accounts[].auth", fail)
-				if err != nil {
-					return err
-				}
-				spec = s
+				spec = val
 			case "headers":
 				hs, err := fc.headerList(val, fail)
 				if err != nil {
@@ -395,10 +370,7 @@ func (fc *File) accounts(v *yaml.Node, fail failFunc) error {
 			return fail(a, "accounts: each needs a label")
 		}
 		if spec != nil {
-			if fc.Venue.AccountAuth == nil {
-				fc.Venue.AccountAuth = map[string]*auth.Spec{}
-			}
-			fc.Venue.AccountAuth[label] = spec
+			fc.Venue.AccountAuth = append(fc.Venue.AccountAuth, AccountAuth{Label: label, Auth: spec})
 		}
 		fc.Accounts = append(fc.Accounts, label)
 		for _, h := range hdrs {

@@ -13,8 +13,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/optlake/optlake/pipeline"
-	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -47,8 +45,13 @@ const (
 	Compact = "compact"
 )
 
-// DefaultMaxRejectShare is --max-reject-share.
-const DefaultMaxRejectShare = pipeline.DefaultMaxRejectShare
+// DefaultMaxRejectShare is --max-reject-share: a listing whose rejects are
+// more than a tenth of its rows fails (pipeline.Config's default too).
+const DefaultMaxRejectShare = 0.1
+
+// DefaultColumnBudget is --column-budget, the most columns of an account
+// table (infer.Policy's default too).
+const DefaultColumnBudget = 1000
 
 // DefaultBatchRows is the rows per Arrow record batch (--batch-rows).
 const DefaultBatchRows = schema.DefaultBatchRows
@@ -148,7 +151,7 @@ var list = []Setting{
 	{Name: "max-body-size", Kind: Int64, Default: int64(4 << 30), Usage: "largest response body accepted, bytes", Commands: runOnly},
 	{Name: "rate-limit", Kind: String, Usage: "at most `N/s` requests (or N/m, N/h) for the whole run: every endpoint, account, parameter and retry (default unlimited)", Commands: runOnly},
 	{Name: "rate-burst", Kind: Int, Default: 1, Usage: "with --rate-limit: requests allowed at once before the rate applies", Commands: runOnly},
-	{Name: "column-budget", Kind: Int, Default: infer.DefaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", Commands: runReplay},
+	{Name: "column-budget", Kind: Int, Default: DefaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", Commands: runReplay},
 	{Name: "batch-rows", Kind: Int, Default: DefaultBatchRows, Usage: "rows per Arrow record batch", Commands: runReplay},
 	{Name: "max-reject-share", Kind: Float, Default: DefaultMaxRejectShare, Usage: "a listing whose rejected rows are more than this share of its rows fails its endpoint, loading none of it (exit 3, the reason most rows gave); one whose every row is rejected always fails (1 = only then)", Commands: runReplay},
 	{Name: "summary-json", Kind: String, Usage: "write the run summary as JSON to this file", Commands: runReplay,

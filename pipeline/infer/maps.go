@@ -3,6 +3,8 @@ package infer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/optlake/optlake/internal/settings"
 )
 
 // Map detection: see "Maps" in the package documentation.
@@ -24,7 +26,7 @@ const (
 const mapSegment = "*"
 
 // DefaultColumnBudget is the column budget of a table when Policy sets none.
-const DefaultColumnBudget = 1000
+const DefaultColumnBudget = settings.DefaultColumnBudget
 
 // minColumnBudget leaves room for the meta, key and extra columns.
 const minColumnBudget = 16

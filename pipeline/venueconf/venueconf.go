@@ -1,20 +1,27 @@
-package settings
+// Package venueconf reads the real-venue keys of a config file (auth,
+// errors, and endpoints' records, fields, pagination, maps…) into the
+// pipeline's specs, each checked by the package that uses it. Package
+// internal/settings declares the keys and reads their YAML; this package
+// gives them their meaning, so the arrow runs from the pipeline to the
+// settings and never back.
+package venueconf
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/optlake/optlake/internal/secret"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/pipeline/extract/auth"
 	"github.com/optlake/optlake/pipeline/extract/envelope"
 	"github.com/optlake/optlake/pipeline/extract/paginate"
 	"github.com/optlake/optlake/pipeline/fieldmap"
+	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -56,6 +63,65 @@ type Venue struct {
 	Errors      *envelope.Errors
 	AccountAuth map[string]*auth.Spec // per account label
 	Endpoints   map[string]*Endpoint
+	Maps        map[string]infer.MapRules // endpoint -> map detection overrides
+}
+
+// Decode reads the real-venue keys of fc. Every error is the user's, a
+// *settings.FileError at the key's line.
+func Decode(fc *settings.File) (Venue, error) {
+	var v Venue
+	fail := fc.Fail
+	k := fc.Venue
+	var err error
+	if k.Auth != nil {
+		if v.Auth, err = authSpec(k.Auth, "auth", fail); err != nil {
+			return v, err
+		}
+	}
+	if k.Errors != nil {
+		if v.Errors, err = errorsSpec(k.Errors, "errors", fail); err != nil {
+			return v, err
+		}
+	}
+	for _, a := range k.AccountAuth {
+		s, err := authSpec(a.Auth, "accounts[].auth", fail)
+		if err != nil {
+			return v, err
+		}
+		if v.AccountAuth == nil {
+			v.AccountAuth = map[string]*auth.Spec{}
+		}
+		v.AccountAuth[a.Label] = s
+	}
+	for _, e := range k.Endpoints {
+		if err := v.endpointKey(e.Endpoint, e.Key, e.Value, fail); err != nil {
+			return v, err
+		}
+	}
+	for _, p := range k.WholeParams {
+		e := v.endpoint(p.Endpoint, p.Line)
+		if e.Params == nil {
+			e.Params = url.Values{}
+		}
+		e.Params.Add(p.Key, p.Value)
+	}
+	if err := v.inlineTemplates(fc.Params); err != nil {
+		return v, &settings.FileError{Path: fc.Path, Line: fc.Line("endpoints"), Msg: err.Error()}
+	}
+	return v, nil
+}
+
+// endpoint is the endpoint called name, added at line if new.
+func (ve *Venue) endpoint(name string, line int) *Endpoint {
+	if ve.Endpoints == nil {
+		ve.Endpoints = map[string]*Endpoint{}
+	}
+	e := ve.Endpoints[name]
+	if e == nil {
+		e = &Endpoint{Line: line}
+		ve.Endpoints[name] = e
+	}
+	return e
 }
 
 // Secrets lists every secret value of v, for redaction.
@@ -115,92 +181,17 @@ func (v *Venue) inlineTemplates(params []string) error {
 	return errors.Join(errs...)
 }
 
-// mapping calls each of keys' functions with the value of its key; an
-// unknown key is an error listing the known ones.
-func mapping(n *yaml.Node, where string, fail failFunc, keys map[string]func(v *yaml.Node) error) error {
-	if n.Kind != yaml.MappingNode {
-		return fail(n, "%s: want a mapping", where)
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		fn, ok := keys[k.Value]
-		if !ok {
-			names := make([]string, 0, len(keys))
-			for name := range keys {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			return fail(k, "%s: unknown key %q (want %s)", where, k.Value, strings.Join(names, ", "))
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func scalar(dst *string, where string, fail failFunc) func(*yaml.Node) error {
-	return func(v *yaml.Node) error {
-		if v.Kind != yaml.ScalarNode {
-			return fail(v, "%s: want a value", where)
-		}
-		*dst = v.Value
-		return nil
-	}
-}
-
-// secretValue reads a secret: ${VAR} anywhere reads the environment, a
-// value starting with @ reads the file it names.
-func secretValue(dst *string, where string, fail failFunc) func(*yaml.Node) error {
-	return func(v *yaml.Node) error {
-		if v.Kind != yaml.ScalarNode {
-			return fail(v, "%s: want a value", where)
-		}
-		s, err := secret.Expand(v.Value)
-		if err == nil && strings.HasPrefix(s, "@") {
-			s, err = secret.ReadFile(s[1:])
-		}
-		if err != nil {
-			return fail(v, "%s: %v", where, err)
-		}
-		*dst = s
-		return nil
-	}
-}
-
-func integer(dst *int, where string, fail failFunc) func(*yaml.Node) error {
-	return func(v *yaml.Node) error {
-		n, err := strconv.Atoi(v.Value)
-		if v.Kind != yaml.ScalarNode || err != nil {
-			return fail(v, "%s: want a whole number", where)
-		}
-		*dst = n
-		return nil
-	}
-}
-
-func strList(dst *[]string, where string, fail failFunc) func(*yaml.Node) error {
-	return func(v *yaml.Node) error {
-		vals, err := scalars(v)
-		if err != nil {
-			return fail(v, "%s: %v", where, err)
-		}
-		*dst = vals
-		return nil
-	}
-}
-
 // pairs reads {Name: value} in file order; secret values are expanded.
-func pairs(dst *[]auth.KV, where string, fail failFunc, secrets bool) func(*yaml.Node) error {
+func pairs(dst *[]auth.KV, where string, fail settings.FailFunc, secrets bool) func(*yaml.Node) error {
 	return func(v *yaml.Node) error {
 		if v.Kind != yaml.MappingNode {
 			return fail(v, "%s: want a mapping Name: value", where)
 		}
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			kv := auth.KV{Name: v.Content[i].Value}
-			read := scalar
+			read := settings.Scalar
 			if secrets {
-				read = secretValue
+				read = settings.SecretValue
 			}
 			if err := read(&kv.Value, where+"."+kv.Name, fail)(v.Content[i+1]); err != nil {
 				return err
@@ -212,7 +203,7 @@ func pairs(dst *[]auth.KV, where string, fail failFunc, secrets bool) func(*yaml
 }
 
 // authSpec reads an auth: key ("none", or a mapping with a type).
-func authSpec(v *yaml.Node, where string, fail failFunc) (*auth.Spec, error) {
+func authSpec(v *yaml.Node, where string, fail settings.FailFunc) (*auth.Spec, error) {
 	s := &auth.Spec{}
 	if v.Kind == yaml.ScalarNode {
 		if v.Value != auth.None {
@@ -231,40 +222,40 @@ func authSpec(v *yaml.Node, where string, fail failFunc) (*auth.Spec, error) {
 	}
 	w := func(k string) string { return where + "." + k }
 	login := func(n *yaml.Node) error {
-		return mapping(n, w("login"), fail, map[string]func(*yaml.Node) error{
-			"method": scalar(&s.Login.Method, w("login.method"), fail),
-			"path":   scalar(&s.Login.Path, w("login.path"), fail),
+		return settings.Mapping(n, w("login"), fail, map[string]func(*yaml.Node) error{
+			"method": settings.Scalar(&s.Login.Method, w("login.method"), fail),
+			"path":   settings.Scalar(&s.Login.Path, w("login.path"), fail),
 			"query":  pairs(&s.Login.Query, w("login.query"), fail, true),
-			"body":   secretValue(&s.Login.Body, w("login.body"), fail),
+			"body":   settings.SecretValue(&s.Login.Body, w("login.body"), fail),
 		})
 	}
 	var typ string
-	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"type":          scalar(&typ, w("type"), fail),
+	err := settings.Mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"type":          settings.Scalar(&typ, w("type"), fail),
 		"headers":       pairs(&s.Headers, w("headers"), fail, s.Type == auth.Headers),
 		"token":         func(n *yaml.Node) error { return tokenKey(s, n, w("token"), fail) },
-		"user":          secretValue(&s.User, w("user"), fail),
-		"password":      secretValue(&s.Password, w("password"), fail),
-		"name":          scalar(&s.Name, w("name"), fail),
-		"value":         secretValue(&s.Value, w("value"), fail),
-		"token_url":     scalar(&s.TokenURL, w("token_url"), fail),
-		"client_id":     secretValue(&s.ClientID, w("client_id"), fail),
-		"client_secret": secretValue(&s.ClientSecret, w("client_secret"), fail),
-		"scopes":        strList(&s.Scopes, w("scopes"), fail),
+		"user":          settings.SecretValue(&s.User, w("user"), fail),
+		"password":      settings.SecretValue(&s.Password, w("password"), fail),
+		"name":          settings.Scalar(&s.Name, w("name"), fail),
+		"value":         settings.SecretValue(&s.Value, w("value"), fail),
+		"token_url":     settings.Scalar(&s.TokenURL, w("token_url"), fail),
+		"client_id":     settings.SecretValue(&s.ClientID, w("client_id"), fail),
+		"client_secret": settings.SecretValue(&s.ClientSecret, w("client_secret"), fail),
+		"scopes":        settings.StrList(&s.Scopes, w("scopes"), fail),
 		"login":         login,
-		"expires_in":    scalar(&s.ExpiresPath, w("expires_in"), fail),
-		"key":           secretValue(&s.Key, w("key"), fail),
-		"secret":        secretValue(&s.Secret, w("secret"), fail),
-		"hash":          scalar(&s.Hash, w("hash"), fail),
-		"encoding":      scalar(&s.Encoding, w("encoding"), fail),
-		"timestamp":     scalar(&s.Timestamp, w("timestamp"), fail),
-		"sign":          scalar(&s.Sign, w("sign"), fail),
+		"expires_in":    settings.Scalar(&s.ExpiresPath, w("expires_in"), fail),
+		"key":           settings.SecretValue(&s.Key, w("key"), fail),
+		"secret":        settings.SecretValue(&s.Secret, w("secret"), fail),
+		"hash":          settings.Scalar(&s.Hash, w("hash"), fail),
+		"encoding":      settings.Scalar(&s.Encoding, w("encoding"), fail),
+		"timestamp":     settings.Scalar(&s.Timestamp, w("timestamp"), fail),
+		"sign":          settings.Scalar(&s.Sign, w("sign"), fail),
 		"query":         pairs(&s.Query, w("query"), fail, false),
-		"passphrase":    secretValue(&s.Passphrase, w("passphrase"), fail),
+		"passphrase":    settings.SecretValue(&s.Passphrase, w("passphrase"), fail),
 		"vars":          pairs(&s.Vars, w("vars"), fail, true),
-		"params":        scalar(&s.Params, w("params"), fail),
-		"body":          scalar(&s.Body, w("body"), fail),
-		"content_type":  scalar(&s.ContentType, w("content_type"), fail),
+		"params":        settings.Scalar(&s.Params, w("params"), fail),
+		"body":          settings.Scalar(&s.Body, w("body"), fail),
+		"content_type":  settings.Scalar(&s.ContentType, w("content_type"), fail),
 	})
 	if err != nil {
 		return nil, err
@@ -301,23 +292,23 @@ func keyNode(n *yaml.Node, key string) *yaml.Node {
 }
 
 // tokenKey is bearer's token (a secret) or session's token path.
-func tokenKey(s *auth.Spec, n *yaml.Node, where string, fail failFunc) error {
+func tokenKey(s *auth.Spec, n *yaml.Node, where string, fail settings.FailFunc) error {
 	if s.Type == auth.Session {
-		return scalar(&s.TokenPath, where, fail)(n)
+		return settings.Scalar(&s.TokenPath, where, fail)(n)
 	}
-	return secretValue(&s.Token, where, fail)(n)
+	return settings.SecretValue(&s.Token, where, fail)(n)
 }
 
-func errorsSpec(v *yaml.Node, where string, fail failFunc) (*envelope.Errors, error) {
+func errorsSpec(v *yaml.Node, where string, fail settings.FailFunc) (*envelope.Errors, error) {
 	e := &envelope.Errors{}
 	w := func(k string) string { return where + "." + k }
-	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"path":        scalar(&e.Path, w("path"), fail),
-		"code":        scalar(&e.Code, w("code"), fail),
-		"message":     scalar(&e.Message, w("message"), fail),
-		"ok":          strList(&e.OK, w("ok"), fail),
-		"non_empty":   boolean(&e.NonEmpty, w("non_empty"), fail),
-		"retry_codes": strList(&e.RetryCodes, w("retry_codes"), fail),
+	err := settings.Mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"path":        settings.Scalar(&e.Path, w("path"), fail),
+		"code":        settings.Scalar(&e.Code, w("code"), fail),
+		"message":     settings.Scalar(&e.Message, w("message"), fail),
+		"ok":          settings.StrList(&e.OK, w("ok"), fail),
+		"non_empty":   settings.Boolean(&e.NonEmpty, w("non_empty"), fail),
+		"retry_codes": settings.StrList(&e.RetryCodes, w("retry_codes"), fail),
 	})
 	if err != nil {
 		return nil, err
@@ -328,28 +319,17 @@ func errorsSpec(v *yaml.Node, where string, fail failFunc) (*envelope.Errors, er
 	return e, nil
 }
 
-func boolean(dst *bool, where string, fail failFunc) func(*yaml.Node) error {
-	return func(v *yaml.Node) error {
-		b, err := strconv.ParseBool(v.Value)
-		if v.Kind != yaml.ScalarNode || err != nil {
-			return fail(v, "%s: want true or false", where)
-		}
-		*dst = b
-		return nil
-	}
-}
-
 // recordsKey reads records: a dotted path, or {path, key, columns}.
-func recordsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
+func recordsKey(e *Endpoint, v *yaml.Node, where string, fail settings.FailFunc) error {
 	if v.Kind == yaml.ScalarNode {
 		e.Records = v.Value
 		return nil
 	}
 	w := func(k string) string { return where + "." + k }
-	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"path":    scalar(&e.Records, w("path"), fail),
-		"key":     scalar(&e.Shape.Key, w("key"), fail),
-		"columns": strList(&e.Shape.Columns, w("columns"), fail),
+	err := settings.Mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"path":    settings.Scalar(&e.Records, w("path"), fail),
+		"key":     settings.Scalar(&e.Shape.Key, w("key"), fail),
+		"columns": settings.StrList(&e.Shape.Columns, w("columns"), fail),
 	})
 	if err != nil {
 		return err
@@ -362,7 +342,7 @@ func recordsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 
 // fieldsKey reads fields: {column: venue_field | {from, value, values,
 // default, time, scale, decimals, split, part}}, checked against the instruments table.
-func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
+func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail settings.FailFunc) error {
 	if v.Kind != yaml.MappingNode {
 		return fail(v, "%s: want a mapping column -> venue field", where)
 	}
@@ -375,9 +355,9 @@ func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 		} else {
 			var def, scale string
 			hasDefault := false
-			err := mapping(val, w(""), fail, map[string]func(*yaml.Node) error{
-				"from":  scalar(&r.From, w(".from"), fail),
-				"value": scalar(&r.Value, w(".value"), fail),
+			err := settings.Mapping(val, w(""), fail, map[string]func(*yaml.Node) error{
+				"from":  settings.Scalar(&r.From, w(".from"), fail),
+				"value": settings.Scalar(&r.Value, w(".value"), fail),
 				"values": func(n *yaml.Node) error {
 					if n.Kind != yaml.MappingNode {
 						return fail(n, "%s: want a mapping venue value -> value", w(".values"))
@@ -393,13 +373,13 @@ func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 				},
 				"default": func(n *yaml.Node) error {
 					hasDefault = true
-					return scalar(&def, w(".default"), fail)(n)
+					return settings.Scalar(&def, w(".default"), fail)(n)
 				},
-				"time":     scalar(&r.Time, w(".time"), fail),
-				"scale":    scalar(&scale, w(".scale"), fail),
-				"decimals": scalar(&r.Decimals, w(".decimals"), fail),
-				"split":    scalar(&r.Split, w(".split"), fail),
-				"part":     integer(&r.Part, w(".part"), fail),
+				"time":     settings.Scalar(&r.Time, w(".time"), fail),
+				"scale":    settings.Scalar(&scale, w(".scale"), fail),
+				"decimals": settings.Scalar(&r.Decimals, w(".decimals"), fail),
+				"split":    settings.Scalar(&r.Split, w(".split"), fail),
+				"part":     settings.Integer(&r.Part, w(".part"), fail),
 			})
 			if err != nil {
 				return err
@@ -426,23 +406,23 @@ func fieldsKey(e *Endpoint, v *yaml.Node, where string, fail failFunc) error {
 	return nil
 }
 
-func paginationSpec(v *yaml.Node, where string, fail failFunc) (*paginate.Spec, error) {
+func paginationSpec(v *yaml.Node, where string, fail settings.FailFunc) (*paginate.Spec, error) {
 	p := &paginate.Spec{}
 	w := func(k string) string { return where + "." + k }
-	err := mapping(v, where, fail, map[string]func(*yaml.Node) error{
-		"type":               scalar(&p.Type, w("type"), fail),
-		"max_pages":          integer(&p.MaxPages, w("max_pages"), fail),
-		"cursor_path":        scalar(&p.CursorPath, w("cursor_path"), fail),
-		"cursor_param":       scalar(&p.CursorParam, w("cursor_param"), fail),
-		"cursor_from_record": scalar(&p.CursorFromRecord, w("cursor_from_record"), fail),
-		"cursor_plus":        integer(&p.CursorPlus, w("cursor_plus"), fail),
-		"next_path":          scalar(&p.NextPath, w("next_path"), fail),
-		"offset_param":       scalar(&p.OffsetParam, w("offset_param"), fail),
-		"total_path":         scalar(&p.TotalPath, w("total_path"), fail),
-		"page_param":         scalar(&p.PageParam, w("page_param"), fail),
-		"start":              integer(&p.Start, w("start"), fail),
-		"limit_param":        scalar(&p.LimitParam, w("limit_param"), fail),
-		"limit":              integer(&p.Limit, w("limit"), fail),
+	err := settings.Mapping(v, where, fail, map[string]func(*yaml.Node) error{
+		"type":               settings.Scalar(&p.Type, w("type"), fail),
+		"max_pages":          settings.Integer(&p.MaxPages, w("max_pages"), fail),
+		"cursor_path":        settings.Scalar(&p.CursorPath, w("cursor_path"), fail),
+		"cursor_param":       settings.Scalar(&p.CursorParam, w("cursor_param"), fail),
+		"cursor_from_record": settings.Scalar(&p.CursorFromRecord, w("cursor_from_record"), fail),
+		"cursor_plus":        settings.Integer(&p.CursorPlus, w("cursor_plus"), fail),
+		"next_path":          settings.Scalar(&p.NextPath, w("next_path"), fail),
+		"offset_param":       settings.Scalar(&p.OffsetParam, w("offset_param"), fail),
+		"total_path":         settings.Scalar(&p.TotalPath, w("total_path"), fail),
+		"page_param":         settings.Scalar(&p.PageParam, w("page_param"), fail),
+		"start":              settings.Integer(&p.Start, w("start"), fail),
+		"limit_param":        settings.Scalar(&p.LimitParam, w("limit_param"), fail),
+		"limit":              settings.Integer(&p.Limit, w("limit"), fail),
 	})
 	if err != nil {
 		return nil, err
@@ -453,29 +433,33 @@ func paginationSpec(v *yaml.Node, where string, fail failFunc) (*paginate.Spec, 
 	return p, nil
 }
 
-// endpointKey reads one of the real-venue keys of endpoints.<name>; it
-// reports false for a key it does not know.
-func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, error) {
-	if fc.Venue.Endpoints == nil {
-		fc.Venue.Endpoints = map[string]*Endpoint{}
+// endpointKey reads one of the keys of endpoints.<name> beyond path and
+// params; a key it does not know is an error.
+func (ve *Venue) endpointKey(name string, k, v *yaml.Node, fail settings.FailFunc) error {
+	if k.Value == "maps" {
+		m, err := mapRules(v, "endpoints."+name+".maps", fail)
+		if err != nil {
+			return err
+		}
+		if ve.Maps == nil {
+			ve.Maps = map[string]infer.MapRules{}
+		}
+		ve.Maps[name] = m
+		return nil
 	}
-	e := fc.Venue.Endpoints[name]
-	if e == nil {
-		e = &Endpoint{Line: k.Line}
-		fc.Venue.Endpoints[name] = e
-	}
+	e := ve.endpoint(name, k.Line)
 	where := "endpoints." + name + "." + k.Value
 	var err error
 	switch k.Value {
 	case "method":
-		if err = scalar(&e.Method, where, fail)(v); err == nil {
+		if err = settings.Scalar(&e.Method, where, fail)(v); err == nil {
 			e.Method = strings.ToUpper(e.Method)
 			if e.Method != "GET" && e.Method != "POST" {
 				err = fail(v, "%s: want GET or POST", where)
 			}
 		}
 	case "body":
-		if err = scalar(&e.Body, where, fail)(v); err == nil {
+		if err = settings.Scalar(&e.Body, where, fail)(v); err == nil {
 			var xerr error
 			if e.Body, e.BodySecrets, xerr = secret.ExpandBraced(e.Body); xerr != nil {
 				err = fail(v, "%s: %v", where, xerr)
@@ -485,11 +469,11 @@ func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, 
 		err = recordsKey(e, v, where, fail)
 	case "fields":
 		if name != "instruments" {
-			return true, fail(k, "%s: only the instrument listing takes fields (other endpoints load every field as a column)", where)
+			return fail(k, "%s: only the instrument listing takes fields (other endpoints load every field as a column)", where)
 		}
 		err = fieldsKey(e, v, where, fail)
 	case "kind":
-		if err = scalar(&e.Kind, where, fail)(v); err == nil && e.Kind != "account" && e.Kind != "public" {
+		if err = settings.Scalar(&e.Kind, where, fail)(v); err == nil && e.Kind != "account" && e.Kind != "public" {
 			err = fail(v, "%s: want account or public", where)
 		}
 	case "auth":
@@ -499,9 +483,33 @@ func (fc *File) endpointKey(name string, k, v *yaml.Node, fail failFunc) (bool, 
 	case "errors":
 		e.Errors, err = errorsSpec(v, where, fail)
 	default:
-		return false, nil
+		return fail(k, "endpoints.%s: unknown key %q (want path, method, body, records, fields, kind, params, auth, pagination, errors, maps)", name, k.Value)
 	}
-	return true, err
+	return err
 }
 
 func (s *Endpoint) String() string { return fmt.Sprintf("%+v", *s) }
+
+// mapRules reads {force: [paths], forbid: [paths]}.
+func mapRules(v *yaml.Node, where string, fail settings.FailFunc) (infer.MapRules, error) {
+	var m infer.MapRules
+	if v.Kind != yaml.MappingNode {
+		return m, fail(v, "%s: want {force: [paths], forbid: [paths]}", where)
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		paths, err := settings.Scalars(val)
+		if err != nil {
+			return m, fail(val, "%s.%s: %v", where, k.Value, err)
+		}
+		switch k.Value {
+		case "force":
+			m.Force = append(m.Force, paths...)
+		case "forbid":
+			m.Forbid = append(m.Forbid, paths...)
+		default:
+			return m, fail(k, "%s: unknown key %q (want force, forbid)", where, k.Value)
+		}
+	}
+	return m, nil
+}

@@ -1,4 +1,4 @@
-package settings
+package venueconf
 
 import (
 	"errors"
@@ -6,7 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/optlake/optlake/internal/settings"
 )
+
+// load reads a config file as `optlake run` does: its settings, then the
+// real-venue keys.
+func load(path string) (*settings.File, Venue, error) {
+	f, err := settings.LoadFile(path, settings.Run)
+	if err != nil {
+		return nil, Venue{}, err
+	}
+	v, err := Decode(f)
+	return f, v, err
+}
 
 func TestVenueKeys(t *testing.T) {
 	dir := t.TempDir()
@@ -40,11 +53,10 @@ endpoints:
     body: '{"jsonrpc":"2.0","method":"private/get_trades"}'
     auth: none
 `), 0o600)
-	f, err := LoadFile(p, Run)
+	f, v, err := load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := f.Venue
 	if v.Auth == nil || v.Auth.Key != "env-key" || v.Auth.Secret != "file-secret" || len(v.Auth.Headers) != 1 {
 		t.Errorf("auth %+v", v.Auth)
 	}
@@ -98,8 +110,8 @@ endpoints:
 		{"accounts:\n  - label: a\n    auth: {type: basic, pass: x}\n", 3, "unknown key \"pass\""},
 	} {
 		os.WriteFile(p, []byte(tc.body), 0o600)
-		_, err := LoadFile(p, Run)
-		var fe *FileError
+		_, _, err := load(p)
+		var fe *settings.FileError
 		if !errors.As(err, &fe) || fe.Line != tc.line || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q: error %v, want a FileError at line %d with %q", tc.body, err, tc.line, tc.msg)
 		}
@@ -130,11 +142,10 @@ endpoints:
     errors: {path: error, non_empty: true, message: error.0}
     pagination: {type: cursor, cursor_from_record: billId, cursor_plus: 1, cursor_param: after, limit_param: limit, limit: 100}
 `), 0o600)
-	f, err := LoadFile(p, Run)
+	f, v, err := load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := f.Venue
 	if e := v.Errors; e == nil || len(e.OK) != 1 || e.OK[0] != "0" || e.Path != "" {
 		t.Errorf("errors %+v", e)
 	}
@@ -176,8 +187,8 @@ endpoints:
 		{"endpoints:\n  instruments:\n    params: {symbols: {split: false}}\n", 3, "value is required"},
 	} {
 		os.WriteFile(p, []byte(tc.body), 0o600)
-		_, err := LoadFile(p, Run)
-		var fe *FileError
+		_, _, err := load(p)
+		var fe *settings.FileError
 		if !errors.As(err, &fe) || fe.Line != tc.line || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q: error %v, want a FileError at line %d with %q", tc.body, err, tc.line, tc.msg)
 		}
@@ -203,21 +214,21 @@ endpoints:
     method: post
     body: '{"wallet":"{{ .Key }}"}'
 `), 0o600)
-	f, err := LoadFile(p, Run)
+	_, v, err := load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(f.Venue.Auth.Inline, " | ")
+	got := strings.Join(v.Auth.Inline, " | ")
 	if !strings.Contains(got, "{{ .Millis }}") || !strings.Contains(got, `{"wallet":"{{ .Key }}"}`) || strings.Contains(got, "BTC") {
 		t.Errorf("inline templates %q", got)
 	}
-	if hm := f.Venue.AccountAuth["hm"]; len(hm.Inline) != 0 {
+	if hm := v.AccountAuth["hm"]; len(hm.Inline) != 0 {
 		t.Errorf("an hmac signer got inline templates %q", hm.Inline)
 	}
 	// A mistake in one is the config's, at the endpoints' line.
 	os.WriteFile(p, []byte("auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}\nendpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: '{{ .Milis }}'}\n"), 0o600)
-	_, err = LoadFile(p, Run)
-	var fe *FileError
+	_, _, err = load(p)
+	var fe *settings.FileError
 	if !errors.As(err, &fe) || fe.Line != 3 || !strings.Contains(err.Error(), "Milis") {
 		t.Errorf("error %v, want a FileError at line 3 naming .Milis", err)
 	}
