@@ -212,7 +212,7 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 			}
 			entry = e
 		}
-		scratch, err := os.CreateTemp("", "optlake-page-*")
+		scratch, err := os.CreateTemp(r.cfg.Scratch, "optlake-page-*")
 		if err != nil {
 			entry.Finish(resp.Status, resp.ContentType, false, "scratch file: "+err.Error())
 			return fmt.Errorf("page scratch file: %w", err)

@@ -49,9 +49,10 @@ type Config struct {
 	// Store is the data directory: the raw archive, the instrument events'
 	// state and the load ledger live there.
 	Store storage.Store
-	// Scratch is a local folder for the runner's temporary files when Store
-	// is not one ("": a folder made under the system's temp folder, removed
-	// by Close).
+	// Scratch is a local folder for the runner's temporary files: pages
+	// being judged, staged records, and the events state when Store is
+	// not local ("": the system's temp folder; with a bucket, a folder made
+	// there and removed by Close).
 	Scratch string
 	// Events derives instrument_events, comparing each listing with the
 	// state the previous one left in Store.
@@ -761,7 +762,7 @@ func (c call) enveloped() bool {
 func (r *Runner) decode(ctx context.Context, c call, body io.Reader) (map[string]SinkResult, error) {
 	ss := r.cfg.Sinks
 	if c.staged {
-		ss = stagedSinks(ss, r.cfg.Mem)
+		ss = stagedSinks(ss, r.cfg.Mem, r.cfg.Scratch)
 	}
 	switch {
 	case c.ep.Kind == KindInstruments:

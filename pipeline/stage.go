@@ -24,14 +24,15 @@ type AtomicSink interface {
 	CommitsAtomically() bool
 }
 
-// stagedSinks wraps every sink that is not atomic in a stage.
-func stagedSinks(ss []sinks.Sink, mem memory.Allocator) []sinks.Sink {
+// stagedSinks wraps every sink that is not atomic in a stage whose file
+// is in dir ("": the system's temp folder).
+func stagedSinks(ss []sinks.Sink, mem memory.Allocator, dir string) []sinks.Sink {
 	out := make([]sinks.Sink, len(ss))
 	for i, s := range ss {
 		if a, ok := s.(AtomicSink); ok && a.CommitsAtomically() {
 			out[i] = s
 		} else {
-			out[i] = &stage{Sink: s, mem: mem}
+			out[i] = &stage{Sink: s, mem: mem, dir: dir}
 		}
 	}
 	return out
@@ -43,10 +44,11 @@ func stagedSinks(ss []sinks.Sink, mem memory.Allocator) []sinks.Sink {
 type stage struct {
 	sinks.Sink
 	mem memory.Allocator
+	dir string // Config.Scratch
 }
 
 func (s *stage) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
-	f, err := os.CreateTemp("", "optlake-stage-*.arrow")
+	f, err := os.CreateTemp(s.dir, "optlake-stage-*.arrow")
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", t.Name, err)
 	}
