@@ -63,3 +63,44 @@ func TestPoisonedPool(t *testing.T) {
 	}()
 	p.Free(a)
 }
+
+// The unzeroed methods hand out buffers of the size asked, grow a buffer
+// keeping its bytes, keep freed ones of their classes up to the bound,
+// and count what they had to make.
+func TestPoolUnzeroed(t *testing.T) {
+	p := New(4096)
+	b := p.AllocateUnzeroed(100)
+	if len(b) != 100 || cap(b) != 128 || p.Made() != 128 {
+		t.Fatalf("len %d cap %d, made %d", len(b), cap(b), p.Made())
+	}
+	copy(b, "kept")
+	b = p.ReallocateUnzeroed(1000, b)
+	if len(b) != 1000 || string(b[:4]) != "kept" {
+		t.Fatalf("reallocated: len %d, %q", len(b), b[:4])
+	}
+	if g := p.ReallocateUnzeroed(1020, b); unsafe.SliceData(g) != unsafe.SliceData(b) {
+		t.Fatal("grown within its class, yet copied")
+	}
+	p.Free(b)
+	if p.Held() != 128+1024 { // the first buffer, freed by Reallocate, and b
+		t.Fatalf("held %d after a free", p.Held())
+	}
+	c := p.AllocateUnzeroed(900)
+	if cap(c) != 1024 || p.Held() != 128 || p.Made() != 128+1024 {
+		t.Fatalf("not reused: cap %d, held %d, made %d", cap(c), p.Held(), p.Made())
+	}
+	if string(c[:4]) != "kept" {
+		t.Fatalf("an unzeroed buffer was cleared: %q", c[:4])
+	}
+	buf := p.BufferUnzeroed(1000)
+	buf.Release() // back to the pool
+	if p.Held() != 128+1024 {
+		t.Fatalf("held %d after a buffer's release", p.Held())
+	}
+	if Size(100) != 128 || Size(200<<20) != 200<<20 {
+		t.Fatalf("Size: %d, %d", Size(100), Size(200<<20))
+	}
+	if big := p.AllocateUnzeroed(200 << 20); len(big) != 200<<20 {
+		t.Fatal("a large buffer")
+	}
+}

@@ -39,6 +39,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
@@ -238,7 +239,7 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 // BucketSteps).
 func compactPartition(ctx context.Context, st Lake, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
 	start := time.Now()
-	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, pool: newBufPool(opt.ChunkBytes / 2), key: schema.SortKey(p.Table)}
+	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, pool: arrowpool.New(opt.ChunkBytes / 2), key: schema.SortKey(p.Table)}
 	j.pr.Partition = p
 	return j.run(ctx, start)
 }
@@ -273,7 +274,7 @@ type partitionJob struct {
 	st   Lake
 	opt  *Options
 	mem  memory.Allocator
-	pool *bufPool // the merges' gather and spill buffers
+	pool *arrowpool.Pool // the merges' gather and spill buffers
 	key  []string
 	pr   PartitionReport
 

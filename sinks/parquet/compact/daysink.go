@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	pq "github.com/optlake/optlake/sinks/parquet"
@@ -44,7 +45,7 @@ import (
 type DaySink struct {
 	opt   DayOptions
 	mem   memory.Allocator
-	pool  *bufPool // the merges' gather and spill buffers, shared by the days
+	pool  *arrowpool.Pool // the merges' gather and spill buffers, shared by the days
 	mu    sync.Mutex
 	days  map[Partition]*dayRows
 	dicts map[Partition]*keyDict // each day's key dictionary (keydict.go)
@@ -76,7 +77,7 @@ func NewDaySink(opt DayOptions) (*DaySink, error) {
 	if opt.WriterBytes == 0 {
 		opt.WriterBytes = 8 << 20
 	}
-	return &DaySink{opt: opt, mem: memory.DefaultAllocator, pool: newBufPool(opt.Compact.ChunkBytes / 2), days: map[Partition]*dayRows{}, dicts: map[Partition]*keyDict{}}, nil
+	return &DaySink{opt: opt, mem: memory.DefaultAllocator, pool: arrowpool.New(opt.Compact.ChunkBytes / 2), days: map[Partition]*dayRows{}, dicts: map[Partition]*keyDict{}}, nil
 }
 
 // Name implements sinks.Sink: the fallback's ("parquet").
@@ -250,7 +251,7 @@ func (s *DaySink) Close(ctx context.Context) error {
 // budget and the last runs, in memory.
 type dayRows struct {
 	mem    memory.Allocator
-	pool   *bufPool
+	pool   *arrowpool.Pool
 	key    []string
 	tmp    string
 	budget int64

@@ -108,7 +108,7 @@ func (j *partitionJob) directDictColumn(ctx context.Context, dd *directDay, i in
 	}
 	// every id is set before it is read (or the column is left): the
 	// pool's buffer, of the same size for each such column
-	buf := j.pool.Allocate(4 * rows)
+	buf := j.pool.AllocateUnzeroed(4 * rows)
 	defer j.pool.Free(buf)
 	all := asSlice[uint32](buf)
 	ids := make([][]uint32, len(units))

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
@@ -66,7 +67,7 @@ func idxOpts(t *testing.T, dictPage int64) []pqpage.Options {
 // idxDay is the direct writer's day of units' rows in the order of refs
 // (row groups of 400 rows, batches of 150), its columns built
 // (byValue: every dictionary column from its gathered strings).
-func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Options, byValue bool, pool *bufPool) *directDay {
+func idxDay(t *testing.T, units []directUnit, refs []rowRef, opts []pqpage.Options, byValue bool, pool *arrowpool.Pool) *directDay {
 	t.Helper()
 	groups := directGroups(len(refs), 150, 400)
 	for g := range groups {
@@ -125,7 +126,7 @@ func TestDirectDictColumnIsTheStrings(t *testing.T) {
 	}
 	r.Shuffle(len(refs), func(a, b int) { refs[a], refs[b] = refs[b], refs[a] })
 	opts := idxOpts(t, 8<<10)
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	want, got := idxDay(t, units, refs, opts, true, pool), idxDay(t, units, refs, opts, false, pool)
 	if len(got.groups) < 5 {
 		t.Fatalf("%d row groups: the case does not exercise many", len(got.groups))

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/apache/arrow-go/v18/parquet"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
@@ -105,7 +106,7 @@ func directNeed(cols []int64, rows, workers int, dict bool) int64 {
 	// other sizes. Counting it sends the bench's replayed day (450,000
 	// rows) to the merge; its peak RSS rose ~3 MB with the pools.
 	if dict {
-		need += int64(workers) * poolSize(4*rows)
+		need += int64(workers) * arrowpool.Size(4*rows)
 	}
 	return need
 }
@@ -472,7 +473,7 @@ func (j *partitionJob) directColumns(ctx context.Context, dd *directDay) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readers := &unitReaders{pool: newBufPool(keep), m: map[*packFile]*packReader{}}
+			readers := &unitReaders{pool: arrowpool.New(keep), m: map[*packFile]*packReader{}}
 			mu.Lock()
 			dd.readers = append(dd.readers, readers)
 			mu.Unlock()
@@ -631,7 +632,7 @@ func (j *partitionJob) packReader(u directUnit, readers *unitReaders) *packReade
 // unitReaders are a column worker's readers of the day's pack files,
 // their columns' buffers from a pool of the worker's own (workerPool).
 type unitReaders struct {
-	pool *bufPool
+	pool *arrowpool.Pool
 	m    map[*packFile]*packReader
 }
 
@@ -678,7 +679,7 @@ func (j *partitionJob) directKeyColumn(ctx context.Context, dd *directDay, i int
 
 // keyColumn builds the string array of rows [lo, hi) of the order of a
 // dictionary column: each row's value is its rank's.
-func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, hi int) (arrow.Array, error) {
+func keyColumn(pool *arrowpool.Pool, t arrow.DataType, start []int, kv keyValues, lo, hi int) (arrow.Array, error) {
 	n := hi - lo
 	first, _ := slices.BinarySearch(start, lo+1) // start[first] > lo: rank first-1 holds row lo
 	// the bytes, and the nulls
@@ -698,13 +699,13 @@ func keyColumn(pool *bufPool, t arrow.DataType, start []int, kv keyValues, lo, h
 	var valid *memory.Buffer
 	var bits []byte
 	if nulls > 0 {
-		valid = pool.buffer(int(bitutil.BytesForBits(int64(n))))
+		valid = pool.BufferUnzeroed(int(bitutil.BytesForBits(int64(n))))
 		bits = valid.Bytes()
 		clear(bits)
 	}
-	offBuf := pool.buffer((n + 1) * 4)
+	offBuf := pool.BufferUnzeroed((n + 1) * 4)
 	offs := asSlice[int32](offBuf.Bytes())
-	data := pool.Allocate(bytes)
+	data := pool.AllocateUnzeroed(bytes)
 	pos := 0
 	for k, p := first-1, lo; p < hi; k++ {
 		end := min(hi, start[k+1])
@@ -785,7 +786,7 @@ func unitOrder(refs []rowRef, units int) unitPerm {
 
 // gatherByUnit is gatherArrays, the values of fixed-width and string
 // columns copied record by record (perm: unitOrder).
-func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef, perm unitPerm) (arrow.Array, error) {
+func gatherByUnit(pool *arrowpool.Pool, t arrow.DataType, arrs []arrow.Array, refs []rowRef, perm unitPerm) (arrow.Array, error) {
 	switch t.ID() {
 	case arrow.STRING:
 		return gatherStringsByUnit(pool, t, as[*array.String](arrs), refs, perm)
@@ -807,11 +808,11 @@ func gatherByUnit(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []ro
 // benchmark's nullable columns) had its bits read in the batch's order,
 // as many places at once as records (validityInto): ~a third of the
 // gathers of BenchmarkPublishReplayedDay.
-func validityByUnit[A arrow.Array](pool *bufPool, src []A, n int, perm unitPerm) (*memory.Buffer, int) {
+func validityByUnit[A arrow.Array](pool *arrowpool.Pool, src []A, n int, perm unitPerm) (*memory.Buffer, int) {
 	if !slices.ContainsFunc(src, func(a A) bool { return a.NullN() > 0 }) {
 		return nil, 0
 	}
-	buf := pool.buffer(int(bitutil.BytesForBits(int64(n))))
+	buf := pool.BufferUnzeroed(int(bitutil.BytesForBits(int64(n))))
 	bits := buf.Bytes()
 	clear(bits)
 	valid := 0
@@ -838,9 +839,9 @@ func validityByUnit[A arrow.Array](pool *bufPool, src []A, n int, perm unitPerm)
 
 // gatherBoolsByUnit is gatherArrays of a boolean column, its bits copied
 // record by record (a null row's bit is 0, as a builder leaves it).
-func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm unitPerm) arrow.Array {
+func gatherBoolsByUnit(pool *arrowpool.Pool, t arrow.DataType, src []*array.Boolean, refs []rowRef, perm unitPerm) arrow.Array {
 	valid, nulls := validityByUnit(pool, src, len(refs), perm)
-	buf := pool.buffer(int(bitutil.BytesForBits(int64(len(refs)))))
+	buf := pool.BufferUnzeroed(int(bitutil.BytesForBits(int64(len(refs)))))
 	out := buf.Bytes()
 	clear(out)
 	for u, a := range src {
@@ -868,10 +869,10 @@ func gatherBoolsByUnit(pool *bufPool, t arrow.DataType, src []*array.Boolean, re
 }
 
 // gatherFixedByUnit is gatherFixed, record by record.
-func gatherFixedByUnit[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef, perm unitPerm) arrow.Array {
+func gatherFixedByUnit[T any, A arrow.Array](pool *arrowpool.Pool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef, perm unitPerm) arrow.Array {
 	valid, nulls := validityByUnit(pool, src, len(refs), perm)
 	var zero T
-	buf := pool.buffer(len(refs) * int(unsafe.Sizeof(zero)))
+	buf := pool.BufferUnzeroed(len(refs) * int(unsafe.Sizeof(zero)))
 	out := asSlice[T](buf.Bytes())
 	for u, a := range src {
 		lo, hi := perm.start[u], perm.start[u+1]
@@ -889,10 +890,10 @@ func gatherFixedByUnit[T any, A arrow.Array](pool *bufPool, t arrow.DataType, sr
 // gatherStringsByUnit is gatherStrings record by record: each string's
 // length put at its place, the offsets summed in the batch's order, then
 // the bytes copied.
-func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef, perm unitPerm) (arrow.Array, error) {
+func gatherStringsByUnit(pool *arrowpool.Pool, t arrow.DataType, src []*array.String, refs []rowRef, perm unitPerm) (arrow.Array, error) {
 	valid, nulls := validityByUnit(pool, src, len(refs), perm)
 	ss := stringSources(src)
-	offBuf := pool.buffer((len(refs) + 1) * 4)
+	offBuf := pool.BufferUnzeroed((len(refs) + 1) * 4)
 	offs := asSlice[int32](offBuf.Bytes())
 	offs[0] = 0
 	for u := range ss {
@@ -915,7 +916,7 @@ func gatherStringsByUnit(pool *bufPool, t arrow.DataType, src []*array.String, r
 		pos += n
 		offs[i+1] = int32(pos)
 	}
-	data := pool.Allocate(pos)
+	data := pool.AllocateUnzeroed(pos)
 	for u := range ss {
 		s := &ss[u]
 		for k := perm.start[u]; k < perm.start[u+1]; k++ {

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
@@ -484,7 +485,7 @@ func TestDroppedDayDeletesItsPack(t *testing.T) {
 func TestDirectOrderAndKeyColumns(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	d := newKeyDict(dictSchema, dictKey)
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	var runs []Run
 	defer func() { dropRuns(runs) }()
 	for k := range 5 {
@@ -547,7 +548,7 @@ func TestDirectOrderAndKeyColumns(t *testing.T) {
 func TestSortRanksByIntegers(t *testing.T) {
 	r := rand.New(rand.NewPCG(103, 2))
 	d := newKeyDict(dictSchema, dictKey)
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	var runs []Run
 	defer func() { dropRuns(runs) }()
 	names := []string{"A", "AB", "BTC-1", "BTC-10", "\xff"}

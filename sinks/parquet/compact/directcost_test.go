@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/pqpage"
 )
@@ -39,7 +40,7 @@ func TestDirectKeyColumnCost(t *testing.T) {
 			}
 			kv := keyValues{vals: c.vals, valid: c.valid}
 			n := start[len(start)-1]
-			arr, err := keyColumn(newBufPool(1<<20), arrow.BinaryTypes.String, start, kv, 0, n)
+			arr, err := keyColumn(arrowpool.New(1<<20), arrow.BinaryTypes.String, start, kv, 0, n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func TestDirectNeed(t *testing.T) {
 // records.
 func TestGatherBoolsByUnit(t *testing.T) {
 	r := rand.New(rand.NewPCG(93, 1))
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	var arrs []arrow.Array
 	var refs []rowRef
 	for k := range 7 {
@@ -213,7 +214,7 @@ func TestColumnWorkersReuseTheirBuffers(t *testing.T) {
 	for g := range groups {
 		dd.chunks[g] = make([]*pqpage.Chunk, u.NumFields())
 	}
-	j := &partitionJob{u: u, pool: newBufPool(0)} // the day's pool keeps nothing: what is reused is the workers' own
+	j := &partitionJob{u: u, pool: arrowpool.New(0)} // the day's pool keeps nothing: what is reused is the workers' own
 	if err := j.directColumns(context.Background(), dd); err != nil {
 		t.Fatal(err)
 	}
@@ -223,9 +224,9 @@ func TestColumnWorkersReuseTheirBuffers(t *testing.T) {
 	}
 	var made int64
 	for _, rd := range dd.readers {
-		made += rd.pool.made
+		made += rd.pool.Made()
 	}
-	column := int64(recs) * (poolSize(8*rows) + poolSize(rows/8+1)) // a column of every unit: its values and validity (the builder's)
+	column := int64(recs) * (arrowpool.Size(8*rows) + arrowpool.Size(rows/8+1)) // a column of every unit: its values and validity (the builder's)
 	if made < column {
 		t.Fatalf("the workers' pools made %d bytes, not even a column's %d: the units' columns were not read into them", made, column)
 	}
@@ -243,7 +244,7 @@ func TestGatherByUnitIsGatherArrays(t *testing.T) {
 	for _, typ := range types {
 		t.Run(typ.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(103, 3))
-			pool := newBufPool(1 << 20)
+			pool := arrowpool.New(1 << 20)
 			var arrs []arrow.Array
 			var refs []rowRef
 			for k := range 8 {

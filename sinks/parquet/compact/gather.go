@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // gatherer collects rows (a record and a row of it, in output order) and
@@ -17,14 +19,14 @@ import (
 // and the merge move every row of a day; row at a time, that cost as much
 // as decoding the day).
 type gatherer struct {
-	pool *bufPool
+	pool *arrowpool.Pool
 	u    *arrow.Schema
 	recs []arrow.Record // retained until flush
 	refs []rowRef
 	at   []int32 // per merge input: its current record's index in recs (-1: none)
 }
 
-func newGatherer(pool *bufPool, u *arrow.Schema) *gatherer {
+func newGatherer(pool *arrowpool.Pool, u *arrow.Schema) *gatherer {
 	return &gatherer{pool: pool, u: u}
 }
 
@@ -79,7 +81,7 @@ func (g *gatherer) release() {
 
 // gather builds the record of refs' rows of recs (all with schema u), its
 // buffers from pool.
-func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) (arrow.Record, error) {
+func gather(pool *arrowpool.Pool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) (arrow.Record, error) {
 	cols := make([]arrow.Array, 0, u.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -99,7 +101,7 @@ func gather(pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) 
 // gatherColumn gathers column j of refs' rows: flat columns into buffers
 // of pool (every byte written), booleans and lists through arrow-go's
 // builders (Go's zeroed memory: builders rely on it).
-func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) (arrow.Array, error) {
+func gatherColumn(pool *arrowpool.Pool, t arrow.DataType, recs []arrow.Record, j int, refs []rowRef) (arrow.Array, error) {
 	arrs := make([]arrow.Array, len(recs))
 	for k, r := range recs {
 		arrs[k] = r.Column(j)
@@ -109,7 +111,7 @@ func gatherColumn(pool *bufPool, t arrow.DataType, recs []arrow.Record, j int, r
 
 // gatherArrays is gatherColumn of arrays of type t, refs' rec indexing
 // arrs.
-func gatherArrays(pool *bufPool, t arrow.DataType, arrs []arrow.Array, refs []rowRef) (arrow.Array, error) {
+func gatherArrays(pool *arrowpool.Pool, t arrow.DataType, arrs []arrow.Array, refs []rowRef) (arrow.Array, error) {
 	switch t.ID() {
 	case arrow.STRING:
 		return gatherStrings(pool, t, as[*array.String](arrs), refs)
@@ -191,10 +193,10 @@ func validityInto[A arrow.Array](src []A, refs []rowRef, alloc func(n int) []byt
 }
 
 // validity is validityInto a buffer of pool (nil when no row is null).
-func validity[A arrow.Array](pool *bufPool, src []A, refs []rowRef) (*memory.Buffer, int) {
+func validity[A arrow.Array](pool *arrowpool.Pool, src []A, refs []rowRef) (*memory.Buffer, int) {
 	var buf *memory.Buffer
 	_, n := validityInto(src, refs, func(n int) []byte {
-		buf = pool.buffer(n)
+		buf = pool.BufferUnzeroed(n)
 		return buf.Bytes()
 	})
 	return buf, n
@@ -236,10 +238,10 @@ func gatherFixedInto[T any, A arrow.Array](dst []byte, src []A, values func(A) [
 }
 
 // gatherFixed gathers a column of fixed-width values into buffers of pool.
-func gatherFixed[T any, A arrow.Array](pool *bufPool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef) arrow.Array {
+func gatherFixed[T any, A arrow.Array](pool *arrowpool.Pool, t arrow.DataType, src []A, values func(A) []T, refs []rowRef) arrow.Array {
 	valid, nulls := validity(pool, src, refs)
 	var zero T
-	buf := pool.buffer(len(refs) * int(unsafe.Sizeof(zero)))
+	buf := pool.BufferUnzeroed(len(refs) * int(unsafe.Sizeof(zero)))
 	gatherFixedInto(buf.Bytes(), src, values, refs)
 	return finishArray(t, len(refs), nulls, valid, buf)
 }
@@ -281,7 +283,7 @@ func stringsGuess(ss []strSource, n int) int {
 // gatherStringsInto gathers refs' strings: their offsets into offs
 // (len(refs)+1) and their bytes into data (up to its capacity), which
 // more replaces when they do not fit (more(n, data) returns at least n
-// bytes beginning with data's: bufPool.Reallocate); it returns data up to the last string's end. One pass over the
+// bytes beginning with data's: arrowpool.Pool.ReallocateUnzeroed); it returns data up to the last string's end. One pass over the
 // sources (a pass to size the bytes first cost as much as the copy: the
 // rows are spread over the inputs). A run of consecutive rows of a record
 // is copied at once; a short string in word moves.
@@ -350,11 +352,11 @@ func stringsFit(pos, n int) error {
 }
 
 // gatherStrings gathers a string column into buffers of pool.
-func gatherStrings(pool *bufPool, t arrow.DataType, src []*array.String, refs []rowRef) (arrow.Array, error) {
+func gatherStrings(pool *arrowpool.Pool, t arrow.DataType, src []*array.String, refs []rowRef) (arrow.Array, error) {
 	valid, nulls := validity(pool, src, refs)
 	ss := stringSources(src)
-	offBuf := pool.buffer((len(refs) + 1) * 4)
-	data, err := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.Allocate(stringsGuess(ss, len(refs))), pool.Reallocate, ss, refs)
+	offBuf := pool.BufferUnzeroed((len(refs) + 1) * 4)
+	data, err := gatherStringsInto(asSlice[int32](offBuf.Bytes()), pool.AllocateUnzeroed(stringsGuess(ss, len(refs))), pool.ReallocateUnzeroed, ss, refs)
 	if err != nil {
 		offBuf.Release()
 		if valid != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -151,7 +152,7 @@ func mergedIDs(t *testing.T, d *keyDict, keyed bool) []int64 {
 	tmp := t.TempDir()
 	var runs []Run
 	for k := range 7 {
-		so := &sorter{mem: memory.DefaultAllocator, pool: newBufPool(1 << 20), u: dictSchema, key: dictKey, tmp: tmp, budget: 1 << 30, runBatch: 13, dict: d}
+		so := &sorter{mem: memory.DefaultAllocator, pool: arrowpool.New(1 << 20), u: dictSchema, key: dictKey, tmp: tmp, budget: 1 << 30, runBatch: 13, dict: d}
 		if k%2 == 1 {
 			so.budget = 2 << 10 // spills
 		}
@@ -182,14 +183,14 @@ func mergedIDs(t *testing.T, d *keyDict, keyed bool) []int64 {
 	if k := keysFor(d, runs, true); (k != nil) != keyed {
 		t.Fatalf("keyed merge: %v, want %v", k != nil, keyed)
 	}
-	out, err := mergeToRun(context.Background(), memory.DefaultAllocator, newBufPool(1<<20), dictSchema, dictKey, d, tmp, runs, 16)
+	out, err := mergeToRun(context.Background(), memory.DefaultAllocator, arrowpool.New(1<<20), dictSchema, dictKey, d, tmp, runs, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.keyed != keyed {
 		t.Fatalf("merged run keyed %v, want %v", out.keyed, keyed)
 	}
-	c, err := openRun(newBufPool(1<<20), dictSchema, out.Path)
+	c, err := openRun(arrowpool.New(1<<20), dictSchema, out.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	pq "github.com/optlake/optlake/sinks/parquet"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // A day is compacted by an external merge sort with bounded memory:
@@ -44,7 +46,7 @@ type cursor interface {
 // sorter turns unsorted record batches into sorted runs.
 type sorter struct {
 	mem      memory.Allocator
-	pool     *bufPool // the runs' gather and spill buffers
+	pool     *arrowpool.Pool // the runs' gather and spill buffers
 	u        *arrow.Schema
 	key      []string
 	tmp      string
@@ -442,7 +444,7 @@ func mergeKeyed(ctx context.Context, cursors []cursor, ids [][]uint32, key []str
 // level at a time: each group of fanIn spilled runs (with the runs in
 // memory among them: they hold no read buffer) becomes one longer run. It
 // takes ownership of runs: those not returned are merged or dropped.
-func mergeRuns(ctx context.Context, mem memory.Allocator, pool *bufPool, u *arrow.Schema, key []string, dict *keyDict, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
+func mergeRuns(ctx context.Context, mem memory.Allocator, pool *arrowpool.Pool, u *arrow.Schema, key []string, dict *keyDict, tmp string, runs []Run, fanIn, batch int) ([]Run, error) {
 	for spilled(runs) > fanIn {
 		var next []Run
 		for len(runs) > 0 {
@@ -486,7 +488,7 @@ func spilled(runs []Run) int {
 // mergeToRun merges the runs (taking ownership) into one spilled run of
 // schema u, in batches of batch rows; when every run has ids of dict, so
 // has the merged run (and the merge compares integers).
-func mergeToRun(ctx context.Context, mem memory.Allocator, pool *bufPool, u *arrow.Schema, key []string, dict *keyDict, tmp string, group []Run, batch int) (Run, error) {
+func mergeToRun(ctx context.Context, mem memory.Allocator, pool *arrowpool.Pool, u *arrow.Schema, key []string, dict *keyDict, tmp string, group []Run, batch int) (Run, error) {
 	mk := keysFor(dict, group, true)
 	ids := runIDs(group)
 	cursors, err := openRuns(mem, pool, u, group)
@@ -536,7 +538,7 @@ func runIDs(runs []Run) [][]uint32 {
 
 // openRuns opens the runs (taking ownership: on error, those not opened
 // are dropped) as cursors yielding schema u.
-func openRuns(mem memory.Allocator, pool *bufPool, u *arrow.Schema, runs []Run) ([]cursor, error) {
+func openRuns(mem memory.Allocator, pool *arrowpool.Pool, u *arrow.Schema, runs []Run) ([]cursor, error) {
 	var cursors []cursor
 	for i, r := range runs {
 		c, err := r.open(mem, pool, u)
@@ -552,7 +554,7 @@ func openRuns(mem memory.Allocator, pool *bufPool, u *arrow.Schema, runs []Run) 
 
 // open returns the run's cursor, its rows with schema u; the cursor owns
 // the run (deletes its file, releases its records).
-func (r Run) open(mem memory.Allocator, pool *bufPool, u *arrow.Schema) (cursor, error) {
+func (r Run) open(mem memory.Allocator, pool *arrowpool.Pool, u *arrow.Schema) (cursor, error) {
 	if r.packed != nil {
 		r.packed.release()
 		return nil, errors.New("a packed run is merged once unpacked")

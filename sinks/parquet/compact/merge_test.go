@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -106,7 +107,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 				case 0: // in memory, its records in another order
 					shuffled := slices.Clone(rows)
 					r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-					so := &sorter{mem: memory.DefaultAllocator, pool: newBufPool(1 << 20), u: mergeSchema, key: mergeKey, budget: 1 << 30}
+					so := &sorter{mem: memory.DefaultAllocator, pool: arrowpool.New(1 << 20), u: mergeSchema, key: mergeKey, budget: 1 << 30}
 					for _, rec := range mergeRecords(shuffled, 7) {
 						if err := so.add(rec); err != nil {
 							t.Fatal(err)
@@ -129,7 +130,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 					})
 					runs = append(runs, Run{Schema: mergeSchema, mem: m})
 				case 1: // spilled, in batches of 5
-					w, err := newRunWriter(newBufPool(1<<20), mergeSchema, tmp)
+					w, err := newRunWriter(arrowpool.New(1<<20), mergeSchema, tmp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -145,7 +146,7 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 					runs = append(runs, Run{Path: path, Schema: mergeSchema})
 				case 2: // spilled without the v column: conformed (nulls)
 					narrow := arrow.NewSchema(mergeSchema.Fields()[:3], nil)
-					w, err := newRunWriter(newBufPool(1<<20), narrow, tmp)
+					w, err := newRunWriter(arrowpool.New(1<<20), narrow, tmp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -169,11 +170,11 @@ func TestMergeIsStableAcrossRunKinds(t *testing.T) {
 			want := slices.Clone(all)
 			slices.SortStableFunc(want, compareMergeRows)
 
-			cursors, err := openRuns(memory.DefaultAllocator, newBufPool(1<<20), mergeSchema, runs)
+			cursors, err := openRuns(memory.DefaultAllocator, arrowpool.New(1<<20), mergeSchema, runs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := newGatherer(newBufPool(1<<20), mergeSchema)
+			g := newGatherer(arrowpool.New(1<<20), mergeSchema)
 			var got []arrow.Record
 			err = merge(context.Background(), cursors, mergeKey, func(src int, rec arrow.Record, row int) error {
 				g.add(src, rec, row)
@@ -241,7 +242,7 @@ func TestGatherMatchesRowBuilder(t *testing.T) {
 		k := r.IntN(len(recs))
 		refs = append(refs, rowRef{int32(k), int32(r.IntN(int(recs[k].NumRows())))})
 	}
-	got := mustGather(t, newBufPool(1<<20), u, recs, refs)
+	got := mustGather(t, arrowpool.New(1<<20), u, recs, refs)
 	defer got.Release()
 	rb, err := newRowBuilder(memory.DefaultAllocator, u)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // A replayed day's runs in memory, once they fill the day's budget, are
@@ -56,7 +58,7 @@ func (c *countWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func newPackFile(pool *bufPool, dir string) (*packFile, error) {
+func newPackFile(pool *arrowpool.Pool, dir string) (*packFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
 	}
@@ -295,14 +297,14 @@ func dataBytes(d arrow.ArrayData) int64 {
 // packReader reads columns of packed records.
 type packReader struct {
 	pf   *packFile
-	pool *bufPool
+	pool *arrowpool.Pool
 	buf  []byte
 	br   *bufio.Reader
 	rd   bytes.Reader
 	c    runCursor
 }
 
-func newPackReader(pf *packFile, pool *bufPool) *packReader {
+func newPackReader(pf *packFile, pool *arrowpool.Pool) *packReader {
 	r := &packReader{pf: pf, pool: pool}
 	r.br = bufio.NewReaderSize(&r.rd, 64<<10)
 	r.c.pool = pool
@@ -422,7 +424,7 @@ func (r *packReader) record(u *arrow.Schema, pr packedRec, ids []uint32, dict *k
 // unpack reads the group's runs back into memory and merges them into one
 // spilled run, what the day's merge would have made of them (the day is
 // not written by direct.go).
-func (g *packedGroup) unpack(ctx context.Context, pool *bufPool, key []string, dict *keyDict, tmp string) (Run, error) {
+func (g *packedGroup) unpack(ctx context.Context, pool *arrowpool.Pool, key []string, dict *keyDict, tmp string) (Run, error) {
 	defer g.release()
 	rd := newPackReader(g.file, pool)
 	var runs []Run

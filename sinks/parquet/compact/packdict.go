@@ -183,12 +183,12 @@ func (r *packReader) strings(t arrow.DataType, ids *array.Uint32, vals *array.St
 	}
 	var valid *memory.Buffer
 	if ids.NullN() > 0 {
-		valid = r.pool.buffer(int(bitutil.BytesForBits(int64(n))))
+		valid = r.pool.BufferUnzeroed(int(bitutil.BytesForBits(int64(n))))
 		copy(valid.Bytes(), ids.Data().Buffers()[0].Bytes())
 	}
-	offBuf := r.pool.buffer((n + 1) * 4)
+	offBuf := r.pool.BufferUnzeroed((n + 1) * 4)
 	offs := asSlice[int32](offBuf.Bytes())
-	data := r.pool.Allocate(bytes)
+	data := r.pool.AllocateUnzeroed(bytes)
 	pos := 0
 	for i, id := range iv {
 		offs[i] = int32(pos)

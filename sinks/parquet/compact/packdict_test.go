@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // A string column of few distinct values packed as ids (packdict.go)
@@ -36,7 +38,7 @@ func TestPackedIDsReadBackAsTheStrings(t *testing.T) {
 		{"all null", build(20, func(int) (string, bool) { return "", false }), true},
 		{"distinct", build(300, func(i int) (string, bool) { return fmt.Sprint(i), true }), false},
 	}
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	pf, err := newPackFile(pool, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // packRecords packs recs (schema u, key) as one run of dict's ids into a
 // fresh pack file and returns the group (released by the test's end).
 func packRecords(t *testing.T, u *arrow.Schema, key []string, d *keyDict, recs []arrow.Record) (*packedGroup, *packReader) {
 	t.Helper()
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	so := &sorter{mem: memory.DefaultAllocator, pool: pool, u: u, key: key, budget: 1 << 30, dict: d}
 	for _, rec := range recs {
 		if err := so.add(rec); err != nil {

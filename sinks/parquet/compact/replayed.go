@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
@@ -31,9 +32,9 @@ type Replayed struct {
 	// day's first rows.
 	Encodings []parquet.WriterProperty
 
-	dict *keyDict  // the day's key dictionary: the runs' ids (nil: none)
-	pack *packFile // the day's packed runs' file (nil: none); deleted by remove
-	pool *bufPool  // the day's merges' buffers (nil: a pool of its own)
+	dict *keyDict        // the day's key dictionary: the runs' ids (nil: none)
+	pack *packFile       // the day's packed runs' file (nil: none); deleted by remove
+	pool *arrowpool.Pool // the day's merges' buffers (nil: a pool of its own)
 }
 
 // Run is a sorted run of a replay and its schema: spilled (a run file,
@@ -68,7 +69,7 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 		r.remove()
 		return PartitionReport{}, fmt.Errorf("publish %s: the table has no sort key", p)
 	}
-	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, pool: r.bufPool(opt.ChunkBytes / 2), key: key, replayed: r}
+	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, pool: r.mergePool(opt.ChunkBytes / 2), key: key, replayed: r}
 	j.pr.Partition = p
 	pr, _, err := j.run(ctx, time.Now())
 	r.remove() // runs not yet handed to the merge (an early error)
@@ -79,12 +80,12 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 	return pr, nil
 }
 
-// bufPool is the day's pool of merge buffers, or a new one of max bytes.
-func (r *Replayed) bufPool(max int64) *bufPool {
+// mergePool is the day's pool of merge buffers, or a new one of max bytes.
+func (r *Replayed) mergePool(max int64) *arrowpool.Pool {
 	if r.pool != nil {
 		return r.pool
 	}
-	return newBufPool(max)
+	return arrowpool.New(max)
 }
 
 // remove deletes (or releases) the runs not yet taken by a merge.
@@ -155,7 +156,7 @@ func (r *Replayed) keys() *keyDict {
 
 // unpack turns the packed runs into spilled runs, a group at a time
 // (packedGroup.unpack): for a day not written by direct.go.
-func (r *Replayed) unpack(ctx context.Context, pool *bufPool, key []string, tmp string) error {
+func (r *Replayed) unpack(ctx context.Context, pool *arrowpool.Pool, key []string, tmp string) error {
 	if r == nil {
 		return nil
 	}

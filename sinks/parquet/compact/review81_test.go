@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // Review of the direct writer's dictionary columns from ids: units in
@@ -21,7 +23,7 @@ import (
 // gathered strings give.
 func TestReview81DirectDictMixedUnits(t *testing.T) {
 	r := rand.New(rand.NewPCG(81, 2))
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	pf, err := newPackFile(pool, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/s2"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // A spilled run is a file of batches, each its rows' count and then each
@@ -47,7 +49,7 @@ const (
 type runWriter struct {
 	f    *os.File
 	bw   *bufio.Writer
-	pool *bufPool
+	pool *arrowpool.Pool
 	u    *arrow.Schema
 	tmp  [binary.MaxVarintLen64]byte
 	crc  uint32    // of the batch's bytes so far
@@ -60,7 +62,7 @@ type runWriter struct {
 	s2In, s2Out int
 }
 
-func newRunWriter(pool *bufPool, u *arrow.Schema, dir string) (*runWriter, error) {
+func newRunWriter(pool *arrowpool.Pool, u *arrow.Schema, dir string) (*runWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
 	}
@@ -258,7 +260,7 @@ func grow(b *[]byte, n int) []byte {
 type runCursor struct {
 	f       *os.File
 	in      runReader
-	pool    *bufPool
+	pool    *arrowpool.Pool
 	u       *arrow.Schema
 	cur     arrow.Record
 	batch   int
@@ -292,7 +294,7 @@ func (r *runReader) readFull(p []byte) error {
 	return noEOF(err)
 }
 
-func openRun(pool *bufPool, u *arrow.Schema, path string) (*runCursor, error) {
+func openRun(pool *arrowpool.Pool, u *arrow.Schema, path string) (*runCursor, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
@@ -562,7 +564,7 @@ func (c *runCursor) buffer() (*memory.Buffer, error) {
 		if n > uint64(c.in.left) {
 			return nil, fmt.Errorf("a buffer of %d bytes, %d left in the file", n, c.in.left)
 		}
-		b := c.pool.buffer(int(n))
+		b := c.pool.BufferUnzeroed(int(n))
 		if err := c.in.readFull(b.Bytes()); err != nil {
 			b.Release()
 			return nil, err
@@ -583,7 +585,7 @@ func (c *runCursor) buffer() (*memory.Buffer, error) {
 		if dn, err := s2.DecodedLen(zb); err != nil || dn != int(n) {
 			return nil, fmt.Errorf("a compressed buffer of %d bytes, not %d (%v)", dn, n, err)
 		}
-		b := c.pool.buffer(int(n))
+		b := c.pool.BufferUnzeroed(int(n))
 		if _, err := s2.Decode(b.Bytes(), zb); err != nil {
 			b.Release()
 			return nil, err

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/internal/arrowpool"
 )
 
 // damageSchema has a column of each path of the run's format: strings and
@@ -52,7 +54,7 @@ func damageRecord(n, seed int) arrow.Record {
 
 // spillBytes writes batches of damageRecord's rows (sizes) as a run and
 // returns its bytes.
-func spillBytes(t testing.TB, pool *bufPool, sizes ...int) []byte {
+func spillBytes(t testing.TB, pool *arrowpool.Pool, sizes ...int) []byte {
 	t.Helper()
 	w, err := newRunWriter(pool, damageSchema, t.TempDir())
 	if err != nil {
@@ -79,7 +81,7 @@ func spillBytes(t testing.TB, pool *bufPool, sizes ...int) []byte {
 // every batch (arrow-go indexes its buffers unchecked), and returns the
 // batches read or the first error; skipCRC lets damaged bytes reach the
 // nodes' checks.
-func readRun(pool *bufPool, path string, data []byte, skipCRC bool) (batches int, err error) {
+func readRun(pool *arrowpool.Pool, path string, data []byte, skipCRC bool) (batches int, err error) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return 0, err
 	}
@@ -106,7 +108,7 @@ func readRun(pool *bufPool, path string, data []byte, skipCRC bool) (batches int
 // batches' checksums). Without the checksums (skipCRC), no damage panics
 // either: each node is checked against its type before arrow-go sees it.
 func TestRunFileDamaged(t *testing.T) {
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	good := spillBytes(t, pool, 40, 9)
 	dir := t.TempDir()
 	if n, err := readRun(pool, filepath.Join(dir, "good"), good, false); err != nil || n != 2 {
@@ -152,7 +154,7 @@ func TestRunFileDamaged(t *testing.T) {
 // file: a buffer's length of 2 GiB in a file of a few hundred bytes is an
 // error before any buffer is taken from the pool.
 func TestRunFileLengthCapped(t *testing.T) {
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	// rows 1; node: length 1, nulls 0, offset 0, 3 buffers; buffer: raw, 2^31 bytes
 	data := []byte{1, 1, 0, 0, 3, bufRaw, 0x80, 0x80, 0x80, 0x80, 0x08}
 	_, err := readRun(pool, filepath.Join(t.TempDir(), "run"), data, false)
@@ -199,7 +201,7 @@ func TestDayMergePanicIsError(t *testing.T) {
 // checksums are skipped (a fuzzed batch would never reach the nodes'
 // checks), then kept.
 func FuzzRunFile(f *testing.F) {
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	f.Add(spillBytes(f, pool, 40))
 	f.Add(spillBytes(f, pool, 3, 0, 20))
 	f.Add(spillBytes(f, pool, 1))

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/optlake/optlake/internal/arrowpool"
 	"github.com/optlake/optlake/schema"
 )
 
@@ -79,7 +80,7 @@ func TestRunFileRoundTrip(t *testing.T) {
 			r.Release()
 		}
 	}()
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	w, err := newRunWriter(pool, u, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestReusedBuffersLeakNothing(t *testing.T) {
 	for i := range refs {
 		refs[i] = rowRef{0, int32((i * 7) % 2000)} // single rows, no runs
 	}
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	w, err := newRunWriter(pool, u, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -209,38 +210,8 @@ func TestReusedBuffersLeakNothing(t *testing.T) {
 		sameRecord(t, fmt.Sprintf("read batch %d", k), got, want)
 		want.Release()
 	}
-	if pool.held == 0 {
+	if pool.Held() == 0 {
 		t.Fatal("the pool kept no buffer: the test does not exercise reuse")
-	}
-}
-
-// The pool hands out buffers of the size asked, keeps freed ones of its
-// classes up to its bound, and grows a buffer keeping its bytes.
-func TestBufPool(t *testing.T) {
-	p := newBufPool(4096)
-	b := p.Allocate(100)
-	if len(b) != 100 || cap(b) != 128 {
-		t.Fatalf("len %d cap %d", len(b), cap(b))
-	}
-	copy(b, "kept")
-	b = p.Reallocate(1000, b)
-	if len(b) != 1000 || string(b[:4]) != "kept" {
-		t.Fatalf("reallocated: len %d, %q", len(b), b[:4])
-	}
-	p.Free(b)
-	if p.held != 128+1024 { // the first buffer, freed by Reallocate, and b
-		t.Fatalf("held %d after a free", p.held)
-	}
-	if c := p.Allocate(900); cap(c) != 1024 || p.held != 128 {
-		t.Fatalf("not reused: cap %d, held %d", cap(c), p.held)
-	}
-	p.Free(make([]byte, 4096)) // past the bound
-	p.Free(make([]byte, 100))  // not a class's size
-	if p.held != 128 {
-		t.Fatalf("held %d", p.held)
-	}
-	if big := p.Allocate(200 << 20); len(big) != 200<<20 {
-		t.Fatal("a large buffer")
 	}
 }
 
@@ -265,7 +236,7 @@ func TestGatherStringsLongerThanTheirSources(t *testing.T) {
 	recs := []arrow.Record{rec}
 	want := rowsOf(t, u, recs, refs)
 	defer want.Release()
-	pool := newBufPool(1 << 20)
+	pool := arrowpool.New(1 << 20)
 	got := mustGather(t, pool, u, recs, refs)
 	sameRecord(t, "gathered", got, want)
 	got.Release()
@@ -303,7 +274,7 @@ func (w *runWriter) write(rec arrow.Record) error {
 	return w.writeRows([]arrow.Record{rec}, refs)
 }
 
-func mustGather(t *testing.T, pool *bufPool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
+func mustGather(t *testing.T, pool *arrowpool.Pool, u *arrow.Schema, recs []arrow.Record, refs []rowRef) arrow.Record {
 	t.Helper()
 	rec, err := gather(pool, u, recs, refs)
 	if err != nil {
