@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
-	"unsafe"
 
 	"github.com/optlake/optlake/pipeline/values"
 )
@@ -600,8 +599,8 @@ func parseNumber(b []byte, p int) (f float64, end int, ok bool) {
 		}
 		return f, p, true
 	}
-	f, err := strconv.ParseFloat(bstr(b[start:p]), 64)
-	if err != nil || math.IsInf(f, 0) || values.Underflows(f, bstr(b[start:p])) {
+	f, err := strconv.ParseFloat(values.StringView(b[start:p]), 64)
+	if err != nil || math.IsInf(f, 0) || values.Underflows(f, values.StringView(b[start:p])) {
 		return 0, start, false
 	}
 	return f, p, true
@@ -673,7 +672,3 @@ func parseDecimalFast(b []byte) (float64, bool) {
 	}
 	return values.ParseDecimal(b)
 }
-
-// bstr views b as a string without copying, for strconv calls that do not
-// retain their argument.
-func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

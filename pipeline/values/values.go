@@ -113,9 +113,10 @@ func FloorDiv(a, b int64) int64 {
 	return q
 }
 
-// bstr views b as a string without copying, for strconv calls that do not
-// retain their argument.
-func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// StringView views b as a string without copying, for calls that do not
+// retain their argument (strconv's parsers); b must not change while the
+// string is in use.
+func StringView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // ParseDecimal parses text holding a decimal number, as the venue writes
 // index_price: the JSON number grammar, optionally with a leading '+'.
@@ -133,8 +134,8 @@ func ParseDecimal(b []byte) (float64, bool) {
 	if !jsontok.ValidNumber(t) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(bstr(t), 64)
-	if err != nil || math.IsInf(f, 0) || Underflows(f, bstr(t)) {
+	f, err := strconv.ParseFloat(StringView(t), 64)
+	if err != nil || math.IsInf(f, 0) || Underflows(f, StringView(t)) {
 		return 0, false
 	}
 	return f, true
@@ -144,11 +145,11 @@ func ParseDecimal(b []byte) (float64, bool) {
 // is outside float64's finite range or too small for its normal range
 // (Underflows).
 func ParseJSONFloat(b []byte) (float64, error) {
-	f, err := strconv.ParseFloat(bstr(b), 64)
+	f, err := strconv.ParseFloat(StringView(b), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%s is outside the float64 range", b)
 	}
-	if Underflows(f, bstr(b)) {
+	if Underflows(f, StringView(b)) {
 		return 0, fmt.Errorf("%s is outside the float64 range (nonzero, smaller than %g: it would be %g)", b, minNormal, f)
 	}
 	return f, nil
@@ -183,15 +184,15 @@ func Underflows(f float64, text string) bool {
 // ParseJSONInt parses a JSON number token that must be an exact integer
 // within int64: 1700000000000 and 1.7e12 are accepted, 1.5 and 1e30 are not.
 func ParseJSONInt(b []byte) (int64, error) {
-	if v, err := strconv.ParseInt(bstr(b), 10, 64); err == nil {
+	if v, err := strconv.ParseInt(StringView(b), 10, 64); err == nil {
 		return v, nil
 	}
 	// Bound the exponent before big.Rat expands it: 1e999999999 would
 	// otherwise cost gigabytes.
-	if i := strings.IndexAny(bstr(b), "eE"); i >= 0 && len(b)-i > 4 {
+	if i := strings.IndexAny(StringView(b), "eE"); i >= 0 && len(b)-i > 4 {
 		return 0, fmt.Errorf("%s is outside the int64 range", b)
 	}
-	r, ok := new(big.Rat).SetString(bstr(b))
+	r, ok := new(big.Rat).SetString(StringView(b))
 	if !ok || !r.IsInt() {
 		return 0, fmt.Errorf("%s is not an integer", b)
 	}
