@@ -428,6 +428,9 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if errors.Is(err, errBodyElsewhere) {
+			return 0, err // the venue's answer, the same next time
+		}
 		return 0, &netError{err}
 	}
 	defer resp.Body.Close()
@@ -458,12 +461,23 @@ func (c *Client) attempt(ctx context.Context, r Request, u *url.URL, shown strin
 // forwards every other header to any host but Authorization and Cookie,
 // and to a host of the same name on another port even those, so an API
 // key or a passphrase an authenticator or an account set would reach it.
+//
+// A 307 or 308 redirect keeps the method and sends the body again: to
+// another host that is refused (errBodyElsewhere), since a venue's body can
+// carry what signs it (a nonce, a wallet's signature, a passphrase).
 func keepCredentialsHome(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		if req.GetBody != nil && req.ContentLength != 0 {
+			status := 0
+			if req.Response != nil {
+				status = req.Response.StatusCode
+			}
+			return fmt.Errorf("%w: a %d redirect to %s://%s", errBodyElsewhere, status, req.URL.Scheme, req.URL.Host)
+		}
 		keep := http.Header{}
 		for _, k := range []string{"User-Agent", "Accept"} {
 			if v := req.Header.Get(k); v != "" {
@@ -474,6 +488,10 @@ func keepCredentialsHome(req *http.Request, via []*http.Request) error {
 	}
 	return nil
 }
+
+// errBodyElsewhere refuses a redirect that would send the request's body
+// to another host.
+var errBodyElsewhere = errors.New("refused to send the request's body to another host")
 
 // netError marks a transport failure before any body was read.
 type netError struct{ err error }

@@ -458,3 +458,54 @@ func TestRedirectElsewhereDropsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// A 307 or 308 redirect sends the body again: to another host the request
+// fails at once, naming the redirect, and the body (here a signed one)
+// never leaves; on the venue's own host it is followed.
+func TestRedirectElsewhereKeepsTheBody(t *testing.T) {
+	var gotBody atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody.Store(string(b))
+		w.Write([]byte(`[]`))
+	}))
+	defer other.Close()
+	var calls, landed atomic.Int32
+	venue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		switch r.URL.Path {
+		case "/away307":
+			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+		case "/away308":
+			http.Redirect(w, r, other.URL+"/x", http.StatusPermanentRedirect)
+		case "/here":
+			http.Redirect(w, r, "/landed", http.StatusTemporaryRedirect)
+		default:
+			if b, _ := io.ReadAll(r.Body); string(b) == `{"nonce":"secret-nonce-0123"}` {
+				landed.Add(1)
+			}
+			w.Write([]byte(`[]`))
+		}
+	}))
+	defer venue.Close()
+	c := newClient(t, venue.URL, nil, nil)
+	for _, path := range []string{"/away307", "/away308"} {
+		calls.Store(0)
+		var body []byte
+		r := Request{Endpoint: "e", Method: http.MethodPost, Path: path, Body: []byte(`{"nonce":"secret-nonce-0123"}`)}
+		err := c.Do(context.Background(), r, Hooks{}, readAll(&body))
+		if err == nil || !strings.Contains(err.Error(), "refused to send the request's body to another host") || !strings.Contains(err.Error(), "redirect to http://127.0.0.1") {
+			t.Errorf("%s: error %v, want the refused redirect", path, err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("%s: the venue was asked %d times, want once (the refusal is not retried)", path, n)
+		}
+	}
+	if b, _ := gotBody.Load().(string); b != "" {
+		t.Errorf("the other host got the body %q", b)
+	}
+	var body []byte
+	if err := c.Do(context.Background(), Request{Endpoint: "e", Method: http.MethodPost, Path: "/here", Body: []byte(`{"nonce":"secret-nonce-0123"}`)}, Hooks{}, readAll(&body)); err != nil || landed.Load() != 1 {
+		t.Errorf("a 307 on the venue's host: %v, body landed %d times", err, landed.Load())
+	}
+}
