@@ -201,7 +201,11 @@ func eip191Sign(key, text string) (string, error) {
 	if err != nil || len(raw) != 32 {
 		return "", errors.New("eip191: the key is not 32 bytes of hex")
 	}
-	priv := secp256k1.PrivKeyFromBytes(raw)
+	var scalar secp256k1.ModNScalar
+	if overflow := scalar.SetByteSlice(raw); overflow || scalar.IsZero() {
+		return "", errors.New("eip191: the key is not a secp256k1 private key (it must be above zero and below the curve's order)")
+	}
+	priv := secp256k1.NewPrivateKey(&scalar)
 	h := sha3.NewLegacyKeccak256()
 	fmt.Fprintf(h, "\x19Ethereum Signed Message:\n%d%s", len(text), text)
 	compact := secpecdsa.SignCompact(priv, h.Sum(nil), false) // [27+recid] r s

@@ -189,6 +189,8 @@ func TestTemplateMistakes(t *testing.T) {
 		{Spec{Secret: secret, Params: "form", Headers: []KV{{"A", "x"}}}, "params", "want query or body"},
 		{Spec{Secret: secret, Timestamp: "ns", Headers: []KV{{"A", "x"}}}, "timestamp", "want s, ms"},
 		{Spec{Secret: secret, Headers: []KV{{"A", "{{ eip191 .Secret .Timestamp }}"}}}, "headers.A", "not 32 bytes"},
+		{Spec{Secret: "0x" + strings.Repeat("00", 32), Headers: []KV{{"A", "{{ eip191 .Secret .Timestamp }}"}}}, "headers.A", "not a secp256k1 private key"},
+		{Spec{Secret: strings.Repeat("ff", 32), Headers: []KV{{"A", "{{ eip191 .Secret .Timestamp }}"}}}, "headers.A", "not a secp256k1 private key"},
 		{Spec{Secret: secret, Sign: "{{ .Body }}", Headers: []KV{{"A", "{{ .Key }}"}}}, "sign", "the signature goes nowhere"},
 		{Spec{Secret: secret, Query: []KV{{"sig", "{{ .Signature }}"}}}, "sign", "is required"},
 		// A secret given where an algorithm goes (arguments swapped) is
