@@ -29,10 +29,12 @@ type fakeFetcher struct {
 	bodies map[string]string // path -> body
 	fail   map[string]error  // path -> error
 	calls  []string          // paths asked for, in order
+	params []url.Values      // their parameters
 }
 
 func (f *fakeFetcher) Do(ctx context.Context, r extract.Request, _ extract.Hooks, handle func(context.Context, *extract.Response) error) error {
 	f.calls = append(f.calls, r.Path)
+	f.params = append(f.params, r.Params)
 	if err := f.fail[r.Path]; err != nil {
 		return err
 	}
@@ -281,5 +283,25 @@ func TestParamErrors(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Spec != spec || strings.Contains(err.Error(), "--") {
 			t.Errorf("ParseParams(%q): %v, want a flag-free ParamError for it", spec, err)
 		}
+	}
+}
+
+// A parameter given with --param (Config.Params) wins over the endpoint's
+// unsplit one of the same key (params: {k: {value: …, split: false}}), as
+// every flag wins over the config file; the other unsplit ones are sent.
+func TestParamOverridesUnsplit(t *testing.T) {
+	f := &fakeFetcher{bodies: map[string]string{pathOf(t, "instruments"): listingOf(`{"instrument_name":"BTC-A"}`)}}
+	rig := newFakeRigWith(t, []string{"instruments"}, f, func(cfg *pipeline.Config) {
+		cfg.Endpoints[0].Params = url.Values{"currency": {"BTC,ETH"}, "kind": {"option,future"}}
+		var err error
+		if cfg.Params, err = pipeline.ParseParams([]string{"instruments.currency=SOL"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if sum := rig.r.Run(context.Background()); !sum.OK {
+		t.Fatalf("run: %s", sum.Error)
+	}
+	if len(f.params) != 1 || f.params[0].Get("currency") != "SOL" || f.params[0].Get("kind") != "option,future" {
+		t.Errorf("requests' parameters %v, want one with currency=SOL (the flag's) and kind=option,future (unsplit)", f.params)
 	}
 }

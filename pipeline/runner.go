@@ -517,7 +517,9 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		sets := ParamSets(r.cfg.Params[ep.Name])
 		for _, p := range sets {
 			for k, v := range ep.Params {
-				p[k] = append([]string(nil), v...)
+				if _, given := p[k]; !given { // a --param of the same key wins
+					p[k] = append([]string(nil), v...)
+				}
 			}
 		}
 		accounts := []Account{{}}
