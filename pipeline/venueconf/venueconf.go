@@ -9,7 +9,9 @@ package venueconf
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,20 +151,35 @@ func (v *Venue) Secrets() []string {
 // here, so a mistake in one is the config's.
 func (v *Venue) inlineTemplates(params []string) error {
 	var inline []string
+	var errs []error
+	templated := map[string]string{} // endpoint → one of its templates
 	for _, p := range params {
-		if _, val, ok := strings.Cut(p, "="); ok && strings.Contains(val, "{{") {
+		if key, val, ok := strings.Cut(p, "="); ok && strings.Contains(val, "{{") {
 			inline = append(inline, val)
+			ep, _, _ := strings.Cut(key, ".")
+			templated[ep] = val
 		}
 	}
-	for _, e := range v.Endpoints {
+	for name, e := range v.Endpoints {
 		if strings.Contains(e.Body, "{{") {
 			inline = append(inline, e.Body)
+			templated[name] = e.Body
+		}
+		for _, vals := range e.Params {
+			for _, val := range vals {
+				if strings.Contains(val, "{{") {
+					inline = append(inline, val)
+					templated[name] = val
+				}
+			}
 		}
 	}
 	if len(inline) == 0 {
 		return nil
 	}
-	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(templated)) {
+		errs = append(errs, v.rendersTemplates(name, templated[name]))
+	}
 	set := func(where string, s *auth.Spec) {
 		if s != nil && s.Type == auth.Templated {
 			s.Inline = inline
@@ -179,6 +196,36 @@ func (v *Venue) inlineTemplates(params []string) error {
 		set("endpoints."+name+".auth", e.Auth)
 	}
 	return errors.Join(errs...)
+}
+
+// rendersTemplates checks that every signer that may sign endpoint name's
+// requests renders templates, tpl being one of them in its params or body:
+// any other signer would send "{{ … }}" to the venue as written. The
+// endpoint's own auth signs it; without one, an account's (for each
+// account with an auth) or the venue's.
+func (v *Venue) rendersTemplates(name, tpl string) error {
+	check := func(where string, s *auth.Spec) error {
+		switch {
+		case s == nil || s.Type == auth.None:
+			return fmt.Errorf("endpoints.%s: %q is a template, but %s signs nothing: only an auth of type %s renders {{ … }}", name, tpl, where, auth.Templated)
+		case s.Type != auth.Templated:
+			return fmt.Errorf("endpoints.%s: %q is a template, but %s (type %s) signs it and would send it as written: only an auth of type %s renders {{ … }}; give the endpoint its own", name, tpl, where, s.Type, auth.Templated)
+		}
+		return nil
+	}
+	if e := v.Endpoints[name]; e != nil && e.Auth != nil {
+		return check("endpoints."+name+".auth", e.Auth)
+	}
+	labels := slices.Sorted(maps.Keys(v.AccountAuth))
+	for _, label := range labels {
+		if err := check("accounts["+label+"].auth", v.AccountAuth[label]); err != nil {
+			return err
+		}
+	}
+	if v.Auth == nil && len(labels) > 0 {
+		return nil // the accounts' signers
+	}
+	return check("auth", v.Auth)
 }
 
 // pairs reads {Name: value} in file order; secret values are expanded.

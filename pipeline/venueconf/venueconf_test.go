@@ -208,11 +208,13 @@ endpoints:
     kind: account
     path: /private/get_trades
     params: {end: '{{ .Millis }}', currency: BTC}
+    auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}
   subs:
     kind: account
     path: /private/get_subaccounts
     method: post
     body: '{"wallet":"{{ .Key }}"}'
+    auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}
 `), 0o600)
 	_, v, err := load(p)
 	if err != nil {
@@ -224,6 +226,22 @@ endpoints:
 	}
 	if hm := v.AccountAuth["hm"]; len(hm.Inline) != 0 {
 		t.Errorf("an hmac signer got inline templates %q", hm.Inline)
+	}
+	// A template that a signer other than a template one would sign (here
+	// the account's hmac, or no signer at all) would reach the venue as
+	// written: the config is refused, naming the endpoint and the signer.
+	for _, tc := range []struct{ conf, want string }{
+		{"auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}\naccounts:\n  - label: hm\n    auth: {type: hmac, key: k, secret: s, sign: '{body}', headers: {A: '{signature}'}}\nendpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: '{{ .Millis }}'}\n",
+			"endpoints.trades: \"{{ .Millis }}\" is a template, but accounts[hm].auth (type hmac)"},
+		{"auth: {type: bearer, token: t}\nendpoints:\n  subs:\n    kind: account\n    path: /s\n    method: post\n    body: '{\"w\":\"{{ .Key }}\"}'\n",
+			"but auth (type bearer) signs it"},
+		{"endpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: '{{ .Millis }}'}\n", "but auth signs nothing"},
+		{"auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}\nendpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: {value: '{{ .Millis }}', split: false}}\n    auth: {type: none}\n", "endpoints.trades.auth signs nothing"},
+	} {
+		os.WriteFile(p, []byte(tc.conf), 0o600)
+		if _, _, err := load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config\n%s\nerror %v, want one with %q", tc.conf, err, tc.want)
+		}
 	}
 	// A mistake in one is the config's, at the endpoints' line.
 	os.WriteFile(p, []byte("auth: {type: template, key: k, secret: s, headers: {A: '{{ .Key }}'}}\nendpoints:\n  trades:\n    kind: account\n    path: /t\n    params: {end: '{{ .Milis }}'}\n"), 0o600)
