@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh — install what the tests need that Go modules do not bring:
 #   * clickhouse-server + clickhouse-client (Debian's 18.16) and zookeeper, from apt;
+#   * postgresql (the Iceberg SQL catalog's tests), from apt when missing;
 #   * prometheus-node-exporter, systemd-analyze, flock and python3 (the deploy
 #     examples' checks) and the zstd CLI (the archive's frame test), from apt
 #     when missing;
@@ -87,6 +88,11 @@ if ! have_file_or_cmd python3; then
 fi
 if ! have_file_or_cmd npm; then
   pkgs+=(npm)
+fi
+# The Iceberg SQL catalog's tests (internal/testenv.StartPostgres) run
+# Debian's PostgreSQL server binaries in a temp dir.
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  pkgs+=(postgresql)
 fi
 # The archive's frame test reads what optlake wrote with the reference zstd CLI.
 if ! have_file_or_cmd zstd /usr/bin/zstd; then

@@ -26,6 +26,8 @@ cp "$src/LICENSE" "$src/NOTICE" "$dst/"
 mv "$keep" "$dst/README.md"
 chmod -R u+w "$dst"
 find "$dst" -name '*.go' -exec sed -i 's#"github.com/apache/iceberg-go\([/"]\)#"github.com/optlake/optlake/third_party/iceberg-go\1#g' {} +
+# go:linkname directives name a package by its import path too.
+find "$dst" -name '*.go' -exec sed -i 's#^//go:linkname \([^ ]*\) github.com/apache/iceberg-go/#//go:linkname \1 github.com/optlake/optlake/third_party/iceberg-go/#' {} +
 gofmt -w "$dst"
 (cd "$dst" && patch -p1 --no-backup-if-mismatch < ../iceberg-go.patch)
 echo "third_party/iceberg-go: iceberg-go $version, patched"

@@ -94,3 +94,31 @@ func (c *ChDB) icebergDigest(ctx context.Context, table, path, where string) (ic
 	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, table, where))
 	return iceberg, files, err
 }
+
+// IcebergCatalogSource is the table function that opens the version of
+// the Iceberg table at path (relative to Workdir) that a SQL catalog
+// names: chDB reads the pointer itself from the catalog's iceberg_tables
+// (pointer is the table function that reads it: postgresql(…) or
+// sqlite(…)), where namespace and name identify the table, and
+// icebergLocal opens that metadata file (iceberg_metadata_file_path).
+func (c *ChDB) IcebergCatalogSource(ctx context.Context, pointer, namespace, name, path string) (string, error) {
+	loc, err := c.Query(ctx, fmt.Sprintf("SELECT metadata_location FROM %s WHERE table_namespace = '%s' AND table_name = '%s' FORMAT TSV;", pointer, namespace, name))
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(loc, "/metadata/")
+	if i < 0 || strings.Contains(loc, "\n") {
+		return "", fmt.Errorf("catalog row of %s.%s: %q", namespace, name, loc)
+	}
+	return fmt.Sprintf("icebergLocal('%s', SETTINGS iceberg_metadata_file_path = '%s')", path, loc[i+1:]), nil
+}
+
+// IcebergCatalogDigest is IcebergDigest of the version of the table that
+// a SQL catalog names (IcebergCatalogSource).
+func (c *ChDB) IcebergCatalogDigest(ctx context.Context, pointer, namespace, name, path, where string) (iceberg, files string, err error) {
+	table, err := c.IcebergCatalogSource(ctx, pointer, namespace, name, path)
+	if err != nil {
+		return "", "", err
+	}
+	return c.icebergDigest(ctx, table, path, where)
+}

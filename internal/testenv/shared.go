@@ -72,6 +72,7 @@ func StopShared() { stopShared(false) }
 
 func stopShared(keepDir bool) {
 	stopSharedCluster(keepDir)
+	stopSharedPostgres()
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.ch != nil {

@@ -50,6 +50,12 @@ type catalog struct {
 	mu   sync.Mutex
 	last map[string]known
 
+	// remote, when set, is the catalog server that holds each table's
+	// current metadata location (--iceberg-catalog sql): loads and commits
+	// go through it, and the vN.metadata.json files stop at the version
+	// it was registered at.
+	remote *sqlCatalog
+
 	// crash, for tests, is called with the table and the step of a commit
 	// just done (see Lake.SetCrash); nil in production.
 	crash func(table, step string)
@@ -178,6 +184,9 @@ func (c *catalog) load(ctx context.Context, ident icetable.Identifier) (*icetabl
 	if err != nil {
 		return nil, 0, err
 	}
+	if c.remote != nil {
+		return c.loadRemote(ctx, name)
+	}
 	v, err := c.currentVersion(ctx, name)
 	if err != nil {
 		return nil, 0, err
@@ -285,6 +294,9 @@ func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, par
 	case err != nil:
 		return nil, fmt.Errorf("create table %s: %w", name, err)
 	}
+	if c.remote != nil {
+		return c.LoadTable(ctx, ident) // registers version 1
+	}
 	c.writeHint(ctx, name, 1)
 	t := icetable.New(ident, md, c.io(ctx).location(metaName), c.fsF, c)
 	c.remember(name, 1, t)
@@ -316,6 +328,9 @@ func (c *catalog) writeExclusive(ctx context.Context, name string, md icetable.M
 // writeHint writes version-hint.text; a failure is harmless (readers that
 // use it fall back to listing, ours never read it).
 func (c *catalog) writeHint(ctx context.Context, table string, v int) {
+	if c.remote != nil {
+		return // the catalog's versions are not vN files
+	}
 	_ = c.st.Put(ctx, table+"/"+metadataDir+"/"+versionHint, []byte(strconv.Itoa(v)))
 }
 
@@ -327,6 +342,9 @@ func (c *catalog) CommitTable(ctx context.Context, ident icetable.Identifier, re
 	name, err := tableName(ident)
 	if err != nil {
 		return nil, "", err
+	}
+	if c.remote != nil {
+		return c.commitRemote(ctx, name, reqs, updates)
 	}
 	cur, v, err := c.cached(ctx, ident)
 	if err != nil {

@@ -41,7 +41,7 @@ func compactLake(t *testing.T, lake *iceberg.Lake, crash func(string)) compact.R
 // with snap != 0, at that snapshot (time travel).
 func digest(t *testing.T, ch *testenv.ChDB, name string, snap int64) string {
 	t.Helper()
-	q := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s')", name)
+	q := "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM " + icebergSource(t, ch, name)
 	if snap != 0 {
 		q += fmt.Sprintf(" SETTINGS iceberg_snapshot_id = %d", snap)
 	}
@@ -71,7 +71,7 @@ func prunedWheres() []string {
 // filtered is ClickHouse's digest of table name's rows under where.
 func filtered(t *testing.T, ch *testenv.ChDB, name, where string) string {
 	t.Helper()
-	q := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM icebergLocal('%s') %s FORMAT TSV;", name, where)
+	q := fmt.Sprintf("SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s %s FORMAT TSV;", icebergSource(t, ch, name), where)
 	out, err := ch.Query(context.Background(), q)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -152,7 +152,9 @@ func table(t *testing.T, lake *iceberg.Lake, name string) (files, snaps int, op 
 // commit per table and day: the current snapshot holds one data file for
 // the day, ClickHouse reads the same rows as before, and time travel to
 // the snapshot before the compaction still reads them (until it expires).
-func TestCompactIsOneReplace(t *testing.T) {
+func TestCompactIsOneReplace(t *testing.T) { forEachCatalog(t, testCompactIsOneReplace) }
+
+func testCompactIsOneReplace(t *testing.T) {
 	dir := t.TempDir()
 	lake := load(t, storage.NewLocal(dir), 1, 2, 3)
 	ch := testenv.NewChDB(t)
@@ -255,7 +257,9 @@ var errCrashed = errors.New("crashed")
 // leaves the table at its last commit (readers see nothing of it) and its
 // written file as an orphan, which expiry deletes once past the grace; the
 // next compaction does the work.
-func TestCompactCrashBeforeCommit(t *testing.T) {
+func TestCompactCrashBeforeCommit(t *testing.T) { forEachCatalog(t, testCompactCrashBeforeCommit) }
+
+func testCompactCrashBeforeCommit(t *testing.T) {
 	dir := t.TempDir()
 	lake := load(t, storage.NewLocal(dir), 1, 2)
 	ch := testenv.NewChDB(t)
@@ -275,7 +279,7 @@ func TestCompactCrashBeforeCommit(t *testing.T) {
 			}
 		})
 	}()
-	if _, _, _, got := table(t, iceberg.New(storage.NewLocal(dir), nil), name); got != id {
+	if _, _, _, got := table(t, openLake(t, storage.NewLocal(dir)), name); got != id {
 		t.Fatalf("current snapshot %d after a crash before the commit, want %d", got, id)
 	}
 	orphans := compactedFiles(t, dir, name)
@@ -285,7 +289,7 @@ func TestCompactCrashBeforeCommit(t *testing.T) {
 	if got := digest(t, ch, name, 0); got != want {
 		t.Errorf("after the crash: %s, want %s", got, want)
 	}
-	lake = iceberg.New(storage.NewLocal(dir), nil)
+	lake = openLake(t, storage.NewLocal(dir))
 	compactLake(t, lake, nil)
 	if files, _, _, _ := table(t, lake, name); files != 1 {
 		t.Errorf("after the next compaction: %d data files, want 1", files)
@@ -305,7 +309,9 @@ func TestCompactCrashBeforeCommit(t *testing.T) {
 // TestExpire: snapshots older than keep leave the metadata (the current
 // one stays); files no snapshot references are deleted only once older
 // than the grace, referenced ones never; ClickHouse reads the same rows.
-func TestExpire(t *testing.T) {
+func TestExpire(t *testing.T) { forEachCatalog(t, testExpire) }
+
+func testExpire(t *testing.T) {
 	dir := t.TempDir()
 	lake := load(t, storage.NewLocal(dir), 1, 2, 3)
 	ch := testenv.NewChDB(t)
@@ -410,7 +416,9 @@ func perSnapshotFiles(t *testing.T, dir, table string) []string {
 // replace commit and expiry deletes what no snapshot references (grace 0
 // here: a bucket's objects cannot be aged); the table reads the same rows
 // throughout (iceberg-go's own scan through the store).
-func TestCompactOnBucket(t *testing.T) {
+func TestCompactOnBucket(t *testing.T) { forEachCatalog(t, testCompactOnBucket) }
+
+func testCompactOnBucket(t *testing.T) {
 	ctx := context.Background()
 	g := testenv.StartVersityGW(t, "lake")
 	g.SetCredentials(t)
@@ -461,7 +469,9 @@ func TestCompactOnBucket(t *testing.T) {
 // TestCompactCrashAfterCommit: a compaction stopped after its commit,
 // before it deleted the parked files it consumed, leaves them; the next
 // compaction applies them again to the same rows: the same table.
-func TestCompactCrashAfterCommit(t *testing.T) {
+func TestCompactCrashAfterCommit(t *testing.T) { forEachCatalog(t, testCompactCrashAfterCommit) }
+
+func testCompactCrashAfterCommit(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	lake := load(t, st, 1, 2)
@@ -490,7 +500,7 @@ func TestCompactCrashAfterCommit(t *testing.T) {
 	if got := digest(t, ch, name, 0); got != want {
 		t.Errorf("after the crash: %s, want %s", got, want)
 	}
-	lake = iceberg.New(st, nil)
+	lake = openLake(t, st)
 	compactLake(t, lake, nil)
 	if objs, _ := st.List(context.Background(), parked); len(objs) != 0 {
 		t.Errorf("parked files after the next compaction: %v", objs)

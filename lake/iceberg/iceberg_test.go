@@ -21,7 +21,7 @@ import (
 // load writes the snapshots at ticks into st through the Iceberg sink.
 func load(t *testing.T, st storage.Store, ticks ...int) *iceberg.Lake {
 	t.Helper()
-	return loadLake(t, st, iceberg.New(st, nil), ticks...)
+	return loadLake(t, st, openLake(t, st), ticks...)
 }
 
 // loadLake is load through lake.
@@ -53,6 +53,9 @@ func checkTables(t *testing.T, dir string, tables []*schema.Table, where string)
 	for _, tb := range tables {
 		for _, w := range []string{"", where} {
 			ice, files, err := ch.IcebergDigest(context.Background(), tb.Name, w)
+			if c, ok := catalogOf(t); ok {
+				ice, files, err = ch.IcebergCatalogDigest(context.Background(), c.pointer, iceberg.DefaultNamespace, tb.Name, tb.Name, w)
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", tb.Name, err)
 			}
@@ -71,7 +74,7 @@ func checkTables(t *testing.T, dir string, tables []*schema.Table, where string)
 // null and value counts, size and record count.
 func checkFiles(t *testing.T, st storage.Store, tables []*schema.Table) {
 	t.Helper()
-	lake := iceberg.New(st, nil)
+	lake := openLake(t, st)
 	for _, tb := range tables {
 		n, ok, err := lake.CheckFiles(context.Background(), tb.Name)
 		if err != nil {
@@ -85,7 +88,9 @@ func checkFiles(t *testing.T, st storage.Store, tables []*schema.Table) {
 
 // TestReadWithClickHouse: ClickHouse 26.7 (chDB) reads every table of the
 // Iceberg lake with icebergLocal and sees the rows of the Parquet files.
-func TestReadWithClickHouse(t *testing.T) {
+func TestReadWithClickHouse(t *testing.T) { forEachCatalog(t, testReadWithClickHouse) }
+
+func testReadWithClickHouse(t *testing.T) {
 	dir := t.TempDir()
 	load(t, storage.NewLocal(dir), 1, 2, 3)
 	checkFiles(t, storage.NewLocal(dir), sinktest.Tables)
@@ -94,7 +99,9 @@ func TestReadWithClickHouse(t *testing.T) {
 
 // TestAppendIsOneSnapshot: each snapshot's file of a table is one Iceberg
 // snapshot, summarized with the optlake run id.
-func TestAppendIsOneSnapshot(t *testing.T) {
+func TestAppendIsOneSnapshot(t *testing.T) { forEachCatalog(t, testAppendIsOneSnapshot) }
+
+func testAppendIsOneSnapshot(t *testing.T) {
 	st := storage.NewLocal(t.TempDir())
 	lake := load(t, st, 1, 2)
 	tbl, ok, err := lake.Table(context.Background(), schema.Instruments.Name)
@@ -117,7 +124,9 @@ func TestAppendIsOneSnapshot(t *testing.T) {
 // TestReplayReplaces: loading a snapshot again (a replay or catch-up
 // writes a new version of its file) replaces the file in the table
 // instead of adding it twice.
-func TestReplayReplaces(t *testing.T) {
+func TestReplayReplaces(t *testing.T) { forEachCatalog(t, testReplayReplaces) }
+
+func testReplayReplaces(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	load(t, st, 1, 2)
@@ -142,7 +151,9 @@ func TestReplayReplaces(t *testing.T) {
 // TestConcurrentAppends: writers racing for the same next metadata version
 // (the lease keeps runs to one, this is the commit's own guard) all land:
 // the loser of each race retries on the winner's state.
-func TestConcurrentAppends(t *testing.T) {
+func TestConcurrentAppends(t *testing.T) { forEachCatalog(t, testConcurrentAppends) }
+
+func testConcurrentAppends(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	load(t, st, 1) // the tables exist
@@ -159,7 +170,7 @@ func TestConcurrentAppends(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	lake := iceberg.New(st, nil)
+	lake := openLake(t, st)
 	tbl, _, err := lake.Table(context.Background(), schema.Runs.Name)
 	if err != nil {
 		t.Fatal(err)

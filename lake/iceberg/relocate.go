@@ -69,6 +69,9 @@ func (l *Lake) relocate(ctx context.Context, name string) error {
 	if from == "" {
 		return nil
 	}
+	if l.cat.remote != nil {
+		return fmt.Errorf("iceberg table %s: its metadata names the location %s/%s, not this data directory's; relocate it without the catalog first (`optlake lake convert --to iceberg --iceberg-catalog none`), then drop it from the catalog %s so that the next run registers it again", name, from, name, l.cat.remote.where)
+	}
 	io := l.cat.io(ctx)
 	var old []icego.DataFile
 	if tbl.CurrentSnapshot() != nil {

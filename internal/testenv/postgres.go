@@ -1,0 +1,165 @@
+package testenv
+
+import (
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+)
+
+// Postgres is a private PostgreSQL server (Debian's, run from its binaries
+// in a temp dir, trust authentication on 127.0.0.1) that the Iceberg SQL
+// catalog's tests use.
+type Postgres struct {
+	dir, bin string
+	Port     int
+	User     string
+}
+
+// PostgresPassword is the password in the DSNs the tests use. The server
+// trusts 127.0.0.1 and ignores it; the tests check that it shows up in no
+// output, error or object.
+const PostgresPassword = "pg-secret-Jw4Kq8"
+
+var sharedPG struct {
+	mu  sync.Mutex
+	pg  *Postgres
+	err error
+	n   int
+}
+
+// SharedPostgres is one PostgreSQL server for the whole test binary,
+// started on first use and stopped by Main (StopShared). When PostgreSQL is
+// not installed the test is skipped, or failed when CI is set
+// (scripts/deps.sh installs it).
+func SharedPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	sharedPG.mu.Lock()
+	defer sharedPG.mu.Unlock()
+	if sharedPG.pg == nil && sharedPG.err == nil {
+		sharedPG.pg, sharedPG.err = startPostgres()
+	}
+	if sharedPG.err != nil {
+		unavailable(t, "postgresql: %v", sharedPG.err)
+	}
+	return sharedPG.pg
+}
+
+// PostgresDSN is a fresh database of the shared server for one test, as a
+// postgres:// URL with PostgresPassword in it.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	pg := SharedPostgres(t)
+	sharedPG.mu.Lock()
+	sharedPG.n++
+	name := fmt.Sprintf("t%d_%s", sharedPG.n, sanitizeIdent(strings.ToLower(t.Name()), 40))
+	sharedPG.mu.Unlock()
+	db, err := sql.Open("pgx", pg.dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE DATABASE "` + name + `"`); err != nil {
+		t.Fatalf("postgresql: create database %s: %v", name, err)
+	}
+	return pg.dsn(name)
+}
+
+func (p *Postgres) dsn(db string) string {
+	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable", p.User, PostgresPassword, p.Port, db)
+}
+
+// pgBin is the newest installed PostgreSQL's bin folder.
+func pgBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("no /usr/lib/postgresql/*/bin/pg_ctl (run `bash scripts/deps.sh`)")
+	}
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(dirs[i]))))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(dirs[j]))))
+		return vi < vj
+	})
+	return filepath.Dir(dirs[len(dirs)-1]), nil
+}
+
+// asServer runs a PostgreSQL binary: as the postgres user when we are root
+// (initdb and postgres refuse to run as root).
+func asServer(name string, args ...string) *exec.Cmd {
+	if os.Geteuid() == 0 {
+		return exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+	}
+	return exec.Command(name, args...)
+}
+
+func startPostgres() (*Postgres, error) {
+	bin, err := pgBin()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "optlake-postgres-")
+	if err != nil {
+		return nil, err
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chown", "postgres:postgres", dir).CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
+		}
+	}
+	p := &Postgres{dir: dir, bin: bin, User: "optlake"}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	p.Port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	data := filepath.Join(dir, "data")
+	if out, err := asServer(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", p.User, "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c max_connections=200", p.Port, dir)
+	wait := strconv.Itoa(int(testStartTimeout / time.Second))
+	cmd := asServer(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", wait, "-o", opts, "start")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
+	}
+	return p, nil
+}
+
+// stop stops the server (immediate: its data is thrown away) and removes
+// its folder.
+func (p *Postgres) stop() error {
+	out, err := asServer(filepath.Join(p.bin, "pg_ctl"), "-D", filepath.Join(p.dir, "data"), "-m", "immediate", "-w", "-t", "60", "stop").CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	os.RemoveAll(p.dir)
+	return err
+}
+
+// stopSharedPostgres stops the shared server, if it was started.
+func stopSharedPostgres() {
+	sharedPG.mu.Lock()
+	defer sharedPG.mu.Unlock()
+	if sharedPG.pg != nil {
+		if err := sharedPG.pg.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stopping the shared postgresql: %v\n", err)
+		}
+	}
+	sharedPG.pg, sharedPG.err, sharedPG.n = nil, nil, 0
+}

@@ -1,0 +1,248 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	_ "modernc.org/sqlite"             // driver "sqlite"
+
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
+	icecatalog "github.com/optlake/optlake/third_party/iceberg-go/catalog"
+	icesql "github.com/optlake/optlake/third_party/iceberg-go/catalog/sql"
+	iceio "github.com/optlake/optlake/third_party/iceberg-go/io"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
+
+	"github.com/optlake/optlake/storage"
+)
+
+// Catalog kinds (--iceberg-catalog).
+const (
+	CatalogNone = "none" // the lake's own metadata files, no server
+	CatalogSQL  = "sql"  // the JDBC-compatible SQL catalog, on PostgreSQL or SQLite
+)
+
+// Defaults of CatalogConfig.
+const (
+	DefaultCatalogName = "optlake"
+	DefaultNamespace   = "optlake"
+)
+
+// CatalogConfig is where an Iceberg lake's tables are registered.
+type CatalogConfig struct {
+	// Kind is CatalogNone ("" too) or CatalogSQL.
+	Kind string
+	// URI of a sql catalog: postgres://user:pass@host:5432/db (or
+	// postgresql://) for PostgreSQL; sqlite:PATH (a file; sqlite:///abs
+	// too) for SQLite. Its password is a secret: errors name the catalog by
+	// Redacted().
+	URI string
+	// Name is the catalog's name (the catalog_name column), Namespace the
+	// tables' namespace ("a.b" for a nested one), Prefix what each table's
+	// name in the catalog starts with (the lake's table name follows).
+	Name, Namespace, Prefix string
+}
+
+// ParseCatalogKind checks a --iceberg-catalog value ("" is none).
+func ParseCatalogKind(s string) (string, error) {
+	switch k := strings.ToLower(strings.TrimSpace(s)); k {
+	case "", CatalogNone:
+		return CatalogNone, nil
+	case CatalogSQL:
+		return k, nil
+	}
+	return "", fmt.Errorf("--iceberg-catalog %q: want none or sql", s)
+}
+
+// Redacted is the catalog's URI without its password.
+func (c CatalogConfig) Redacted() string {
+	u, err := url.Parse(c.URI)
+	if err != nil || u.User == nil {
+		if i := strings.LastIndex(c.URI, "@"); i >= 0 {
+			return "xxxxx" + c.URI[i:]
+		}
+		return c.URI
+	}
+	return u.Redacted()
+}
+
+// open opens a sql catalog's database: the driver and bun dialect by the
+// URI's scheme.
+func (c CatalogConfig) open() (*sql.DB, icesql.SupportedDialect, error) {
+	u := c.URI
+	switch {
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		db, err := sql.Open("pgx", u)
+		return db, icesql.Postgres, err
+	case strings.HasPrefix(u, "sqlite:"):
+		p := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
+		if p == "" {
+			return nil, "", errors.New("sqlite: no file")
+		}
+		// Several writers (processes, goroutines) share the file: WAL
+		// and a busy timeout on every pooled connection.
+		db, err := sql.Open("sqlite", "file:"+p+"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)")
+		return db, icesql.SQLite, err
+	}
+	return nil, "", errors.New("want postgres://… or sqlite:PATH")
+}
+
+// Open returns the lake of the data directory st with its tables
+// registered in the catalog cfg (New for CatalogNone). Close it when done.
+// A table the catalog lacks but the data directory holds (a lake made
+// without a catalog, or before its catalog was set) is registered at its
+// current metadata version when the lake first loads it.
+func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Logger) (*Lake, error) {
+	l := New(st, log)
+	kind, err := ParseCatalogKind(cfg.Kind)
+	if err != nil || kind == CatalogNone {
+		return l, err
+	}
+	if cfg.URI == "" {
+		return nil, errors.New("--iceberg-catalog sql needs --iceberg-catalog-uri (postgres://… or sqlite:PATH)")
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultCatalogName
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	db, dialect, err := cfg.open()
+	if err != nil {
+		return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.Redacted(), err)
+	}
+	cat, err := icesql.NewCatalog(cfg.Name, db, dialect, icego.Properties{})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.Redacted(), err)
+	}
+	cat.SetFileIO(func(ctx context.Context, _ string) (iceio.IO, error) { return l.cat.io(ctx), nil })
+	ns := icetable.Identifier(strings.Split(cfg.Namespace, "."))
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+		db.Close()
+		return nil, fmt.Errorf("iceberg catalog %s: namespace %s: %w", cfg.Redacted(), cfg.Namespace, err)
+	}
+	l.cat.remote = &sqlCatalog{cat: cat, db: db, ns: ns, prefix: cfg.Prefix, where: cfg.Redacted()}
+	return l, nil
+}
+
+// Close closes the lake's catalog connection (nothing without one).
+func (l *Lake) Close() error {
+	if r := l.cat.remote; r != nil {
+		return r.db.Close()
+	}
+	return nil
+}
+
+// Catalog is where the lake's tables are registered: CatalogNone, or
+// CatalogSQL and the catalog's URI without its password.
+func (l *Lake) Catalog() (kind, where string) {
+	if r := l.cat.remote; r != nil {
+		return CatalogSQL, r.where
+	}
+	return CatalogNone, ""
+}
+
+// sqlCatalog is a SQL catalog that holds each table's current metadata
+// location: a commit is its compare-and-swap of that location (iceberg-go's
+// catalog/sql, patched: third_party/iceberg-go/README.md).
+type sqlCatalog struct {
+	cat    *icesql.Catalog
+	db     *sql.DB
+	ns     icetable.Identifier
+	prefix string
+	where  string // the URI without its password
+}
+
+// ident is the catalog's identifier of the lake's table name.
+func (r *sqlCatalog) ident(name string) icetable.Identifier {
+	return append(append(icetable.Identifier{}, r.ns...), r.prefix+name)
+}
+
+// metadataVersion is the version number of a metadata file's location:
+// vN.metadata.json (the lake's own) or NNNNN-uuid.metadata.json (a
+// catalog's); -1 for another name.
+func metadataVersion(loc string) int {
+	base, ok := strings.CutSuffix(path.Base(loc), ".metadata.json")
+	if !ok {
+		return -1
+	}
+	if s, ok := strings.CutPrefix(base, "v"); ok {
+		if v, err := strconv.Atoi(s); err == nil {
+			return v
+		}
+	}
+	if s, _, ok := strings.Cut(base, "-"); ok {
+		if v, err := strconv.Atoi(s); err == nil {
+			return v
+		}
+	}
+	return -1
+}
+
+// loadRemote loads table name from the catalog; a table the catalog lacks
+// but whose metadata the data directory holds is registered first.
+func (c *catalog) loadRemote(ctx context.Context, name string) (*icetable.Table, int, error) {
+	r := c.remote
+	t, err := r.cat.LoadTable(ctx, r.ident(name))
+	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		t, err = c.register(ctx, name)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
+	}
+	if err := c.checkLocation(name, t.Location()); err != nil {
+		return nil, 0, err
+	}
+	v := metadataVersion(t.MetadataLocation())
+	own := icetable.New(icetable.Identifier{name}, t.Metadata(), t.MetadataLocation(), c.fsF, c)
+	c.remember(name, v, own)
+	return own, v, nil
+}
+
+// register adds table name to the catalog at its newest vN.metadata.json
+// in the data directory (ErrNoSuchTable when there is none). Another
+// writer registering it first is no error.
+func (c *catalog) register(ctx context.Context, name string) (*icetable.Table, error) {
+	r := c.remote
+	v, err := c.currentVersion(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if v == 0 {
+		return nil, fmt.Errorf("%w: %s", icecatalog.ErrNoSuchTable, name)
+	}
+	t, err := r.cat.RegisterTable(ctx, r.ident(name), c.io(ctx).location(metadataName(name, v)))
+	if errors.Is(err, icecatalog.ErrTableAlreadyExists) {
+		return r.cat.LoadTable(ctx, r.ident(name))
+	}
+	return t, err
+}
+
+// commitRemote commits through the catalog's compare-and-swap: the
+// catalog validates reqs against its current version, writes the next
+// metadata file (through the store) and moves its pointer only if no one
+// moved it since; a stale base or a lost swap is icetable.ErrCommitFailed.
+func (c *catalog) commitRemote(ctx context.Context, name string, reqs []icetable.Requirement, updates []icetable.Update) (icetable.Metadata, string, error) {
+	r := c.remote
+	md, loc, err := r.cat.CommitTable(ctx, r.ident(name), reqs, updates)
+	if err != nil {
+		c.forget(name)
+		if errors.Is(err, icetable.ErrCommitFailed) {
+			return nil, "", err
+		}
+		return nil, "", fmt.Errorf("commit table %s in iceberg catalog %s: %w", name, r.where, err)
+	}
+	if c.crash != nil {
+		c.crash(name, "catalog")
+	}
+	c.remember(name, metadataVersion(loc), icetable.New(icetable.Identifier{name}, md, loc, c.fsF, c))
+	return md, loc, nil
+}
