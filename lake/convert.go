@@ -25,6 +25,10 @@ type ConvertOptions struct {
 	// Crash, for tests, is called after each table is registered, with
 	// its name; an error stops the conversion there, as a crash would.
 	Crash func(table string) error
+	// Catalog is where the Iceberg tables are registered (none: the
+	// lake's own metadata files). An Iceberg lake's tables that the
+	// catalog lacks are registered in it at their current version.
+	Catalog iceberg.CatalogConfig
 }
 
 // Converted is one table of a conversion.
@@ -36,6 +40,9 @@ type Converted struct {
 	// this data directory (iceberg.Lake.Relocate), its metadata having
 	// named another location.
 	Relocated bool
+	// Cataloged: the table of an Iceberg lake was registered in the
+	// catalog (ConvertOptions.Catalog) at its current version.
+	Cataloged bool
 }
 
 // ErrUnfinishedCompaction refuses a conversion while a compaction is cut
@@ -79,6 +86,18 @@ func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Conve
 			out = append(out, Converted{Table: name, Relocated: true})
 			log.Info("registered at this data directory", "table", name)
 		}
+		if err != nil {
+			return out, err
+		}
+		lk, err := iceberg.Open(ctx, st, opt.Catalog, log)
+		if err != nil {
+			return out, err
+		}
+		defer lk.Close()
+		added, err := lk.Register(ctx)
+		for _, name := range added {
+			out = append(out, Converted{Table: name, Cataloged: true})
+		}
 		return out, err
 	}
 	if err := refuseUnfinishedCompaction(ctx, st); err != nil {
@@ -88,7 +107,11 @@ func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Conve
 	if err != nil {
 		return nil, err
 	}
-	lk := iceberg.New(st, log)
+	lk, err := iceberg.Open(ctx, st, opt.Catalog, log)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Close()
 	var out []Converted
 	for _, name := range sortedKeys(tables) {
 		t := opt.Schema(name)

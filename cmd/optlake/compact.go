@@ -74,12 +74,16 @@ func compactCommand(h host) *cli.Command {
 				return err
 			}
 			h.lowerMemoryLimit(compactMemoryLimit)
-			lease, err := lockStore(c.Context, st, 0, h.now, log)
+			cat, err := icebergCatalog(c)
+			if err != nil {
+				return err
+			}
+			lease, err := lockStore(c.Context, st, cat, 0, h.now, log)
 			if err != nil {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
-			cst, ice, err := compactStore(c.Context, st, h.now, log)
+			cst, ice, err := compactStore(c.Context, st, cat, h.now, log)
 			if err != nil {
 				return err
 			}
@@ -120,7 +124,7 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer,
 		return
 	}
 	log := b.log.With("step", "compact")
-	cst, ice, err := compactStore(ctx, b.store, j.host.now, log)
+	cst, ice, err := compactStore(ctx, b.store, j.icebergCatalog(), j.host.now, log)
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
 		return
@@ -156,8 +160,8 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer,
 // (every command that takes the lock calls it: the next run, replay or
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
-func recoverCompaction(ctx context.Context, st storage.Store, now func() time.Time, log *slog.Logger) {
-	cst, _, err := compactStore(ctx, st, now, log)
+func recoverCompaction(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, now func() time.Time, log *slog.Logger) {
+	cst, _, err := compactStore(ctx, st, cat, now, log)
 	if err == nil {
 		defer cst.Close()
 		err = cst.Recover(ctx)
@@ -171,8 +175,8 @@ func recoverCompaction(ctx context.Context, st storage.Store, now func() time.Ti
 // an Iceberg lake also its catalog (nil for a Parquet lake), whose
 // compaction is one replace commit per table and day; now is the clock of
 // the Parquet lake's trash.
-func compactStore(ctx context.Context, st storage.Store, now func() time.Time, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
-	ice, err := icebergLake(ctx, st, log)
+func compactStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, now func() time.Time, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
+	ice, err := icebergLake(ctx, st, cat, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/extract/auth"
@@ -81,8 +82,11 @@ func (j *job) validate() (*validJob, error) {
 	v.headers, v.accounts = headers, accounts
 	red := redact.New(append(secrets, accSecrets...)...)
 	red.Add(j.Venue.Secrets()...)
-	red.Add(redact.DSNPassword(j.ClickHouseDSN))
+	red.Add(redact.DSNPassword(j.ClickHouseDSN), redact.DSNPassword(j.IcebergCatalogURI))
 	v.red = red
+	if _, err := iceberg.ParseCatalogKind(j.IcebergCatalog); err != nil {
+		return nil, usageError{err}
+	}
 	if _, err := newLogger(io.Discard, j.LogFormat, j.LogLevel, red); err != nil {
 		return nil, err
 	}

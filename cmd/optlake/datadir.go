@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
+	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
@@ -59,7 +60,7 @@ func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.
 // prefix (renewed until released). It then removes what a crashed run left
 // behind — temp files, incomplete multipart uploads, a compaction cut
 // short. A refusal names the holder and exits 4.
-func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, now func() time.Time, log *slog.Logger) (*storage.Lease, error) {
+func lockStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, ttl time.Duration, now func() time.Time, log *slog.Logger) (*storage.Lease, error) {
 	l, err := storage.AcquireDataDir(ctx, st, ttl)
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
@@ -76,6 +77,6 @@ func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, now fun
 			log.Info("aborted the incomplete uploads of an interrupted run", "uploads", n)
 		}
 	}
-	recoverCompaction(ctx, st, now, log)
+	recoverCompaction(ctx, st, cat, now, log)
 	return l, nil
 }

@@ -41,7 +41,11 @@ func historyCommand(h host) *cli.Command {
 					return err
 				}
 				defer st.Close()
-				view, err := lakeView(c.Context, st)
+				cat, err := icebergCatalog(c)
+				if err != nil {
+					return err
+				}
+				view, err := lakeView(c.Context, st, cat)
 				if err != nil {
 					return err
 				}

@@ -75,10 +75,16 @@ type job struct {
 	TableFormat        string            `setting:"table-format"`  // parquet | iceberg ("" = the lake's)
 	RawRetention       time.Duration     `setting:"raw-retention"` // raw archive and done records kept (0 = all)
 	// An Iceberg lake's upkeep after run --compact compacted a day.
-	IcebergKeep  time.Duration             `setting:"iceberg-keep-snapshots"`
-	IcebergGrace time.Duration             `setting:"iceberg-orphan-grace"`
-	Maps         map[string]infer.MapRules // per endpoint: map detection overrides (config file)
-	Venue        venueconf.Venue           // auth, errors, envelopes, pagination (config file; configcmd.go)
+	IcebergKeep  time.Duration `setting:"iceberg-keep-snapshots"`
+	IcebergGrace time.Duration `setting:"iceberg-orphan-grace"`
+	// An Iceberg lake's catalog (icebergCatalog).
+	IcebergCatalog    string                    `setting:"iceberg-catalog"`
+	IcebergCatalogURI string                    `setting:"iceberg-catalog-uri"`
+	IcebergCatalogAs  string                    `setting:"iceberg-catalog-name"`
+	IcebergNamespace  string                    `setting:"iceberg-namespace"`
+	IcebergPrefix     string                    `setting:"iceberg-table-prefix"`
+	Maps              map[string]infer.MapRules // per endpoint: map detection overrides (config file)
+	Venue             venueconf.Venue           // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`
@@ -392,7 +398,7 @@ func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx conte
 	if b, err = j.build(ctx, errw); err != nil {
 		return nil, nil, nil, err
 	}
-	if b.lease, err = lockStore(ctx, b.store, j.LeaseTTL, j.host.now, b.log); err != nil {
+	if b.lease, err = lockStore(ctx, b.store, j.icebergCatalog(), j.LeaseTTL, j.host.now, b.log); err != nil {
 		b.close(ctx)
 		return nil, nil, nil, err
 	}

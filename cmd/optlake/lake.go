@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
@@ -30,6 +31,11 @@ func lakeCommand(h host) *cli.Command {
 				&cli.StringFlag{Name: "to", Usage: "the table format to convert to: iceberg", EnvVars: envs("convert-to")},
 				&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose lake is converted", EnvVars: envs("data-dir")},
 				&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
+				settings.Flag(settings.Convert, "iceberg-catalog"),
+				settings.Flag(settings.Convert, "iceberg-catalog-uri"),
+				settings.Flag(settings.Convert, "iceberg-catalog-name"),
+				settings.Flag(settings.Convert, "iceberg-namespace"),
+				settings.Flag(settings.Convert, "iceberg-table-prefix"),
 			},
 			Action: func(c *cli.Context) error { return convertAction(c, h) },
 		}},
@@ -53,7 +59,11 @@ func convertAction(c *cli.Context, h host) error {
 	if err != nil {
 		return err
 	}
-	lease, err := lockStore(c.Context, st, 0, h.now, log)
+	cat, err := icebergCatalog(c)
+	if err != nil {
+		return err
+	}
+	lease, err := lockStore(c.Context, st, cat, 0, h.now, log)
 	if err != nil {
 		return err
 	}
@@ -73,7 +83,8 @@ func convertAction(c *cli.Context, h host) error {
 			}
 			return reg.Table(name)
 		},
-		Log: log,
+		Log:     log,
+		Catalog: cat,
 	}
 	if at := os.Getenv(convertCrashEnv); at != "" {
 		opt.Crash = func(table string) error {
@@ -89,6 +100,10 @@ func convertAction(c *cli.Context, h host) error {
 		// registered again (a copied or moved lake).
 		done, err := lake.Convert(c.Context, st, opt)
 		for _, t := range done {
+			if t.Cataloged {
+				fmt.Fprintf(c.App.Writer, "%-28s registered in the catalog\n", t.Table)
+				continue
+			}
 			fmt.Fprintf(c.App.Writer, "%-28s registered at %s (earlier snapshots dropped)\n", t.Table, st)
 		}
 		if err == nil && len(done) == 0 {

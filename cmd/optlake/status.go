@@ -25,6 +25,11 @@ func statusCommand() *cli.Command {
 		Usage: "per sink, the snapshots still pending in the load ledger (count, oldest, last error) and those that failed",
 		Flags: []cli.Flag{
 			settings.Flag(settings.Status, "data-dir"),
+			settings.Flag(settings.Status, "iceberg-catalog"),
+			settings.Flag(settings.Status, "iceberg-catalog-uri"),
+			settings.Flag(settings.Status, "iceberg-catalog-name"),
+			settings.Flag(settings.Status, "iceberg-namespace"),
+			settings.Flag(settings.Status, "iceberg-table-prefix"),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
 		},
 		Action: func(c *cli.Context) error {
@@ -52,7 +57,11 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			lease := leaseOf(c.Context, st0)
-			tf, err := lakeFormatStatus(c.Context, st0)
+			cat, err := icebergCatalog(c)
+			if err != nil {
+				return err
+			}
+			tf, err := lakeFormatStatus(c.Context, st0, cat)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
+	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/schema"
@@ -44,7 +48,10 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 	if f != lake.Iceberg {
 		return ss, nil
 	}
-	lk := iceberg.New(st, log)
+	lk, err := iceberg.Open(ctx, st, j.icebergCatalog(), log)
+	if err != nil {
+		return nil, err
+	}
 	if at := os.Getenv(loadCrashEnv); strings.HasPrefix(at, icebergCrashPrefix) {
 		// The test-only crash hook at a step of the instruments table's
 		// Iceberg commit (iceberg.Lake.SetCrash), e.g. iceberg-manifest.
@@ -62,12 +69,34 @@ func withTableFormat(ctx context.Context, j *job, st storage.Store, ss []sinks.S
 
 // icebergLake is the Iceberg catalog of the data directory st when its
 // lake is Iceberg, nil when it is Parquet (or has no format yet).
-func icebergLake(ctx context.Context, st storage.Store, log *slog.Logger) (*iceberg.Lake, error) {
+func icebergLake(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, log *slog.Logger) (*iceberg.Lake, error) {
 	f, err := lake.Recorded(ctx, st)
 	if err != nil || f != lake.Iceberg {
 		return nil, err
 	}
-	return iceberg.New(st, log), nil
+	return iceberg.Open(ctx, st, cat, log)
+}
+
+// icebergCatalog is an Iceberg lake's catalog as the --iceberg-catalog
+// settings of a command that reads no job name it (the URI's reference,
+// ${VAR} or @file, resolved). Its errors never show the URI's password.
+func icebergCatalog(c *cli.Context) (iceberg.CatalogConfig, error) {
+	uri, err := secret.Resolve(c.String("iceberg-catalog-uri"))
+	if err != nil {
+		return iceberg.CatalogConfig{}, usagef("--iceberg-catalog-uri: %v", redact.New(c.String("iceberg-catalog-uri")).Err(err))
+	}
+	cat := iceberg.CatalogConfig{Kind: c.String("iceberg-catalog"), URI: uri, Name: c.String("iceberg-catalog-name"),
+		Namespace: c.String("iceberg-namespace"), Prefix: c.String("iceberg-table-prefix")}
+	if _, err := iceberg.ParseCatalogKind(cat.Kind); err != nil {
+		return cat, usageError{err}
+	}
+	return cat, nil
+}
+
+// icebergCatalog is the run's or replay's Iceberg catalog.
+func (j *job) icebergCatalog() iceberg.CatalogConfig {
+	return iceberg.CatalogConfig{Kind: j.IcebergCatalog, URI: j.IcebergCatalogURI, Name: j.IcebergCatalogAs,
+		Namespace: j.IcebergNamespace, Prefix: j.IcebergPrefix}
 }
 
 // expireIceberg is an Iceberg lake's upkeep after a compaction: snapshots
@@ -92,12 +121,17 @@ type formatStatus struct {
 
 // lakeFormatStatus reads the lake's format and, for an Iceberg lake, each
 // table's current metadata version and snapshot.
-func lakeFormatStatus(ctx context.Context, st storage.Store) (formatStatus, error) {
+func lakeFormatStatus(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig) (formatStatus, error) {
 	f, err := lake.Recorded(ctx, st)
 	if err != nil || f != lake.Iceberg {
 		return formatStatus{Format: f}, err
 	}
-	tables, err := iceberg.New(st, nil).Tables(ctx)
+	ice, err := iceberg.Open(ctx, st, cat, nil)
+	if err != nil {
+		return formatStatus{Format: f}, err
+	}
+	defer ice.Close()
+	tables, err := ice.Tables(ctx)
 	return formatStatus{Format: f, Tables: tables}, err
 }
 
@@ -131,8 +165,8 @@ func (s formatStatus) writeText(w io.Writer) {
 // lake, a view whose listing of a table's day folders holds only the
 // files the table's current snapshot references, not those a compaction
 // replaced (kept until they expire) nor those a crash left unregistered.
-func lakeView(ctx context.Context, st storage.Store) (storage.Store, error) {
-	ice, err := icebergLake(ctx, st, nil)
+func lakeView(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig) (storage.Store, error) {
+	ice, err := icebergLake(ctx, st, cat, nil)
 	if err != nil || ice == nil {
 		return st, err
 	}

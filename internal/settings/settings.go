@@ -43,6 +43,7 @@ const (
 	Schema  = "schema"
 	History = "history"
 	Compact = "compact"
+	Convert = "lake convert"
 )
 
 // DefaultMaxRejectShare is --max-reject-share: a listing whose rejects are
@@ -108,6 +109,7 @@ var (
 	runCompact = []string{Run, Compact}
 	dataDirs   = []string{Run, Replay, Demo, Status, Schema, History, Compact}
 	logs       = []string{Run, Replay, Demo, Migrate, Compact}
+	icebergs   = []string{Run, Replay, Status, History, Compact, Convert}
 )
 
 // list is every setting, in the order `--help` and config check show them.
@@ -168,6 +170,11 @@ var list = []Setting{
 	{Name: "compact", Kind: Bool, Usage: "after each snapshot, compact the Parquet lake's closed days (as optlake compact), starting none after 10 minutes (with --every half the interval)", Commands: runOnly},
 	{Name: "raw-retention", Kind: Duration, Usage: "after each snapshot, once a day, delete the raw archive's and the load ledger's done records' days older than this, but none a pending load needs (0 = keep everything; a replay then rebuilds only the days kept)", Commands: runOnly},
 	{Name: "iceberg-keep-snapshots", Kind: Duration, Default: 7 * 24 * time.Hour, Usage: "an Iceberg lake: compaction expires table snapshots older than this (time travel reaches this far back; the current snapshot always stays)", Commands: runCompact},
+	{Name: "iceberg-catalog", Kind: String, Default: "none", Usage: "an Iceberg lake: where its tables are registered: none (the current metadata is the newest vN.metadata.json in each table's folder; no server) or sql (a JDBC-compatible SQL catalog, the iceberg_tables of Iceberg's JdbcCatalog and pyiceberg's SqlCatalog, on PostgreSQL or SQLite: --iceberg-catalog-uri); commits go through the catalog's atomic swap, and a table it lacks is registered at the lake's current version", Commands: icebergs},
+	{Name: "iceberg-catalog-uri", Kind: String, Secret: true, Usage: "--iceberg-catalog sql: postgres://user:pass@host:5432/db or sqlite:PATH (may be ${ENV} or @file)", Commands: icebergs},
+	{Name: "iceberg-catalog-name", Kind: String, Default: "optlake", Usage: "--iceberg-catalog sql: the catalog's name (its rows' catalog_name)", Commands: icebergs},
+	{Name: "iceberg-namespace", Kind: String, Default: "optlake", Usage: "an Iceberg catalog's namespace of the lake's tables (a.b for a nested one)", Commands: icebergs},
+	{Name: "iceberg-table-prefix", Kind: String, Usage: "an Iceberg catalog's table names: this prefix, then the lake's table name", Commands: icebergs},
 	{Name: "iceberg-orphan-grace", Kind: Duration, Default: time.Hour, Usage: "an Iceberg lake: compaction deletes files under a table that no snapshot references once they are this old", Commands: runCompact},
 	{Name: "log-format", Kind: String, Default: "text", Usage: "text or json", Commands: []string{Run, Replay, Migrate, Compact}},
 	{Name: "log-level", Kind: String, Default: "info", Usage: "debug, info, warn, error", Commands: logs,

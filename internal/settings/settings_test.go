@@ -14,7 +14,7 @@ import (
 // The list is well formed: unique names, defaults of the kind's Go type,
 // known commands, overrides only for commands that take the setting.
 func TestListWellFormed(t *testing.T) {
-	commands := map[string]bool{Run: true, Replay: true, Demo: true, Migrate: true, Status: true, Schema: true, History: true, Compact: true}
+	commands := map[string]bool{Run: true, Replay: true, Demo: true, Migrate: true, Status: true, Schema: true, History: true, Compact: true, Convert: true}
 	seen := map[string]bool{}
 	for _, s := range All() {
 		if seen[s.Name] {

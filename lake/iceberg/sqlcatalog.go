@@ -246,3 +246,35 @@ func (c *catalog) commitRemote(ctx context.Context, name string, reqs []icetable
 	c.remember(name, metadataVersion(loc), icetable.New(icetable.Identifier{name}, md, loc, c.fsF, c))
 	return md, loc, nil
 }
+
+// Register adds to the lake's catalog every table of the data directory
+// it lacks, at the table's current metadata version (`optlake lake
+// convert` of a catalog-less Iceberg lake; a run does the same for a
+// table when it first loads it). It returns the tables registered now;
+// without a catalog, none.
+func (l *Lake) Register(ctx context.Context) ([]string, error) {
+	r := l.cat.remote
+	if r == nil {
+		return nil, nil
+	}
+	names, err := l.tableNames(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg register: %w", err)
+	}
+	var out []string
+	for _, name := range names {
+		ok, err := r.cat.CheckTableExists(ctx, r.ident(name))
+		if err != nil {
+			return out, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
+		}
+		if ok {
+			continue
+		}
+		if _, _, err := l.cat.load(ctx, icetable.Identifier{name}); err != nil {
+			return out, fmt.Errorf("iceberg register %s: %w", name, err)
+		}
+		l.log.Info("registered in the iceberg catalog", "table", name, "catalog", r.where)
+		out = append(out, name)
+	}
+	return out, nil
+}
