@@ -23,32 +23,84 @@ import (
 // rows, and the caught-up snapshot's too once its metadata was written.
 // The next run catches up again: every table then reads the rows of its
 // Parquet files (count and hash), each of the three snapshots exactly once.
+//
+// The same for each kind of catalog (--iceberg-catalog sql on SQLite and on
+// PostgreSQL), where the commit has one more step: the metadata file is
+// written (not committed yet), then the catalog's pointer swapped to it
+// (committed); chDB reads each table at the version the catalog names,
+// from the catalog's database itself. On the bucket the catalogs run the
+// steps around the swap (the others are the same code as on the disk).
 func TestIcebergKill9AtEachStep(t *testing.T) {
 	t.Parallel()
-	steps := []struct {
+	type step struct {
 		step      string
 		committed bool // the killed run's instruments commit is visible
-	}{
+	}
+	steps := []step{
 		{"opened", false},
 		{icebergCrashPrefix + "file", false},
 		{icebergCrashPrefix + "manifest", false},
 		{icebergCrashPrefix + "manifest-list", false},
 		{icebergCrashPrefix + "metadata", true},
 	}
-	for _, onBucket := range []bool{false, true} {
-		for _, s := range steps {
-			if onBucket && s.step == "opened" {
-				continue // no Iceberg step: the local disk covers it
+	for _, cat := range crashCatalogs {
+		steps := steps
+		if cat.open != nil {
+			steps = append(steps[:len(steps)-1], step{icebergCrashPrefix + "metadata", false}, step{icebergCrashPrefix + "catalog", true})
+		}
+		for _, onBucket := range []bool{false, true} {
+			for _, s := range steps {
+				if onBucket && (s.step == "opened" || cat.open != nil && !strings.HasSuffix(s.step, "metadata") && !strings.HasSuffix(s.step, "catalog")) {
+					continue // no Iceberg step, or the same code as on the disk
+				}
+				t.Run(fmt.Sprintf("%s/%s/bucket=%v", cat.name, s.step, onBucket), func(t *testing.T) {
+					t.Parallel()
+					icebergKillAt(t, cat, s.step, s.committed, onBucket)
+				})
 			}
-			t.Run(fmt.Sprintf("%s/bucket=%v", s.step, onBucket), func(t *testing.T) {
-				t.Parallel()
-				icebergKillAt(t, s.step, s.committed, onBucket)
-			})
 		}
 	}
 }
 
-func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
+// crashCatalog is a catalog kind TestIcebergKill9AtEachStep runs with.
+type crashCatalog struct {
+	name string
+	// open makes a fresh catalog: optlake's arguments that use it, and
+	// the chDB table function that reads its iceberg_tables. nil: none.
+	open func(t *testing.T) (args []string, pointer string)
+}
+
+var crashCatalogs = []crashCatalog{
+	{name: "none"},
+	{name: "sqlite", open: func(t *testing.T) ([]string, string) {
+		f := filepath.Join(t.TempDir(), "catalog.db")
+		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", "sqlite:" + f}, fmt.Sprintf("sqlite('%s', 'iceberg_tables')", f)
+	}},
+	{name: "postgres", open: func(t *testing.T) ([]string, string) {
+		dsn := testenv.PostgresDSN(t)
+		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", dsn}, testenv.PostgresTable(t, dsn, "iceberg_tables")
+	}},
+}
+
+// catalogVersions reads, with chDB, the metadata file (relative to its
+// table's folder) that the catalog pointer names for each table.
+func catalogVersions(t *testing.T, ch *testenv.ChDB, pointer string) map[string]string {
+	t.Helper()
+	out, err := ch.Query(context.Background(), "SELECT table_name, metadata_location FROM "+pointer+" FORMAT TSV;")
+	if err != nil {
+		t.Fatalf("the catalog's rows: %v", err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		name, loc, _ := strings.Cut(line, "\t")
+		if i := strings.Index(loc, "/metadata/"); i >= 0 {
+			m[name] = loc[i+1:]
+		}
+	}
+	return m
+}
+
+func icebergKillAt(t *testing.T, cat crashCatalog, step string, committed, onBucket bool) {
 	// The second snapshot is the first of a new day, whose folder a file
 	// blocks: its Parquet load fails and stays pending in the ledger.
 	clk := pinClock(time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC))
@@ -56,24 +108,47 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	dir := t.TempDir()
 	dataDir := dir
 	ch := testenv.NewChDB(t)
-	src := func(table string) string { return fmt.Sprintf("icebergLocal('%s')", table) }
+	// With a catalog, each table is read at the version it names
+	// (refresh reads them again).
+	var catArgs []string
+	var pointer string
+	if cat.open != nil {
+		catArgs, pointer = cat.open(t)
+	}
+	versions := map[string]string{}
+	refresh := func() {
+		if pointer != "" {
+			versions = catalogVersions(t, ch, pointer)
+		}
+	}
+	at := func(table string) string {
+		if pointer == "" {
+			return ""
+		}
+		if versions[table] == "" {
+			t.Fatalf("the catalog has no row of %s: %v", table, versions)
+		}
+		return fmt.Sprintf(", SETTINGS iceberg_metadata_file_path = '%s'", versions[table])
+	}
+	src := func(table string) string { return fmt.Sprintf("icebergLocal('%s'%s)", table, at(table)) }
 	if onBucket {
 		g := testenv.StartVersityGW(t, "lake")
 		g.SetCredentials(t)
 		dataDir, dir = g.URL("lake", "ice"), filepath.Join(g.Dir(), "lake", "ice")
 		src = func(table string) string {
-			return fmt.Sprintf("icebergS3('%s/lake/ice/%s/', '%s', '%s')", g.Endpoint(), table, testenv.S3AccessKey, testenv.S3SecretKey)
+			return fmt.Sprintf("icebergS3('%s/lake/ice/%s/', '%s', '%s'%s)", g.Endpoint(), table, testenv.S3AccessKey, testenv.S3SecretKey, at(table))
 		}
 	}
 	ch.Workdir = dir
 	const ttl = time.Second // the killed run's lease keeps the bucket prefix this long
-	args := []string{"run", "--api-url", api, "--data-dir", dataDir, "--endpoints", "instruments", "--catch-up-budget", "0", "--lease-ttl", ttl.String()}
+	args := append([]string{"run", "--api-url", api, "--data-dir", dataDir, "--endpoints", "instruments", "--catch-up-budget", "0", "--lease-ttl", ttl.String()}, catArgs...)
 	if res := clk.optlake(t, append(args, "--table-format", "iceberg")...); res.code != 0 {
 		t.Fatalf("first run: exit %d\n%s", res.code, res.stderr)
 	}
 	// The rows of instruments at its current Iceberg snapshot.
 	rows := func() string {
 		t.Helper()
+		refresh()
 		n, err := ch.Query(context.Background(), "SELECT count() FROM "+src("instruments")+" FORMAT TSV;")
 		if err != nil {
 			t.Fatalf("instruments after the kill at %s: %v", step, err)
@@ -111,14 +186,23 @@ func icebergKillAt(t *testing.T, step string, committed, onBucket bool) {
 	}
 	// Three snapshots, each row once.
 	tables := icebergTables(t, dir, 3)
+	refresh()
+	checkEachRowOnce(t, ch, tables, src, 3, "after the kill at "+step+" and a run")
+}
+
+// checkEachRowOnce checks that each table (src opens it) reads the rows of
+// the Parquet files it references, and that instruments holds snaps
+// snapshots, no row twice.
+func checkEachRowOnce(t *testing.T, ch *testenv.ChDB, tables []string, src func(string) string, snaps int, when string) {
+	t.Helper()
 	digests := icebergDigests(t, ch, tables, src, "SELECT uniqExact(snapshot_time, run_id), count() - uniqExact(snapshot_time, run_id, instrument_name) FROM "+src("instruments")+" FORMAT TSV;")
 	for i, table := range tables {
 		if ice, files := digests[2*i+1], digests[2*i]; ice != files || strings.HasPrefix(ice, "0\t") {
-			t.Errorf("%s after the kill at %s and a run: Iceberg %s, Parquet files %s", table, step, ice, files)
+			t.Errorf("%s %s: Iceberg %s, Parquet files %s", table, when, ice, files)
 		}
 	}
-	if got := digests[len(digests)-1]; got != "3\t0" {
-		t.Errorf("instruments after the kill at %s and a run: (snapshots, rows twice) = %q, want 3 and 0", step, got)
+	if got, want := digests[len(digests)-1], fmt.Sprintf("%d\t0", snaps); got != want {
+		t.Errorf("instruments %s: (snapshots, rows twice) = %q, want %d and 0", when, got, snaps)
 	}
 }
 

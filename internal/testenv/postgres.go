@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,4 +163,17 @@ func stopSharedPostgres() {
 		}
 	}
 	sharedPG.pg, sharedPG.err, sharedPG.n = nil, nil, 0
+}
+
+// PostgresTable is ClickHouse's (chDB's) postgresql() table function that
+// reads table of the database a postgres:// DSN names, with its user and
+// password.
+func PostgresTable(t testing.TB, dsn, table string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		t.Fatalf("postgresql: a DSN with a user: %v", err)
+	}
+	pw, _ := u.User.Password()
+	return fmt.Sprintf("postgresql('%s', '%s', '%s', '%s', '%s')", u.Host, strings.TrimPrefix(u.Path, "/"), table, u.User.Username(), pw)
 }

@@ -3,7 +3,6 @@ package iceberg_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,13 +32,7 @@ var catalogKinds = []catalogKind{
 	}},
 	{name: "postgres", open: func(t *testing.T) (iceberg.CatalogConfig, string) {
 		dsn := testenv.PostgresDSN(t)
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pw, _ := u.User.Password()
-		return iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: dsn},
-			fmt.Sprintf("postgresql('%s', '%s', 'iceberg_tables', '%s', '%s')", u.Host, strings.TrimPrefix(u.Path, "/"), u.User.Username(), pw)
+		return iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: dsn}, testenv.PostgresTable(t, dsn, "iceberg_tables")
 	}},
 }
 

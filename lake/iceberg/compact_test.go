@@ -363,9 +363,9 @@ func testExpire(t *testing.T) {
 	if n := len(compactedFiles(t, dir, name)); n != 1 {
 		t.Errorf("%d compacted files left, want the 1 referenced", n)
 	}
-	for _, f := range []string{"metadata/version-hint.text"} {
-		if _, err := os.Stat(filepath.Join(dir, name, f)); err != nil {
-			t.Errorf("%s: %v", f, err)
+	if _, inCatalog := catalogOf(t); !inCatalog { // a catalog's lake writes no hint
+		if _, err := os.Stat(filepath.Join(dir, name, "metadata/version-hint.text")); err != nil {
+			t.Errorf("version-hint.text: %v", err)
 		}
 	}
 	if got := digest(t, ch, name, 0); got != want {

@@ -101,7 +101,7 @@ func (l *Lake) expire(ctx context.Context, name string, keep, grace time.Duratio
 }
 
 // tableNames lists the lake's Iceberg tables: the folders of the data
-// directory that hold metadata/.
+// directory that hold a vN.metadata.json, or that the catalog holds.
 func (l *Lake) tableNames(ctx context.Context) ([]string, error) {
 	top, err := l.cat.st.ListDir(ctx, "")
 	if err != nil {
@@ -116,6 +116,13 @@ func (l *Lake) tableNames(ctx context.Context) ([]string, error) {
 		v, err := l.cat.currentVersion(ctx, name)
 		if err != nil {
 			return nil, err
+		}
+		if v == 0 && l.cat.remote != nil {
+			// In a catalog, the vN files may have gone with the upkeep
+			// (past the metadata log): the catalog knows the table.
+			if v, err = l.cat.remote.has(ctx, name); err != nil {
+				return nil, err
+			}
 		}
 		if v > 0 {
 			out = append(out, name)

@@ -166,6 +166,18 @@ func (r *sqlCatalog) ident(name string) icetable.Identifier {
 	return append(append(icetable.Identifier{}, r.ns...), r.prefix+name)
 }
 
+// has is 1 when the catalog holds table name, else 0.
+func (r *sqlCatalog) has(ctx context.Context, name string) (int, error) {
+	ok, err := r.cat.CheckTableExists(ctx, r.ident(name))
+	if err != nil {
+		return 0, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
+	}
+	if ok {
+		return 1, nil
+	}
+	return 0, nil
+}
+
 // metadataVersion is the version number of a metadata file's location:
 // vN.metadata.json (the lake's own) or NNNNN-uuid.metadata.json (a
 // catalog's); -1 for another name.
