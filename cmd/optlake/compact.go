@@ -88,6 +88,7 @@ func compactCommand(h host) *cli.Command {
 				return err
 			}
 			defer cst.Close()
+			defer ice.Close()
 			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep, h.now())
@@ -130,6 +131,7 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer,
 		return
 	}
 	defer cst.Close()
+	defer ice.Close()
 	opt := compact.Options{Lake: cst, Now: j.host.now, Deadline: time.Now().Add(compactBudget(j)),
 		Logger: log, Crash: crashHook()}
 	if ice == nil {
@@ -161,9 +163,10 @@ func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer,
 // compact). A failure is logged: the partition stays as the crash left
 // it, readable, and the next start tries again.
 func recoverCompaction(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, now func() time.Time, log *slog.Logger) {
-	cst, _, err := compactStore(ctx, st, cat, now, log)
+	cst, ice, err := compactStore(ctx, st, cat, now, log)
 	if err == nil {
 		defer cst.Close()
+		defer ice.Close()
 		err = cst.Recover(ctx)
 	}
 	if err != nil {

@@ -133,8 +133,12 @@ func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Lo
 	return l, nil
 }
 
-// Close closes the lake's catalog connection (nothing without one).
+// Close closes the lake's catalog connection (nothing without one, or on
+// a nil lake).
 func (l *Lake) Close() error {
+	if l == nil {
+		return nil
+	}
 	if r := l.cat.remote; r != nil {
 		return r.db.Close()
 	}
