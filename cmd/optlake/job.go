@@ -354,6 +354,7 @@ func (b *built) once(ctx context.Context, j *job, stdout io.Writer) (*pipeline.S
 	}
 	b.compactClosedDays(ctx, j, stdout, sum)
 	b.pruneRaw(ctx, j)
+	b.foldLedger(ctx, j)
 	if !sum.OK {
 		code := summaryCode(sum)
 		if sum.OnlySinksFailed() {

@@ -9,6 +9,7 @@
 //
 //	_ledger/open/<snapshot>-<run_id>.json              a snapshot with loads pending or failed
 //	_ledger/done/date=YYYY-MM-DD/<snapshot>-<run_id>.json  a snapshot committed everywhere
+//	_ledger/done/date=YYYY-MM-DD/folded.json               a closed day's done records, folded (Fold)
 //
 // A run writes its snapshot's record in open/ before loading anything (every
 // load pending, including the runs table's rows, endpoint Runs), rewrites it
@@ -18,7 +19,7 @@
 // to done/ and the delete leaves both, and the open one is taken as current
 // (a reload is idempotent). Reading what is pending lists open/ only, so it
 // stays cheap however long the history grows; done/ is the history (readable
-// with jq or DuckDB's read_json).
+// with jq or DuckDB's read_json), one object a day once folded (Fold).
 package ledger
 
 import (
@@ -273,8 +274,9 @@ func (l *Ledger) Get(ctx context.Context, k Key) (*Record, error) {
 }
 
 // Committed reports whether any sink committed endpoint's rows of
-// snapshot k, by its open record or, once settled, its done record (false
-// when the ledger holds neither: never recorded, or pruned).
+// snapshot k, by its open record or, once settled, its done record
+// (single or folded; false when the ledger holds neither: never
+// recorded, or pruned).
 func (l *Ledger) Committed(ctx context.Context, k Key, endpoint string) (bool, error) {
 	l.mu.Lock()
 	rec, err := l.get(ctx, k)
@@ -287,13 +289,9 @@ func (l *Ledger) Committed(ctx context.Context, k Key, endpoint string) (bool, e
 		return false, err
 	}
 	if rec == nil {
-		b, err := l.st.get(ctx, doneName(Key{Time: k.Time.UTC(), RunID: k.RunID}))
-		if err != nil || b == nil {
-			return false, wrap(err)
-		}
-		var done Record
-		if err := json.Unmarshal(b, &done); err != nil {
-			return false, fmt.Errorf("ledger: %s: %w", doneName(k), err)
+		done, err := l.doneRecord(ctx, k)
+		if err != nil || done == nil {
+			return false, err
 		}
 		loads = done.Loads
 	}

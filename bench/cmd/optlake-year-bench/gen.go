@@ -48,7 +48,8 @@ type genStats struct {
 //     writer of a replayed day, with compaction's options), not by running
 //     the job once per snapshot;
 //   - the ledger's done record of every snapshot (the instruments endpoint
-//     committed to parquet), written as the ledger writes them;
+//     committed to parquet), written as the ledger writes them, then
+//     folded into one object a day as each day's first run folds them;
 //   - the events state after the last snapshot (the next run diffs
 //     against it);
 //   - the raw archive of the last cfg.rawDays days only (the listing's
@@ -119,6 +120,11 @@ func generate(ctx context.Context, dir string, cfg config) (genStats, error) {
 		progress("day %d/%d (%s): %d instrument rows, %d events so far, %.0f s", d+1, cfg.days, date.Format(time.DateOnly), gs.Rows, gs.Events, time.Since(start).Seconds())
 	}
 	if err := state.Save(dir); err != nil {
+		return gs, err
+	}
+	// The done records folded a day at a time, as each day's first run
+	// leaves them (ledger.Fold).
+	if _, err := ledger.New(st, nil).Fold(ctx, today.Format(time.DateOnly)); err != nil {
 		return gs, err
 	}
 	state.Close()
