@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake/iceberg"
@@ -305,4 +308,55 @@ func TestCommittedFilesNeverChange(t *testing.T) {
 	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
 		t.Errorf("instruments read %s at the end, want %s", got, want)
 	}
+}
+
+// TestManifestListBounded: the manifest list of a table that took many
+// appends (one per snapshot) stays bounded: manifests are merged, not one
+// more per commit (a fast append's list grew by one each time); the table
+// still holds every snapshot's rows, once.
+func TestManifestListBounded(t *testing.T) {
+	st := storage.NewLocal(t.TempDir())
+	lake := iceberg.New(st, nil)
+	pq, err := parquet.New(parquet.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := iceberg.NewSink(pq, lake)
+	const commits = 130
+	var rows int64
+	for tick := 1; tick <= commits; tick++ {
+		d := sinktest.Snapshot(t, 1+tick%5, 5) // the fixtures' rows, as snapshots of their own
+		d.Snap.Time = d.Snap.Time.Add(time.Duration(tick) * time.Minute)
+		d.Snap.RunID = fmt.Sprintf("%s-%03d", d.Snap.RunID, tick)
+		recs := d.Records(schema.Instruments)
+		for _, r := range recs {
+			rows += r.NumRows()
+		}
+		sinktest.Load(t, s, schema.Instruments, d.Snap, recs)
+		d.Release()
+	}
+	tbl, ok, err := lake.Table(context.Background(), schema.Instruments.Name)
+	if err != nil || !ok {
+		t.Fatalf("table: %v %v", ok, err)
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) > icetable.ManifestMinMergeCountDefault {
+		t.Errorf("%d manifests in the list after %d appends, want at most %d", len(mfs), commits, icetable.ManifestMinMergeCountDefault)
+	}
+	var files, live int64
+	for _, m := range mfs {
+		files += int64(m.AddedDataFiles() + m.ExistingDataFiles())
+		live += m.AddedRows() + m.ExistingRows()
+	}
+	if files != commits || live != rows {
+		t.Errorf("the manifests hold %d files of %d rows, want %d of %d", files, live, commits, rows)
+	}
+	t.Logf("%d appends: %d manifests", commits, len(mfs))
 }

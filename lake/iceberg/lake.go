@@ -70,11 +70,30 @@ func Root(st storage.Store) string {
 // readable at its last commit. Call before the lake is used.
 func (l *Lake) SetCrash(fn func(table, step string)) { l.cat.crash = fn }
 
-// tableProps are the properties of every new table.
+// tableProps are the properties of every new table (and mergeProps).
 var tableProps = icego.Properties{
 	"format-version":                  "2",
 	"write.format.default":            "parquet",
 	"write.parquet.compression-codec": "zstd",
+	icetable.ManifestMergeEnabledKey:  "true",
+}
+
+// mergeProps make an append merge the table's manifests (iceberg-go's
+// merge append): past icetable.ManifestMinMergeCountDefault manifests of
+// a partition spec they are merged into manifests of up to the target
+// size, so the manifest list a commit reads and rewrites stays bounded
+// instead of gaining one manifest per snapshot (a fast append's: a year
+// of 5-minute snapshots made every commit rewrite a list of 105,120
+// manifests, quadratic in the history).
+var mergeProps = icego.Properties{icetable.ManifestMergeEnabledKey: "true"}
+
+// mergeManifests turns manifest merging on in tx for a table made before
+// it was a table property (its next append sets it, in the same commit).
+func mergeManifests(tx *icetable.Transaction, tbl *icetable.Table) error {
+	if tbl.Properties()[icetable.ManifestMergeEnabledKey] == "true" {
+		return nil
+	}
+	return tx.SetProperties(mergeProps)
 }
 
 // Table loads table name; ok is false when it does not exist yet.
@@ -168,6 +187,9 @@ func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, prop
 		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
 	}
 	tx := tbl.NewTransaction()
+	if err := mergeManifests(tx, tbl); err != nil {
+		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
+	}
 	sc, err := l.evolve(tx, tbl, t)
 	if err != nil {
 		return 0, err
