@@ -158,7 +158,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		}
 		rep.Bytes[tb], rep.Bytes[tb+" files"] = n, files
 	}
-	if !cfg.noDuck {
+	if !cfg.noDuck && !cfg.noDuckSort {
 		node, err := exec.LookPath("node")
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
