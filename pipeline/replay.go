@@ -21,6 +21,7 @@ import (
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/ledger"
+	"github.com/optlake/optlake/sinks"
 )
 
 // ReplayOptions select what to rebuild from the raw archive.
@@ -159,26 +160,19 @@ func (res *ReplayResult) add(out *replayed, i, total int, progress func(int, int
 	}
 }
 
-// DaySink is a sink that holds a replay's rows until every snapshot of
-// their day is loaded, then writes the day at once (the Parquet lake's
-// replay: one file per table and day, compact.DaySink).
-type DaySink interface {
-	// FlushDay writes what the sink holds of date (YYYY-MM-DD).
-	FlushDay(ctx context.Context, date string) error
-}
-
 // snapDay is the day (UTC) of a snapshot: its tables' partition.
 func snapDay(s archive.Snapshot) string { return s.Time.UTC().Format(time.DateOnly) }
 
-// flushDay has each DaySink write the day just replayed, then settles in
-// the ledger the loads it held of the day: committed once written. When
+// flushDay has each sinks.DaySink write the day just replayed, then
+// settles in the ledger the loads it held of the day: committed once
+// written. When
 // one fails, the day's snapshots (res.Snapshots[from:]) did not reach it:
 // they are marked failed, their loads stay pending in the ledger (catch-up
 // or the next replay loads them), and the lake keeps the day as it was.
 func (r *Runner) flushDay(ctx context.Context, res *ReplayResult, day string, from int, held *dayLoads) {
 	loads := held.take(day)
 	for _, s := range r.cfg.Sinks {
-		ds, ok := s.(DaySink)
+		ds, ok := sinks.HoldsDays(s)
 		if !ok {
 			continue
 		}
@@ -243,7 +237,7 @@ func (r *Runner) dayLoads() *dayLoads {
 	}
 	d := &dayLoads{sinks: map[string]bool{}, held: map[string][]heldLoad{}}
 	for _, s := range r.cfg.Sinks {
-		if _, ok := s.(DaySink); ok {
+		if _, ok := sinks.HoldsDays(s); ok {
 			d.sinks[s.Name()] = true
 		}
 	}

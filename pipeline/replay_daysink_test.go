@@ -13,12 +13,14 @@ import (
 )
 
 // daySink is a flaky sink that writes a replay's rows at FlushDay
-// (pipeline.DaySink), which can fail.
+// (sinks.DaySink), which can fail.
 type daySink struct {
 	*flaky
 	flushFails atomic.Bool
 	flushes    atomic.Int64
 }
+
+func (d *daySink) HoldsDays() bool { return true }
 
 func (d *daySink) FlushDay(ctx context.Context, date string) error {
 	d.flushes.Add(1)

@@ -14,22 +14,13 @@ import (
 	"github.com/optlake/optlake/sinks"
 )
 
-// AtomicSink is a sink whose Writer.Commit makes all of a table's rows
-// visible at once and whose Abort leaves nothing (Parquet: one file
-// renamed into place). Other sinks (ClickHouse, which inserts blocks as
-// they stream) are staged for paginated requests, so that a page that
-// fails after the first ones leaves nothing committed.
-type AtomicSink interface {
-	sinks.Sink
-	CommitsAtomically() bool
-}
-
-// stagedSinks wraps every sink that is not atomic in a stage whose file
-// is in dir ("": the system's temp folder).
+// stagedSinks wraps every sink that is not atomic (sinks.Atomic) in a
+// stage whose file is in dir ("": the system's temp folder): the rows of
+// a paginated request reach it only once every page decoded.
 func stagedSinks(ss []sinks.Sink, mem memory.Allocator, dir string) []sinks.Sink {
 	out := make([]sinks.Sink, len(ss))
 	for i, s := range ss {
-		if a, ok := s.(AtomicSink); ok && a.CommitsAtomically() {
+		if sinks.CommitsAtomically(s) {
 			out[i] = s
 		} else {
 			out[i] = &stage{Sink: s, mem: mem, dir: dir}
@@ -40,7 +31,8 @@ func stagedSinks(ss []sinks.Sink, mem memory.Allocator, dir string) []sinks.Sink
 
 // stage holds a table's records in a local Arrow IPC file until Commit,
 // which hands them to the sink's writer and commits it; Abort removes the
-// file and the sink never sees a row.
+// file and the sink never sees a row. It forwards the sink's optional
+// capabilities (sinks.Atomic and the others).
 type stage struct {
 	sinks.Sink
 	mem memory.Allocator
@@ -48,17 +40,58 @@ type stage struct {
 }
 
 func (s *stage) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	return s.open(t, snap, func(ctx context.Context) (sinks.Writer, error) { return s.Sink.Open(ctx, t, snap) })
+}
+
+// OpenVersion implements sinks.Versioned: the sink's OpenVersion, at
+// Commit.
+func (s *stage) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error) {
+	if _, ok := s.Sink.(sinks.Versioned); !ok {
+		return nil, sinks.NotVersioned(s)
+	}
+	return s.open(t, snap, func(ctx context.Context) (sinks.Writer, error) {
+		return sinks.OpenVersion(ctx, s.Sink, t, snap, version)
+	})
+}
+
+// open stages t's rows of snap for the writer that open returns at Commit.
+func (s *stage) open(t *schema.Table, snap sinks.Snapshot, open func(context.Context) (sinks.Writer, error)) (sinks.Writer, error) {
 	f, err := os.CreateTemp(s.dir, "optlake-stage-*.arrow")
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", t.Name, err)
 	}
-	return &stageWriter{s: s, t: t, snap: snap, f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &stageWriter{s: s, t: t, snap: snap, open: open, f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+// CommitsAtomically implements sinks.Atomic: the sink's answer (a stage
+// hands the rows on at Commit, as they come).
+func (s *stage) CommitsAtomically() bool { return sinks.CommitsAtomically(s.Sink) }
+
+// HoldsDays implements sinks.DaySink: the sink's answer.
+func (s *stage) HoldsDays() bool {
+	_, ok := sinks.HoldsDays(s.Sink)
+	return ok
+}
+
+// FlushDay implements sinks.DaySink: the sink's FlushDay.
+func (s *stage) FlushDay(ctx context.Context, date string) error {
+	return sinks.FlushDay(ctx, s.Sink, date)
+}
+
+// IcebergFiles implements sinks.IcebergFiles: a stage of the sink's.
+func (s *stage) IcebergFiles() sinks.Sink {
+	fs := sinks.IcebergFilesOf(s.Sink)
+	if fs == nil {
+		return nil
+	}
+	return &stage{Sink: fs, mem: s.mem, dir: s.dir}
 }
 
 type stageWriter struct {
 	s    *stage
 	t    *schema.Table
 	snap sinks.Snapshot
+	open func(context.Context) (sinks.Writer, error) // the sink's writer
 	f    *os.File
 	bw   *bufio.Writer
 	w    *ipc.Writer
@@ -88,7 +121,7 @@ func (w *stageWriter) Commit(ctx context.Context) (sinks.Committed, error) {
 	if err := w.bw.Flush(); err != nil {
 		return sinks.Committed{}, fmt.Errorf("stage %s: %w", w.t.Name, err)
 	}
-	out, err := w.s.Sink.Open(ctx, w.t, w.snap)
+	out, err := w.open(ctx)
 	if err != nil {
 		return sinks.Committed{}, err
 	}

@@ -6,6 +6,7 @@ package sinks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -82,4 +83,100 @@ type Committed struct {
 	// TableSnapshot is the table format's commit of the rows: the
 	// Iceberg snapshot id of an Iceberg lake's append, 0 for none.
 	TableSnapshot int64
+}
+
+// Optional capabilities. A sink has one when it implements the interface
+// and says yes; code that needs one asks through the functions below, never
+// by its own type assertion. A wrapper (a sink that hands its rows on to
+// another: the pipeline's stage, the Iceberg sink, a test hook) implements
+// every capability and answers for what it wraps, so wrapping never hides
+// one; the no of a wrapper whose inner sink lacks a capability is the
+// interface's own (false, nil, errors.ErrUnsupported). sinktest.Forwarding
+// checks a wrapper.
+
+// Atomic is a sink whose Writer.Commit makes all of a table's rows visible
+// at once and whose Abort leaves nothing (Parquet: one file renamed into
+// place). The pipeline stages the rows of paginated requests for other
+// sinks (ClickHouse inserts blocks as they stream), so that a page that
+// fails after the first ones leaves nothing committed.
+type Atomic interface {
+	// CommitsAtomically reports whether the sink is atomic.
+	CommitsAtomically() bool
+}
+
+// CommitsAtomically reports whether s is Atomic and says so.
+func CommitsAtomically(s Sink) bool {
+	a, ok := s.(Atomic)
+	return ok && a.CommitsAtomically()
+}
+
+// DaySink is a sink that holds a replay's rows until every snapshot of
+// their day is loaded, then writes the day at once (the Parquet lake's
+// replay: one file per table and day, compact.DaySink). A Writer's Commit
+// hands its rows to the day; they become visible at FlushDay.
+type DaySink interface {
+	// HoldsDays reports whether the sink holds rows until FlushDay.
+	HoldsDays() bool
+	// FlushDay writes what the sink holds of date (YYYY-MM-DD).
+	FlushDay(ctx context.Context, date string) error
+}
+
+// HoldsDays returns s as a DaySink when it holds days.
+func HoldsDays(s Sink) (DaySink, bool) {
+	d, ok := s.(DaySink)
+	if !ok || !d.HoldsDays() {
+		return nil, false
+	}
+	return d, true
+}
+
+// FlushDay is s's FlushDay when it holds days, else nothing (a wrapper's
+// FlushDay).
+func FlushDay(ctx context.Context, s Sink, date string) error {
+	if d, ok := HoldsDays(s); ok {
+		return d.FlushDay(ctx, date)
+	}
+	return nil
+}
+
+// Versioned is a sink that can write a snapshot's table under a version
+// of its name (parquet.VersionedName) instead of replacing it: an Iceberg
+// lake never rewrites a file its tables may reference.
+type Versioned interface {
+	// OpenVersion is Open writing under version ("": Open). A wrapper of
+	// a sink that is not Versioned returns an error wrapping
+	// errors.ErrUnsupported.
+	OpenVersion(ctx context.Context, t *schema.Table, snap Snapshot, version string) (Writer, error)
+}
+
+// OpenVersion is s's OpenVersion; an error wrapping errors.ErrUnsupported
+// when s is not Versioned.
+func OpenVersion(ctx context.Context, s Sink, t *schema.Table, snap Snapshot, version string) (Writer, error) {
+	v, ok := s.(Versioned)
+	if !ok {
+		return nil, NotVersioned(s)
+	}
+	return v.OpenVersion(ctx, t, snap, version)
+}
+
+// NotVersioned is the error of OpenVersion on s, which is not Versioned.
+func NotVersioned(s Sink) error {
+	return fmt.Errorf("the %s sink cannot write a new version of a file: %w", s.Name(), errors.ErrUnsupported)
+}
+
+// IcebergFiles is a sink that can write its files as an Iceberg table
+// wants them (parquet.Sink: statistics on every column); the Iceberg sink
+// asks the sink it wraps for that sink.
+type IcebergFiles interface {
+	// IcebergFiles returns the sink that writes such files: nil when
+	// there is none (a wrapper of a sink that is not IcebergFiles).
+	IcebergFiles() Sink
+}
+
+// IcebergFilesOf is s's sink of Iceberg files, nil when it has none.
+func IcebergFilesOf(s Sink) Sink {
+	if f, ok := s.(IcebergFiles); ok {
+		return f.IcebergFiles()
+	}
+	return nil
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 )
@@ -58,16 +56,11 @@ func (s crashSink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapsho
 	return crashWriter{Writer: w, s: s}, nil
 }
 
-// OpenVersion is the wrapped sink's OpenVersion (parquet.Sink's, which
-// the Iceberg sink writes a snapshot loaded again with) with the hook.
+// OpenVersion implements sinks.Versioned: the wrapped sink's OpenVersion
+// (parquet.Sink's, which the Iceberg sink writes a snapshot loaded again
+// with) with the hook.
 func (s crashSink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error) {
-	vo, ok := s.Sink.(interface {
-		OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error)
-	})
-	if !ok {
-		return nil, fmt.Errorf("the %s sink cannot write a new version of a file", s.Name())
-	}
-	w, err := vo.OpenVersion(ctx, t, snap, version)
+	w, err := sinks.OpenVersion(ctx, s.Sink, t, snap, version)
 	if err != nil || t != schema.Instruments {
 		return w, err
 	}
@@ -75,13 +68,28 @@ func (s crashSink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.
 	return crashWriter{Writer: w, s: s}, nil
 }
 
-// IcebergFiles is the wrapped sink's Iceberg files' sink (iceberg.NewSink
-// asks for it), with the hook.
+// IcebergFiles implements sinks.IcebergFiles: the wrapped sink's Iceberg
+// files' sink (iceberg.NewSink asks for it), with the hook.
 func (s crashSink) IcebergFiles() sinks.Sink {
-	if f, ok := s.Sink.(iceberg.IcebergFiles); ok {
-		return crashSink{Sink: f.IcebergFiles(), at: s.at}
+	f := sinks.IcebergFilesOf(s.Sink)
+	if f == nil {
+		return nil
 	}
-	return s
+	return crashSink{Sink: f, at: s.at}
+}
+
+// CommitsAtomically implements sinks.Atomic: the wrapped sink's answer.
+func (s crashSink) CommitsAtomically() bool { return sinks.CommitsAtomically(s.Sink) }
+
+// HoldsDays implements sinks.DaySink: the wrapped sink's answer.
+func (s crashSink) HoldsDays() bool {
+	_, ok := sinks.HoldsDays(s.Sink)
+	return ok
+}
+
+// FlushDay implements sinks.DaySink: the wrapped sink's FlushDay.
+func (s crashSink) FlushDay(ctx context.Context, date string) error {
+	return sinks.FlushDay(ctx, s.Sink, date)
 }
 
 type crashWriter struct {

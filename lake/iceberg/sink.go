@@ -35,21 +35,20 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// IcebergFiles is a sink that can write its files as an Iceberg table
-// wants them (parquet.Sink: statistics on every column); NewSink asks the
-// sink it wraps for that sink.
-type IcebergFiles interface {
-	IcebergFiles() sinks.Sink
-}
-
-// NewSink wraps the Parquet sink inner, which writes into lake's store;
-// when inner is IcebergFiles, its Iceberg files' sink.
+// NewSink wraps the Parquet sink inner (sinks.Versioned), which writes
+// into lake's store; when inner is sinks.IcebergFiles, its Iceberg files'
+// sink.
 func NewSink(inner sinks.Sink, lake *Lake) *Sink {
-	if f, ok := inner.(IcebergFiles); ok {
-		inner = f.IcebergFiles()
+	if f := sinks.IcebergFilesOf(inner); f != nil {
+		inner = f
 	}
 	return &Sink{inner: inner, lake: lake, log: lake.log}
 }
+
+// CommitsAtomically implements sinks.Atomic: the wrapped sink's answer.
+// A file committed whole and then appended is seen by the table's readers
+// whole, from the append on; an append that fails fails the Commit.
+func (s *Sink) CommitsAtomically() bool { return sinks.CommitsAtomically(s.inner) }
 
 // Name is the wrapped sink's ("parquet"): the ledger and --sink know the
 // lake by that name whatever its table format.
@@ -58,21 +57,22 @@ func (s *Sink) Name() string { return s.inner.Name() }
 // Close implements sinks.Sink.
 func (s *Sink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
 
-// versionOpener is the Parquet sink's OpenVersion (parquet.Sink).
-type versionOpener interface {
-	OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error)
-}
-
 // Open implements sinks.Sink. A committed data file never changes (readers
 // of an older snapshot, time travel, a reader midway through a file rely
 // on it): a snapshot whose file exists already (a replay, a catch-up after
 // a failed append, a table written twice in one run) is written under a
 // new version of its name (parquet.VersionedName), which the append
 // swaps for the version the table references.
+//
+// The Sink is no sinks.DaySink, nor sinks.Versioned (it picks the versions
+// itself): a sink that holds days is refused, as a file it held would not
+// exist yet when Commit appends it.
 func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
-	vo, ok := s.inner.(versionOpener)
-	if !ok {
-		return nil, fmt.Errorf("iceberg: the %s sink cannot write a new version of a file", s.inner.Name())
+	if _, ok := s.inner.(sinks.Versioned); !ok {
+		return nil, fmt.Errorf("iceberg: %w", sinks.NotVersioned(s.inner))
+	}
+	if _, ok := sinks.HoldsDays(s.inner); ok {
+		return nil, fmt.Errorf("iceberg: the %s sink holds rows until their day is written: no file to append at Commit", s.inner.Name())
 	}
 	rel := filepath.ToSlash(parquet.Path(t, snap))
 	// A snapshot with no file yet cannot be in the table; one with a file
@@ -91,7 +91,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 		version = fmt.Sprintf("%x", time.Now().UnixNano())
 		name = parquet.VersionedName(rel, version)
 	}
-	w, err := vo.OpenVersion(ctx, t, snap, version)
+	w, err := sinks.OpenVersion(ctx, s.inner, t, snap, version)
 	if err != nil {
 		return nil, err
 	}

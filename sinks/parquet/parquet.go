@@ -75,14 +75,14 @@ func (s *Sink) Name() string { return "parquet" }
 
 // CommitsAtomically reports that a Writer's Commit makes the table's rows
 // visible all at once (one file renamed into place) and Abort leaves
-// nothing: the pipeline need not stage rows for it (pipeline.AtomicSink).
+// nothing (sinks.Atomic): the pipeline need not stage rows for it.
 func (s *Sink) CommitsAtomically() bool { return true }
 
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
-// IcebergFiles returns a sink like s that writes the files of an Iceberg
-// lake's tables (Options.Iceberg).
+// IcebergFiles implements sinks.IcebergFiles: a sink like s that writes
+// the files of an Iceberg lake's tables (Options.Iceberg).
 func (s *Sink) IcebergFiles() sinks.Sink {
 	opt := s.opt
 	opt.Iceberg = true
@@ -121,7 +121,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	return s.OpenVersion(ctx, t, snap, "")
 }
 
-// OpenVersion is Open writing the snapshot's file under
+// OpenVersion implements sinks.Versioned: Open writing the snapshot's file under
 // VersionedName(Path(t, snap), version) instead of its own name (version
 // "": Open): an Iceberg lake never rewrites a file its tables may
 // reference, so a snapshot loaded again gets a file of its own. A snapshot

@@ -83,10 +83,14 @@ func NewDaySink(opt DayOptions) (*DaySink, error) {
 // Name implements sinks.Sink: the fallback's ("parquet").
 func (s *DaySink) Name() string { return s.opt.Fallback.Name() }
 
-// CommitsAtomically reports that Abort leaves nothing behind
-// (pipeline.AtomicSink): a Writer's rows reach the lake only whole, at
-// the day's publish.
-func (s *DaySink) CommitsAtomically() bool { return true }
+// CommitsAtomically implements sinks.Atomic: a Writer's rows reach the
+// lake only whole, at the day's publish, and Abort leaves nothing behind;
+// the tables without a sort key are the Fallback's, as atomic as it is.
+func (s *DaySink) CommitsAtomically() bool { return sinks.CommitsAtomically(s.opt.Fallback) }
+
+// HoldsDays implements sinks.DaySink: the rows of the tables with a sort
+// key wait for FlushDay.
+func (s *DaySink) HoldsDays() bool { return true }
 
 // Open implements sinks.Sink.
 func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
