@@ -250,9 +250,7 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		case serr != nil:
 			msg = r.cfg.Redactor.String(oneLine(serr))
 		}
-		if e, ok := entry.(interface{ MarkPage(last, venueError bool) }); ok {
-			e.MarkPage(pag != nil && rerr == nil && serr == nil && next == nil, isVenue)
-		}
+		entry.MarkPage(pag != nil && rerr == nil && serr == nil && next == nil, isVenue)
 		finishing := time.Now()
 		meta, aerr := entry.Finish(resp.Status, resp.ContentType, rerr == nil, msg)
 		st.archive += time.Since(finishing)

@@ -800,6 +800,9 @@ type archiveEntry interface {
 	io.Writer
 	Finish(status int, contentType string, complete bool, errMsg string) (archive.Meta, error)
 	Bytes() int64
+	// MarkPage records, before Finish, whether the body is the last page
+	// of its request and whether it is a venue error.
+	MarkPage(last, venueError bool)
 }
 
 // countingEntry counts bytes and archives nothing (replay reads the
@@ -808,6 +811,7 @@ type countingEntry struct{ n int64 }
 
 func (c *countingEntry) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 func (c *countingEntry) Bytes() int64                { return c.n }
+func (c *countingEntry) MarkPage(bool, bool)         {}
 func (c *countingEntry) Finish(int, string, bool, string) (archive.Meta, error) {
 	return archive.Meta{}, nil
 }
