@@ -1,0 +1,18 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/sinktest"
+)
+
+// TestStageForwards: the stage has every optional capability of the sink
+// it stages for.
+func TestStageForwards(t *testing.T) {
+	sinktest.Forwarding(t, func(_ testing.TB, inner sinks.Sink) sinks.Sink {
+		return &stage{Sink: inner, mem: memory.DefaultAllocator}
+	}, nil)
+}

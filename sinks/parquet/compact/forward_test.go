@@ -1,0 +1,24 @@
+package compact
+
+import (
+	"testing"
+
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/sinktest"
+)
+
+// TestDaySinkForwards: the replay's day sink is as atomic as its fallback
+// (the per-snapshot sink of the tables without a sort key).
+func TestDaySinkForwards(t *testing.T) {
+	sinktest.Forwarding(t, func(t testing.TB, inner sinks.Sink) sinks.Sink {
+		ds, err := NewDaySink(DayOptions{Fallback: inner, Compact: Options{Lake: localLake(t.TempDir())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}, map[sinktest.Capability]string{
+		sinktest.DaySink:      "it holds days of its own: its FlushDay writes the day it holds",
+		sinktest.Versioned:    "a day's file replaces the partition's files: no versions (an Iceberg lake's replay keeps its per-snapshot sink)",
+		sinktest.IcebergFiles: "an Iceberg lake's replay keeps its per-snapshot sink",
+	})
+}
