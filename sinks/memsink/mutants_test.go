@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
@@ -140,6 +142,63 @@ func (w *lenient) Commit(ctx context.Context) (sinks.Committed, error) {
 	return w.Writer.Commit(ctx)
 }
 
+// viewer keeps each record's strings as array.String's Value gives them
+// (views of the record's buffers) without retaining the record, and builds
+// the record again from them at Commit.
+type viewer struct {
+	sinks.Writer
+	held []viewed
+}
+
+type viewed struct {
+	sch     *arrow.Schema
+	cols    []arrow.Array // retained; nil for the string columns
+	strs    [][]string    // the string columns' views
+	valid   [][]bool
+	numRows int64
+}
+
+func (w *viewer) Write(_ context.Context, rec arrow.Record) error {
+	v := viewed{sch: rec.Schema(), cols: make([]arrow.Array, rec.NumCols()), strs: make([][]string, rec.NumCols()), valid: make([][]bool, rec.NumCols()), numRows: rec.NumRows()}
+	for c, col := range rec.Columns() {
+		s, ok := col.(*array.String)
+		if !ok {
+			col.Retain()
+			v.cols[c] = col
+			continue
+		}
+		for i := 0; i < s.Len(); i++ {
+			v.strs[c] = append(v.strs[c], s.Value(i))
+			v.valid[c] = append(v.valid[c], s.IsValid(i))
+		}
+	}
+	w.held = append(w.held, v)
+	return nil
+}
+
+func (w *viewer) Commit(ctx context.Context) (sinks.Committed, error) {
+	for _, v := range w.held {
+		for c := range v.cols {
+			if v.cols[c] == nil {
+				b := array.NewStringBuilder(memory.DefaultAllocator)
+				b.AppendValues(v.strs[c], v.valid[c])
+				v.cols[c] = b.NewArray()
+				b.Release()
+			}
+		}
+		r := array.NewRecord(v.sch, v.cols, v.numRows)
+		for _, c := range v.cols {
+			c.Release()
+		}
+		err := w.Writer.Write(ctx, r)
+		r.Release()
+		if err != nil {
+			return sinks.Committed{}, err
+		}
+	}
+	return w.Writer.Commit(ctx)
+}
+
 func TestChecksCatchBrokenSinks(t *testing.T) {
 	var mu sync.Mutex
 	cases := []struct {
@@ -186,6 +245,10 @@ func TestChecksCatchBrokenSinks(t *testing.T) {
 			w, err := s.Open(ctx, t, snap)
 			return &lenient{Writer: w}, err
 		}, []string{"WriterMisuse"}},
+		{"keeps views of released records", func(s *Sink, ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+			w, err := s.Open(ctx, t, snap)
+			return &viewer{Writer: w}, err
+		}, []string{"PoisonedBuffers"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -228,6 +228,7 @@ var Checks = []Check{
 	{"CommitAtomicity", commitAtomicity},
 	{"WritersOpenAtOnce", writersAtOnce},
 	{"WriterMisuse", misuse},
+	{"PoisonedBuffers", poisonedBuffers},
 }
 
 func appendOrNull[T any](b interface {
@@ -252,7 +253,26 @@ func open(t testing.TB, h Harness) (sinks.Sink, Reader) {
 	t.Helper()
 	s, r := h.New(t)
 	t.Cleanup(func() { s.Close(context.Background()) })
+	if _, ok := sinks.HoldsDays(s); ok {
+		r = dayReader{Reader: r, s: s}
+	}
 	return s, r
+}
+
+// dayReader reads a sinks.DaySink's rows once it wrote the suite's day:
+// a replay flushes each day once its snapshots are loaded, and only then
+// are the rows committed to the day visible.
+type dayReader struct {
+	Reader
+	s sinks.Sink
+}
+
+func (r dayReader) Rows(t testing.TB, tb *schema.Table) []Row {
+	t.Helper()
+	if err := sinks.FlushDay(context.Background(), r.s, SnapshotOf(0).Time.Format(time.DateOnly)); err != nil {
+		t.Fatalf("flush day: %v", err)
+	}
+	return r.Reader.Rows(t, tb)
 }
 
 // Load writes recs into tb for snap through one Writer and commits.
@@ -454,10 +474,21 @@ func commitAtomicity(t testing.TB, h Harness) {
 }
 
 func writersAtOnce(t testing.TB, h Harness) {
-	ctx := context.Background()
 	s, r := open(t, h)
 	d := Snapshot(t, 0, 64)
 	defer d.Release()
+	loadInterleaved(t, s, d, func(w sinks.Writer, rec arrow.Record) error { return w.Write(context.Background(), rec) })
+	for _, tb := range Tables {
+		Equal(t, tb.Name, r.Rows(t, tb), expect(r, tb, d.Records(tb)...))
+	}
+}
+
+// loadInterleaved opens a writer for each table of d, hands them d's
+// records one per table in turn through write, and commits them, last
+// opened first.
+func loadInterleaved(t testing.TB, s sinks.Sink, d *Data, write func(sinks.Writer, arrow.Record) error) {
+	t.Helper()
+	ctx := context.Background()
 	ws := make([]sinks.Writer, len(Tables))
 	for i, tb := range Tables {
 		snap := d.Snap
@@ -468,15 +499,13 @@ func writersAtOnce(t testing.TB, h Harness) {
 		}
 		ws[i] = w
 	}
-	// Interleave the writes: one record per table in turn.
 	for k := 0; ; k++ {
 		more := false
 		for i, tb := range Tables {
-			recs := d.Records(tb)
-			if k < len(recs) {
+			if recs := d.Records(tb); k < len(recs) {
 				more = true
-				if err := ws[i].Write(ctx, recs[k]); err != nil {
-					t.Fatal(err)
+				if err := write(ws[i], recs[k]); err != nil {
+					t.Fatalf("write %s: %v", tb.Name, err)
 				}
 			}
 		}
@@ -486,11 +515,8 @@ func writersAtOnce(t testing.TB, h Harness) {
 	}
 	for i := len(ws) - 1; i >= 0; i-- {
 		if _, err := ws[i].Commit(ctx); err != nil {
-			t.Fatal(err)
+			t.Fatalf("commit %s: %v", Tables[i].Name, err)
 		}
-	}
-	for _, tb := range Tables {
-		Equal(t, tb.Name, r.Rows(t, tb), expect(r, tb, d.Records(tb)...))
 	}
 }
 
@@ -520,4 +546,52 @@ func misuse(t testing.TB, h Harness) {
 		t.Errorf("abort after commit: %v", err)
 	}
 	Equal(t, "after misuse", r.Rows(t, tb), expect(r, tb, d.Runs...))
+}
+
+// poisonedBuffers: the suite hands each record to Write in buffers of an
+// allocator that overwrites a buffer once its last holder releases it (a
+// replay recycles them so), and releases the record as soon as Write
+// returns, as the caller does (Writer.Write's ownership rule). A sink that
+// keeps a view of a record without retaining it commits the poison; one
+// that retains or copies commits the records' rows.
+func poisonedBuffers(t testing.TB, h Harness) {
+	s, r := open(t, h)
+	d := Snapshot(t, 0, 64)
+	defer d.Release()
+	mem := &Poison{}
+	// Interleaved, so that a table's records are poisoned while the other
+	// tables' writers are still open.
+	loadInterleaved(t, s, d, func(w sinks.Writer, rec arrow.Record) error {
+		cp := mem.Copy(t, rec)
+		defer cp.Release()
+		return w.Write(context.Background(), cp)
+	})
+	for _, tb := range Tables {
+		Equal(t, tb.Name+" written from buffers recycled after Write", r.Rows(t, tb), expect(r, tb, d.Records(tb)...))
+	}
+}
+
+// Poison is an Arrow allocator that zeroes each buffer it frees, as a
+// recycled buffer is overwritten by its next records.
+type Poison struct{ memory.GoAllocator }
+
+// Free implements memory.Allocator: b is zeroed.
+func (p *Poison) Free(b []byte) {
+	clear(b)
+	p.GoAllocator.Free(b)
+}
+
+// Copy returns a copy of rec in buffers of p.
+func (p *Poison) Copy(t testing.TB, rec arrow.Record) arrow.Record {
+	t.Helper()
+	cols := make([]arrow.Array, rec.NumCols())
+	for i, c := range rec.Columns() {
+		a, err := array.Concatenate([]arrow.Array{c}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Release()
+		cols[i] = a
+	}
+	return array.NewRecord(rec.Schema(), cols, rec.NumRows())
 }
