@@ -113,7 +113,10 @@ func CommitsAtomically(s Sink) bool {
 // DaySink is a sink that holds a replay's rows until every snapshot of
 // their day is loaded, then writes the day at once (the Parquet lake's
 // replay: one file per table and day, compact.DaySink). A Writer's Commit
-// hands its rows to the day; they become visible at FlushDay.
+// hands its rows to the day; they become visible at FlushDay. It takes a
+// snapshot once between two FlushDays of its day (a replay loads each
+// archived snapshot once): loaded again before, its rows are there twice;
+// after, they replace the day's earlier ones.
 type DaySink interface {
 	// HoldsDays reports whether the sink holds rows until FlushDay.
 	HoldsDays() bool

@@ -22,3 +22,13 @@ func TestDaySinkForwards(t *testing.T) {
 		sinktest.IcebergFiles: "an Iceberg lake's replay keeps its per-snapshot sink",
 	})
 }
+
+// The replay's day sink keeps the sinks.Sink contract (sinktest: the rows
+// a Writer commits are read once their day is flushed), its tables
+// without a sort key in per-snapshot files.
+func TestDaySinkConformance(t *testing.T) {
+	sinktest.Run(t, sinktest.Harness{New: func(t testing.TB) (sinks.Sink, sinktest.Reader) {
+		dir := t.TempDir()
+		return newDaySink(t.(*testing.T), localLake(dir)), sinktest.ParquetFiles{Dir: dir}
+	}})
+}
