@@ -110,7 +110,7 @@ func newMemRig(t *testing.T, cfg venuesim.Config, ss ...sinks.Sink) *memRig {
 
 // simClient serves h and returns a client of it (quick retries) and the
 // instruments endpoint.
-func simClient(t *testing.T, h http.Handler) (*extract.Client, []pipeline.Endpoint) {
+func simClient(t testing.TB, h http.Handler) (*extract.Client, []pipeline.Endpoint) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
