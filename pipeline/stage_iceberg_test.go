@@ -36,7 +36,6 @@ func (s notAtomic) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.
 // staging files existed at them.
 func icebergPagedRun(t testing.TB, instruments int, inner func(*parquet.Sink) sinks.Sink) (appends, staged int) {
 	dir, tmp := t.TempDir(), t.TempDir()
-	t.Setenv("TMPDIR", tmp)
 	sim := venuesim.New(venuesim.Config{Seed: 21, Instruments: instruments, Real: venuesim.RealVenue{Paginate: venuesim.PageOffset}})
 	client, eps := simClient(t, sim.Handler())
 	eps[0].Records = "data"
@@ -60,7 +59,7 @@ func icebergPagedRun(t testing.TB, instruments int, inner func(*parquet.Sink) si
 	})
 	r, err := pipeline.New(pipeline.Config{
 		Client: client, Store: st, Sinks: []sinks.Sink{iceberg.NewSink(inner(pq), lk)}, Endpoints: eps, Source: "sim",
-		Events: true, Ledger: true, BatchRows: 64,
+		Events: true, Ledger: true, BatchRows: 64, Scratch: tmp,
 		Now:      func() time.Time { return memT0 },
 		NewRunID: func() string { return "run-1" },
 	})
