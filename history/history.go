@@ -215,10 +215,7 @@ func (n *Reads) add(o Reads) {
 // name; of each of those, first the instrument_name column alone, up to
 // the instrument's last row when the file is sorted (a row group of one
 // source), to find the rows [lo, hi) that hold name; then the other
-// columns of just those rows (SeekToRow). A compacted file's page index
-// narrows both: the instrument_name pages whose min and max may hold name
-// are the only ones decoded, and SeekToRow goes straight to the other
-// columns' pages of those rows (their offset index). A per-snapshot file (unsorted,
+// columns of just those rows (SeekToRow). A per-snapshot file (unsorted,
 // one row per instrument) is read the same way, its names whole.
 func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, want []string, name string, row func(cols, int), n *Reads) error {
 	f, err := st.Open(ctx, path)
@@ -252,15 +249,10 @@ func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, w
 	var fr *pqarrow.FileReader
 	var idx []int
 	for _, g := range groups {
+		n.RowGroups++
 		// Sorted by name within the row group: one source in it.
 		lo, hi, ok := minMax(md.RowGroup(g), sourceCol)
-		from, to, may := namePages(pf, g, nameCol, name)
-		if !may {
-			n.SkippedRowGroups++
-			continue
-		}
-		m, err := rowsOf(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, from, to, n)
-		n.RowGroups++
+		m, err := rowsOf(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, n)
 		if err != nil || m.lo == m.hi {
 			if err != nil {
 				return err
@@ -318,57 +310,10 @@ type matches struct {
 
 func (m matches) has(i int64) bool { return m.all || m.at[i] }
 
-// namePages are the rows [from, to) of row group g whose pages may hold
-// name by the instrument_name column's page index (a compacted day's
-// files have one: their pages of at most pqpage.IndexPageRows rows);
-// may is false when no page may. Without a page index: every row (to -1).
-func namePages(pf *file.Reader, g, nameCol int, name string) (from, to int64, may bool) {
-	pi := pf.GetPageIndexReader()
-	if pi == nil {
-		return 0, -1, true
-	}
-	rg, err := pi.RowGroup(g)
-	if err != nil || rg == nil {
-		return 0, -1, true
-	}
-	ci, err := rg.GetColumnIndex(nameCol)
-	if err != nil || ci == nil {
-		return 0, -1, true
-	}
-	oi, err := rg.GetOffsetIndex(nameCol)
-	if err != nil || oi == nil {
-		return 0, -1, true
-	}
-	locs, nulls, mins, maxs := oi.GetPageLocations(), ci.GetNullPages(), ci.GetMinValues(), ci.GetMaxValues()
-	if len(nulls) != len(locs) || len(mins) != len(locs) || len(maxs) != len(locs) {
-		return 0, -1, true
-	}
-	rows := pf.MetaData().RowGroup(g).NumRows()
-	first, last := -1, -1
-	for p := range locs {
-		if !nulls[p] && name >= string(mins[p]) && name <= string(maxs[p]) {
-			if first < 0 {
-				first = p
-			}
-			last = p
-		}
-	}
-	if first < 0 {
-		return 0, 0, false
-	}
-	to = rows
-	if last+1 < len(locs) {
-		to = locs[last+1].FirstRowIndex
-	}
-	return locs[first].FirstRowIndex, to, true
-}
-
 // rowsOf finds the rows of row group rg whose instrument_name is name,
-// reading that column alone (as Parquet byte arrays, not an Arrow array)
-// from row from (the first page that may hold name) to row to (-1: the
-// end); sorted: the column is in order, so the read stops past name's
-// rows.
-func rowsOf(rg *file.RowGroupReader, nameCol int, name string, sorted bool, from, to int64, n *Reads) (matches, error) {
+// reading that column alone (as Parquet byte arrays, not an Arrow array);
+// sorted: the column is in order, so the read stops past name's rows.
+func rowsOf(rg *file.RowGroupReader, nameCol int, name string, sorted bool, n *Reads) (matches, error) {
 	cr, err := rg.Column(nameCol)
 	if err != nil {
 		return matches{}, err
@@ -383,13 +328,7 @@ func rowsOf(rg *file.RowGroupReader, nameCol int, name string, sorted bool, from
 	optional := cr.Descriptor().MaxDefinitionLevel() > 0
 	m := matches{lo: -1, hi: -1, all: sorted, at: map[int64]bool{}}
 	var at int64
-	if from > 0 {
-		if err := br.SeekToRow(from); err != nil {
-			return matches{}, err
-		}
-		at = from
-	}
-	for br.HasNext() && (to < 0 || at < to) {
+	for br.HasNext() {
 		levels, nv, err := br.ReadBatch(batch, vals, defs, nil)
 		if err != nil {
 			return matches{}, err

@@ -21,7 +21,6 @@ import (
 	"github.com/optlake/optlake/sinks"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
-	"github.com/optlake/optlake/sinks/parquet/pqpage"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
@@ -37,7 +36,41 @@ func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	sim := venuesim.New(venuesim.Config{Seed: 3, Instruments: 80, TickEvery: time.Hour})
-	total := writeHourly(t, st, sim, 96) // four days
+	sink, err := pq.New(pq.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := transform.NewInstrumentDecoder(transform.Options{})
+	defer dec.Release()
+	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var body bytes.Buffer
+	var total int64
+	for k := range 96 { // four days, hourly
+		if k > 0 {
+			sim.Advance(1)
+		}
+		body.Reset()
+		if err := sim.WriteInstruments(&body); err != nil {
+			t.Fatal(err)
+		}
+		snap := sinks.Snapshot{Time: day.Add(time.Duration(k) * time.Hour), RunID: fmt.Sprintf("run-%02d", k), Source: "venue.sim", Endpoint: "instruments"}
+		w, err := sink.Open(ctx, schema.Instruments, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dec.Decode(ctx, &body, snap, func(tb *schema.Table, rec arrow.Record) error {
+			if tb != schema.Instruments {
+				return nil
+			}
+			total += rec.NumRows()
+			return w.Write(ctx, rec)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Three days compacted into row groups of 100 rows; the fourth stays
 	// in per-snapshot files.
 	if _, err := compact.Compact(ctx, compact.Options{Lake: compact.For(st, nil, time.Now), To: "2026-11-23", RowGroupRows: 100}); err != nil {
@@ -71,49 +104,6 @@ func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 		}
 		t.Logf("%s: %+v of %d rows", name, n, total)
 	}
-}
-
-// writeHourly writes n hourly snapshots of sim's listing from 2026-11-20
-// as per-snapshot files of the instruments table, and returns their rows.
-func writeHourly(t *testing.T, st storage.Store, sim *venuesim.Sim, n int) int64 {
-	t.Helper()
-	ctx := context.Background()
-	sink, err := pq.New(pq.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := transform.NewInstrumentDecoder(transform.Options{})
-	defer dec.Release()
-	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	var body bytes.Buffer
-	var total int64
-	for k := range n {
-		if k > 0 {
-			sim.Advance(1)
-		}
-		body.Reset()
-		if err := sim.WriteInstruments(&body); err != nil {
-			t.Fatal(err)
-		}
-		snap := sinks.Snapshot{Time: day.Add(time.Duration(k) * time.Hour), RunID: fmt.Sprintf("run-%02d", k), Source: "venue.sim", Endpoint: "instruments"}
-		w, err := sink.Open(ctx, schema.Instruments, snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dec.Decode(ctx, &body, snap, func(tb *schema.Table, rec arrow.Record) error {
-			if tb != schema.Instruments {
-				return nil
-			}
-			total += rec.NumRows()
-			return w.Write(ctx, rec)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return total
 }
 
 // fullScan is the history's points as a read of every row finds them.
@@ -167,41 +157,4 @@ func fullScan(t *testing.T, st storage.Store, name string) []Point {
 		t.Fatal(err)
 	}
 	return tl.Points
-}
-
-// A compacted day in one row group of many pages (compaction's default
-// row groups, its pages of at most pqpage.IndexPageRows rows, with a page
-// index): the history decodes the instrument_name pages whose min and max
-// may hold the instrument and its rows of the other columns, not the row
-// group's names up to it (which the statistics of a row group alone
-// leave: about half the row group for an instrument in the middle).
-func TestHistoryReadsOnlyTheInstrumentsPages(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	st := storage.NewLocal(dir)
-	sim := venuesim.New(venuesim.Config{Seed: 5, Instruments: 2500, TickEvery: time.Hour})
-	total := writeHourly(t, st, sim, 24)
-	if _, err := compact.Compact(ctx, compact.Options{Lake: compact.For(st, nil, time.Now), To: "2026-11-21"}); err != nil {
-		t.Fatal(err)
-	}
-	if total < 3*pqpage.IndexPageRows {
-		t.Fatalf("%d rows: fewer than three pages", total)
-	}
-	names := sim.Instruments()
-	for _, name := range []string{names[len(names)/2].InstrumentName, names[len(names)-1].InstrumentName} {
-		var n Reads
-		tl, err := fromLake(ctx, st, name, &n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := fullScan(t, st, name)
-		if len(want) == 0 || !reflect.DeepEqual(tl.Points, want) {
-			t.Fatalf("%s: %d points, a full scan finds %d", name, len(tl.Points), len(want))
-		}
-		// The names of at most two pages, then the instrument's ≤ 24 rows.
-		if n.Rows > 2*int64(pqpage.IndexPageRows)+24 {
-			t.Errorf("%s: decoded %d rows of the day's %d", name, n.Rows, total)
-		}
-		t.Logf("%s: %+v of %d rows", name, n, total)
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -407,41 +406,7 @@ func (w *ColumnWriter) column(ctx context.Context, rgw file.BufferedRowGroupWrit
 			}
 		}
 	}
-	nullable := w.sc.Field(i).Nullable
-	f, ok := cw.(indexPageFlusher)
-	if !ok || !cw.Properties().PageIndexEnabledFor(cw.Descr().Path()) {
-		return pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, nullable)
-	}
-	// A column with a page index: pages of at most pqpage.IndexPageRows
-	// rows, as pqpage writes them (a page also closes by its bytes, so a
-	// page ends at every multiple of IndexPageRows rows of the chunk).
-	for off, n := 0, arr.Len(); off < n; {
-		k := min(n-off, pqpage.IndexPageRows-cw.RowsWritten()%pqpage.IndexPageRows)
-		part := array.NewSlice(arr, int64(off), int64(off+k))
-		var d []int16
-		if def != nil {
-			d = def[off : off+k]
-		}
-		err := pqarrow.WriteArrowToColumn(ctx, cw, part, d, nil, nullable)
-		part.Release()
-		if err != nil {
-			return err
-		}
-		off += k
-		if cw.RowsWritten()%pqpage.IndexPageRows == 0 && f.EstimatedBufferedValueBytes() > 0 {
-			if err := f.FlushCurrentPage(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// indexPageFlusher is what column uses to end a page of a column with a
-// page index (arrow-go's column writers).
-type indexPageFlusher interface {
-	FlushCurrentPage() error
-	EstimatedBufferedValueBytes() int64
+	return pqarrow.WriteArrowToColumn(ctx, cw, arr, def, nil, w.sc.Field(i).Nullable)
 }
 
 // pageFlusher is what EndRowGroup uses to compress a column's pages in its

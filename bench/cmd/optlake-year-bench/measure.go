@@ -37,27 +37,7 @@ type Proc struct {
 }
 
 // rowNames are the report's rows, in order.
-var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)",
-	duckRows[0], duckRows[1], duckRows[2], duckRows[3]}
-
-// duckRows are the rows DuckDB answers on the same files (node and
-// tools/duckdb/query.mjs; its start is the first row): history NAME's two
-// queries, and the README's two queries over the whole lake.
-var duckRows = []string{"DuckDB: SELECT 1 (node and DuckDB start)", "DuckDB: history NAME's rows", "DuckDB: README per snapshot and currency", "DuckDB: README events by type"}
-
-// duckQueries are duckRows' SQL on the lake in dir, for instrument inst.
-func duckQueries(dir, name string) []string {
-	inst, ev := filepath.Join(dir, "instruments", "*", "*.parquet"), filepath.Join(dir, "instrument_events", "*", "*.parquet")
-	return []string{
-		"SELECT 1",
-		fmt.Sprintf(`SELECT snapshot_time, source, index_price, is_active, deployed, maker_commission, taker_commission, tick_size, strike, expiration_time
-FROM read_parquet('%s') WHERE instrument_name = '%s' ORDER BY snapshot_time;
-SELECT snapshot_time, event, field, old_value, new_value FROM read_parquet('%s') WHERE instrument_name = '%s' ORDER BY snapshot_time, event, field`, inst, name, ev, name),
-		fmt.Sprintf(`SELECT snapshot_time, base_currency, count(*) AS instruments, count(*) FILTER (WHERE is_active) AS active, max(index_price) AS index_price
-FROM read_parquet('%s', hive_partitioning = true) GROUP BY ALL ORDER BY ALL`, inst),
-		fmt.Sprintf(`SELECT event, count(*) AS n FROM read_parquet('%s') GROUP BY event ORDER BY event`, ev),
-	}
-}
+var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)"}
 
 func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Report) error {
 	addr, stop, err := serveSim(cfg)
@@ -126,27 +106,6 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 					return err
 				}
 				keep(rep, c.row, l.key, p, r == 0)
-			}
-		}
-	}
-	if !cfg.noDuck {
-		node, err := exec.LookPath("node")
-		if err != nil {
-			return fmt.Errorf("node: %w", err)
-		}
-		script, err := filepath.Abs(filepath.Join(cfg.repo, "tools", "duckdb", "query.mjs"))
-		if err != nil {
-			return err
-		}
-		for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
-			for i, q := range duckQueries(l.dir, "BTC-PERPETUAL") {
-				for r := range cfg.runs {
-					p, err := timed(ctx, node, script, q)
-					if err != nil {
-						return fmt.Errorf("%s: %w", duckRows[i], err)
-					}
-					keep(rep, duckRows[i], l.key, p, r == 0)
-				}
 			}
 		}
 	}

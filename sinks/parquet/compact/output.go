@@ -279,7 +279,6 @@ func baseProps(opt *Options, mem memory.Allocator) []parquet.WriterProperty {
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(int64(opt.RowGroupRows)),
 		parquet.WithDataPageSize(opt.PageBytes),
-		parquet.WithPageIndexEnabled(true),
 		parquet.WithCreatedBy("optlake compact"),
 	}
 }

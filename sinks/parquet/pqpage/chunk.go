@@ -64,7 +64,6 @@ type Options struct {
 	PageSize     int64                // a page is closed once its values take this many bytes
 	MaxStatsSize int64                // a longer min or max is left out (arrow-go's MaxStatsSize)
 	BatchRows    int                  // rows encoded between two checks of the page's size (arrow-go's WriteBatchSize; 0: 1024)
-	PageRows     int                  // and once it holds this many rows (0: no limit; a multiple of BatchRows)
 	OffsetIndex  bool                 // note each data page's place and first row for the page index (pageindex.go)
 	ColumnIndex  bool                 // and its min, max and null count (strings with Stats)
 
@@ -231,7 +230,7 @@ func (c *Chunk) Append(arr arrow.Array) error {
 		if err := c.batch(arr, off, min(n, off+c.opt.BatchRows)); err != nil {
 			return err
 		}
-		if c.size() >= c.opt.PageSize || c.opt.PageRows > 0 && c.rows >= c.opt.PageRows {
+		if c.size() >= c.opt.PageSize {
 			if err := c.flush(); err != nil {
 				return err
 			}

@@ -58,9 +58,6 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 			BatchRows:    int(min(props.WriteBatchSize(), math.MaxInt32)),
 			OffsetIndex:  props.PageIndexEnabledFor(path),
 		}
-		if opts[i].OffsetIndex {
-			opts[i].PageRows = IndexPageRows
-		}
 		opts[i].ColumnIndex = opts[i].OffsetIndex && opts[i].Stats && f.Type.ID() == arrow.STRING
 		if dict {
 			opts[i].Dict, opts[i].DictPageSize = true, props.DictionaryPageSizeLimit()
@@ -69,18 +66,6 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 	}
 	return opts, true
 }
-
-// IndexPageRows is the most rows of a data page of a column with a page
-// index (arrow-go's writer closes a page by its bytes alone): the index
-// finds the pages of a key's rows, and a reader of them decodes at most
-// this many rows of each column beside them. Measured on a compacted day
-// of 864,000 rows (3,000 instruments every 5 minutes, 131,072-row row
-// groups), `history NAME` over 90 such days against the day's bytes:
-// without a limit 1.52 CPU-s (as without a page index); 64Ki rows 0.97
-// CPU-s, +12% bytes; 32Ki 0.66, +38%; 16Ki 0.45, +89%; 4Ki 0.38, +376%
-// (a sorted day's columns repeat across instruments, which zstd finds
-// only within a page).
-const IndexPageRows = 16 << 10
 
 // File writes a Parquet file whose column chunks are Chunks: the magic,
 // each row group's chunks in column order, then the footer, built by

@@ -74,7 +74,7 @@ func (c *Chunk) AppendIndices(ids []uint32, dict [][]byte) error {
 	}
 	for off := 0; off < len(ids); off += c.opt.BatchRows {
 		c.indexBatch(ids[off:min(len(ids), off+c.opt.BatchRows)], dict, nulls > 0)
-		if c.size() >= c.opt.PageSize || c.opt.PageRows > 0 && c.rows >= c.opt.PageRows {
+		if c.size() >= c.opt.PageSize {
 			if err := c.flush(); err != nil {
 				return err
 			}

@@ -2,8 +2,8 @@ package pqpage
 
 import (
 	"bytes"
-	"fmt"
 	"math"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -212,48 +212,4 @@ func readOne(t *testing.T, cr file.ColumnChunkReader) string {
 		return "null"
 	}
 	return s
-}
-
-// A column with a page index closes its pages every IndexPageRows rows,
-// also when its values would fit one page by size (a sorted day's narrow
-// columns): the file reads back the same, each page holds at most
-// IndexPageRows rows (and a batch more), and a seek lands on each.
-func TestPageIndexPagesOfBoundedRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 49))
-	rows := 3*IndexPageRows + 500
-	recs := slicedRecords(t, []int{rows}, func(n int) arrow.Record {
-		return genRecord(r, n, func() nullMode { return noNulls }, []float64{1.5}, "BTC-")
-	})
-	props := testProps(int64(rows), 64<<20, parquet.WithPageIndexEnabled(true))
-	dir := t.TempDir()
-	got := filepath.Join(dir, "ours.parquet")
-	writeOurs(t, got, props, recs)
-	gr, gt := readFile(t, got)
-	for i, f := range testSchema.Fields() {
-		sameValues(t, f.Name, recs[0].Column(i), gt.Column(i).Data().Chunk(0))
-	}
-	gi, err := gr.GetPageIndexReader().RowGroup(0)
-	if err != nil || gi == nil {
-		t.Fatalf("no page index: %v", err)
-	}
-	for c := range testSchema.NumFields() {
-		oi, err := gi.GetOffsetIndex(c)
-		if err != nil || oi == nil {
-			t.Fatalf("column %d: no offset index: %v", c, err)
-		}
-		locs := oi.GetPageLocations()
-		if len(locs) < 4 {
-			t.Errorf("column %s: %d pages of %d rows", testSchema.Field(c).Name, len(locs), rows)
-		}
-		for p := range locs {
-			end := int64(rows)
-			if p+1 < len(locs) {
-				end = locs[p+1].FirstRowIndex
-			}
-			if n := end - locs[p].FirstRowIndex; n > IndexPageRows+1024 {
-				t.Errorf("column %s page %d: %d rows", testSchema.Field(c).Name, p, n)
-			}
-		}
-		seekEachPage(t, gr, 0, c, locs, gt.Column(c).Data().Chunk(0))
-	}
 }
