@@ -64,8 +64,6 @@ type Options struct {
 	PageSize     int64                // a page is closed once its values take this many bytes
 	MaxStatsSize int64                // a longer min or max is left out (arrow-go's MaxStatsSize)
 	BatchRows    int                  // rows encoded between two checks of the page's size (arrow-go's WriteBatchSize; 0: 1024)
-	OffsetIndex  bool                 // note each data page's place and first row for the page index (pageindex.go)
-	ColumnIndex  bool                 // and its min, max and null count (strings with Stats)
 
 	// Dict encodes strings with a dictionary (dict.go); not with Delta.
 	Dict          bool
@@ -147,11 +145,6 @@ type Chunk struct {
 	lastBuf        []byte // last, once owned
 
 	dictState // Options.Dict
-
-	// the page index (Options.OffsetIndex, ColumnIndex)
-	locs             []pageLoc
-	pstats           []metadata.EncodedStatistics
-	pmin, pmax, pcur []byte // scratch of pageMinMax
 }
 
 // New returns a Chunk for opt.
@@ -191,7 +184,6 @@ func New(opt Options) (*Chunk, error) {
 func (c *Chunk) Reset() {
 	c.out = c.out[:0]
 	c.values, c.uncomp, c.pages, c.nullCount = 0, 0, 0, 0
-	c.locs, c.pstats = c.locs[:0], c.pstats[:0]
 	c.hasMinMax = false
 	c.minI, c.maxI = math.MaxInt64, math.MinInt64
 	c.minF, c.maxF = math.Inf(1), math.Inf(-1)
@@ -592,7 +584,6 @@ func (c *Chunk) flush() error {
 	if c.rows == 0 {
 		return nil
 	}
-	c.notePageStats()
 	lead := c.lead[:0]
 	if c.opt.Optional {
 		lead = append(lead, 0, 0, 0, 0)
@@ -632,9 +623,6 @@ func (c *Chunk) flush() error {
 	c.out = pageHeader(c.out, int32(len(p)), int32(len(data)), int32(c.rows), c.enc)
 	c.uncomp += int64(len(c.out)-n) + int64(len(p))
 	c.out = append(c.out, data...)
-	if c.opt.OffsetIndex {
-		c.locs = append(c.locs, pageLoc{off: int64(n), size: int32(len(c.out) - n), first: c.values})
-	}
 	c.values += int64(c.rows)
 	c.pages++
 	if c.dictOn {
@@ -663,8 +651,7 @@ func (c *Chunk) Done() *Chunk {
 		out: bytes.Clone(c.out), values: c.values, uncomp: c.uncomp, pages: c.pages, nullCount: c.nullCount,
 		hasMinMax: c.hasMinMax, minI: c.minI, maxI: c.maxI, minF: c.minF, maxF: c.maxF, minB: c.minB, maxB: c.maxB,
 		minS: bytes.Clone(c.minS), maxS: bytes.Clone(c.maxS),
-		dictState: dictState{keepDict: c.keepDict, dictPages: c.dictPages, dictPage: bytes.Clone(c.dictPage)},
-		locs:      slices.Clone(c.locs), pstats: slices.Clone(c.pstats)}
+		dictState: dictState{keepDict: c.keepDict, dictPages: c.dictPages, dictPage: bytes.Clone(c.dictPage)}}
 }
 
 // Bytes are the chunk's data pages, their headers included (after

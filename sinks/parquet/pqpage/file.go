@@ -21,9 +21,7 @@ var magic = []byte("PAR1")
 // would (not flat, another type, a dictionary of other values than
 // strings or with arrow-go's first-page cost check, an encoding other than
 // PLAIN or strings' DELTA_BYTE_ARRAY) or the file is not one File writes
-// (encrypted, with bloom filters, data pages V2). A column whose page
-// index is enabled gets an offset index, and a column index when it is a
-// string column with statistics (pageindex.go).
+// (encrypted, with page indexes or bloom filters, data pages V2).
 func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.WriterProperties) (opts []Options, ok bool) {
 	if sc.NumColumns() != len(fields) || props.FileEncryptionProperties() != nil || props.DataPageVersion() != parquet.DataPageV1 {
 		return nil, false
@@ -33,7 +31,7 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 		col := sc.Column(i)
 		path := col.Path()
 		if !Supported(f.Type) || col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() > 1 ||
-			props.BloomFilterEnabledFor(path) {
+			props.PageIndexEnabledFor(path) || props.BloomFilterEnabledFor(path) {
 			return nil, false
 		}
 		enc := props.EncodingFor(path)
@@ -56,9 +54,7 @@ func ColumnOptions(sc *schema.Schema, fields []arrow.Field, props *parquet.Write
 			PageSize:     props.DataPageSize(),
 			MaxStatsSize: props.MaxStatsSizeFor(path),
 			BatchRows:    int(min(props.WriteBatchSize(), math.MaxInt32)),
-			OffsetIndex:  props.PageIndexEnabledFor(path),
 		}
-		opts[i].ColumnIndex = opts[i].OffsetIndex && opts[i].Stats && f.Type.ID() == arrow.STRING
 		if dict {
 			opts[i].Dict, opts[i].DictPageSize = true, props.DictionaryPageSizeLimit()
 			opts[i].IndexEncoding, opts[i].DictEncoding = props.DictionaryIndexEncoding(), props.DictionaryPageEncoding()
@@ -78,18 +74,11 @@ type File struct {
 	rgs    int16
 	err    error // the first failure: every later write and Close return it
 	closed bool
-	index  *metadata.PageIndexBuilder // nil: no column has a page index
 }
 
 // NewFile starts a file of schema sc on w (writing the magic).
 func NewFile(w io.Writer, sc *schema.Schema, props *parquet.WriterProperties) (*File, error) {
 	f := &File{w: w, meta: metadata.NewFileMetadataBuilder(sc, props, metadata.NewKeyValueMetadata()), ncols: sc.NumColumns()}
-	for i := range sc.NumColumns() {
-		if props.PageIndexEnabledFor(sc.Column(i).Path()) {
-			f.index = &metadata.PageIndexBuilder{Schema: sc}
-			break
-		}
-	}
 	if err := f.write(magic); err != nil {
 		return nil, err
 	}
@@ -140,7 +129,6 @@ func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
 	rg := f.meta.AppendRowGroup()
 	rg.SetNumRows(int(rows))
 	start := f.pos
-	data := make([]int64, len(chunks)) // where each chunk's data pages start
 	for i, c := range chunks {
 		m := metas[i]
 		cc := rg.NextColumnChunk()
@@ -169,16 +157,12 @@ func (f *File) WriteRowGroup(rows int64, chunks []*Chunk) error {
 		if err := f.write(c.DictPage()); err != nil {
 			return err
 		}
-		data[i] = f.pos
 		if err := f.write(c.Bytes()); err != nil {
 			return err
 		}
 	}
 	if err := rg.Finish(f.pos-start, f.rgs); err != nil {
 		return f.fail(fmt.Errorf("parquet: row group %d: %w", f.rgs, err))
-	}
-	if err := f.indexRowGroup(chunks, data); err != nil {
-		return f.fail(fmt.Errorf("parquet: row group %d: page index: %w", f.rgs, err))
 	}
 	f.rgs++
 	return nil
@@ -225,9 +209,6 @@ func (f *File) Close() error {
 func (f *File) footer() error {
 	if f.err != nil {
 		return f.err
-	}
-	if err := f.writeIndex(); err != nil {
-		return err
 	}
 	fm, err := f.meta.Finish()
 	if err != nil {
