@@ -14,6 +14,7 @@ import (
 // test's lifetime. It speaks SQL only: no native protocol, no clusters, so
 // optlake's own client cannot reach it; its DDL, views and queries can.
 type ChDB struct {
+	t                 testing.TB
 	node, script, dir string
 	// Workdir, when set, is the queries' working directory: chDB's
 	// user_files_path is ".", and the table functions that check it
@@ -31,24 +32,61 @@ func NewChDB(t testing.TB) *ChDB {
 		unavailable(t, "%v: run `make deps`", err)
 		return nil
 	}
-	return &ChDB{node: node, script: script, dir: t.TempDir()}
+	return &ChDB{t: t, node: node, script: script, dir: t.TempDir()}
 }
 
 // Query runs sql (one or more statements, each ended by ";") in the session
 // and returns every result, TabSeparated as clickhouse-client prints it,
 // without the final newline. DateTime('UTC') and DateTime64(3, 'UTC')
 // columns print in UTC.
+//
+// When the reader process dies of a signal (libchdb crashes, rarely, on a
+// loaded machine) on SQL that only reads, the crash is logged in the test's
+// output and the SQL runs once more in a new process; a crash while changing
+// the session (or twice) is the query's error. A query that ClickHouse
+// answers, or refuses, is never run again.
 func (c *ChDB) Query(ctx context.Context, sql string) (string, error) {
+	out, crashed, err := c.run(ctx, sql)
+	if crashed && readOnlySQL(sql) {
+		c.t.Logf("chdb crashed (%v), running the query again in a new process", err)
+		out, _, err = c.run(ctx, sql)
+	}
+	if err != nil {
+		return "", fmt.Errorf("chdb: %w", err)
+	}
+	return strings.TrimSuffix(string(out), "\n"), nil
+}
+
+// run runs sql in one reader process; crashed: the process died of a
+// signal that the context did not send.
+func (c *ChDB) run(ctx context.Context, sql string) (out []byte, crashed bool, err error) {
 	cmd := exec.CommandContext(ctx, c.node, c.script, c.dir)
 	cmd.Dir = filepath.Dir(c.script)
 	if c.Workdir != "" {
 		cmd.Dir = c.Workdir
 	}
-	out, err := runSQL(cmd, sql)
-	if err != nil {
-		return "", fmt.Errorf("chdb: %w", err)
+	out, err = runSQL(cmd, sql)
+	crashed = err != nil && ctx.Err() == nil && cmd.ProcessState != nil && !cmd.ProcessState.Exited()
+	return out, crashed, err
+}
+
+// readOnlySQL reports whether every statement of sql only reads (or sets a
+// setting), so that running it again cannot change what the session holds.
+// A ";" inside a string literal splits a statement in two, whose second half
+// reads as not read-only: unsure counts as a change.
+func readOnlySQL(sql string) bool {
+	for _, stmt := range strings.Split(sql, ";") {
+		f := strings.Fields(stmt)
+		if len(f) == 0 {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "SELECT", "WITH", "DESCRIBE", "DESC", "SHOW", "EXPLAIN", "SET":
+		default:
+			return false
+		}
 	}
-	return strings.TrimSuffix(string(out), "\n"), nil
+	return true
 }
 
 // chdbTool locates node and tools/chdb/query.mjs, and checks that the chdb

@@ -34,3 +34,21 @@ func TestTailBuffer(t *testing.T) {
 		t.Fatalf("tail = %q", b.String())
 	}
 }
+
+// Only SQL that cannot change a chDB session runs again after a crash.
+func TestReadOnlySQL(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"SELECT 1 FORMAT TSV;":                                  true,
+		"DESCRIBE icebergLocal('t') FORMAT TSV;\nSELECT 'x';\n": true,
+		"SET max_threads = 1; WITH 1 AS a SELECT a;":            true,
+		"CREATE TABLE t (a Int8) ENGINE = Memory; SELECT 1;":    false,
+		"SELECT 1; INSERT INTO t VALUES (1);":                   false,
+		"select 1; drop table t":                                false,
+		"SELECT 'a;insert' FORMAT TSV;":                         false, // unsure: a change
+		"INSERT INTO FUNCTION file('x.parquet') SELECT 1 AS a;": false,
+	} {
+		if got := readOnlySQL(sql); got != want {
+			t.Errorf("readOnlySQL(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

@@ -246,6 +246,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// chDB reads the columns a query names, whatever the folders above the
+// files are called: a test's temporary folder named after a subtest
+// ".../bucket=false" (truncated, random digits appended) is no column, and
+// its value, which ClickHouse would infer as a Bool and fail to parse when a
+// filter on _file (as icebergDigests has) evaluates the path's columns,
+// fails no read.
+func TestChDBReadsNoColumnFromThePath(t *testing.T) {
+	for _, folder := range []string{"bucket=fal2140439", "bucket=tru4279554", "bucket=f93893987"} {
+		t.Run(folder, func(t *testing.T) {
+			ch := testenv.NewChDB(t)
+			ch.Workdir = filepath.Join(t.TempDir(), folder)
+			if err := os.MkdirAll(filepath.Join(ch.Workdir, "t", "date=2026-11-24"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ch.Query(ctx(t), "INSERT INTO FUNCTION file('t/date=2026-11-24/0.parquet', Parquet, 'a Int64') SELECT number + 1 FROM numbers(2);"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ch.Query(ctx(t), "SELECT count(), sum(a) FROM file('t/date=*/*.parquet', Parquet, 'a Int64') WHERE _file = '0.parquet' FORMAT TSV;")
+			if err != nil || got != "2\t3" {
+				t.Errorf("count and sum of the file under %s: %q, %v; want 2 and 3", folder, got, err)
+			}
+		})
+	}
+}
+
 func TestDuckDBQuery(t *testing.T) {
 	t.Parallel()
 	r := testenv.DuckDBQuery(t, `SELECT 1::BIGINT AS a, 'x' AS b, TIMESTAMPTZ '2026-11-20 08:00:00+00' AS t, NULL AS n, [1,2] AS l`)
