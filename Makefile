@@ -31,7 +31,7 @@ GORELEASER = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG
 # Kubernetes examples are rendered with; make IMAGE=... overrides it here.
 IMAGE     ?= $(shell sed -n 's/^[[:space:]]*newName:[[:space:]]*//p' deploy/kubernetes/kustomization.yaml)
 
-.PHONY: all build demo test deps unit fuzz lint bench clean soak release-tools release-snapshot release-ci image release
+.PHONY: all build demo test deps unit fuzz lint bench clean soak release-tools release-snapshot release-repro release-ci image release
 
 all: build
 
@@ -86,6 +86,20 @@ fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $$(( $(2) * $(FUZZX) ))x 
 ## The first run builds goreleaser and syft (minutes, once).
 release-snapshot: release-tools
 	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean --timeout 2h
+
+## release-repro: check that a release is reproducible: the snapshot
+## release twice (no SBOMs: syft stamps each with its own time and id),
+## the second time with the archived files' times moved to now, as another
+## checkout would have them; every archive's checksum must be the same.
+release-repro: release-tools
+	first=$$(mktemp) && trap 'rm -f "$$first"' EXIT && \
+	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean --timeout 2h --skip=sbom && \
+	grep -E '\.(tar\.gz|zip)$$' dist/checksums.txt > "$$first" && \
+	n=$$(wc -l < "$$first") && { [ "$$n" -eq 4 ] || { echo "release-repro: $$n archives, want 4" >&2; exit 1; }; } && \
+	touch LICENSE README.md deploy/optlake.example.yaml third_party/iceberg-go/LICENSE third_party/iceberg-go/NOTICE && \
+	PATH="$(TOOLBIN):$$PATH" $(GORELEASER) release --snapshot --clean --timeout 2h --skip=sbom && \
+	grep -E '\.(tar\.gz|zip)$$' dist/checksums.txt | diff -u "$$first" - && \
+	echo "release-repro: two builds, the same 4 archives"
 
 ## image: the container image IMAGE:VERSION (Containerfile, podman) from the
 ## linux binaries in dist/ (after release-snapshot or release)

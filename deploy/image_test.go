@@ -101,15 +101,15 @@ func TestImage(t *testing.T) {
 		"org.opencontainers.image.revision": commit,
 		"org.opencontainers.image.source":   "https://github.com/optlake/optlake",
 		"org.opencontainers.image.title":    "optlake",
+		// The repository's LICENSE (checked below to be that licence).
+		"org.opencontainers.image.licenses": "Apache-2.0",
 	} {
 		if labels[key] != want {
 			t.Errorf("label %s = %q, want %q", key, labels[key], want)
 		}
 	}
-	for _, key := range []string{"org.opencontainers.image.licenses", "org.opencontainers.image.created"} {
-		if labels[key] == "" {
-			t.Errorf("label %s is empty", key)
-		}
+	if labels["org.opencontainers.image.created"] == "" {
+		t.Error("label org.opencontainers.image.created is empty")
 	}
 
 	// Its file system, from a container created (not started) from it.
@@ -149,6 +149,19 @@ func TestImage(t *testing.T) {
 			}
 		}
 		f.Close()
+	}
+	// The licence texts, as the release archives carry them.
+	for in, repo := range map[string]string{
+		"usr/share/doc/optlake/LICENSE":                        "LICENSE",
+		"usr/share/doc/optlake/third_party/iceberg-go/LICENSE": "third_party/iceberg-go/LICENSE",
+		"usr/share/doc/optlake/third_party/iceberg-go/NOTICE":  "third_party/iceberg-go/NOTICE",
+	} {
+		if readIn(t, root, in) != readFile(t, filepath.Join("..", repo)) {
+			t.Errorf("image: /%s is not the repository's %s", in, repo)
+		}
+	}
+	if lic := readIn(t, root, "usr/share/doc/optlake/LICENSE"); !strings.Contains(lic, "Apache License") || !strings.Contains(lic, "Version 2.0, January 2004") {
+		t.Errorf("image: /usr/share/doc/optlake/LICENSE is not the Apache License 2.0 the label names")
 	}
 	bundle := filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")
 	if n := countCerts(t, readIn(t, root, "etc/ssl/certs/ca-certificates.crt")); n < 50 {

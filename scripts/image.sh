@@ -20,7 +20,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 image=${1:?usage: scripts/image.sh IMAGE [DIST]}
 dist=${2:-$ROOT/dist}
 ca_bundle=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
-licenses=${IMAGE_LICENSES:-NOASSERTION}
 source_url=${IMAGE_SOURCE:-https://github.com/optlake/optlake}
 
 for f in "$dist/metadata.json" "$dist/artifacts.json"; do
@@ -43,9 +42,13 @@ epoch=$(git -C "$ROOT" show -s --format=%ct "$commit")
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp" "$ctx/data"
+mkdir -p "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp" "$ctx/data" "$ctx/rootfs/usr/share/doc/optlake/third_party/iceberg-go"
 cp "$ROOT/build/container/etc/passwd" "$ROOT/build/container/etc/group" "$ctx/rootfs/etc/"
 cp "$ca_bundle" "$ctx/rootfs/etc/ssl/certs/ca-certificates.crt"
+# The licence texts the release archives carry (.goreleaser.yaml's files).
+cp "$ROOT/LICENSE" "$ctx/rootfs/usr/share/doc/optlake/"
+cp "$ROOT/third_party/iceberg-go/LICENSE" "$ROOT/third_party/iceberg-go/NOTICE" "$ctx/rootfs/usr/share/doc/optlake/third_party/iceberg-go/"
+chmod -R u=rwX,go=rX "$ctx/rootfs/usr"
 chmod 0644 "$ctx/rootfs/etc/passwd" "$ctx/rootfs/etc/group" "$ctx/rootfs/etc/ssl/certs/ca-certificates.crt"
 chmod 1777 "$ctx/rootfs/tmp"
 
@@ -60,7 +63,7 @@ for line in "${binaries[@]}"; do
   [ ${#binaries[@]} -eq 1 ] || ref="$image:$version-$arch"
   podman build --quiet --platform "linux/$arch" --timestamp "$epoch" -f "$ROOT/Containerfile" \
     --build-arg VERSION="$version" --build-arg REVISION="$commit" --build-arg CREATED="$created" \
-    --build-arg SOURCE="$source_url" --build-arg LICENSES="$licenses" \
+    --build-arg SOURCE="$source_url" \
     -t "$ref" "$ctx" >/dev/null
   refs+=("$ref")
 done
