@@ -212,5 +212,6 @@ go_install_tool fake-gcs-server v1.56.1 github.com/fsouza/fake-gcs-server
 
 # ---- goreleaser (make release-ci: goreleaser check and a snapshot build) ------
 # Built from tools/release/go.mod (its own module, not optlake's) into the
-# same cache folder; the first build takes several minutes on 2 cores.
+# same cache folder, again only when tools/release/go.sum (or go.mod) or
+# the build flags change: the first build is this script's longest step.
 bash "$ROOT/scripts/release-tools.sh" goreleaser

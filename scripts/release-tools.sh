@@ -46,6 +46,5 @@ for name in "$@"; do
   (cd "$ROOT/tools/release" && GOFLAGS= go build "${FLAGS[@]}" -o "$TOOL_BIN_DIR/$name.tmp" "$pkg")
   mv "$TOOL_BIN_DIR/$name.tmp" "$TOOL_BIN_DIR/$name"
   echo "$key" > "$TOOL_BIN_DIR/$name.key"
-  rm -f "$TOOL_BIN_DIR/$name.version"
   echo "release-tools: $name built in $(( $(date +%s) - start )) s"
 done
