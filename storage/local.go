@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/optlake/optlake/internal/datadir"
 )
 
@@ -317,10 +315,10 @@ func (l *Local) Rename(_ context.Context, from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("rename %s: %w", from, err)
 	}
-	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
-	if unsupported(err) {
+	err = renameNoReplace(src, dst)
+	if errors.Is(err, errors.ErrUnsupported) {
 		if _, err = os.Lstat(dst); err == nil {
-			err = unix.EEXIST
+			err = fs.ErrExist
 		} else if errors.Is(err, fs.ErrNotExist) {
 			err = os.Rename(src, dst)
 		}
@@ -346,10 +344,7 @@ func (l *Local) Exchange(_ context.Context, a, b string) error {
 	if err := os.MkdirAll(pb, 0o755); err != nil {
 		return fmt.Errorf("exchange %s: %w", b, err)
 	}
-	err = unix.Renameat2(unix.AT_FDCWD, pa, unix.AT_FDCWD, pb, unix.RENAME_EXCHANGE)
-	if unsupported(err) {
-		err = errors.ErrUnsupported
-	}
+	err = exchange(pa, pb)
 	if err == nil {
 		err = syncDirs(pa, pb)
 	}
@@ -378,11 +373,6 @@ func (l *Local) paths(a, b string) (string, string, error) {
 	}
 	pb, err := l.path(b)
 	return pa, pb, err
-}
-
-// unsupported tells a file system's refusal of a renameat2 flag.
-func unsupported(err error) bool {
-	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // syncDirs fsyncs the folders holding a and b (once when the same).
