@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -197,8 +196,7 @@ func crashHook() func(step string) {
 	}
 	return func(step string) {
 		if step == at {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // the signal is on its way
+			killSelf()
 		}
 	}
 }

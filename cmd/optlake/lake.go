@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -89,8 +88,7 @@ func convertAction(c *cli.Context, h host) error {
 	if at := os.Getenv(convertCrashEnv); at != "" {
 		opt.Crash = func(table string) error {
 			if table == at {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // the signal is on its way
+				killSelf()
 			}
 			return nil
 		}

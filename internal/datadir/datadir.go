@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -21,6 +20,9 @@ const LockFile = ".optlake.lock"
 
 // ErrLocked is returned when another process holds the lock.
 var ErrLocked = errors.New("data directory is locked by another optlake process")
+
+// errHeld is tryLock's answer when another process holds the lock.
+var errHeld = errors.New("held")
 
 // LockedError says who holds the lock.
 type LockedError struct {
@@ -53,10 +55,10 @@ func Acquire(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errHeld) {
 			return nil, &LockedError{Dir: dir, Holder: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
