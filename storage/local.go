@@ -20,10 +20,26 @@ import (
 // temporary file in the target's folder (".<name>.tmp-*", removed by
 // datadir.CleanTemp after a crash), are fsynced, renamed into place, and the
 // folder is fsynced. Files are 0644, folders 0755.
-type Local struct{ root string }
+type Local struct {
+	root string
+	// sync fsyncs a folder (nil: datadir.SyncDir; tests record them).
+	sync func(dir string) error
+}
 
 // NewLocal returns the store rooted at dir (created on first write).
 func NewLocal(dir string) *Local { return &Local{root: filepath.Clean(dir)} }
+
+// syncDir fsyncs the folder dir.
+func (l *Local) syncDir(dir string) error {
+	if l.sync != nil {
+		return l.sync(dir)
+	}
+	return datadir.SyncDir(dir)
+}
+
+// mkdirAll creates dir and the missing folders above it, each fsynced
+// into its parent (datadir.MkdirAll).
+func (l *Local) mkdirAll(dir string) error { return datadir.MkdirAll(dir, l.syncDir) }
 
 // LocalDir implements LocalFolder.
 func (l *Local) LocalDir() string { return l.root }
@@ -59,7 +75,7 @@ func (l *Local) create(name string, exclusive bool) (Writer, error) {
 		return nil, err
 	}
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := l.mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("create %s: %w", p, err)
 	}
 	f, err := datadir.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
@@ -292,7 +308,7 @@ func (l *Local) Delete(_ context.Context, name string) error {
 		return nil
 	}
 	if err == nil {
-		err = datadir.SyncDir(filepath.Dir(p)) // the removal survives a crash
+		err = l.syncDir(filepath.Dir(p)) // the removal survives a crash
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", p, err)
@@ -312,7 +328,7 @@ func (l *Local) Rename(_ context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := l.mkdirAll(filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("rename %s: %w", from, err)
 	}
 	err = renameNoReplace(src, dst)
@@ -324,7 +340,7 @@ func (l *Local) Rename(_ context.Context, from, to string) error {
 		}
 	}
 	if err == nil {
-		err = syncDirs(src, dst)
+		err = l.syncDirs(src, dst)
 	}
 	if err != nil {
 		return fmt.Errorf("rename %s to %s: %w", from, to, err)
@@ -341,12 +357,12 @@ func (l *Local) Exchange(_ context.Context, a, b string) error {
 	if _, err := os.Stat(pa); err != nil {
 		return fmt.Errorf("exchange %s: %w", a, err)
 	}
-	if err := os.MkdirAll(pb, 0o755); err != nil {
+	if err := l.mkdirAll(pb); err != nil {
 		return fmt.Errorf("exchange %s: %w", b, err)
 	}
 	err = exchange(pa, pb)
 	if err == nil {
-		err = syncDirs(pa, pb)
+		err = l.syncDirs(pa, pb)
 	}
 	if err != nil {
 		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
@@ -376,12 +392,12 @@ func (l *Local) paths(a, b string) (string, string, error) {
 }
 
 // syncDirs fsyncs the folders holding a and b (once when the same).
-func syncDirs(a, b string) error {
-	if err := datadir.SyncDir(filepath.Dir(a)); err != nil {
+func (l *Local) syncDirs(a, b string) error {
+	if err := l.syncDir(filepath.Dir(a)); err != nil {
 		return err
 	}
 	if filepath.Dir(b) == filepath.Dir(a) {
 		return nil
 	}
-	return datadir.SyncDir(filepath.Dir(b))
+	return l.syncDir(filepath.Dir(b))
 }

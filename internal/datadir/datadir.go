@@ -47,7 +47,7 @@ type Lock struct{ f *os.File }
 // flock(2) on DIR/.optlake.lock: the kernel drops it when the process dies,
 // even by kill -9, so a crash never leaves a stale lock.
 func Acquire(dir string) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := MkdirAll(dir, nil); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	path := filepath.Join(dir, LockFile)
@@ -162,6 +162,37 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
+// MkdirAll creates dir and the folders above it that are missing, as
+// os.MkdirAll does, and fsyncs each folder it creates into its parent
+// (sync, nil: SyncDir), so that a file published in a new folder keeps its
+// path after a power loss, not only after a kill. A folder that exists
+// costs one stat, as with os.MkdirAll; a new one, one fsync of its parent.
+func MkdirAll(dir string, sync func(dir string) error) error {
+	if sync == nil {
+		sync = SyncDir
+	}
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent, sync); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		// Made by someone else meanwhile: synced below all the same.
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return err
+		}
+	}
+	return sync(parent)
+}
+
 // CreateTemp is os.CreateTemp for files of the lake: it creates a new file
 // in dir named by pattern (its last "*" replaced by a random string) with
 // mode 0644 less the umask, so that readers other than the service account
@@ -189,7 +220,7 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 // crash), creating the folder if needed. Write it, then Publish it.
 func TempFor(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := MkdirAll(dir, nil); err != nil {
 		return nil, err
 	}
 	return CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")

@@ -297,7 +297,7 @@ func (s *State) Save(dataDir string) (err error) {
 	final := StatePath(dataDir, s.source)
 	wrap := func(err error) error { return fmt.Errorf("instrument events: save state %s: %w", final, err) }
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := datadir.MkdirAll(dir, nil); err != nil {
 		return wrap(err)
 	}
 	s.mu.Lock()
@@ -364,7 +364,7 @@ type stateWriter struct {
 }
 
 func createTemp(dir, source, kind string) (*stateWriter, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := datadir.MkdirAll(dir, nil); err != nil {
 		return nil, err
 	}
 	f, err := datadir.CreateTemp(dir, tempPattern(source, kind))
