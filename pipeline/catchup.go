@@ -125,6 +125,7 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 	arc := r.archive // one for every snapshot: its zstd decoders are reused
 	defer states.Close()
 	n := 0
+	live := map[string]time.Time{} // the live events states' last snapshots
 	for _, rec := range recs {
 		// endpoint -> the sinks still to load it into; the runs rows apart
 		// (from the record, after the endpoints)
@@ -143,25 +144,40 @@ func (r *Runner) CatchUp(ctx context.Context, opt CatchUpOptions) (*CatchUpResul
 		if len(todo) == 0 && len(runs) == 0 {
 			continue
 		}
+		stop := ""
 		switch {
 		case opt.Max > 0 && n >= opt.Max:
-			res.Stopped = "max"
+			stop = "max"
 		case opt.Budget > 0 && (opt.Now().Sub(start) >= opt.Budget || bctx.Err() != nil):
-			res.Stopped = "budget"
+			stop = "budget"
 		}
-		if res.Stopped != "" || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
+		lctx := bctx
+		if stop != "" {
+			// Past the bounds, only a listing whose live run was killed
+			// before its events state was saved is still loaded: the run
+			// that follows compares its listing with that state, which
+			// must be the killed snapshot's, as in an uninterrupted run.
+			if !r.killedListing(ctx, rec, todo, live) {
+				if res.Stopped == "" {
+					res.Stopped = stop
+				}
+				continue
+			}
+			lctx = ctx
+		}
+		delete(live, rec.Source) // its catch-up may move the live state on
 		n++
 		cu := CaughtUp{SnapshotTime: rec.SnapshotTime, RunID: rec.RunID, OK: true}
 		if len(todo) > 0 {
-			cu = r.catchUpSnapshot(bctx, arc, rec, todo, byName, states, res)
+			cu = r.catchUpSnapshot(lctx, arc, rec, todo, byName, states, res)
 		}
-		r.catchUpRunsOf(bctx, rec, runs, byName, res, &cu)
+		r.catchUpRunsOf(lctx, rec, runs, byName, res, &cu)
 		res.Snapshots = append(res.Snapshots, cu)
-		if bctx.Err() != nil && ctx.Err() == nil {
-			res.Stopped = "budget"
-			break
+		if lctx == bctx && bctx.Err() != nil && ctx.Err() == nil && res.Stopped == "" {
+			res.Stopped = "budget" // abandoned in flight: its loads stay pending
 		}
 	}
 	if len(res.Down) == 0 {
@@ -286,6 +302,28 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 	}
 	sort.Strings(cu.Sinks)
 	return cu
+}
+
+// killedListing reports whether rec's instrument listing is still to be
+// loaded into every sink while the live events state is older than rec: its
+// live run was killed before it saved the state (liveBehind), and the next
+// snapshot's events depend on catching it up first. live caches the live
+// states' last snapshots by source (zero: no state yet).
+func (r *Runner) killedListing(ctx context.Context, rec ledger.Record, todo map[string][]string, live map[string]time.Time) bool {
+	if r.states == nil || len(todo["instruments"]) == 0 || !untouched(rec, "instruments") {
+		return false
+	}
+	last, ok := live[rec.Source]
+	if !ok {
+		cur, err := r.states.Load(ctx, rec.Source)
+		if err != nil {
+			return true // unknown: loaded, and liveBehind decides on its events
+		}
+		last, _ = cur.LastSnapshot()
+		r.states.Release(cur)
+		live[rec.Source] = last
+	}
+	return last.Before(rec.SnapshotTime)
 }
 
 // untouched reports whether every load of rec's endpoint is still pending
