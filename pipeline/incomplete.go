@@ -90,8 +90,8 @@ func (r *Runner) listingCheck(c call) func(transform.Stats) error {
 	}
 	walked := kind != "" && !paginate.New(paginate.Spec{Type: kind}, nil).Exact()
 	return func(st transform.Stats) error {
-		if walked && st.Duplicates > 0 {
-			return &ShiftedError{Duplicates: st.Duplicates}
+		if walked && st.Duplicates > st.Repeated { // within the walk
+			return &ShiftedError{Duplicates: st.Duplicates - st.Repeated}
 		}
 		if st.Rejects == 0 {
 			return nil

@@ -546,6 +546,12 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 			ev.stateOnly = sr.eventsOnlyState
 		}
 	}
+	// The names of a listing fanned out over several requests: a name
+	// that came in an earlier request is a duplicate, as within one body.
+	var names *transform.NameSet
+	if ep.Kind == KindInstruments && len(reqs) > 1 {
+		names = transform.NewNameSet()
+	}
 	for _, rq := range reqs {
 		res.Requests++
 		part := ""
@@ -555,7 +561,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 				part = rq.account + "-" + part
 			}
 		}
-		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr})
+		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr, names: names})
 		if err != nil {
 			ev.taint(err)
 			res.Status = "failed"
@@ -638,6 +644,9 @@ type call struct {
 	// nothing when it fails. Pages need none: their request's stream ends
 	// only after the last page is archived.
 	durable func() error
+	// names are the instrument names of the endpoint's earlier requests
+	// (nil: one request).
+	names *transform.NameSet
 	// walk numbers the walks of a paginated request (from 1; 0: not
 	// paginated), and attempts is what the earlier walks' attempts took:
 	// a walk's bodies are archived with attempts after them.
@@ -845,6 +854,8 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, b
 	defer r.decoders.Put(dec) // holds no Arrow memory between listings
 	dec.UseColumns(cols)
 	defer dec.UseColumns(nil) // nor a replay's pool once it has ended
+	dec.UseNames(c.names)
+	defer dec.UseNames(nil)
 	ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
@@ -866,6 +877,9 @@ func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, b
 	if err := r.listingCheck(c)(stats); err != nil {
 		fan.Abort()
 		return nil, err
+	}
+	if c.names != nil {
+		c.names.Keep() // the next request's rows are checked against these
 	}
 	res.Rows += stats.Rows
 	res.Rejects += stats.Rejects

@@ -59,8 +59,9 @@ type Stats struct {
 	Rows    int64 // rows emitted to the instruments table
 	Rejects int64 // rows emitted to rejects
 	// Duplicates are the rejects whose instrument_name came earlier in the
-	// listing (ReasonDuplicate).
-	Duplicates int64
+	// listing (ReasonDuplicate); Repeated of them came in an earlier request
+	// of the endpoint (UseNames), the rest in this Decode.
+	Duplicates, Repeated int64
 	// TopReason is the reason most rejects gave (TopRejects of them).
 	TopReason  string
 	TopRejects int64
@@ -185,6 +186,7 @@ type InstrumentDecoder struct {
 	index int64 // position of the next instrument in the listing
 
 	keys    *keySet          // the listing's instrument names
+	own     *keySet          // the decoder's own (keys unless UseNames)
 	reasons map[string]int64 // rejects by reason
 }
 
@@ -195,7 +197,8 @@ type InstrumentDecoder struct {
 func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	opt.defaults()
 	t := schema.Instruments
-	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows), keys: newKeySet(), reasons: map[string]int64{}}
+	own := newKeySet()
+	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows), keys: own, own: own, reasons: map[string]int64{}}
 	d.rjb = array.NewRecordBuilder(opt.Mem, schema.Rejects.ArrowSchema())
 	if t.Columns[0].Name != "snapshot_time" || t.Columns[0].Type != schema.TimestampMs ||
 		t.Columns[1].Name != "run_id" || t.Columns[2].Name != "source" {
@@ -225,6 +228,19 @@ func (d *InstrumentDecoder) Release() {
 // decoder holds no column memory between Decodes.
 func (d *InstrumentDecoder) UseColumns(mem memory.Allocator) {
 	d.b.useMem(mem)
+}
+
+// UseNames makes the names of n (nil: the decoder's own set, emptied by
+// every Decode) the names that came before, from the next Decode on: with
+// UniqueNames, a row whose name is in n (kept from an earlier request of
+// the endpoint, NameSet.Keep) or came earlier in the Decode is a
+// duplicate.
+func (d *InstrumentDecoder) UseNames(n *NameSet) {
+	if n == nil {
+		d.keys = d.own
+		return
+	}
+	d.keys = n.k
 }
 
 // Decode reads one get_instruments body and emits its rows. The body is a
@@ -557,6 +573,9 @@ func (d *InstrumentDecoder) finish(idx int64, raw []byte) {
 	case d.opt.UniqueNames && !d.keys.add(r.src[name.soff:name.soff+name.slen]):
 		r.reason = ReasonDuplicate
 		d.stats.Duplicates++
+		if d.keys.kept > 0 && d.keys.earlier(r.src[name.soff:name.soff+name.slen]) {
+			d.stats.Repeated++
+		}
 	}
 	if r.reason != "" {
 		d.addReject(idx, r.reason, raw)

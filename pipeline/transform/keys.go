@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 )
 
 // ReasonDuplicate is the reject reason of a row whose instrument_name came
@@ -28,6 +29,26 @@ type keySet struct {
 	ends  []uint32 // ends[i] is the end of name i in arena
 	table []uint32 // 0: empty
 	more  map[string]struct{}
+	// kept names (the first kept of ends, keptMore of moreOrder) came in
+	// earlier requests of the endpoint (NameSet.Keep): reset keeps them.
+	kept, keptMore int
+	moreOrder      []string
+}
+
+// NameSet holds the instrument names of an endpoint's requests (a listing
+// fanned out over several parameter sets), so that a name that came in an
+// earlier request is a duplicate too (InstrumentDecoder.UseNames).
+type NameSet struct{ k *keySet }
+
+// NewNameSet returns an empty set.
+func NewNameSet() *NameSet { return &NameSet{k: newKeySet()} }
+
+// Keep makes the names of the last Decode part of the set: the next Decode
+// (the endpoint's next request) rejects them. A Decode that follows
+// without Keep (a retried attempt, a walk again) starts from the names
+// kept.
+func (n *NameSet) Keep() {
+	n.k.kept, n.k.keptMore = len(n.k.ends), len(n.k.moreOrder)
 }
 
 const (
@@ -62,12 +83,57 @@ func mix(h uint64) uint64 {
 // reset empties the set, keeping its memory (up to a bound: a listing of
 // millions does not pin its names for the next small one).
 func (k *keySet) reset() {
+	if k.kept > 0 || k.keptMore > 0 {
+		k.truncate()
+		return
+	}
 	const keep = 16 << 20
 	if cap(k.arena) > keep {
 		k.arena, k.ends, k.table = nil, nil, nil
 	}
-	k.arena, k.ends, k.more = k.arena[:0], k.ends[:0], nil
+	k.arena, k.ends, k.more, k.moreOrder = k.arena[:0], k.ends[:0], nil, k.moreOrder[:0]
 	clear(k.table)
+}
+
+// truncate drops the names added after the kept ones.
+func (k *keySet) truncate() {
+	for _, n := range k.moreOrder[k.keptMore:] {
+		delete(k.more, n)
+	}
+	k.moreOrder = k.moreOrder[:k.keptMore]
+	if len(k.ends) == k.kept {
+		return
+	}
+	k.ends = k.ends[:k.kept]
+	if k.kept == 0 {
+		k.arena = k.arena[:0]
+	} else {
+		k.arena = k.arena[:k.ends[k.kept-1]]
+	}
+	clear(k.table)
+	k.place()
+}
+
+// earlier reports whether name is one of the kept names (it is in the set).
+func (k *keySet) earlier(name []byte) bool {
+	if _, ok := k.more[string(name)]; ok {
+		return slices.Index(k.moreOrder, string(name)) < k.keptMore
+	}
+	if len(k.table) == 0 {
+		return false
+	}
+	h := k.hash(name)
+	tag := uint32(h>>56) << keyPosBits
+	mask := uint64(len(k.table) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := k.table[i]
+		if s == 0 {
+			return false
+		}
+		if s&^keyPosMask == tag && bytes.Equal(k.name(int(s&keyPosMask)-1), name) {
+			return int(s&keyPosMask)-1 < k.kept
+		}
+	}
 }
 
 // add adds name and reports true, or reports false when it is there.
@@ -104,6 +170,7 @@ func (k *keySet) addMore(name []byte) bool {
 		k.more = map[string]struct{}{}
 	}
 	k.more[string(name)] = struct{}{}
+	k.moreOrder = append(k.moreOrder, string(name))
 	return true
 }
 
@@ -117,9 +184,13 @@ func (k *keySet) name(i int) []byte {
 
 // grow doubles the table and puts the names back.
 func (k *keySet) grow() {
-	n := max(1024, 2*len(k.table))
-	k.table = make([]uint32, n)
-	mask := uint64(n - 1)
+	k.table = make([]uint32, max(1024, 2*len(k.table)))
+	k.place()
+}
+
+// place puts every name into the (empty) table.
+func (k *keySet) place() {
+	mask := uint64(len(k.table) - 1)
 	for j := range k.ends {
 		h := k.hash(k.name(j))
 		i := h & mask

@@ -112,3 +112,51 @@ func TestKeySetLikeMap(t *testing.T) {
 		}
 	}
 }
+
+// A NameSet carries the names of an endpoint's requests on: a name that
+// came in an earlier request (kept) is a duplicate of the next one
+// (Repeated), on both paths; an attempt not kept (retried) leaves no
+// names behind; without the set, each Decode starts empty.
+func TestNameSetAcrossRequests(t *testing.T) {
+	a := inst(map[string]string{"instrument_name": `"A"`})
+	b := inst(map[string]string{"instrument_name": `"B"`})
+	c := inst(map[string]string{"instrument_name": `"C"`})
+	names := func(o outcome) (rows []string) {
+		for i, rec := range o.recs {
+			if o.tabs[i].Name == "instruments" {
+				for _, row := range rowsOf(rec) {
+					rows = append(rows, fmt.Sprint(row["instrument_name"]))
+				}
+			}
+			rec.Release()
+		}
+		return rows
+	}
+	for _, fast := range []bool{true, false} {
+		d := NewInstrumentDecoder(Options{UniqueNames: true})
+		d.noFast = !fast
+		ns := NewNameSet()
+		d.UseNames(ns)
+		if o := decodeOnce(d, []byte(listing(a, b))); strings.Join(names(o), ",") != "A,B" {
+			t.Fatalf("fast %v: first request: %v", fast, o.err)
+		}
+		ns.Keep()
+		// An attempt of the second request that is not kept (a retry):
+		// its C must not count against the next attempt.
+		if o := decodeOnce(d, []byte(listing(c))); o.stats.Duplicates != 0 {
+			t.Fatalf("fast %v: attempt: %+v", fast, o.stats)
+		}
+		o := decodeOnce(d, []byte(listing(b, c, c)))
+		if got := strings.Join(names(o), ","); got != "C" {
+			t.Errorf("fast %v: second request loads %s, want C (B came in the first request)", fast, got)
+		}
+		if o.stats.Duplicates != 2 || o.stats.Repeated != 1 {
+			t.Errorf("fast %v: second request: %+v, want 2 duplicates, 1 of them from the first request", fast, o.stats)
+		}
+		d.UseNames(nil)
+		if o := decodeOnce(d, []byte(listing(a, b))); o.stats.Duplicates != 0 {
+			t.Errorf("fast %v: the decoder's own set after UseNames(nil): %+v", fast, o.stats)
+		}
+		d.Release()
+	}
+}
