@@ -159,8 +159,9 @@ func TestPagedListingFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.OK() != (tc.err == "") {
-				t.Errorf("replay ok %v: %d failed, problems %q", res.OK(), res.Failed, res.Problems)
+			// A listing that failed live never loaded: listed, no problem.
+			if !res.OK() || (len(res.NeverLoaded) > 0) != (tc.err != "") {
+				t.Errorf("replay ok %v: %d failed, problems %q, never loaded %q", res.OK(), res.Failed, res.Problems, res.NeverLoaded)
 			}
 			if got, live := names(again), names(rig.mem); !slices.Equal(got, live) {
 				t.Errorf("replay loaded %d rows, the live run %d", len(got), len(live))

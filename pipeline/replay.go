@@ -39,6 +39,15 @@ type ReplayResult struct {
 	Events    int64      `json:"events"`
 	Failed    int        `json:"failed"`   // snapshots that did not load
 	Problems  []string   `json:"problems"` // archived files skipped, one line each
+	// NeverLoaded are the requests that no sink loaded live, one line
+	// each: their run stopped before their archive was whole (a body
+	// without its metadata or cut off, a paginated request without its
+	// last pages; the raw body is durable before any sink commits), or
+	// they were incomplete (a listing that shifted, too many rejects) and
+	// are again. The replay rebuilds the lake as the live runs left it:
+	// not a problem, unless the load ledger says a sink committed them
+	// (then they are Problems, or failed snapshots).
+	NeverLoaded []string `json:"never_loaded,omitempty"`
 }
 
 // OK reports whether everything replayed.
@@ -90,8 +99,15 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		if out == nil {
 			return res, ctx.Err()
 		}
-		res.Problems = append(res.Problems, snaps[i].Problems...)
+		for _, p := range snaps[i].Problems {
+			if r.neverLoaded(ctx, snaps[i], p) {
+				res.NeverLoaded = append(res.NeverLoaded, p)
+			} else {
+				res.Problems = append(res.Problems, p)
+			}
+		}
 		if out.sum != nil {
+			r.sortNeverLoaded(ctx, out.sum, res)
 			res.add(out, i, len(snaps), opt.Progress)
 		}
 		if day := snapDay(snaps[i]); i+1 == len(snaps) || snapDay(snaps[i+1]) != day {
@@ -122,6 +138,54 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		}
 	}
 	return res, nil
+}
+
+// neverLoaded reports whether problem, an archived file of snapshot s that
+// cannot be replayed, is what a run leaves that stopped while fetching
+// (a body without its metadata, or cut off): no sink loaded it, unless the
+// ledger says otherwise.
+func (r *Runner) neverLoaded(ctx context.Context, s archive.Snapshot, problem string) bool {
+	if !strings.Contains(problem, ": no metadata") && !strings.Contains(problem, ": body cut off") {
+		return false
+	}
+	ep, _, _ := strings.Cut(strings.TrimPrefix(problem, "raw/"), "/")
+	return !r.committed(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, ep)
+}
+
+// committed reports whether the ledger says a sink committed endpoint of
+// snapshot k (false without a ledger; true when it cannot be read: never
+// hide a loss).
+func (r *Runner) committed(ctx context.Context, k ledger.Key, endpoint string) bool {
+	if r.ledger == nil {
+		return false
+	}
+	loaded, err := r.ledger.Committed(ctx, k, endpoint)
+	return err != nil || loaded
+}
+
+// sortNeverLoaded makes a replayed snapshot whose only failures are
+// requests its live run never loaded either (EndpointResult.neverLoaded) a
+// snapshot listed in res.NeverLoaded instead of a failed one; the ledger
+// may say otherwise.
+func (r *Runner) sortNeverLoaded(ctx context.Context, sum *Summary, res *ReplayResult) {
+	if sum.OK {
+		return
+	}
+	var lines []string
+	for _, e := range sum.Endpoints {
+		if e.EventsSkipped != "" {
+			return
+		}
+		if e.Status != "failed" {
+			continue
+		}
+		if !e.neverLoaded || r.committed(ctx, ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}, e.Endpoint) {
+			return
+		}
+		lines = append(lines, fmt.Sprintf("%s %s: %s", sum.SnapshotTime.Format(time.RFC3339Nano), e.Endpoint, e.Error))
+	}
+	sum.OK, sum.Error = true, ""
+	res.NeverLoaded = append(res.NeverLoaded, lines...)
 }
 
 // logAbsent says once which endpoints the replayed archive held nothing

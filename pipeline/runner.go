@@ -255,6 +255,10 @@ type EndpointResult struct {
 	// fetchFailed: a request of the endpoint failed before its body was
 	// read whole.
 	fetchFailed bool
+	// neverLoaded: every failed request of the endpoint is one its live
+	// run never loaded either (replay and catch-up): never archived whole
+	// (errNeverLoaded), or incomplete (a shifted walk, too many rejects).
+	neverLoaded bool
 	// eventsWritten: the instrument events were compared and handed to
 	// the sinks (or their loads left pending in the ledger).
 	eventsWritten bool
@@ -564,9 +568,11 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr, names: names})
 		if err != nil {
 			ev.taint(err)
+			first := res.Status != "failed"
 			res.Status = "failed"
 			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
 			res.fetchFailed = res.fetchFailed || !res.unloadable && !incomplete(err)
+			res.neverLoaded = (first || res.neverLoaded) && (errors.Is(err, errNeverLoaded) || incomplete(err))
 			if res.Error == "" {
 				res.Error = r.cfg.Redactor.String(oneLine(err))
 			}

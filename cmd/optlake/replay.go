@@ -58,6 +58,9 @@ func replayCommand(h host) *cli.Command {
 			for _, p := range res.Problems {
 				fmt.Fprintln(out, "  skipped "+b.redactor.String(p))
 			}
+			for _, p := range res.NeverLoaded {
+				fmt.Fprintln(out, "  never loaded live either: "+b.redactor.String(p))
+			}
 			if sj := j.SummaryJSON; sj != "" {
 				if err := writeJSON(sj, res, b.redactor); err != nil {
 					return fmt.Errorf("write summary: %w", err)
