@@ -378,6 +378,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 		}
 	}
 	sum := r.snapshot(ctx, sr)
+	r.countDuplicates(ctx, r.log, sum)
 	if ledgerErr != nil && sum.OK {
 		sum.OK = false
 		sum.Error = r.cfg.Redactor.String(oneLine(ledgerErr))

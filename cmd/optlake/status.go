@@ -56,6 +56,10 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			dups, err := pipeline.Duplicates(c.Context, st0)
+			if err != nil {
+				return err
+			}
 			lease := leaseOf(c.Context, st0)
 			cat, err := icebergCatalog(c)
 			if err != nil {
@@ -73,9 +77,12 @@ func statusCommand() *cli.Command {
 				if notes == nil {
 					notes = []pipeline.EventsNote{}
 				}
+				if dups == nil {
+					dups = []pipeline.DuplicateCount{}
+				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				doc := map[string]any{"sinks": st, "compactions": comps, "events_not_written": notes}
+				doc := map[string]any{"sinks": st, "compactions": comps, "events_not_written": notes, "duplicates": dups}
 				if lease != nil {
 					doc["lease"] = lease
 				}
@@ -92,6 +99,10 @@ func statusCommand() *cli.Command {
 			for _, n := range notes {
 				fmt.Fprintf(w, "instrument events not written: %s snapshot %s (run %s, %s): %s; cleared by the next snapshot whose events are written\n",
 					n.Source, n.SnapshotTime.UTC().Format(time.RFC3339Nano), n.RunID, n.Endpoint, n.Reason)
+			}
+			for _, d := range dups {
+				fmt.Fprintf(w, "duplicate keys: %s %s: %d row(s) rejected as duplicates in %d snapshot(s), the last %s (%d)\n",
+					d.Source, d.Endpoint, d.Rows, d.Snapshots, d.Last.UTC().Format(time.RFC3339Nano), d.LastRows)
 			}
 			if len(st) == 0 {
 				fmt.Fprintln(w, "nothing pending: every snapshot in the load ledger is loaded into every sink")
