@@ -256,6 +256,7 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		st.archive += time.Since(finishing)
 		if aerr == nil && meta.File != "" {
 			st.raw = append(st.raw, meta.File)
+			r.step(StepArchived)
 		}
 		st.bytes += entry.Bytes()
 		switch {

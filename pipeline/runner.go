@@ -99,6 +99,28 @@ type Config struct {
 	// MaxWalks bounds the walks of a paginated request whose listing
 	// shifted or came out short of the venue's total (0: DefaultMaxWalks).
 	MaxWalks int
+	// Step, when set, is called at each step of a snapshot's load, in
+	// order (Step*): tests kill the process there (a kill -9 at a moment a
+	// seed reproduces).
+	Step func(step string)
+}
+
+// The steps of a snapshot's load that Config.Step is called at, in their
+// order: a body (or page) archived and durable; the instrument events
+// about to be compared and their state saved; an endpoint's outcome about
+// to be recorded in the ledger. (The sinks' own steps come between the
+// first two.)
+const (
+	StepArchived = "archived"
+	StepEvents   = "events"
+	StepSettle   = "settle"
+)
+
+// step calls Config.Step.
+func (r *Runner) step(name string) {
+	if r.cfg.Step != nil {
+		r.cfg.Step(name)
+	}
 }
 
 // CheckParams fails with a *MissingParamError for the first endpoint
@@ -478,6 +500,7 @@ func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
 	log.Info("snapshot started", "snapshot_time", sr.time.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
 	for _, ep := range r.cfg.Endpoints {
 		res := r.endpoint(ctx, log, ep, sum, &sr)
+		r.step(StepSettle)
 		r.settle(ctx, log, &sr, sum, res)
 		sum.Endpoints = append(sum.Endpoints, res)
 		if res.Status == "failed" && sum.OK {
@@ -581,6 +604,7 @@ func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, su
 		}
 	}
 	if res.Status == "ok" && ev.usable() {
+		r.step(StepEvents)
 		start := time.Now()
 		r.finishEvents(ctx, log, ev, sr.states, &res)
 		res.stage(StageEvents, start)
@@ -738,6 +762,7 @@ func (r *Runner) request(ctx context.Context, c call) error {
 			}
 			if aerr == nil && meta.File != "" {
 				res.Raw = append(res.Raw, meta.File)
+				r.step(StepArchived)
 			}
 			res.Bytes += entry.Bytes()
 			return aerr

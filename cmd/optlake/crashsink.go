@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -21,15 +24,68 @@ const loadCrashEnv = "OPTLAKE_TEST_LOAD_CRASH_AT"
 // ledger records it).
 var loadSteps = []string{"opened", "written", "commit", "committed"}
 
-// crashSinks wraps ss with the load crash hook when loadCrashEnv is set.
+// killAtEnv names the test-only kill of the soak: "STEP:N" kills the
+// process (SIGKILL) the Nth time it reaches STEP, a step of a snapshot's
+// load (pipeline.Step*, or a sink's loadSteps of an instruments or account
+// table file), live or caught up: a moment a seed reproduces, unlike a
+// timer. Not documented for users.
+const killAtEnv = "OPTLAKE_TEST_KILL_AT"
+
+// killer kills the process at its step's Nth time (nil: never).
+type killer struct {
+	step string
+	n    int
+	mu   sync.Mutex
+	seen int
+}
+
+// killerFromEnv is the killer killAtEnv asks for (nil: none).
+func killerFromEnv() *killer {
+	step, n, ok := strings.Cut(os.Getenv(killAtEnv), ":")
+	k := &killer{step: step, n: 1}
+	if ok {
+		k.n, _ = strconv.Atoi(n)
+	}
+	if step == "" || k.n < 1 {
+		return nil
+	}
+	return k
+}
+
+// at counts a step reached and kills the process at the chosen one.
+func (k *killer) at(step string) {
+	if k == nil || step != k.step {
+		return
+	}
+	k.mu.Lock()
+	k.seen++
+	now := k.seen == k.n
+	k.mu.Unlock()
+	if now {
+		killSelf()
+		select {} // the signal is on its way
+	}
+}
+
+// stepHook is the pipeline's step hook (pipeline.Config.Step) killAtEnv
+// asks for (nil: none).
+func stepHook() func(string) {
+	if k := killerFromEnv(); k != nil {
+		return k.at
+	}
+	return nil
+}
+
+// crashSinks wraps ss with the load crash hook when loadCrashEnv (or
+// killAtEnv) is set.
 func crashSinks(ss []sinks.Sink) []sinks.Sink {
-	at := os.Getenv(loadCrashEnv)
-	if at == "" {
+	at, k := os.Getenv(loadCrashEnv), killerFromEnv()
+	if at == "" && k == nil {
 		return ss
 	}
 	out := make([]sinks.Sink, len(ss))
 	for i, s := range ss {
-		out[i] = crashSink{Sink: s, at: at}
+		out[i] = crashSink{Sink: s, at: at, k: k}
 	}
 	return out
 }
@@ -37,9 +93,11 @@ func crashSinks(ss []sinks.Sink) []sinks.Sink {
 type crashSink struct {
 	sinks.Sink
 	at string
+	k  *killer // killAtEnv's
 }
 
 func (s crashSink) crash(step string) {
+	s.k.at(step)
 	if step == s.at {
 		killSelf()
 	}
@@ -73,7 +131,7 @@ func (s crashSink) IcebergFiles() sinks.Sink {
 	if f == nil {
 		return nil
 	}
-	return crashSink{Sink: f, at: s.at}
+	return crashSink{Sink: f, at: s.at, k: s.k}
 }
 
 // CommitsAtomically implements sinks.Atomic: the wrapped sink's answer.

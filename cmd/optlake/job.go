@@ -297,7 +297,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 		Accounts: v.accounts, Auth: v.auth, Schemas: schemas, SchemaMode: v.mode,
 		Client: client, Store: st, Events: true, Ledger: true, Sinks: ss, Endpoints: v.endpoints, Params: v.params,
 		Source: v.source, TimestampUnit: v.unit, BatchRows: j.BatchRows, Redactor: red, Logger: log,
-		Now: j.host.now, MaxRejectShare: j.MaxRejectShare,
+		Now: j.host.now, MaxRejectShare: j.MaxRejectShare, Step: stepHook(),
 	})
 	if err != nil {
 		closeSinks(ss)

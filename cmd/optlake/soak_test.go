@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -9,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/events"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
@@ -24,7 +25,7 @@ import (
 // its short version, part of `make test`).
 const (
 	soakKillsEnv = "OPTLAKE_SOAK_KILLS" // kills per shape of endpoint
-	soakSeedEnv  = "OPTLAKE_SOAK_SEED"  // the kill moments' seed
+	soakSeedEnv  = "OPTLAKE_SOAK_SEED"  // the kill moments' seed (killAtEnv steps)
 )
 
 func envInt(t *testing.T, name string, def int64) int64 {
@@ -51,9 +52,12 @@ var soakShapes = []durableShape{
 }
 
 // A kill -9 soak: runs (each a process of its own, its own minute, the
-// venue one tick on) killed at random moments — while fetching, decoding,
-// committing, saving the events state, catching up — until the shape has
-// had its kills, then two normal runs. Then:
+// venue one tick on) killed at moments a seed chooses and reproduces — a
+// body or page archived, a sink's file opened, written, about to commit or
+// committed, the events about to be compared and saved, an outcome about
+// to reach the ledger; each the 1st to 4th time, so in a catch-up too —
+// until the shape has had its kills (at most 10 runs a kill), then two
+// normal runs. Then:
 //   - no instrument is twice in a snapshot, and the lake's rows, instrument
 //     events and events state are exactly those of uninterrupted runs of
 //     the snapshots that loaded (a snapshot killed before its body was
@@ -75,6 +79,10 @@ func TestKill9Soak(t *testing.T) {
 	}
 }
 
+// soakSteps are the moments the soak kills a run at: the Nth time the
+// process reaches one of them (killAtEnv), live or catching up.
+var soakSteps = append(append([]string{pipeline.StepArchived}, loadSteps...), pipeline.StepEvents, pipeline.StepSettle)
+
 func soak(t *testing.T, shape durableShape, kills int, rng *rand.Rand) {
 	base := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	clk := pinClock(base)
@@ -82,34 +90,39 @@ func soak(t *testing.T, shape durableShape, kills int, rng *rand.Rand) {
 	dir := t.TempDir()
 	args := shape.args(t, url, dir)
 	started := time.Now()
-	var took time.Duration // a whole run's time, measured first
+	// A run whose chosen moment never comes finishes; the cap bounds the
+	// soak all the same.
+	maxRuns := 10*kills + 10
 	killed, finished, tick := 0, 0, 0
+	byStep := map[string]int{} // kills by step
 	for killed < kills {
+		if tick >= maxRuns {
+			t.Fatalf("%d kills in %d runs (the cap): the chosen moments never came", killed, tick)
+		}
 		tick++
 		sim.Advance(1)
 		clk.set(base.Add(time.Duration(tick) * time.Minute))
-		cmd, _, stderr := startCLIEnv(t, []string{clk.env()}, args...)
-		start := time.Now()
-		var kill *time.Timer
-		if took > 0 {
-			// A random moment of a run (some land after its end).
-			at := time.Duration(rng.Int64N(int64(took * 5 / 4)))
-			kill = time.AfterFunc(at, func() { cmd.Process.Signal(syscall.SIGKILL) })
+		// The first run is whole; then each run is killed at a step the
+		// seed chooses (its 1st to 4th time: a page, a table, a snapshot
+		// caught up).
+		env := []string{clk.env()}
+		step := ""
+		if tick > 1 {
+			step = fmt.Sprintf("%s:%d", soakSteps[rng.IntN(len(soakSteps))], 1+rng.IntN(4))
+			env = append(env, killAtEnv+"="+step)
 		}
+		cmd, _, stderr := startCLIEnv(t, env, args...)
 		code := exitCode(cmd.Wait())
-		if kill != nil {
-			kill.Stop()
-		}
 		switch {
 		case code == -1:
 			killed++
-		case took == 0 && code != 0:
+			byStep[step]++
+		case tick == 1 && code != 0:
 			t.Fatalf("first run: exit %d\n%s", code, stderr)
 		case code != 0 && code != exitPartial:
-			t.Fatalf("run %d: exit %d\n%s", tick, code, stderr)
+			t.Fatalf("run %d (kill at %s): exit %d\n%s", tick, step, code, stderr)
 		default:
 			finished++
-			took = max(took, time.Since(start))
 		}
 	}
 	for range 2 {
@@ -190,8 +203,8 @@ func soak(t *testing.T, shape durableShape, kills int, rng *rand.Rand) {
 		t.Logf("replay: %s", lastLine(res.stderr))
 	}
 	events := len(got["instrument_events"])
-	t.Logf("%s: %d kills, %d runs finished, 2 normal runs, %d snapshots loaded of %d, %d instrument events, %d instruments rows; soak %s, replay %s (exit %d)",
-		shape.name, killed, finished, len(loaded), tick, events, len(got["instruments"]), soaked.Round(time.Millisecond), time.Since(replayStart).Round(time.Millisecond), res.code)
+	t.Logf("%s: %d kills (%v), %d runs finished, 2 normal runs, %d snapshots loaded of %d, %d instrument events and %d instruments rows compared with uninterrupted runs; soak %s, replay %s (exit %d)",
+		shape.name, killed, byStep, finished, len(loaded), tick+2, events, len(got["instruments"]), soaked.Round(time.Millisecond), time.Since(replayStart).Round(time.Millisecond), res.code)
 }
 
 // soakRows are the rows of tables in dir (every partition together), each
