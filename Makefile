@@ -130,12 +130,13 @@ release-tools:
 unit:
 	$(GO) test -short -tags '$(TAGS)' ./...
 
-## soak: kill -9 at random moments of tens of runs (a listing in one body
-## with an account endpoint, a paginated listing) against the simulator,
-## then normal runs: no row or event twice or missing against uninterrupted
-## runs, replay equal to the lake, status true (TestKill9Soak; its short
-## version runs in `make test`). SOAK_KILLS per shape; SOAK_SEED replays
-## the kill moments of an earlier soak.
+## soak: kill -9 at seeded moments (a step of a snapshot's load, its Nth
+## time) of tens of runs (a listing in one body with an account endpoint, a
+## paginated listing) against the simulator, then normal runs: no row or
+## event twice or missing against uninterrupted runs, replay equal to the
+## lake, status true (TestKill9Soak; its short version runs in `make test`).
+## SOAK_KILLS per shape (at most 10 runs a kill); SOAK_SEED reproduces the
+## kills of an earlier soak.
 SOAK_KILLS ?= 30
 SOAK_SEED  ?= $(shell date +%s)
 soak:
