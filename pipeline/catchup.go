@@ -278,7 +278,7 @@ func (r *Runner) catchUpSnapshot(ctx context.Context, arc *archive.Archive, rec 
 		}
 		log.Info("catching up", "snapshot_time", rec.SnapshotTime.Format(time.RFC3339Nano), "sinks", key, "endpoints", len(groups[key]))
 		fetch := &archiveFetcher{arc: arc, bodies: snap.Bodies}
-		sum := sub.snapshot(ctx, snapshotRun{time: rec.SnapshotTime, runID: rec.RunID, source: rec.Source, fetch: fetch, states: st, requests: fetch.requests})
+		sum := sub.snapshot(ctx, snapshotRun{mode: modeCatchUp, time: rec.SnapshotTime, runID: rec.RunID, source: rec.Source, fetch: fetch, states: st, requests: fetch.requests})
 		for _, e := range sum.Endpoints {
 			cu.Rows += e.Rows
 			cu.Events += e.Events
@@ -395,7 +395,7 @@ func (r *Runner) prepareEvents(ctx context.Context, arc *archive.Archive, states
 		sub.ledger = nil
 		sub.cfg.Endpoints, _ = SelectEndpoints([]string{"instruments"}, nil)
 		fetch := &archiveFetcher{arc: arc, bodies: p.Bodies}
-		sub.snapshot(ctx, snapshotRun{time: p.Time, runID: p.RunID, source: rec.Source, fetch: fetch, states: states, requests: fetch.requests, eventsOnlyState: true})
+		sub.snapshot(ctx, snapshotRun{mode: modeCatchUp, time: p.Time, runID: p.RunID, source: rec.Source, fetch: fetch, states: states, requests: fetch.requests, eventsOnlyState: true})
 		if cur, ok := states.m[rec.Source]; ok {
 			if t, ok := cur.LastSnapshot(); ok && t.Equal(p.Time) {
 				return false

@@ -205,7 +205,7 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 			m.Pagination = c.ep.Pagination.Type
 		}
 		var entry archiveEntry = &countingEntry{}
-		if c.sr.archive != nil {
+		if c.sr.live() {
 			e, err := c.sr.archive.Create(ctx, m)
 			if err != nil {
 				return err

@@ -435,6 +435,7 @@ func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.
 	}
 	fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
 	sum := r.snapshot(ctx, snapshotRun{
+		mode: modeReplay,
 		time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
 		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn, held: held, cols: cols,
 	})

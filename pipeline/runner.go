@@ -386,7 +386,7 @@ func (r *Runner) Run(ctx context.Context) *Summary {
 		return &Summary{SnapshotTime: snapTime, Error: "pipeline: Run needs Config.Client, Store and Source"}
 	}
 	states := r.liveStates()
-	sr := snapshotRun{time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth, cols: r.cfg.ColumnMem}
+	sr := snapshotRun{mode: modeLive, time: snapTime, runID: r.cfg.NewRunID(), source: r.cfg.Source, fetch: r.cfg.Client, archive: r.archive, writeRuns: true, states: states, auth: r.cfg.Auth, cols: r.cfg.ColumnMem}
 	var ledgerErr error
 	if r.ledger != nil && len(r.cfg.Sinks) > 0 {
 		var eps []string
@@ -430,7 +430,7 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 		sinkFailed = sinkFailed || o.Error != ""
 	}
 	var err error
-	if sr.archive != nil && res.Status == "failed" && !res.unloadable && !sinkFailed {
+	if sr.live() && res.Status == "failed" && !res.unloadable && !sinkFailed {
 		err = r.ledger.Drop(ctx, k, res.Endpoint)
 	} else {
 		outs := map[string]ledger.Outcome{}
@@ -443,7 +443,7 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
 			case res.Sinks[name].Error != "":
 				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
-			case sr.archive == nil && res.Status == "failed":
+			case !sr.live() && res.Status == "failed":
 				// Read back from the archive (catch-up, replay) and cut
 				// short by something else than the body (a cancel, the
 				// budget): no sink committed the rows, so the load stays
@@ -460,15 +460,31 @@ func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, 
 	}
 }
 
+// snapshotMode is where a snapshot's bodies come from, and so which of
+// its steps it takes: a live run fetches and archives them; a catch-up and
+// a replay read them back from the archive (no archive write).
+type snapshotMode uint8
+
+const (
+	modeLive snapshotMode = iota
+	modeCatchUp
+	modeReplay
+)
+
+// live reports whether the snapshot is fetched from the venue (and its
+// bodies archived).
+func (sr *snapshotRun) live() bool { return sr.mode == modeLive }
+
 // snapshotRun is the identity of one snapshot and where its bodies come
 // from: a live run fetches and archives; a replay reads the archive back
 // with the original time and run id.
 type snapshotRun struct {
+	mode      snapshotMode
 	time      time.Time
 	runID     string
 	source    string
 	fetch     Fetcher
-	archive   *archive.Archive // nil: do not archive (replay)
+	archive   *archive.Archive // where a live run archives its bodies
 	writeRuns bool
 	states    stateStore // nil: no instrument events
 	// requests lists an endpoint's requests (replay: what was archived);
@@ -710,7 +726,7 @@ func (c call) extractRequest(params url.Values) extract.Request {
 // onFailed archives a non-2xx answer of the call.
 func (r *Runner) onFailed(ctx context.Context, c call, page int) extract.Hooks {
 	return extract.Hooks{OnFailed: func(f extract.Failed) {
-		if c.sr.archive == nil {
+		if !c.sr.live() {
 			return
 		}
 		m := c.meta()
@@ -740,7 +756,7 @@ func (r *Runner) request(ctx context.Context, c call) error {
 		m := c.meta()
 		m.Attempt, m.URL, m.FetchTime = resp.Attempt, resp.URL, time.Now().UTC()
 		var entry archiveEntry = &countingEntry{}
-		if sr.archive != nil {
+		if sr.live() {
 			e, err := sr.archive.Create(ctx, m)
 			if err != nil {
 				return err
@@ -757,7 +773,7 @@ func (r *Runner) request(ctx context.Context, c call) error {
 			finishing := time.Now()
 			var meta archive.Meta
 			meta, aerr = entry.Finish(resp.Status, resp.ContentType, complete, msg)
-			if sr.archive != nil {
+			if sr.live() {
 				res.stage(StageArchive, finishing)
 			}
 			if aerr == nil && meta.File != "" {
