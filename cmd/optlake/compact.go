@@ -68,7 +68,7 @@ func compactCommand(h host) *cli.Command {
 					return usagef("--data-dir %s: not a directory", dir)
 				}
 			}
-			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), redact.New())
+			log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), redact.New(catalogSecrets(c)...))
 			if err != nil {
 				return err
 			}

@@ -82,7 +82,8 @@ func (j *job) validate() (*validJob, error) {
 	v.headers, v.accounts = headers, accounts
 	red := redact.New(append(secrets, accSecrets...)...)
 	red.Add(j.Venue.Secrets()...)
-	red.Add(redact.DSNPassword(j.ClickHouseDSN), redact.DSNPassword(j.IcebergCatalogURI))
+	red.Add(redact.DSNPassword(j.ClickHouseDSN))
+	red.Add(redact.URISecrets(j.IcebergCatalogURI)...)
 	v.red = red
 	if _, err := iceberg.ParseCatalogKind(j.IcebergCatalog); err != nil {
 		return nil, usageError{err}

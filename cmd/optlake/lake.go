@@ -54,7 +54,7 @@ func convertAction(c *cli.Context, h host) error {
 		return err
 	}
 	defer st.Close()
-	log, err := newLogger(c.App.ErrWriter, "text", c.String("log-level"), redact.New())
+	log, err := newLogger(c.App.ErrWriter, "text", c.String("log-level"), redact.New(catalogSecrets(c)...))
 	if err != nil {
 		return err
 	}

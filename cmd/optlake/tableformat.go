@@ -93,6 +93,16 @@ func icebergCatalog(c *cli.Context) (iceberg.CatalogConfig, error) {
 	return cat, nil
 }
 
+// catalogSecrets are the secrets of --iceberg-catalog-uri of a command
+// that reads no job, for its log's redactor.
+func catalogSecrets(c *cli.Context) []string {
+	uri, err := secret.Resolve(c.String("iceberg-catalog-uri"))
+	if err != nil {
+		return nil
+	}
+	return redact.URISecrets(uri)
+}
+
 // icebergCatalog is the run's or replay's Iceberg catalog.
 func (j *job) icebergCatalog() iceberg.CatalogConfig {
 	return iceberg.CatalogConfig{Kind: j.IcebergCatalog, URI: j.IcebergCatalogURI, Name: j.IcebergCatalogAs,

@@ -205,6 +205,57 @@ func DSNPassword(dsn string) string {
 	return ""
 }
 
+// URISecrets returns the secrets of a connection URI or DSN for a
+// Redactor: the whole value, the password of its user, the values of its
+// password-like query parameters (?password=, ?sslpassword=, a token) and
+// of a keyword/value DSN's (host=… password=…), each also URL-decoded.
+func URISecrets(uri string) []string {
+	if uri == "" {
+		return nil
+	}
+	out := []string{uri}
+	add := func(v string) {
+		if v == "" {
+			return
+		}
+		out = append(out, v)
+		if d, err := url.QueryUnescape(v); err == nil && d != v {
+			out = append(out, d)
+		}
+	}
+	secretKey := func(k string) bool {
+		k = strings.ToLower(k)
+		return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "token") || strings.HasSuffix(k, "key")
+	}
+	s := strings.TrimPrefix(uri, "jdbc:")
+	if u, err := url.Parse(s); err == nil {
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+		}
+	}
+	if _, q, ok := strings.Cut(s, "?"); ok {
+		for _, kv := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+			if k, v, ok := strings.Cut(kv, "="); ok && secretKey(k) {
+				add(v)
+			}
+		}
+	}
+	for _, f := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(f, "="); ok && secretKey(k) {
+			add(strings.Trim(v, `'"`))
+		}
+	}
+	if i := strings.LastIndex(s, "@"); i > 0 && !strings.Contains(s[:i], "://") {
+		// user:pass@host without a scheme
+		if _, p, ok := strings.Cut(s[:i], ":"); ok {
+			add(p)
+		}
+	}
+	return out
+}
+
 // Error is an error whose message has its secrets masked. It keeps the
 // original in its chain, so errors.Is and errors.As see through it (to
 // context.Canceled, a server exception, ...); whoever unwraps it and

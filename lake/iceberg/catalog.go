@@ -50,6 +50,10 @@ type catalog struct {
 	mu   sync.Mutex
 	last map[string]known
 
+	// bindChecked and bindErr are the result of unbound, read once.
+	bindChecked bool
+	bindErr     error
+
 	// remote, when set, is the catalog server that holds each table's
 	// current metadata location (--iceberg-catalog sql): loads and commits
 	// go through it, and the vN.metadata.json files stop at the version
@@ -187,6 +191,14 @@ func (c *catalog) load(ctx context.Context, ident icetable.Identifier) (*icetabl
 	if c.remote != nil {
 		return c.loadRemote(ctx, name)
 	}
+	if err := c.unbound(ctx); err != nil {
+		return nil, 0, err
+	}
+	return c.loadLocal(ctx, ident, name)
+}
+
+// loadLocal loads table name at its newest vN.metadata.json.
+func (c *catalog) loadLocal(ctx context.Context, ident icetable.Identifier, name string) (*icetable.Table, int, error) {
 	v, err := c.currentVersion(ctx, name)
 	if err != nil {
 		return nil, 0, err
@@ -279,6 +291,11 @@ func (c *catalog) create(ctx context.Context, name string, sc *icego.Schema, par
 		spec = icego.NewPartitionSpec(icego.PartitionField{
 			SourceIDs: []int{f.ID}, FieldID: 1000, Name: partTime + "_day", Transform: icego.DayTransform{},
 		})
+	}
+	if c.remote == nil {
+		if err := c.unbound(ctx); err != nil {
+			return nil, err
+		}
 	}
 	loc := c.io(ctx).location(name)
 	order, _ := sortOrder(name, sc)

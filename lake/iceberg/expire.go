@@ -103,6 +103,11 @@ func (l *Lake) expire(ctx context.Context, name string, keep, grace time.Duratio
 // tableNames lists the lake's Iceberg tables: the folders of the data
 // directory that hold a vN.metadata.json, or that the catalog holds.
 func (l *Lake) tableNames(ctx context.Context) ([]string, error) {
+	if l.cat.remote == nil {
+		if err := l.cat.unbound(ctx); err != nil {
+			return nil, err
+		}
+	}
 	top, err := l.cat.st.ListDir(ctx, "")
 	if err != nil {
 		return nil, err

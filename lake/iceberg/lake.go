@@ -97,8 +97,13 @@ func mergeManifests(tx *icetable.Transaction, tbl *icetable.Table) error {
 }
 
 // Table loads table name; ok is false when it does not exist yet.
+// A read-only lake reads a table its catalog does not hold yet at the
+// data directory's newest vN.metadata.json.
 func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bool, err error) {
 	t, err = l.cat.LoadTable(ctx, icetable.Identifier{name})
+	if nr := (*NotRegisteredError)(nil); errors.As(err, &nr) {
+		t, _, err = l.cat.loadLocal(ctx, icetable.Identifier{name}, name)
+	}
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
 		return nil, false, nil
 	}
@@ -428,11 +433,20 @@ type TableStatus struct {
 	MetadataVersion int    `json:"metadata_version"` // N of the current vN.metadata.json
 	SnapshotID      int64  `json:"snapshot_id"`      // the current snapshot, 0 for none
 	Snapshots       int    `json:"snapshots"`        // snapshots the metadata keeps
+	// NotRegistered is a table of the data directory that the catalog
+	// does not hold yet (a read-only lake does not register it);
+	// MetadataVersion is then the lake's newest vN.
+	NotRegistered bool `json:"not_registered,omitempty"`
 }
 
 // Tables returns the lake's Iceberg tables in name order: the table
 // folders of the data directory that have a metadata version.
 func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
+	if l.cat.remote == nil {
+		if err := l.cat.unbound(ctx); err != nil {
+			return nil, err
+		}
+	}
 	top, err := l.cat.st.ListDir(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("iceberg tables: %w", err)
@@ -444,6 +458,11 @@ func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
 			continue
 		}
 		tbl, v, err := l.cat.load(ctx, icetable.Identifier{name})
+		var nr *NotRegisteredError
+		if errors.As(err, &nr) {
+			out = append(out, TableStatus{Table: name, MetadataVersion: nr.Version, NotRegistered: true})
+			continue
+		}
 		if errors.Is(err, icecatalog.ErrNoSuchTable) {
 			continue
 		}

@@ -70,7 +70,7 @@ func (l *Lake) relocate(ctx context.Context, name string) error {
 		return nil
 	}
 	if l.cat.remote != nil {
-		return fmt.Errorf("iceberg table %s: its metadata names the location %s/%s, not this data directory's; relocate it without the catalog first (`optlake lake convert --to iceberg --iceberg-catalog none`), then drop it from the catalog %s so that the next run registers it again", name, from, name, l.cat.remote.where)
+		return fmt.Errorf("iceberg table %s: its metadata (in the iceberg catalog %s) names the location %s/%s, not this data directory's: run optlake with the --data-dir the table was made with; optlake does not relocate a table kept in a catalog", name, l.cat.remote.where, from, name)
 	}
 	io := l.cat.io(ctx)
 	var old []icego.DataFile

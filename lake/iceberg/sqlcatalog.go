@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ type CatalogConfig struct {
 	// tables' namespace ("a.b" for a nested one), Prefix what each table's
 	// name in the catalog starts with (the lake's table name follows).
 	Name, Namespace, Prefix string
+	// ReadOnly opens the catalog to read (status, history): nothing is
+	// written to the catalog or the data directory, a table the catalog
+	// lacks is a *NotRegisteredError, and a sqlite: file must exist.
+	ReadOnly bool
 }
 
 // ParseCatalogKind checks a --iceberg-catalog value ("" is none).
@@ -61,16 +66,39 @@ func ParseCatalogKind(s string) (string, error) {
 	return "", fmt.Errorf("--iceberg-catalog %q: want none or sql", s)
 }
 
-// Redacted is the catalog's URI without its password.
-func (c CatalogConfig) Redacted() string {
-	u, err := url.Parse(c.URI)
-	if err != nil || u.User == nil {
-		if i := strings.LastIndex(c.URI, "@"); i >= 0 {
-			return "xxxxx" + c.URI[i:]
-		}
-		return c.URI
+// Redacted is the catalog's URI as errors and logs show it: a URL keeps
+// its scheme, user, host and path, without a password and without its
+// query (where ?password=, ?sslpassword= and the like go); sqlite:PATH as
+// is unless it has a query; anything else (a keyword/value DSN, text that
+// does not parse) is the fixed "(catalog uri)".
+func (c CatalogConfig) Redacted() string { return RedactURI(c.URI) }
+
+// RedactURI is uri as CatalogConfig.Redacted shows it.
+func RedactURI(uri string) string {
+	const opaque = "(catalog uri)"
+	s, jdbc := strings.CutPrefix(uri, "jdbc:")
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || strings.ContainsAny(s, " \t\n") {
+		return opaque
 	}
-	return u.Redacted()
+	if u.Opaque != "" { // sqlite:PATH
+		if u.Scheme != "sqlite" || u.RawQuery != "" || u.User != nil || strings.Contains(u.Opaque, "@") {
+			return opaque
+		}
+		return uri
+	}
+	if u.Host == "" && u.Scheme != "sqlite" {
+		return opaque
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	out := u.String()
+	if jdbc {
+		out = "jdbc:" + out
+	}
+	return out
 }
 
 // open opens a sql catalog's database: the driver and bun dialect by the
@@ -85,6 +113,11 @@ func (c CatalogConfig) open() (*sql.DB, icesql.SupportedDialect, error) {
 		p := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
 		if p == "" {
 			return nil, "", errors.New("sqlite: no file")
+		}
+		if c.ReadOnly {
+			if _, err := os.Stat(p); err != nil {
+				return nil, "", fmt.Errorf("no catalog database: %w", err)
+			}
 		}
 		// Several writers (processes, goroutines) share the file: WAL
 		// and a busy timeout on every pooled connection.
@@ -114,22 +147,41 @@ func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Lo
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace
 	}
+	bnd := binding{Kind: CatalogSQL, Name: cfg.Name, Namespace: cfg.Namespace, Prefix: cfg.Prefix}
+	if err := checkBinding(ctx, st, bnd); err != nil {
+		return nil, err
+	}
 	db, dialect, err := cfg.open()
 	if err != nil {
 		return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.Redacted(), err)
 	}
-	cat, err := icesql.NewCatalog(cfg.Name, db, dialect, icego.Properties{})
+	props := icego.Properties{}
+	if cfg.ReadOnly {
+		props["init_catalog_tables"] = "false"
+	}
+	cat, err := icesql.NewCatalog(cfg.Name, db, dialect, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("iceberg catalog %s: %w", cfg.Redacted(), err)
 	}
+	if cfg.ReadOnly {
+		// A database without the catalog's tables is no catalog (a
+		// mistyped path or database): say so, create nothing.
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM iceberg_tables WHERE 1 = 0").Scan(&n); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("iceberg catalog %s: no iceberg catalog in this database: %w", cfg.Redacted(), err)
+		}
+	}
 	cat.SetFileIO(func(ctx context.Context, _ string) (iceio.IO, error) { return l.cat.io(ctx), nil })
 	ns := icetable.Identifier(strings.Split(cfg.Namespace, "."))
-	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		db.Close()
-		return nil, fmt.Errorf("iceberg catalog %s: namespace %s: %w", cfg.Redacted(), cfg.Namespace, err)
+	if !cfg.ReadOnly {
+		if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+			db.Close()
+			return nil, fmt.Errorf("iceberg catalog %s: namespace %s: %w", cfg.Redacted(), cfg.Namespace, err)
+		}
 	}
-	l.cat.remote = &sqlCatalog{cat: cat, db: db, ns: ns, prefix: cfg.Prefix, where: cfg.Redacted()}
+	l.cat.remote = &sqlCatalog{cat: cat, db: db, ns: ns, prefix: cfg.Prefix, where: cfg.Redacted(), binding: bnd, readOnly: cfg.ReadOnly}
 	return l, nil
 }
 
@@ -163,7 +215,24 @@ type sqlCatalog struct {
 	ns     icetable.Identifier
 	prefix string
 	where  string // the URI without its password
+
+	binding  binding // what the data directory records (BindingName)
+	bound    bool    // the binding is recorded
+	readOnly bool    // CatalogConfig.ReadOnly
 }
+
+// NotRegisteredError is a table of the data directory that the catalog
+// does not hold, met by a read-only lake (which does not register it).
+type NotRegisteredError struct {
+	Table, Where string
+	Version      int // the data directory's newest vN
+}
+
+func (e *NotRegisteredError) Error() string {
+	return fmt.Sprintf("iceberg table %s (metadata v%d in the lake) is not registered in the iceberg catalog %s", e.Table, e.Version, e.Where)
+}
+
+func (e *NotRegisteredError) Unwrap() error { return icecatalog.ErrNoSuchTable }
 
 // ident is the catalog's identifier of the lake's table name.
 func (r *sqlCatalog) ident(name string) icetable.Identifier {
@@ -207,12 +276,27 @@ func metadataVersion(loc string) int {
 // but whose metadata the data directory holds is registered first.
 func (c *catalog) loadRemote(ctx context.Context, name string) (*icetable.Table, int, error) {
 	r := c.remote
+	if !r.readOnly {
+		if err := c.bind(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
 	t, err := r.cat.LoadTable(ctx, r.ident(name))
 	if errors.Is(err, icecatalog.ErrNoSuchTable) {
+		if r.readOnly {
+			v, err := c.currentVersion(ctx, name)
+			if err != nil || v == 0 {
+				return nil, 0, errors.Join(err, fmt.Errorf("%w: %s", icecatalog.ErrNoSuchTable, name))
+			}
+			return nil, 0, &NotRegisteredError{Table: name, Where: r.where, Version: v}
+		}
 		t, err = c.register(ctx, name)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
+	}
+	if err := c.checkDrift(ctx, name, t); err != nil {
+		return nil, 0, err
 	}
 	if err := c.checkLocation(name, t.Location()); err != nil {
 		return nil, 0, err
@@ -234,6 +318,14 @@ func (c *catalog) register(ctx context.Context, name string) (*icetable.Table, e
 	}
 	if v == 0 {
 		return nil, fmt.Errorf("%w: %s", icecatalog.ErrNoSuchTable, name)
+	}
+	if cv, file, err := c.catalogWritten(ctx, name); err != nil {
+		return nil, err
+	} else if cv >= v {
+		return nil, fmt.Errorf("table %s: the lake's newest v%d.metadata.json is superseded by metadata a catalog wrote (%s): the table was kept in a catalog that no longer holds it, and registering v%d would drop every commit made through it; register the table by hand at its newest catalog metadata file (%s/%s/%s)", name, v, file, v, name, metadataDir, file)
+	}
+	if err := c.bind(ctx); err != nil {
+		return nil, err
 	}
 	t, err := r.cat.RegisterTable(ctx, r.ident(name), c.io(ctx).location(metadataName(name, v)))
 	if errors.Is(err, icecatalog.ErrTableAlreadyExists) {
@@ -283,11 +375,11 @@ func (l *Lake) Register(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return out, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
 		}
-		if ok {
-			continue
-		}
 		if _, _, err := l.cat.load(ctx, icetable.Identifier{name}); err != nil {
 			return out, fmt.Errorf("iceberg register %s: %w", name, err)
+		}
+		if ok {
+			continue // loading it checked the catalog holds the lake's newest commit
 		}
 		l.log.Info("registered in the iceberg catalog", "table", name, "catalog", r.where)
 		out = append(out, name)
