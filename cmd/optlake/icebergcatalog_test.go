@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,13 +101,43 @@ func TestIcebergCatalogEndToEnd(t *testing.T) {
 	}
 	check("after a compaction in the catalog")
 
+	// Commands without the catalog (a cron missing its settings) refuse,
+	// naming the flags, and change no file: before the lake recorded its
+	// catalog, such a compact expired every file of the catalog's tables
+	// and a run dropped every catalog commit, exit 0.
+	files := lakeFiles(t, dir)
+	for _, cmd := range [][]string{
+		{"compact", "--data-dir", dir, "--to", "2100-01-01", "--iceberg-keep-snapshots", "0s", "--iceberg-orphan-grace", "0s"},
+		append(slices.Clone(args), "--iceberg-catalog", "none"),
+		{"status", "--data-dir", dir},
+	} {
+		res := run(-1, cmd...)
+		if !strings.Contains(res.stderr, "--iceberg-catalog sql --iceberg-catalog-uri") {
+			t.Errorf("optlake %s without the catalog: %s", cmd[0], lastLine(res.stderr))
+		}
+	}
+	if after := lakeFiles(t, dir); !slices.Equal(after, files) {
+		t.Errorf("the refused commands changed the lake's files:\nbefore %v\nafter  %v", files, after)
+	}
+	check("after the refused commands")
+
 	// The password: redacted by config check, absent from a failure to
 	// reach the catalog, from every output and every file of the lake.
 	res = run(0, append([]string{"config", "check", "--api-url", api, "--data-dir", dir}, cat...)...)
 	if !strings.Contains(res.stdout, "iceberg-catalog-uri:") {
 		t.Errorf("config check shows no iceberg-catalog-uri:\n%s", res.stdout)
 	}
-	down := strings.Replace(dsn, "@127.0.0.1:", "@127.0.0.1:1", 1) // no server on port 1NNNN
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = ln.Addr().String() // a port no server listens on
+	ln.Close()
+	down := u.String()
 	res = run(-1, append(args, "--iceberg-catalog", "sql", "--iceberg-catalog-uri", down)...)
 	if !strings.Contains(res.stderr, "catalog") {
 		t.Errorf("a run whose catalog is down: %s", lastLine(res.stderr))
@@ -115,7 +147,7 @@ func TestIcebergCatalogEndToEnd(t *testing.T) {
 			t.Errorf("the catalog's password is in an output:\n%s", out)
 		}
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -128,4 +160,29 @@ func TestIcebergCatalogEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lakeFiles is every file of the lake in dir with its size, sorted.
+func lakeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !strings.HasPrefix(rel, "_") && !strings.HasPrefix(rel, ".") {
+			out = append(out, fmt.Sprintf("%s %d", rel, info.Size()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -130,12 +130,14 @@ type formatStatus struct {
 }
 
 // lakeFormatStatus reads the lake's format and, for an Iceberg lake, each
-// table's current metadata version and snapshot.
+// table's current metadata version and snapshot. It writes nothing: a
+// table the catalog lacks is shown as not registered.
 func lakeFormatStatus(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig) (formatStatus, error) {
 	f, err := lake.Recorded(ctx, st)
 	if err != nil || f != lake.Iceberg {
 		return formatStatus{Format: f}, err
 	}
+	cat.ReadOnly = true
 	ice, err := iceberg.Open(ctx, st, cat, nil)
 	if err != nil {
 		return formatStatus{Format: f}, err
@@ -166,6 +168,10 @@ func (s formatStatus) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "table format: %s\n", s.Format)
 	for _, t := range s.Tables {
+		if t.NotRegistered {
+			fmt.Fprintf(w, "iceberg table %s: not registered in the catalog (metadata v%d in the lake)\n", t.Table, t.MetadataVersion)
+			continue
+		}
 		fmt.Fprintf(w, "iceberg table %s: snapshot %d (metadata v%d, %d snapshots)\n", t.Table, t.SnapshotID, t.MetadataVersion, t.Snapshots)
 	}
 }
@@ -175,7 +181,10 @@ func (s formatStatus) writeText(w io.Writer) {
 // lake, a view whose listing of a table's day folders holds only the
 // files the table's current snapshot references, not those a compaction
 // replaced (kept until they expire) nor those a crash left unregistered.
+// It writes nothing: a table the catalog lacks is read at the lake's own
+// newest metadata version.
 func lakeView(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig) (storage.Store, error) {
+	cat.ReadOnly = true
 	ice, err := icebergLake(ctx, st, cat, nil)
 	if err != nil || ice == nil {
 		return st, err

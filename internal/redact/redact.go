@@ -247,8 +247,11 @@ func URISecrets(uri string) []string {
 			add(strings.Trim(v, `'"`))
 		}
 	}
-	if i := strings.LastIndex(s, "@"); i > 0 && !strings.Contains(s[:i], "://") {
-		// user:pass@host without a scheme
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.LastIndex(s, "@"); i > 0 {
+		// user:pass@host, also of text that does not parse as a URL
 		if _, p, ok := strings.Cut(s[:i], ":"); ok {
 			add(p)
 		}

@@ -2,16 +2,19 @@ package testenv
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +23,13 @@ import (
 
 // Postgres is a private PostgreSQL server (Debian's, run from its binaries
 // in a temp dir, trust authentication on 127.0.0.1) that the Iceberg SQL
-// catalog's tests use.
+// catalog's tests use. The postgres process dies with the test binary
+// (process: Pdeathsig), killed or panicking.
 type Postgres struct {
 	dir, bin string
 	Port     int
 	User     string
+	proc     process
 }
 
 // PostgresPassword is the password in the DSNs the tests use. The server
@@ -82,9 +87,9 @@ func (p *Postgres) dsn(db string) string {
 
 // pgBin is the newest installed PostgreSQL's bin folder.
 func pgBin() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(dirs) == 0 {
-		return "", fmt.Errorf("no /usr/lib/postgresql/*/bin/pg_ctl (run `bash scripts/deps.sh`)")
+		return "", fmt.Errorf("no /usr/lib/postgresql/*/bin/postgres (run `bash scripts/deps.sh`)")
 	}
 	sort.Slice(dirs, func(i, j int) bool {
 		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(dirs[i]))))
@@ -96,11 +101,22 @@ func pgBin() (string, error) {
 
 // asServer runs a PostgreSQL binary: as the postgres user when we are root
 // (initdb and postgres refuse to run as root).
-func asServer(name string, args ...string) *exec.Cmd {
-	if os.Geteuid() == 0 {
-		return exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+func asServer(name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	if os.Geteuid() != 0 {
+		return cmd, nil
 	}
-	return exec.Command(name, args...)
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, err
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("user postgres: %w", err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	return cmd, nil
 }
 
 func startPostgres() (*Postgres, error) {
@@ -127,28 +143,61 @@ func startPostgres() (*Postgres, error) {
 	p.Port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	data := filepath.Join(dir, "data")
-	if out, err := asServer(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", p.User, "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+	fail := func(err error) (*Postgres, error) {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+		return nil, err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c max_connections=200", p.Port, dir)
-	wait := strconv.Itoa(int(testStartTimeout / time.Second))
-	cmd := asServer(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", wait, "-o", opts, "start")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	initdb, err := asServer(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", p.User, "--no-sync", "-E", "UTF8")
+	if err != nil {
+		return fail(err)
+	}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("initdb: %v: %s", err, out))
+	}
+	logFile, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		return fail(err)
+	}
+	defer logFile.Close() // the child has its own copy
+	cmd, err := asServer(filepath.Join(bin, "postgres"), "-D", data, "-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(p.Port),
+		"-k", dir, "-c", "fsync=off", "-c", "max_connections=200")
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	exited, err := p.proc.start(cmd, nil)
+	if err != nil {
+		return fail(fmt.Errorf("postgres: %w", err))
+	}
+	db, err := sql.Open("pgx", p.dsn("postgres"))
+	if err != nil {
+		_ = p.proc.terminate(syscall.SIGKILL, stopTimeout)
+		return fail(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(testStartTimeout)
+	for {
+		err := db.Ping()
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-exited:
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			_ = p.proc.terminate(syscall.SIGKILL, stopTimeout)
+		}
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
+		return fail(fmt.Errorf("postgres did not start: %v\n%s", err, log))
 	}
-	return p, nil
 }
 
-// stop stops the server (immediate: its data is thrown away) and removes
-// its folder.
+// stop stops the server (SIGQUIT, an immediate shutdown: its data is
+// thrown away) and removes its folder.
 func (p *Postgres) stop() error {
-	out, err := asServer(filepath.Join(p.bin, "pg_ctl"), "-D", filepath.Join(p.dir, "data"), "-m", "immediate", "-w", "-t", "60", "stop").CombinedOutput()
-	if err != nil {
-		err = fmt.Errorf("pg_ctl stop: %v: %s", err, out)
-	}
+	err := p.proc.terminate(syscall.SIGQUIT, stopTimeout)
 	os.RemoveAll(p.dir)
 	return err
 }

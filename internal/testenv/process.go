@@ -21,10 +21,16 @@ type process struct {
 	exited chan struct{} // closed when cmd has exited
 }
 
-// start starts cmd (whose Dir, Env and output the caller set); onExit, when
+// start starts cmd (whose Dir, Env, output and SysProcAttr.Credential the
+// caller set); onExit, when
 // set, runs once it has exited. It returns the channel closed then.
 func (p *process) start(cmd *exec.Cmd, onExit func()) (<-chan struct{}, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if cmd.SysProcAttr != nil {
+		// The user to run as (Go sets the death signal after it).
+		attr.Credential = cmd.SysProcAttr.Credential
+	}
+	cmd.SysProcAttr = attr
 	if err := startOnLockedThread(cmd); err != nil {
 		return nil, err
 	}

@@ -135,8 +135,16 @@ func (c CatalogConfig) open() (*sql.DB, icesql.SupportedDialect, error) {
 func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Logger) (*Lake, error) {
 	l := New(st, log)
 	kind, err := ParseCatalogKind(cfg.Kind)
-	if err != nil || kind == CatalogNone {
-		return l, err
+	if err != nil {
+		return nil, err
+	}
+	if kind == CatalogNone {
+		// A lake whose tables are kept in a catalog fails here, before a
+		// command does anything.
+		if err := l.cat.unbound(ctx); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
 	if cfg.URI == "" {
 		return nil, errors.New("--iceberg-catalog sql needs --iceberg-catalog-uri (postgres://… or sqlite:PATH)")
