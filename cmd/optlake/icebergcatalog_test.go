@@ -186,3 +186,41 @@ func lakeFiles(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The catalog URI's password shows nowhere in config check's output nor in
+// a run's failure to reach the catalog, whatever the URI's shape: a
+// password in the userinfo, ?password=, ?sslpassword=, a keyword/value
+// DSN, a JDBC URL (Redacted masked only the first, and config check and
+// the run's redactor knew only that one).
+func TestIcebergCatalogURINeverShown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String() // closed below: nothing listens there
+	ln.Close()
+	for _, c := range []struct{ uri, secret string }{
+		{"postgres://u:s3cretA@" + addr + "/db", "s3cretA"},
+		{"postgres://u@" + addr + "/db?password=s3cretB", "s3cretB"},
+		{"postgresql://u@" + addr + "/db?sslmode=disable&sslpassword=s3cretC", "s3cretC"},
+		{"host=127.0.0.1 user=u password=s3cretD dbname=db", "s3cretD"},
+		{"jdbc:postgresql://" + addr + "/db?user=u&password=s3cretE", "s3cretE"},
+	} {
+		dir := t.TempDir()
+		cat := []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", c.uri}
+		check := optlake(t, append([]string{"config", "check", "--api-url", "http://" + addr, "--data-dir", dir}, cat...)...)
+		if check.code != 0 || !strings.Contains(check.stdout, "iceberg-catalog-uri:") {
+			t.Errorf("config check (%s): exit %d\n%s%s", c.secret, check.code, check.stdout, check.stderr)
+		}
+		run := optlake(t, append([]string{"run", "--api-url", "http://" + addr, "--data-dir", dir, "--endpoints", "instruments", "--table-format", "iceberg"}, cat...)...)
+		if run.code == 0 || !strings.Contains(run.stderr, "iceberg catalog") {
+			t.Errorf("a run with an unreachable catalog (%s): exit %d: %s", c.secret, run.code, lastLine(run.stderr))
+		}
+		for _, out := range []string{check.stdout, check.stderr, run.stdout, run.stderr} {
+			if strings.Contains(out, c.secret) {
+				t.Errorf("the catalog's password %s is in an output:\n%s", c.secret, out)
+			}
+		}
+	}
+}
