@@ -11,9 +11,11 @@ import (
 )
 
 // optionalFlags may be left out of the example: a cluster is the exception,
-// and accounts are shown commented out (several accounts are the exception).
+// and accounts are shown commented out (several accounts are the exception),
+// as are an Iceberg catalog's URI and table prefix (no catalog by default).
 var optionalFlags = map[string]bool{"cluster": true, "account": true, "account-header": true, "ca-file": true, "insecure-skip-verify": true,
-	"jitter": true, "cpuprofile": true, "memprofile": true, "rate-limit": true, "rate-burst": true}
+	"jitter": true, "cpuprofile": true, "memprofile": true, "rate-limit": true, "rate-burst": true,
+	"iceberg-catalog-uri": true, "iceberg-table-prefix": true}
 
 // The example config: one mapping whose keys are the flags of `optlake
 // run`, each with a value of the flag's kind; every flag is shown; secrets
