@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/clickhouse"
 	pq "github.com/optlake/optlake/sinks/parquet"
@@ -161,7 +162,7 @@ func (r parquetRow) time(n string) *time.Time {
 // the files' order. The files are read by GOMAXPROCS goroutines (a year is
 // 365 files a table, each read independently).
 func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T, n *Reads) error {
-	prefix := proj.table.Name + "/date="
+	prefix := layout.Days(proj.table.Name)
 	want := proj.names()
 	listed, err := st.List(ctx, prefix)
 	if err != nil {

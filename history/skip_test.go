@@ -73,7 +73,7 @@ func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 	}
 	// Three days compacted into row groups of 100 rows; the fourth stays
 	// in per-snapshot files.
-	if _, err := compact.Compact(ctx, compact.Options{Lake: compact.For(st, nil, time.Now), To: "2026-11-23", RowGroupRows: 100}); err != nil {
+	if _, err := compact.Compact(ctx, compact.Options{Target: compact.For(st, nil, time.Now), To: "2026-11-23", RowGroupRows: 100}); err != nil {
 		t.Fatal(err)
 	}
 	names := sim.Instruments()

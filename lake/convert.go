@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
-	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -37,12 +37,20 @@ type Converted struct {
 	Files int // the table's Parquet files, each registered once
 	iceberg.Synced
 	// Relocated: the table of an Iceberg lake was registered again at
-	// this data directory (iceberg.Lake.Relocate), its metadata having
+	// this data directory (iceberg.Warehouse.Relocate), its metadata having
 	// named another location.
 	Relocated bool
 	// Cataloged: the table of an Iceberg lake was registered in the
 	// catalog (ConvertOptions.Catalog) at its current version.
 	Cataloged bool
+}
+
+// Conversion is what Convert did.
+type Conversion struct {
+	Tables []Converted
+	// Already: the lake was Iceberg; Tables are only those registered
+	// again at this data directory (Relocated).
+	Already bool
 }
 
 // ErrUnfinishedCompaction refuses a conversion while a compaction is cut
@@ -63,27 +71,24 @@ var ErrUnfinishedCompaction = errors.New("the lake has an unfinished compaction"
 // nothing and returns no tables, but for the tables whose metadata names
 // another location (a lake copied or moved, or made with a relative
 // --data-dir before locations were absolute): those are registered again
-// at st (iceberg.Lake.Relocate). It refuses a lake
+// at st (iceberg.Warehouse.Relocate). It refuses a lake
 // whose compaction is unfinished (a journal, or parked files): run
-// `optlake compact` first.
-func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Converted, error) {
+// `optlake compact` first. f is the lake's format (Read).
+func Convert(ctx context.Context, st storage.Store, f *Format, opt ConvertOptions) (Conversion, error) {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	switch f, err := Recorded(ctx, st); {
-	case err != nil:
-		return nil, err
-	case f == Iceberg:
+	if f.Kind == Iceberg {
 		// Converted already. Its tables are the truth now: a day's
 		// folder may hold files a compaction replaced (kept for time
 		// travel until they expire), which must not be registered again.
 		// Only a table whose metadata names another location (a copied
 		// or moved lake, a relative location) is registered again here.
 		moved, err := iceberg.New(st, log).Relocate(ctx)
-		var out []Converted
+		out := Conversion{Already: true}
 		for _, name := range moved {
-			out = append(out, Converted{Table: name, Relocated: true})
+			out.Tables = append(out.Tables, Converted{Table: name, Relocated: true})
 			log.Info("registered at this data directory", "table", name)
 		}
 		if err != nil {
@@ -96,10 +101,17 @@ func Convert(ctx context.Context, st storage.Store, opt ConvertOptions) ([]Conve
 		defer lk.Close()
 		added, err := lk.Register(ctx)
 		for _, name := range added {
-			out = append(out, Converted{Table: name, Cataloged: true})
+			out.Tables = append(out.Tables, Converted{Table: name, Cataloged: true})
 		}
 		return out, err
 	}
+	tables, err := convertTables(ctx, st, opt, log)
+	return Conversion{Tables: tables}, err
+}
+
+// convertTables registers every table folder of the Parquet lake st as
+// an Iceberg table, then records the format.
+func convertTables(ctx context.Context, st storage.Store, opt ConvertOptions, log *slog.Logger) ([]Converted, error) {
 	if err := refuseUnfinishedCompaction(ctx, st); err != nil {
 		return nil, err
 	}
@@ -144,13 +156,13 @@ func refuseUnfinishedCompaction(ctx context.Context, st storage.Store) error {
 	if len(js) > 0 {
 		return fmt.Errorf("%w: %s (%s); the next run or `optlake compact` finishes it, then convert", ErrUnfinishedCompaction, js[0].Partition, js[0].Name)
 	}
-	parked, err := st.List(ctx, pq.CompactDir+"/"+pq.ParkedDir+"/")
+	parked, err := st.List(ctx, layout.ParkedDir)
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("convert: %w", err)
 	}
 	if len(parked) > 0 {
 		return fmt.Errorf("%w: %d files wait parked in %s for the next compaction of their day (%s); run `optlake compact`, then convert",
-			ErrUnfinishedCompaction, len(parked), pq.CompactDir+"/"+pq.ParkedDir, parked[0].Name)
+			ErrUnfinishedCompaction, len(parked), strings.TrimSuffix(layout.ParkedDir, "/"), parked[0].Name)
 	}
 	return nil
 }
@@ -167,16 +179,15 @@ func tableFiles(ctx context.Context, st storage.Store) (map[string][]string, err
 	out := map[string][]string{}
 	for _, in := range top {
 		table, ok := strings.CutSuffix(in.Name, "/")
-		if !ok || !iceberg.IsTableFolder(table) {
+		if !ok || !layout.IsTable(table) {
 			continue
 		}
-		objs, err := st.List(ctx, table+"/date=")
+		objs, err := st.List(ctx, layout.Days(table))
 		if err != nil {
 			return nil, fmt.Errorf("convert: list %s: %w", table, err)
 		}
 		for _, o := range objs {
-			parts := strings.Split(o.Name, "/")
-			if len(parts) == 3 && strings.HasSuffix(parts[2], ".parquet") && !strings.HasPrefix(parts[2], ".") {
+			if _, _, _, ok := layout.SplitFile(o.Name); ok {
 				out[table] = append(out[table], o.Name)
 			}
 		}

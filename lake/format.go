@@ -1,8 +1,10 @@
-// Package lake knows the lake's table format (issue 32): parquet (hive
-// folders of files, the default) or iceberg (the same files registered as
-// Iceberg tables, package lake/iceberg). A lake's format is chosen at its
-// first run and recorded in the data directory; every later command keeps
-// it.
+// Package lake knows the lake's table format: parquet (hive folders of
+// files, the default, package lake/hive) or iceberg (the same files
+// registered as Iceberg tables, package lake/iceberg). A lake's format is
+// chosen at its first run and recorded in the data directory; every later
+// command keeps it. Open reads the record once and returns the Format
+// every command asks (tableformat.Format: the sinks, compaction, the
+// readers' view, upkeep, status).
 package lake
 
 import (
@@ -14,12 +16,13 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
-// Format is a lake's table format.
-type Format string
+// Kind names a lake's table format, as recorded and as --table-format
+// takes it.
+type Kind string
 
 const (
-	Parquet Format = "parquet"
-	Iceberg Format = "iceberg"
+	Parquet Kind = "parquet"
+	Iceberg Kind = "iceberg"
 )
 
 // FormatName is the object that records the format, at the data
@@ -27,17 +30,17 @@ const (
 const FormatName = ".optlake.format"
 
 // ParseFormat checks a --table-format value; "" is "whatever the lake has".
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
-	case "", Parquet, Iceberg:
+func ParseFormat(s string) (Kind, error) {
+	f := Kind(strings.ToLower(strings.TrimSpace(s)))
+	if _, ok := formats[f]; ok || f == "" {
 		return f, nil
 	}
-	return "", fmt.Errorf("--table-format %q: want parquet or iceberg", s)
+	return "", fmt.Errorf("--table-format %q: want %s", s, strings.Join(kinds(), " or "))
 }
 
 // MismatchError is a command asking for the other format than the lake's.
 type MismatchError struct {
-	Lake, Asked Format
+	Lake, Asked Kind
 	Where       string // the data directory, never a secret
 }
 
@@ -50,7 +53,7 @@ func (e *MismatchError) Error() string {
 }
 
 // Recorded is the lake's recorded format, "" when none is recorded.
-func Recorded(ctx context.Context, st storage.Store) (Format, error) {
+func Recorded(ctx context.Context, st storage.Store) (Kind, error) {
 	b, err := storage.ReadAll(ctx, st, FormatName)
 	if errors.Is(err, storage.ErrNotExist) {
 		return "", nil
@@ -70,7 +73,7 @@ func Recorded(ctx context.Context, st storage.Store) (Format, error) {
 // parquet when asked is "". A lake that holds a load ledger but no record
 // was written before formats were recorded, so it is parquet. Asking for
 // the other format than the lake's is a *MismatchError.
-func Resolve(ctx context.Context, st storage.Store, asked Format) (Format, error) {
+func Resolve(ctx context.Context, st storage.Store, asked Kind) (Kind, error) {
 	have, err := Recorded(ctx, st)
 	if err != nil {
 		return "", err
@@ -99,7 +102,7 @@ func Resolve(ctx context.Context, st storage.Store, asked Format) (Format, error
 }
 
 // record writes f as the lake's format unless one is recorded already.
-func record(ctx context.Context, st storage.Store, f Format) error {
+func record(ctx context.Context, st storage.Store, f Kind) error {
 	w, err := st.CreateExclusive(ctx, FormatName)
 	if err != nil {
 		return fmt.Errorf("table format: %w", err)

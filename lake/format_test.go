@@ -12,17 +12,17 @@ import (
 func TestResolve(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		ledger   bool          // the lake has a load ledger (written before formats were recorded)
-		runs     []lake.Format // --table-format of each run, in order
-		want     lake.Format   // the last run's format
-		mismatch bool          // the last run is refused
-		recorded lake.Format
+		ledger   bool        // the lake has a load ledger (written before formats were recorded)
+		runs     []lake.Kind // --table-format of each run, in order
+		want     lake.Kind   // the last run's format
+		mismatch bool        // the last run is refused
+		recorded lake.Kind
 	}{
-		{name: "new lake, default", runs: []lake.Format{""}, want: lake.Parquet, recorded: lake.Parquet},
-		{name: "new lake, iceberg, kept", runs: []lake.Format{lake.Iceberg, ""}, want: lake.Iceberg, recorded: lake.Iceberg},
-		{name: "iceberg lake refuses parquet", runs: []lake.Format{lake.Iceberg, lake.Parquet}, mismatch: true, recorded: lake.Iceberg},
-		{name: "parquet lake refuses iceberg", runs: []lake.Format{"", lake.Iceberg}, mismatch: true, recorded: lake.Parquet},
-		{name: "old lake is parquet", ledger: true, runs: []lake.Format{lake.Iceberg}, mismatch: true, recorded: lake.Parquet},
+		{name: "new lake, default", runs: []lake.Kind{""}, want: lake.Parquet, recorded: lake.Parquet},
+		{name: "new lake, iceberg, kept", runs: []lake.Kind{lake.Iceberg, ""}, want: lake.Iceberg, recorded: lake.Iceberg},
+		{name: "iceberg lake refuses parquet", runs: []lake.Kind{lake.Iceberg, lake.Parquet}, mismatch: true, recorded: lake.Iceberg},
+		{name: "parquet lake refuses iceberg", runs: []lake.Kind{"", lake.Iceberg}, mismatch: true, recorded: lake.Parquet},
+		{name: "old lake is parquet", ledger: true, runs: []lake.Kind{lake.Iceberg}, mismatch: true, recorded: lake.Parquet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -32,7 +32,7 @@ func TestResolve(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var got lake.Format
+			var got lake.Kind
 			var err error
 			for _, asked := range tc.runs {
 				got, err = lake.Resolve(ctx, st, asked)

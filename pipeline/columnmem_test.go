@@ -163,7 +163,7 @@ func columnMemLake(t *testing.T, mem memory.Allocator, sh lakeShape) (string, st
 		t.Fatal(err)
 	}
 	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: fallback, WriterBytes: sh.writerBytes, Compact: compact.Options{
-		Lake: compact.For(st, nil, clock), CompressionLevel: 3,
+		Target: compact.For(st, nil, clock), CompressionLevel: 3,
 		ChunkBytes: sh.chunkBytes,
 	}})
 	if err != nil {

@@ -78,15 +78,6 @@ func (s *stage) FlushDay(ctx context.Context, date string) error {
 	return sinks.FlushDay(ctx, s.Sink, date)
 }
 
-// IcebergFiles implements sinks.IcebergFiles: a stage of the sink's.
-func (s *stage) IcebergFiles() sinks.Sink {
-	fs := sinks.IcebergFilesOf(s.Sink)
-	if fs == nil {
-		return nil
-	}
-	return &stage{Sink: fs, mem: s.mem, dir: s.dir}
-}
-
 type stageWriter struct {
 	s    *stage
 	t    *schema.Table

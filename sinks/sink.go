@@ -83,6 +83,11 @@ type Committed struct {
 	// TableSnapshot is the table format's commit of the rows: the
 	// Iceberg snapshot id of an Iceberg lake's append, 0 for none.
 	TableSnapshot int64
+	// Parked: the rows are committed to a file parked beside the lake
+	// (a snapshot whose day is compacted already: the day's next
+	// compaction merges it in), not to the table's folder; a table
+	// format must not register it.
+	Parked bool
 }
 
 // Optional capabilities. A sink has one when it implements the interface
@@ -165,21 +170,4 @@ func OpenVersion(ctx context.Context, s Sink, t *schema.Table, snap Snapshot, ve
 // NotVersioned is the error of OpenVersion on s, which is not Versioned.
 func NotVersioned(s Sink) error {
 	return fmt.Errorf("the %s sink cannot write a new version of a file: %w", s.Name(), errors.ErrUnsupported)
-}
-
-// IcebergFiles is a sink that can write its files as an Iceberg table
-// wants them (parquet.Sink: statistics on every column); the Iceberg sink
-// asks the sink it wraps for that sink.
-type IcebergFiles interface {
-	// IcebergFiles returns the sink that writes such files: nil when
-	// there is none (a wrapper of a sink that is not IcebergFiles).
-	IcebergFiles() Sink
-}
-
-// IcebergFilesOf is s's sink of Iceberg files, nil when it has none.
-func IcebergFilesOf(s Sink) Sink {
-	if f, ok := s.(IcebergFiles); ok {
-		return f.IcebergFiles()
-	}
-	return nil
 }

@@ -9,18 +9,18 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
-	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/layout"
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/pipeline/retention"
-	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
@@ -29,11 +29,6 @@ import (
 // (SIGKILL, as kill -9) right after the named step of a compaction's
 // publish (compact.Steps). Not documented for users.
 const crashEnv = "OPTLAKE_TEST_COMPACT_CRASH_AT"
-
-// compactMemoryLimit is the Go heap's soft limit while compacting (unless
-// GOMEMLIMIT is set): the merge's working set is bounded (see package
-// compact), this keeps garbage from growing the process past it.
-const compactMemoryLimit = 160 << 20
 
 func compactCommand(h host) *cli.Command {
 	return &cli.Command{
@@ -72,27 +67,28 @@ func compactCommand(h host) *cli.Command {
 			if err != nil {
 				return err
 			}
-			h.lowerMemoryLimit(compactMemoryLimit)
+			h.lowerMemoryLimit(compact.MemoryLimit)
 			cat, err := icebergCatalog(c)
 			if err != nil {
 				return err
 			}
-			lease, err := lockStore(c.Context, st, cat, 0, h.now, log)
+			lease, err := lockStore(c.Context, st, 0, log)
 			if err != nil {
 				return err
 			}
 			defer lease.Release(context.WithoutCancel(c.Context))
-			cst, ice, err := compactStore(c.Context, st, cat, h.now, log)
+			lk, err := openLake(c.Context, st, "", false, lakeOptions(log, h, cat))
 			if err != nil {
 				return err
 			}
+			defer lk.Close()
+			cst := lk.Compaction()
 			defer cst.Close()
-			defer ice.Close()
-			opt := compact.Options{Lake: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
+			opt := compact.Options{Target: cst, From: from, To: to, Tables: splitList(c.StringSlice("tables")), Logger: log, Crash: crashHook()}
 			rep, err := compact.Compact(c.Context, opt)
 			printCompactReport(c.App.Writer, rep, h.now())
-			if ice != nil && c.Context.Err() == nil {
-				err = errors.Join(err, expireIceberg(c.Context, ice, opt.Tables, keep, grace, c.App.Writer))
+			if c.Context.Err() == nil {
+				err = errors.Join(err, upkeep(c.Context, lk, tableformat.Upkeep{Tables: opt.Tables, Keep: keep, Grace: grace}, c.App.Writer))
 			}
 			return err
 		},
@@ -111,81 +107,61 @@ func compactBudget(j *job) time.Duration {
 }
 
 // compactClosedDays is run --compact: after the snapshot, in the same
-// process (which holds the data directory's lock), the Parquet lake's
-// closed days are compacted, starting none after compactBudget. A
-// failure is logged; the snapshot's outcome stands.
-//
-// A Parquet lake's days before compactedBefore are not looked at: each run
-// compacts from that day on (yesterday, once every day before it is
-// compacted), not every day of the history again.
+// process (which holds the data directory's lock), the lake's closed days
+// are compacted from where its format says they may not be
+// (tableformat.Compaction.ClosedFrom), starting none after compactBudget.
+// A failure is logged; the snapshot's outcome stands.
 func (b *built) compactClosedDays(ctx context.Context, j *job, stdout io.Writer, sum *pipeline.Summary) {
-	b.lowerCompactedBefore(ctx, sum)
+	b.reopenCaughtUpDays(ctx, sum)
 	if !j.Compact || !slices.Contains(j.Sinks, "parquet") {
 		return
 	}
-	log := b.log.With("step", "compact")
-	cst, ice, err := compactStore(ctx, b.store, j.icebergCatalog(), j.host.now, log)
-	if err != nil {
-		b.log.Error("compaction failed; the next run tries again", "err", err)
-		return
-	}
+	cst := b.lake.Compaction()
 	defer cst.Close()
-	defer ice.Close()
-	opt := compact.Options{Lake: cst, Now: j.host.now, Deadline: time.Now().Add(compactBudget(j)),
-		Logger: log, Crash: crashHook()}
-	if ice == nil {
-		opt.From = b.compactFrom(ctx)
-	}
+	opt := compact.Options{Target: cst, Now: j.host.now, Deadline: time.Now().Add(compactBudget(j)),
+		Logger: b.log.With("step", "compact"), Crash: crashHook(), From: cst.ClosedFrom(ctx)}
 	rep, err := compact.Compact(ctx, opt)
 	if len(rep.Partitions) > 0 {
 		printCompactReport(stdout, rep, j.host.now())
 	}
 	if err != nil {
 		b.log.Error("compaction failed; the next run tries again", "err", err)
-	} else if ice == nil && ctx.Err() == nil && time.Now().Before(opt.Deadline) && rep.To > opt.From {
+	} else if ctx.Err() == nil && time.Now().Before(opt.Deadline) && rep.To > opt.From {
 		// Every day before rep.To is compacted now.
-		if err := b.store.Put(ctx, compactedBefore, []byte(rep.To+"\n")); err != nil {
+		if err := cst.Closed(ctx, rep.To); err != nil {
 			b.log.Warn("compaction: the compacted days' mark not written (the next run looks at every day)", "err", err)
 		}
 	}
-	// An Iceberg lake's upkeep reads every snapshot's manifest list: once
-	// a day is compacted (about daily), not after every snapshot.
-	if ice != nil && len(rep.Partitions) > 0 && ctx.Err() == nil {
-		if err := expireIceberg(ctx, ice, nil, j.IcebergKeep, j.IcebergGrace, stdout); err != nil {
-			b.log.Error("iceberg snapshot expiry failed; the next compaction tries again", "err", err)
+	// The format's upkeep (an Iceberg lake's reads every snapshot's
+	// manifest list): once a day is compacted (about daily), not after
+	// every snapshot.
+	if len(rep.Partitions) > 0 && ctx.Err() == nil {
+		if err := upkeep(ctx, b.lake, tableformat.Upkeep{Keep: j.IcebergKeep, Grace: j.IcebergGrace}, stdout); err != nil {
+			b.log.Error("the table format's upkeep failed; the next compaction tries again", "err", err)
 		}
 	}
 }
 
-// recoverCompaction finishes or undoes a compaction a crash cut short
-// (every command that takes the lock calls it: the next run, replay or
-// compact). A failure is logged: the partition stays as the crash left
-// it, readable, and the next start tries again.
-func recoverCompaction(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, now func() time.Time, log *slog.Logger) {
-	cst, ice, err := compactStore(ctx, st, cat, now, log)
-	if err == nil {
-		defer cst.Close()
-		defer ice.Close()
-		err = cst.Recover(ctx)
+// upkeep is the lake format's upkeep after a compaction; it prints what
+// the format did.
+func upkeep(ctx context.Context, f *lake.Format, u tableformat.Upkeep, w io.Writer) error {
+	line, err := f.Upkeep(ctx, u)
+	if line != "" {
+		fmt.Fprintln(w, line)
 	}
-	if err != nil {
-		log.Warn("recovering an interrupted compaction", "err", err)
-	}
+	return err
 }
 
-// compactStore is the lake of a data directory as compaction sees it; for
-// an Iceberg lake also its catalog (nil for a Parquet lake), whose
-// compaction is one replace commit per table and day; now is the clock of
-// the Parquet lake's trash.
-func compactStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, now func() time.Time, log *slog.Logger) (compact.Lake, *iceberg.Lake, error) {
-	ice, err := icebergLake(ctx, st, cat, log)
-	if err != nil {
-		return nil, nil, err
+// recoverCompaction finishes or undoes a compaction a crash cut short
+// (every command that takes the lock calls it, through openLake: the next
+// run, replay, compact or convert). A failure is logged: the partition
+// stays as the crash left it, readable, and the next start tries again.
+func recoverCompaction(ctx context.Context, f *lake.Format, log *slog.Logger) {
+	cst := f.Compaction()
+	defer cst.Close()
+	if err := cst.Recover(ctx); err != nil {
+		log.Warn("recovering an interrupted compaction", "err", err)
 	}
-	if ice != nil {
-		return ice.Compaction(crashHook()), ice, nil
-	}
-	return compact.For(st, crashHook(), now), nil, nil
 }
 
 // crashHook returns the test-only crash hook (nil unless crashEnv is set).
@@ -296,60 +272,22 @@ func (b *built) pruneRaw(ctx context.Context, j *job) {
 // retention (one a UTC day).
 const pruneMarker = "raw-retention.last"
 
-// compactedBefore, in compaction's folder, holds the first day (YYYY-MM-DD)
-// that run --compact has not compacted every table of: the days before it
-// hold compacted files only, unless a later load of an older snapshot
-// (catch-up: lowerCompactedBefore; a replay's parked files: compactFrom)
-// wrote there since.
-const compactedBefore = pq.CompactDir + "/compacted-before"
-
-// compactFrom is the first day run --compact compacts: compactedBefore's,
-// or the oldest day with parked files when older ("" without a mark: every
-// day).
-func (b *built) compactFrom(ctx context.Context) string {
-	data, err := storage.ReadAll(ctx, b.store, compactedBefore)
-	from := strings.TrimSpace(string(data))
-	if _, perr := time.Parse(time.DateOnly, from); err != nil || perr != nil {
-		return ""
-	}
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
-	objs, err := b.store.List(ctx, parked)
-	if err != nil {
-		return ""
-	}
-	for _, o := range objs {
-		if _, day, ok := strings.Cut(o.Name, "/date="); ok && len(day) >= len(time.DateOnly) && day[:len(time.DateOnly)] < from {
-			from = day[:len(time.DateOnly)]
-		}
-	}
-	return from
-}
-
-// lowerCompactedBefore moves compactedBefore back to the oldest day a
-// catch-up of this run loaded a snapshot of (its per-snapshot files wait
-// for compaction there), with or without --compact.
-func (b *built) lowerCompactedBefore(ctx context.Context, sum *pipeline.Summary) {
+// reopenCaughtUpDays tells the lake's compaction which days a catch-up of
+// this run loaded a snapshot of (its per-snapshot files wait for
+// compaction there), with or without --compact.
+func (b *built) reopenCaughtUpDays(ctx context.Context, sum *pipeline.Summary) {
 	if sum == nil || sum.CatchUp == nil || len(sum.CatchUp.Snapshots) == 0 {
 		return
 	}
-	data, err := storage.ReadAll(ctx, b.store, compactedBefore)
-	if err != nil {
-		return // no mark: every day is looked at
-	}
-	mark := strings.TrimSpace(string(data))
-	low := mark
+	low := ""
 	for _, s := range sum.CatchUp.Snapshots {
-		if d := s.SnapshotTime.UTC().Format(time.DateOnly); d < low {
+		if d := s.SnapshotTime.UTC().Format(time.DateOnly); low == "" || d < low {
 			low = d
 		}
 	}
-	if low == mark {
-		return
-	}
-	if err := b.store.Put(ctx, compactedBefore, []byte(low+"\n")); err != nil {
-		// The mark would hide the caught-up day from compaction: drop it.
-		if err := b.store.Delete(ctx, compactedBefore); err != nil {
-			b.log.Error("compaction: the compacted days' mark could not be lowered nor removed; remove it by hand", "mark", compactedBefore, "err", err)
-		}
+	cst := b.lake.Compaction()
+	defer cst.Close()
+	if err := cst.Reopen(ctx, low); err != nil {
+		b.log.Error("compaction: the compacted days' mark could not be lowered nor removed; remove it by hand", "mark", layout.CompactedBefore, "err", err)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
@@ -456,7 +458,7 @@ func TestRunCompact(t *testing.T) {
 	}
 }
 
-// run --compact looks at the days from its mark on (compactedBefore), not
+// run --compact looks at the days from its mark on (layout.CompactedBefore), not
 // at every day of the history at every run: once a closed day is
 // compacted, a per-snapshot file that appears in it without a load the
 // run knows of is left to `optlake compact`; a catch-up of a snapshot of
@@ -479,7 +481,7 @@ func TestRunCompactLooksFromItsMark(t *testing.T) {
 	clk.next()
 	clk.next()   // 00:00 of day 2
 	run("day 2") // compacts day 1, marks day 2
-	mark, err := os.ReadFile(filepath.Join(dir, compactedBefore))
+	mark, err := os.ReadFile(filepath.Join(dir, layout.CompactedBefore))
 	day2 := compactDay.AddDate(0, 0, 1).Format(time.DateOnly)
 	if err != nil || strings.TrimSpace(string(mark)) != day2 {
 		t.Fatalf("mark %q (%v), want %s", mark, err, day2)
@@ -507,10 +509,14 @@ func TestRunCompactLooksFromItsMark(t *testing.T) {
 	}
 	// A catch-up of a day-1 snapshot lowers the mark: the next run
 	// compacts day 1 again (the stray file with it).
-	b := &built{store: storage.NewLocal(dir), log: slog.New(slog.DiscardHandler)}
-	b.lowerCompactedBefore(context.Background(), &pipeline.Summary{CatchUp: &pipeline.CatchUpResult{
+	lk, err := lake.Read(context.Background(), storage.NewLocal(dir), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &built{store: storage.NewLocal(dir), lake: lk, log: slog.New(slog.DiscardHandler)}
+	b.reopenCaughtUpDays(context.Background(), &pipeline.Summary{CatchUp: &pipeline.CatchUpResult{
 		Snapshots: []pipeline.CaughtUp{{SnapshotTime: compactDay}}}})
-	if got := b.compactFrom(context.Background()); got != compactDay.Format(time.DateOnly) {
+	if got := lk.Compaction().ClosedFrom(context.Background()); got != compactDay.Format(time.DateOnly) {
 		t.Fatalf("compaction from %q after a catch-up of day 1", got)
 	}
 	clk.next()

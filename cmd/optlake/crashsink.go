@@ -124,16 +124,6 @@ func (s crashSink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.
 	return crashWriter{Writer: w, s: s}, nil
 }
 
-// IcebergFiles implements sinks.IcebergFiles: the wrapped sink's Iceberg
-// files' sink (iceberg.NewSink asks for it), with the hook.
-func (s crashSink) IcebergFiles() sinks.Sink {
-	f := sinks.IcebergFilesOf(s.Sink)
-	if f == nil {
-		return nil
-	}
-	return crashSink{Sink: f, at: s.at, k: s.k}
-}
-
 // CommitsAtomically implements sinks.Atomic: the wrapped sink's answer.
 func (s crashSink) CommitsAtomically() bool { return sinks.CommitsAtomically(s.Sink) }
 

@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/datadir"
-	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/pipeline/ledger"
-	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -58,9 +57,9 @@ func openLedger(ctx context.Context, dataDir string, mustExist bool) (l *ledger.
 // lockStore takes the data directory for this process (runs never
 // overlap): the flock of a local folder, the lease object of a bucket
 // prefix (renewed until released). It then removes what a crashed run left
-// behind — temp files, incomplete multipart uploads, a compaction cut
-// short. A refusal names the holder and exits 4.
-func lockStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig, ttl time.Duration, now func() time.Time, log *slog.Logger) (*storage.Lease, error) {
+// behind — temp files, incomplete multipart uploads (a compaction cut
+// short is the lake's: openLake). A refusal names the holder and exits 4.
+func lockStore(ctx context.Context, st storage.Store, ttl time.Duration, log *slog.Logger) (*storage.Lease, error) {
 	l, err := storage.AcquireDataDir(ctx, st, ttl)
 	if err != nil {
 		if errors.Is(err, datadir.ErrLocked) {
@@ -68,7 +67,7 @@ func lockStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig,
 		}
 		return nil, fmt.Errorf("data directory %s: %w", st, err)
 	}
-	if n, err := storage.CleanIncomplete(ctx, st, compact.TrashDir); err != nil {
+	if n, err := storage.CleanIncomplete(ctx, st, layout.TrashDir); err != nil {
 		log.Warn("cleaning what an interrupted run left", "err", err)
 	} else if n > 0 {
 		if storage.LocalDir(st) != "" {
@@ -77,6 +76,5 @@ func lockStore(ctx context.Context, st storage.Store, cat iceberg.CatalogConfig,
 			log.Info("aborted the incomplete uploads of an interrupted run", "uploads", n)
 		}
 	}
-	recoverCompaction(ctx, st, cat, now, log)
 	return l, nil
 }

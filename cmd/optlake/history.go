@@ -6,6 +6,7 @@ import (
 	"github.com/optlake/optlake/history"
 	"github.com/optlake/optlake/internal/redact"
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/lake"
 )
 
 func historyCommand(h host) *cli.Command {
@@ -45,11 +46,16 @@ func historyCommand(h host) *cli.Command {
 				if err != nil {
 					return err
 				}
-				view, err := lakeView(c.Context, st, cat)
+				// History writes nothing (a read-only catalog): a table the
+				// catalog lacks is read at the lake's own newest metadata
+				// version.
+				cat.ReadOnly = true
+				lk, err := lake.Read(c.Context, st, lake.Options{Iceberg: formatOptions(cat)})
 				if err != nil {
 					return err
 				}
-				if tl, err = history.FromLake(c.Context, view, name); err != nil {
+				defer lk.Close()
+				if tl, err = history.FromLake(c.Context, lk.View(), name); err != nil {
 					return err
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/optlake/optlake/internal/schedule"
 	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/infer"
@@ -117,6 +119,7 @@ func defaultJob() *job {
 // built is a job wired into a runner.
 type built struct {
 	store    storage.Store  // the data directory
+	lake     *lake.Format   // its table format, read once under the lock
 	lease    *storage.Lease // held from start to release
 	metrics  *metrics.Metrics
 	runner   *pipeline.Runner
@@ -213,71 +216,80 @@ func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Log
 	return slog.New(r.Handler(h)), nil
 }
 
-// build validates the job and wires extract, archive, sinks and runner
-// from the validated settings.
-func (j *job) build(ctx context.Context, stderr io.Writer) (*built, error) {
+// open validates the job and opens its logger and data directory: what
+// can be checked before the data directory is taken.
+func (j *job) open(ctx context.Context, stderr io.Writer) (*validJob, *slog.Logger, storage.Store, error) {
 	v, err := j.validate()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if err := pipeline.CheckParams(v.endpoints, v.params); err != nil {
-		return nil, usageError{err} // before the data directory is touched
+		return nil, nil, nil, usageError{err} // before the data directory is touched
 	}
-	red := v.red
-	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, red)
+	log, err := newLogger(stderr, j.LogFormat, j.LogLevel, v.red)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
+	}
+	if _, err := lake.ParseFormat(j.TableFormat); err != nil {
+		return nil, nil, nil, usageError{err}
 	}
 	st, err := openStore(ctx, j.DataDir, j.Replay)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if dir := storage.LocalDir(st); dir != "" {
 		j.DataDir = dir // a file:// URL is its path
 	}
-	b, err := j.wire(ctx, st, v, log)
+	return v, log, st, nil
+}
+
+// client is the venue's HTTP client (nil for a replay).
+func (j *job) client(v *validJob, log *slog.Logger) (pipeline.Fetcher, error) {
+	if j.Replay {
+		return nil, nil
+	}
+	opt := extract.Options{
+		BaseURL: j.APIURL, Headers: v.headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
+		MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + buildInfo().Version, Redactor: v.red, Logger: log,
+		CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
+		RateLimit: v.rate, RateBurst: j.RateBurst, // burst 0: the client's default, 1
+	}
+	c, err := extract.New(opt)
 	if err != nil {
-		st.Close()
+		return nil, usageError{err}
+	}
+	if err := v.authenticate(c); err != nil {
+		return nil, usageError{err}
+	}
+	return c, nil
+}
+
+// wire builds the sinks and the runner on the data directory st, whose
+// lock the process holds: the lake's table format is read there, once
+// (openLake), and gives the Parquet sink its files, its live sink and a
+// replay's sink.
+func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, client pipeline.Fetcher, log *slog.Logger) (*built, error) {
+	asked, _ := lake.ParseFormat(j.TableFormat) // checked by open
+	// Without the Parquet sink there is no lake to settle: its format is
+	// read, not recorded.
+	f, err := openLake(ctx, st, asked, slices.Contains(v.sinks, "parquet"), lakeOptions(log, j.host, j.icebergCatalog()))
+	if err != nil {
+		return nil, err
+	}
+	b, err := j.wireSinks(ctx, st, f, v, client, log)
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// wire builds extract, archive, sinks and runner on the data directory st.
-func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog.Logger) (*built, error) {
+// wireSinks is wire's part after the lake's format is read.
+func (j *job) wireSinks(ctx context.Context, st storage.Store, f *lake.Format, v *validJob, client pipeline.Fetcher, log *slog.Logger) (*built, error) {
 	red := v.red
-	var client pipeline.Fetcher
-	if !j.Replay {
-		opt := extract.Options{
-			BaseURL: j.APIURL, Headers: v.headers, Timeout: j.Timeout, MaxAttempts: j.MaxAttempts,
-			MaxBodyBytes: j.MaxBodyBytes, UserAgent: "optlake/" + buildInfo().Version, Redactor: red, Logger: log,
-			CAFile: j.CAFile, InsecureSkipVerify: j.InsecureSkipVerify,
-			RateLimit: v.rate, RateBurst: j.RateBurst, // burst 0: the client's default, 1
-		}
-		c, err := extract.New(opt)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		if err := v.authenticate(c); err != nil {
-			return nil, usageError{err}
-		}
-		client = c
-	}
-	ss, err := openSinks(v.sinks, j, st, log, red)
+	ss, err := openSinks(v.sinks, j, st, f, log, red)
 	if err != nil {
 		return nil, err
-	}
-	wrapped, err := withTableFormat(ctx, j, st, ss, log)
-	if err != nil {
-		closeSinks(ss)
-		return nil, err
-	}
-	ss = wrapped
-	if j.Replay {
-		if ss, err = replayDays(ctx, j.host, st, ss, log); err != nil {
-			closeSinks(wrapped)
-			return nil, err
-		}
 	}
 	var schemas *infer.Registry
 	for _, ep := range v.endpoints {
@@ -311,7 +323,7 @@ func (j *job) wire(ctx context.Context, st storage.Store, v *validJob, log *slog
 			log.Warn("previous metrics file not loaded; counters restart", "err", err)
 		}
 	}
-	return &built{store: st, runner: runner, sinks: ss, log: log, redactor: red, metrics: m}, nil
+	return &built{store: st, lake: f, runner: runner, sinks: ss, log: log, redactor: red, metrics: m}, nil
 }
 
 // once takes one snapshot, prints the summary line and writes the summary
@@ -391,18 +403,34 @@ func summaryCode(sum *pipeline.Summary) int {
 	return exitFailure
 }
 
-// start builds the job and takes its data directory (lockStore); release
-// frees both (the lease first). The returned context is ctx, cancelled if
-// the lease of a bucket prefix is lost (taken over after a renewal failed
-// for longer than its TTL): the process must stop writing then.
+// start validates the job, takes its data directory (lockStore) and
+// wires it there; release frees both (the lease first). The returned
+// context is ctx, cancelled if the lease of a bucket prefix is lost (taken
+// over after a renewal failed for longer than its TTL): the process must
+// stop writing then.
 func (j *job) start(ctx context.Context, errw io.Writer) (b *built, runCtx context.Context, release func(), err error) {
-	if b, err = j.build(ctx, errw); err != nil {
+	v, log, st, err := j.open(ctx, errw)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	if b.lease, err = lockStore(ctx, b.store, j.icebergCatalog(), j.LeaseTTL, j.host.now, b.log); err != nil {
-		b.close(ctx)
+	client, err := j.client(v, log)
+	if err != nil {
+		st.Close()
 		return nil, nil, nil, err
 	}
+	lease, err := lockStore(ctx, st, j.LeaseTTL, log)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	if b, err = j.wire(ctx, st, v, client, log); err != nil {
+		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
+			log.Warn("releasing the data directory", "err", rerr)
+		}
+		st.Close()
+		return nil, nil, nil, err
+	}
+	b.lease = lease
 	// A bucket run holds upload buffers (a few parts per open object)
 	// besides the heap (about 64 MiB more than the heap's limit): a
 	// soft limit keeps a 1,000,000-instrument run within 256 MiB of RSS
@@ -484,6 +512,9 @@ func (b *built) close(ctx context.Context) {
 		s.Close(ctx)
 	}
 	b.runner.Close()
+	if b.lake != nil {
+		b.lake.Close()
+	}
 	b.store.Close()
 }
 

@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/internal/secret"
 	"github.com/optlake/optlake/internal/settings"
 	"github.com/optlake/optlake/lake"
+	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
 )
@@ -62,11 +66,16 @@ func convertAction(c *cli.Context, h host) error {
 	if err != nil {
 		return err
 	}
-	lease, err := lockStore(c.Context, st, cat, 0, h.now, log)
+	lease, err := lockStore(c.Context, st, 0, log)
 	if err != nil {
 		return err
 	}
 	defer lease.Release(context.WithoutCancel(c.Context))
+	lk, err := openLake(c.Context, st, "", false, lakeOptions(log, h, cat))
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
 	reg, err := infer.LoadRegistryFrom(c.Context, st)
 	if err != nil {
 		return err
@@ -93,24 +102,23 @@ func convertAction(c *cli.Context, h host) error {
 			return nil
 		}
 	}
-	if f, err := lake.Recorded(c.Context, st); err == nil && f == lake.Iceberg {
+	res, err := lake.Convert(c.Context, st, lk, opt)
+	if res.Already {
 		// Only tables whose metadata names another location are
 		// registered again (a copied or moved lake).
-		done, err := lake.Convert(c.Context, st, opt)
-		for _, t := range done {
+		for _, t := range res.Tables {
 			if t.Cataloged {
 				fmt.Fprintf(c.App.Writer, "%-28s registered in the catalog\n", t.Table)
 				continue
 			}
 			fmt.Fprintf(c.App.Writer, "%-28s registered at %s (earlier snapshots dropped)\n", t.Table, st)
 		}
-		if err == nil && len(done) == 0 {
+		if err == nil && len(res.Tables) == 0 {
 			fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg already: nothing to convert\n", st)
 		}
 		return err
 	}
-	done, err := lake.Convert(c.Context, st, opt)
-	for _, t := range done {
+	for _, t := range res.Tables {
 		fmt.Fprintf(c.App.Writer, "%-28s %6d files  +%d -%d", t.Table, t.Files, t.Added, t.Removed)
 		if t.SnapshotID != 0 {
 			fmt.Fprintf(c.App.Writer, "  snapshot %d", t.SnapshotID)
@@ -120,6 +128,54 @@ func convertAction(c *cli.Context, h host) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg: %d tables\n", st, len(done))
+	fmt.Fprintf(c.App.Writer, "the lake in %s is Iceberg: %d tables\n", st, len(res.Tables))
 	return nil
+}
+
+// lakeOptions are what a command builds the lake's table format with:
+// its logger and clock, the test-only crash hooks, the heap's limit the
+// format's work may lower, and the Iceberg catalog cat (icebergCatalog;
+// other formats ignore it).
+func lakeOptions(log *slog.Logger, h host, cat iceberg.CatalogConfig) lake.Options {
+	return lake.Options{Options: tableformat.Options{
+		Log: log, Now: h.now, Crash: crashHook(), CommitCrash: commitCrash(), LowerMemoryLimit: h.lowerMemoryLimit,
+	}, Iceberg: formatOptions(cat)}
+}
+
+// formatOptions are the Iceberg format's options of the catalog cat
+// (lake.Options.Iceberg).
+func formatOptions(cat iceberg.CatalogConfig) []iceberg.Option {
+	return []iceberg.Option{iceberg.WithCatalog(cat)}
+}
+
+// icebergCatalog is an Iceberg lake's catalog as the --iceberg-catalog
+// settings of a command that reads no job name it (the URI's reference,
+// ${VAR} or @file, resolved). Its errors never show the URI's password.
+func icebergCatalog(c *cli.Context) (iceberg.CatalogConfig, error) {
+	uri, err := secret.Resolve(c.String("iceberg-catalog-uri"))
+	if err != nil {
+		return iceberg.CatalogConfig{}, usagef("--iceberg-catalog-uri: %v", redact.New(c.String("iceberg-catalog-uri")).Err(err))
+	}
+	cat := iceberg.CatalogConfig{Kind: c.String("iceberg-catalog"), URI: uri, Name: c.String("iceberg-catalog-name"),
+		Namespace: c.String("iceberg-namespace"), Prefix: c.String("iceberg-table-prefix")}
+	if _, err := iceberg.ParseCatalogKind(cat.Kind); err != nil {
+		return cat, usageError{err}
+	}
+	return cat, nil
+}
+
+// catalogSecrets are the secrets of --iceberg-catalog-uri of a command
+// that reads no job, for its log's redactor.
+func catalogSecrets(c *cli.Context) []string {
+	uri, err := secret.Resolve(c.String("iceberg-catalog-uri"))
+	if err != nil {
+		return nil
+	}
+	return redact.URISecrets(uri)
+}
+
+// icebergCatalog is the run's or replay's Iceberg catalog.
+func (j *job) icebergCatalog() iceberg.CatalogConfig {
+	return iceberg.CatalogConfig{Kind: j.IcebergCatalog, URI: j.IcebergCatalogURI, Name: j.IcebergCatalogAs,
+		Namespace: j.IcebergNamespace, Prefix: j.IcebergPrefix}
 }

@@ -38,15 +38,15 @@ func TestIcebergKill9AtEachStep(t *testing.T) {
 	}
 	steps := []step{
 		{"opened", false},
-		{icebergCrashPrefix + "file", false},
-		{icebergCrashPrefix + "manifest", false},
-		{icebergCrashPrefix + "manifest-list", false},
-		{icebergCrashPrefix + "metadata", true},
+		{"iceberg-file", false},
+		{"iceberg-manifest", false},
+		{"iceberg-manifest-list", false},
+		{"iceberg-metadata", true},
 	}
 	for _, cat := range crashCatalogs {
 		steps := steps
 		if cat.open != nil {
-			steps = append(steps[:len(steps)-1], step{icebergCrashPrefix + "metadata", false}, step{icebergCrashPrefix + "catalog", true})
+			steps = append(steps[:len(steps)-1], step{"iceberg-metadata", false}, step{"iceberg-catalog", true})
 		}
 		for _, onBucket := range []bool{false, true} {
 			for _, s := range steps {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -129,9 +130,9 @@ func TestLowerMemoryLimitNeverRaises(t *testing.T) {
 	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	debug.SetMemoryLimit(bucketMemoryLimit)
-	lowerMemoryLimit(compactMemoryLimit)
+	lowerMemoryLimit(compact.MemoryLimit)
 	if got := debug.SetMemoryLimit(-1); got != bucketMemoryLimit {
-		t.Errorf("after asking for %d MiB: limit %d MiB, want the lower %d MiB kept", compactMemoryLimit>>20, got>>20, bucketMemoryLimit>>20)
+		t.Errorf("after asking for %d MiB: limit %d MiB, want the lower %d MiB kept", compact.MemoryLimit>>20, got>>20, bucketMemoryLimit>>20)
 	}
 	lowerMemoryLimit(64 << 20)
 	if got := debug.SetMemoryLimit(-1); got != 64<<20 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/optlake/optlake/internal/redact"
+	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/clickhouse"
 	"github.com/optlake/optlake/sinks/parquet"
@@ -17,8 +18,12 @@ type sinkKind struct {
 	// check validates the job's settings for the sink without touching
 	// the disk or the network (validate, config check).
 	check func(j *job, red *redact.Redactor) error
-	// open builds the sink (build) on the data directory st.
-	open func(j *job, st storage.Store, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error)
+	// open builds the sink (wire) on the data directory st, whose lake
+	// has the table format f.
+	open func(j *job, st storage.Store, f *lake.Format, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error)
+	// lake: the sink writes the lake's files (made with f.Files), which
+	// the table format turns into its live sink and a replay's sink.
+	lake bool
 }
 
 // sinkKinds is the one sink factory: --sink NAME picks an entry. A new sink
@@ -27,8 +32,9 @@ func sinkKinds() map[string]sinkKind {
 	return map[string]sinkKind{
 		"parquet": {
 			check: func(*job, *redact.Redactor) error { return nil },
-			open: func(_ *job, st storage.Store, log *slog.Logger, _ *redact.Redactor) (sinks.Sink, error) {
-				return parquet.New(parquet.Options{Store: st, Logger: log})
+			lake:  true,
+			open: func(_ *job, st storage.Store, f *lake.Format, log *slog.Logger, _ *redact.Redactor) (sinks.Sink, error) {
+				return parquet.New(f.Files(parquet.Options{Store: st, Logger: log}))
 			},
 		},
 		"clickhouse": {
@@ -36,7 +42,7 @@ func sinkKinds() map[string]sinkKind {
 				_, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Redactor: red}) // does not connect
 				return usageErr(err)
 			},
-			open: func(j *job, _ storage.Store, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
+			open: func(j *job, _ storage.Store, _ *lake.Format, log *slog.Logger, red *redact.Redactor) (sinks.Sink, error) {
 				s, err := clickhouse.New(clickhouse.Options{DSN: j.ClickHouseDSN, Cluster: j.Cluster, Migrate: j.Migrate, MaxAttempts: j.CHMaxAttempts, Logger: log, Redactor: red})
 				if err != nil {
 					return nil, usageError{err}
@@ -77,18 +83,29 @@ func checkSinks(j *job, red *redact.Redactor) ([]string, error) {
 
 // openSinks opens the named (checked) sinks; on an error it closes those
 // already open.
-func openSinks(names []string, j *job, st storage.Store, log *slog.Logger, red *redact.Redactor) ([]sinks.Sink, error) {
+func openSinks(names []string, j *job, st storage.Store, f *lake.Format, log *slog.Logger, red *redact.Redactor) ([]sinks.Sink, error) {
 	kinds := sinkKinds()
 	var ss []sinks.Sink
 	for _, n := range names {
-		s, err := kinds[n].open(j, st, log, red)
+		s, err := kinds[n].open(j, st, f, log, red)
 		if err != nil {
 			closeSinks(ss)
 			return nil, err
 		}
+		s = crashSinks([]sinks.Sink{s})[0]
+		if kinds[n].lake {
+			live := f.Sink(s)
+			if j.Replay {
+				if live, err = f.ReplaySink(s, live); err != nil {
+					closeSinks(append(ss, s))
+					return nil, err
+				}
+			}
+			s = live
+		}
 		ss = append(ss, s)
 	}
-	return crashSinks(ss), nil
+	return ss, nil
 }
 
 func usageErr(err error) error {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/settings"
+	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/sinks/parquet/compact"
@@ -65,7 +67,15 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tf, err := lakeFormatStatus(c.Context, st0, cat)
+			// Status writes nothing (a read-only catalog): a table the
+			// catalog lacks is shown as not registered.
+			cat.ReadOnly = true
+			lk, err := lake.Read(c.Context, st0, lake.Options{Iceberg: formatOptions(cat)})
+			if err != nil {
+				return err
+			}
+			defer lk.Close()
+			tf, err := lk.Status(c.Context)
 			if err != nil {
 				return err
 			}
@@ -86,10 +96,12 @@ func statusCommand() *cli.Command {
 				if lease != nil {
 					doc["lease"] = lease
 				}
-				tf.addJSON(doc)
+				maps.Copy(doc, tf.JSON)
 				return enc.Encode(doc)
 			}
-			tf.writeText(w)
+			for _, l := range tf.Lines {
+				fmt.Fprintln(w, l)
+			}
 			for _, cp := range comps {
 				fmt.Fprintf(w, "unfinished compaction: %s %s (%s): %s\n", cp.Table, cp.Date, cp.Journal, cp.Note)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/optlake/optlake/storage"
 )
 
-func runsSnapshots(t *testing.T, l *iceberg.Lake) int {
+func runsSnapshots(t *testing.T, l *iceberg.Warehouse) int {
 	t.Helper()
 	tbl, ok, err := l.Table(context.Background(), schema.Runs.Name)
 	if err != nil || !ok {
@@ -27,7 +27,7 @@ func sqliteCatalog(t *testing.T) iceberg.CatalogConfig {
 	return iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: "sqlite:" + filepath.Join(t.TempDir(), "c.db")}
 }
 
-func openCatalog(t *testing.T, st storage.Store, cfg iceberg.CatalogConfig) *iceberg.Lake {
+func openCatalog(t *testing.T, st storage.Store, cfg iceberg.CatalogConfig) *iceberg.Warehouse {
 	t.Helper()
 	l, err := iceberg.Open(context.Background(), st, cfg, nil)
 	if err != nil {

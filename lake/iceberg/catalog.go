@@ -40,9 +40,9 @@ type catalog struct {
 	// moved are the tables whose metadata places them elsewhere than
 	// root (a relative location of a lake made before locations were
 	// absolute, or a lake copied from another folder), by the root their
-	// metadata names; Lake.relocate registers them at root. A relative
+	// metadata names; Warehouse.relocate registers them at root. A relative
 	// location is always this lake's (its metadata is in it); another
-	// absolute one is adopted only when adopt is set (Lake.Relocate),
+	// absolute one is adopted only when adopt is set (Warehouse.Relocate),
 	// else refused.
 	moved map[string]string
 	adopt bool
@@ -61,7 +61,7 @@ type catalog struct {
 	remote *sqlCatalog
 
 	// crash, for tests, is called with the table and the step of a commit
-	// just done (see Lake.SetCrash); nil in production.
+	// just done (see Warehouse.SetCrash); nil in production.
 	crash func(table, step string)
 }
 
@@ -223,7 +223,7 @@ func (c *catalog) loadLocal(ctx context.Context, ident icetable.Identifier, name
 // absolute URIs, or copied (or moved) from another folder or bucket.
 // Iceberg metadata names every file by its absolute location, so no
 // reader can follow it from here until the table is registered again at
-// its new place (Lake.Relocate: `optlake lake convert --to iceberg`).
+// its new place (Warehouse.Relocate: `optlake lake convert --to iceberg`).
 type MovedError struct {
 	Table, Location, Root string
 }

@@ -77,7 +77,7 @@ func catalogOf(t testing.TB) (testCatalog, bool) {
 
 // openLake is the lake of st as the test's catalog registers it (New
 // without one), closed when the test ends.
-func openLake(t testing.TB, st storage.Store) *iceberg.Lake {
+func openLake(t testing.TB, st storage.Store) *iceberg.Warehouse {
 	t.Helper()
 	c, _ := catalogOf(t)
 	l, err := iceberg.Open(context.Background(), st, c.cfg, nil)

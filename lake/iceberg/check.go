@@ -37,7 +37,7 @@ import (
 //
 // Readers that prune (ClickHouse, pyiceberg, Trino, DuckDB) trust exactly
 // these numbers: a wrong bound or partition silently drops rows.
-func (l *Lake) CheckFiles(ctx context.Context, name string) (n int, ok bool, err error) {
+func (l *Warehouse) CheckFiles(ctx context.Context, name string) (n int, ok bool, err error) {
 	tbl, ok, err := l.Table(ctx, name)
 	if err != nil || !ok || tbl.CurrentSnapshot() == nil {
 		return 0, ok, err
@@ -61,7 +61,7 @@ func (l *Lake) CheckFiles(ctx context.Context, name string) (n int, ok bool, err
 	return n, true, errors.Join(errs...)
 }
 
-func (l *Lake) checkFile(ctx context.Context, rel string, df icego.DataFile, sc *icego.Schema, spec icego.PartitionSpec, orders []icetable.SortOrder) error {
+func (l *Warehouse) checkFile(ctx context.Context, rel string, df icego.DataFile, sc *icego.Schema, spec icego.PartitionSpec, orders []icetable.SortOrder) error {
 	r, err := l.cat.st.Open(ctx, rel)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path"
 	"strings"
 	"time"
 
@@ -14,13 +13,14 @@ import (
 	icego "github.com/optlake/optlake/third_party/iceberg-go"
 	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
 
-// Compaction is an Iceberg lake as compaction sees it (compact.Lake): the
+// Compaction is an Iceberg lake as compaction sees it (compact.Target): the
 // merge, sort and output are compaction's; what is Iceberg's is which
 // files a day holds and how the new ones replace them.
 //
@@ -35,20 +35,20 @@ import (
 //     the consumed data files out, the compacted ones in. Readers see the
 //     old snapshot until then, the whole new one after: no window, on a
 //     local disk or a bucket alike. The replaced files stay, for time
-//     travel, until their snapshots expire (Lake.Expire).
+//     travel, until their snapshots expire (Warehouse.Expire).
 //   - A crash before the commit leaves the compacted files as orphans,
-//     which Lake.Expire deletes after its grace period; a crash after it
+//     which Warehouse.Expire deletes after its grace period; a crash after it
 //     leaves consumed parked files, which the next compaction applies
 //     again to the same rows (idempotent). There is no journal.
 //
-// Every method runs under the data directory's lock, as compact.Lake says.
+// Every method runs under the data directory's lock, as compact.Target says.
 type Compaction struct {
 	// The Parquet lake of the same data directory: its partitions, file
 	// reading, spills and Recover (a Parquet compaction's journal left
 	// from before the lake was Iceberg) are this lake's too.
-	*compact.ParquetLake
-	lake *Lake
-	st   storage.Store
+	*compact.Folders
+	wh *Warehouse
+	st storage.Store
 	// Crash, when set, is called after each of PublishSteps (tests kill
 	// the process there).
 	Crash func(step string)
@@ -63,12 +63,12 @@ type Compaction struct {
 // deleted.
 var PublishSteps = []string{"staged", "committed", "done"}
 
-var _ compact.Lake = (*Compaction)(nil)
+var _ compact.Target = (*Compaction)(nil)
 
 // Compaction returns the lake's compaction store; crash is the tests' hook
 // (nil: none).
-func (l *Lake) Compaction(crash func(step string)) *Compaction {
-	return &Compaction{ParquetLake: &compact.ParquetLake{St: l.cat.st}, lake: l, st: l.cat.st, Crash: crash, Now: time.Now}
+func (l *Warehouse) Compaction(crash func(step string)) *Compaction {
+	return &Compaction{Folders: &compact.Folders{St: l.cat.st}, wh: l, st: l.cat.st, Crash: crash, Now: time.Now}
 }
 
 func (c *Compaction) crash(step string) {
@@ -78,11 +78,9 @@ func (c *Compaction) crash(step string) {
 }
 
 // parkedDir is the folder of the files parked for p (sinks/parquet).
-func parkedDir(p compact.Partition) string {
-	return path.Join(pq.CompactDir, pq.ParkedDir, p.Table, "date="+p.Date) + "/"
-}
+func parkedDir(p compact.Partition) string { return layout.Parked(p.Table, p.Date) }
 
-func partDir(p compact.Partition) string { return p.Table + "/date=" + p.Date + "/" }
+func partDir(p compact.Partition) string { return layout.Day(p.Table, p.Date) + "/" }
 
 // files is the data files of the current snapshot of table, by day and
 // name (read once per compaction; a publish updates its day).
@@ -91,10 +89,10 @@ func (c *Compaction) files(ctx context.Context, table string) (map[string]map[st
 		return days, nil
 	}
 	days := map[string]map[string]icego.DataFile{}
-	tbl, ok, err := c.lake.Table(ctx, table)
-	if err == nil && ok && c.lake.cat.movedFrom(table) != "" {
-		if err = c.lake.writable(ctx, table); err == nil {
-			tbl, ok, err = c.lake.Table(ctx, table)
+	tbl, ok, err := c.wh.Table(ctx, table)
+	if err == nil && ok && c.wh.cat.movedFrom(table) != "" {
+		if err = c.wh.writable(ctx, table); err == nil {
+			tbl, ok, err = c.wh.Table(ctx, table)
 		}
 	}
 	if err != nil {
@@ -105,7 +103,7 @@ func (c *Compaction) files(ctx context.Context, table string) (map[string]map[st
 		if err != nil {
 			return nil, fmt.Errorf("iceberg table %s: plan files: %w", table, err)
 		}
-		io := c.lake.cat.io(ctx)
+		io := c.wh.cat.io(ctx)
 		for _, task := range tasks {
 			rel, err := io.name(task.File.FilePath())
 			if err != nil {
@@ -128,7 +126,7 @@ func (c *Compaction) files(ctx context.Context, table string) (map[string]map[st
 	return days, nil
 }
 
-// List implements compact.Lake: the day's data files of the table's
+// List implements compact.Target: the day's data files of the table's
 // current snapshot (not the folder's: it keeps files of older snapshots
 // until they expire), and the files parked for it.
 func (c *Compaction) List(ctx context.Context, p compact.Partition) ([]compact.File, error) {
@@ -140,7 +138,7 @@ func (c *Compaction) List(ctx context.Context, p compact.Partition) ([]compact.F
 	for name, df := range days[p.Date] {
 		out = append(out, compact.File{Name: name, Size: df.FileSizeBytes()})
 	}
-	all, err := c.ParquetLake.List(ctx, p)
+	all, err := c.Folders.List(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +150,7 @@ func (c *Compaction) List(ctx context.Context, p compact.Partition) ([]compact.F
 	return out, nil
 }
 
-// Stage implements compact.Lake.
+// Stage implements compact.Target.
 func (c *Compaction) Stage(ctx context.Context, p compact.Partition) (compact.Staged, error) {
 	return &staged{c: c, p: p, ctx: ctx}, nil
 }
@@ -244,7 +242,7 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 		}
 		dels = append(dels, df)
 	}
-	tbl, ok, err := c.lake.Table(ctx, p.Table)
+	tbl, ok, err := c.wh.Table(ctx, p.Table)
 	if err != nil || !ok {
 		return fmt.Errorf("publish %s: iceberg table: %v", p, err)
 	}
@@ -265,7 +263,7 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 	added := map[string]icego.DataFile{}
 	var adds []icego.DataFile
 	for _, n := range s.names {
-		df, err := c.lake.dataFile(ctx, tbl, partDir(p)+n, orderID)
+		df, err := c.wh.dataFile(ctx, tbl, partDir(p)+n, orderID)
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", p, err)
 		}
@@ -312,7 +310,7 @@ func (s *staged) Publish(ctx context.Context, id string, consumed []compact.File
 // dataFile reads the footer of the Parquet file rel (a store name) into an
 // Iceberg data file of tbl, its millisecond timestamps' bounds rescaled
 // (fixTimestamps), in the table's sort order orderID (0: unsorted).
-func (l *Lake) dataFile(ctx context.Context, tbl *icetable.Table, rel string, orderID int) (icego.DataFile, error) {
+func (l *Warehouse) dataFile(ctx context.Context, tbl *icetable.Table, rel string, orderID int) (icego.DataFile, error) {
 	io := l.cat.io(ctx)
 	df, err := icetable.FileToDataFile(ctx, io, io.location(rel), tbl.Schema(), tbl.Spec(), orderID, tbl.Properties())
 	if err != nil {
@@ -332,7 +330,7 @@ func (l *Lake) dataFile(ctx context.Context, tbl *icetable.Table, rel string, or
 // TIMESTAMP(MILLIS) columns of the Parquet file rel: what fixTimestamps
 // rescales, known from the file itself (a compacted file of an account
 // table has no schema/ entry).
-func (l *Lake) millisColumns(ctx context.Context, rel string) (*schema.Table, error) {
+func (l *Warehouse) millisColumns(ctx context.Context, rel string) (*schema.Table, error) {
 	r, err := l.cat.st.Open(ctx, rel)
 	if err != nil {
 		return nil, err
@@ -369,16 +367,6 @@ func isMillis(lt pqschema.LogicalType) bool {
 
 // splitPartition parses TABLE/date=YYYY-MM-DD/NAME.parquet.
 func splitPartition(rel string) (compact.Partition, string, bool) {
-	parts := strings.Split(rel, "/")
-	if len(parts) != 3 || !strings.HasSuffix(parts[2], ".parquet") || strings.HasPrefix(parts[2], ".") {
-		return compact.Partition{}, "", false
-	}
-	date, ok := strings.CutPrefix(parts[1], "date=")
-	if !ok {
-		return compact.Partition{}, "", false
-	}
-	if _, err := time.Parse(time.DateOnly, date); err != nil {
-		return compact.Partition{}, "", false
-	}
-	return compact.Partition{Table: parts[0], Date: date}, parts[2], true
+	table, date, name, ok := layout.SplitFile(rel)
+	return compact.Partition{Table: table, Date: date}, name, ok
 }

@@ -57,11 +57,11 @@ func benchCompactDay(b *testing.B, ice bool) {
 		d.Release()
 		b.StartTimer()
 		start := time.Now()
-		var c compact.Lake = lake.Compaction(nil)
+		var c compact.Target = lake.Compaction(nil)
 		if !ice {
 			c = compact.For(st, nil, nil)
 		}
-		rep, err := compact.Compact(ctx, compact.Options{Lake: c, Now: func() time.Time { return compactDay }})
+		rep, err := compact.Compact(ctx, compact.Options{Target: c, Now: func() time.Time { return compactDay }})
 		c.Close()
 		if err != nil || len(rep.Partitions) != 1 {
 			b.Fatalf("compact: %v %+v", err, rep)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/sinks/parquet/compact"
@@ -25,11 +26,11 @@ import (
 // compactDay is the day after sinktest's snapshots: their day is closed.
 var compactDay = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-func compactLake(t *testing.T, lake *iceberg.Lake, crash func(string)) compact.Report {
+func compactLake(t *testing.T, lake *iceberg.Warehouse, crash func(string)) compact.Report {
 	t.Helper()
 	c := lake.Compaction(crash)
 	defer c.Close()
-	rep, err := compact.Compact(context.Background(), compact.Options{Lake: c, Now: func() time.Time { return compactDay }})
+	rep, err := compact.Compact(context.Background(), compact.Options{Target: c, Now: func() time.Time { return compactDay }})
 	if err != nil {
 		t.Fatalf("compact: %v", err)
 	}
@@ -82,7 +83,7 @@ func filtered(t *testing.T, ch *testenv.ChDB, name, where string) string {
 // planned is how many records the files hold that iceberg-go's scan
 // planning (a second planner: it prunes by the manifests' partitions and
 // bounds) picks for snapshot tick 2 of sinktest's in table name.
-func planned(t *testing.T, lake *iceberg.Lake, name string) int64 {
+func planned(t *testing.T, lake *iceberg.Warehouse, name string) int64 {
 	t.Helper()
 	tbl, _, err := lake.Table(context.Background(), name)
 	if err != nil {
@@ -105,7 +106,7 @@ func planned(t *testing.T, lake *iceberg.Lake, name string) int64 {
 // checkSortOrder: each table declares the order compaction writes its
 // files in (schema.SortKey ascending, nulls first), and its compacted
 // files name it (CheckFiles checks their rows are in it).
-func checkSortOrder(t *testing.T, lake *iceberg.Lake, tables []*schema.Table) {
+func checkSortOrder(t *testing.T, lake *iceberg.Warehouse, tables []*schema.Table) {
 	t.Helper()
 	for _, tb := range tables {
 		tbl, _, err := lake.Table(context.Background(), tb.Name)
@@ -137,7 +138,7 @@ func checkSortOrder(t *testing.T, lake *iceberg.Lake, tables []*schema.Table) {
 	}
 }
 
-func table(t *testing.T, lake *iceberg.Lake, name string) (files, snaps int, op string, id int64) {
+func table(t *testing.T, lake *iceberg.Warehouse, name string) (files, snaps int, op string, id int64) {
 	t.Helper()
 	tbl, ok, err := lake.Table(context.Background(), name)
 	if err != nil || !ok {
@@ -234,7 +235,7 @@ func TestCompactReplayParked(t *testing.T) {
 	want := digest(t, ch, schema.Instruments.Name, 0)
 	compactLake(t, lake, nil)
 	load(t, st, 1, 2, 1) // replays, one of them twice
-	parked, err := st.List(context.Background(), pq.CompactDir+"/"+pq.ParkedDir+"/"+schema.Instruments.Name+"/")
+	parked, err := st.List(context.Background(), layout.ParkedDir+schema.Instruments.Name+"/")
 	if err != nil || len(parked) != 2 {
 		t.Fatalf("parked files: %v %v, want 2", parked, err)
 	}
@@ -245,7 +246,7 @@ func TestCompactReplayParked(t *testing.T) {
 	if got := digest(t, ch, schema.Instruments.Name, 0); got != want {
 		t.Errorf("after compacting the replays: %s, want %s", got, want)
 	}
-	if parked, _ := st.List(context.Background(), pq.CompactDir+"/"+pq.ParkedDir+"/"); len(parked) != 0 {
+	if parked, _ := st.List(context.Background(), layout.ParkedDir); len(parked) != 0 {
 		t.Errorf("parked files left after their compaction: %v", parked)
 	}
 }
@@ -481,7 +482,7 @@ func testCompactCrashAfterCommit(t *testing.T) {
 	want := digest(t, ch, name, 0)
 	compactLake(t, lake, nil)
 	load(t, st, 1) // a replay: parked
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/" + name + "/"
+	parked := layout.ParkedDir + name + "/"
 	func() {
 		defer func() {
 			if r := recover(); r != errCrashed {

@@ -25,7 +25,7 @@ type Synced struct {
 // null through the name mapping). Files without rows are left out. When
 // the table already references exactly names, nothing is committed: Sync
 // is what `optlake lake convert` runs on every table, any number of times.
-func (l *Lake) Sync(ctx context.Context, t *schema.Table, names []string, props map[string]string) (Synced, error) {
+func (l *Warehouse) Sync(ctx context.Context, t *schema.Table, names []string, props map[string]string) (Synced, error) {
 	var out Synced
 	_, err := l.retry(ctx, t.Name, func() (int64, error) {
 		var err error
@@ -35,7 +35,7 @@ func (l *Lake) Sync(ctx context.Context, t *schema.Table, names []string, props 
 	return out, err
 }
 
-func (l *Lake) sync(ctx context.Context, t *schema.Table, names []string, props map[string]string) (Synced, error) {
+func (l *Warehouse) sync(ctx context.Context, t *schema.Table, names []string, props map[string]string) (Synced, error) {
 	tbl, err := l.table(ctx, t)
 	if err != nil {
 		return Synced{}, fmt.Errorf("iceberg table %s: %w", t.Name, err)

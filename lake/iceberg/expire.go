@@ -35,7 +35,7 @@ type ExpireReport struct {
 //     the grace keeps a file written for a commit still to come.
 //
 // It runs under the data directory's lock (no commit is under way).
-func (l *Lake) Expire(ctx context.Context, tables []string, keep, grace time.Duration) ([]ExpireReport, error) {
+func (l *Warehouse) Expire(ctx context.Context, tables []string, keep, grace time.Duration) ([]ExpireReport, error) {
 	if keep < 0 || grace < 0 {
 		return nil, fmt.Errorf("iceberg expire: negative retention (keep %s, grace %s)", keep, grace)
 	}
@@ -60,7 +60,7 @@ func (l *Lake) Expire(ctx context.Context, tables []string, keep, grace time.Dur
 	return out, nil
 }
 
-func (l *Lake) expire(ctx context.Context, name string, keep, grace time.Duration) (ExpireReport, error) {
+func (l *Warehouse) expire(ctx context.Context, name string, keep, grace time.Duration) (ExpireReport, error) {
 	rep := ExpireReport{Table: name}
 	tbl, ok, err := l.Table(ctx, name)
 	if err == nil && ok && l.cat.movedFrom(name) != "" {
@@ -102,7 +102,7 @@ func (l *Lake) expire(ctx context.Context, name string, keep, grace time.Duratio
 
 // tableNames lists the lake's Iceberg tables: the folders of the data
 // directory that hold a vN.metadata.json, or that the catalog holds.
-func (l *Lake) tableNames(ctx context.Context) ([]string, error) {
+func (l *Warehouse) tableNames(ctx context.Context) ([]string, error) {
 	if l.cat.remote == nil {
 		if err := l.cat.unbound(ctx); err != nil {
 			return nil, err

@@ -17,20 +17,21 @@ import (
 	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/sinks/sinktest"
 	"github.com/optlake/optlake/storage"
 )
 
 // load writes the snapshots at ticks into st through the Iceberg sink.
-func load(t *testing.T, st storage.Store, ticks ...int) *iceberg.Lake {
+func load(t *testing.T, st storage.Store, ticks ...int) *iceberg.Warehouse {
 	t.Helper()
 	return loadLake(t, st, openLake(t, st), ticks...)
 }
 
 // loadLake is load through lake.
-func loadLake(t *testing.T, st storage.Store, lake *iceberg.Lake, ticks ...int) *iceberg.Lake {
+func loadLake(t *testing.T, st storage.Store, lake *iceberg.Warehouse, ticks ...int) *iceberg.Warehouse {
 	t.Helper()
-	pq, err := parquet.New(parquet.Options{Store: st})
+	pq, err := parquet.New(parquet.Options{Store: st, Iceberg: true, Park: compact.Parking(st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func checkTables(t *testing.T, dir string, tables []*schema.Table, where string)
 }
 
 // checkFiles checks every data file of the current snapshot of each table
-// against the file itself (iceberg.Lake.CheckFiles): partition, bounds,
+// against the file itself (iceberg.Warehouse.CheckFiles): partition, bounds,
 // null and value counts, size and record count.
 func checkFiles(t *testing.T, st storage.Store, tables []*schema.Table) {
 	t.Helper()
@@ -190,7 +191,7 @@ func TestEmptySnapshot(t *testing.T) {
 	dir := t.TempDir()
 	st := storage.NewLocal(dir)
 	lake := load(t, st, 1)
-	pq, err := parquet.New(parquet.Options{Store: st})
+	pq, err := parquet.New(parquet.Options{Store: st, Iceberg: true, Park: compact.Parking(st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestCommittedFilesNeverChange(t *testing.T) {
 	same("a replay")
 	// A table loaded twice in one snapshot, the second time with other
 	// rows (inferred_columns is rewritten whole as tables evolve).
-	pqs, err := parquet.New(parquet.Options{Store: st})
+	pqs, err := parquet.New(parquet.Options{Store: st, Iceberg: true, Park: compact.Parking(st)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,17 @@ import (
 	icecatalog "github.com/optlake/optlake/third_party/iceberg-go/catalog"
 	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 )
 
-// Lake is the Iceberg catalog of one data directory.
-type Lake struct {
+// Warehouse is the Iceberg tables of one data directory (Iceberg's word
+// for the root location that holds a catalog's tables) with the catalog
+// that commits them. The word "lake" is package lake's: the data
+// directory's table format.
+type Warehouse struct {
 	cat *catalog
 	log *slog.Logger
 }
@@ -41,11 +45,11 @@ type Lake struct {
 // in: file:///absolute/folder for a local data directory (a relative
 // --data-dir, the default ./data, made absolute), or
 // scheme://bucket/prefix.
-func New(st storage.Store, log *slog.Logger) *Lake {
+func New(st storage.Store, log *slog.Logger) *Warehouse {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lake{cat: newCatalog(st, Root(st)), log: log.With("table-format", "iceberg")}
+	return &Warehouse{cat: newCatalog(st, Root(st)), log: log.With("table-format", "iceberg")}
 }
 
 // Root is the absolute URI of the data directory st that its tables'
@@ -68,7 +72,7 @@ func Root(st storage.Store) string {
 // "metadata" (the next version created: the commit is done). A test's fn
 // kills the process to check that a crash at any step leaves the table
 // readable at its last commit. Call before the lake is used.
-func (l *Lake) SetCrash(fn func(table, step string)) { l.cat.crash = fn }
+func (l *Warehouse) SetCrash(fn func(table, step string)) { l.cat.crash = fn }
 
 // tableProps are the properties of every new table (and mergeProps).
 var tableProps = icego.Properties{
@@ -99,7 +103,7 @@ func mergeManifests(tx *icetable.Transaction, tbl *icetable.Table) error {
 // Table loads table name; ok is false when it does not exist yet.
 // A read-only lake reads a table its catalog does not hold yet at the
 // data directory's newest vN.metadata.json.
-func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bool, err error) {
+func (l *Warehouse) Table(ctx context.Context, name string) (t *icetable.Table, ok bool, err error) {
 	t, err = l.cat.LoadTable(ctx, icetable.Identifier{name})
 	if nr := (*NotRegisteredError)(nil); errors.As(err, &nr) {
 		t, _, err = l.cat.loadLocal(ctx, icetable.Identifier{name}, name)
@@ -112,7 +116,7 @@ func (l *Lake) Table(ctx context.Context, name string) (t *icetable.Table, ok bo
 
 // table loads t's Iceberg table, creating it (an empty version 1) when
 // absent.
-func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, error) {
+func (l *Warehouse) table(ctx context.Context, t *schema.Table) (*icetable.Table, error) {
 	tbl, _, err := l.cat.cached(ctx, icetable.Identifier{t.Name})
 	if err == nil && l.cat.movedFrom(t.Name) != "" {
 		if err := l.writable(ctx, t.Name); err != nil {
@@ -140,7 +144,7 @@ func (l *Lake) table(ctx context.Context, t *schema.Table) (*icetable.Table, err
 // one in the same commit, so its rows never count twice.
 // Files without rows are left out (no bounds place them in a partition);
 // when every file is empty nothing is committed and the id is 0.
-func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
+func (l *Warehouse) Append(ctx context.Context, t *schema.Table, names []string, props map[string]string, opts ...AppendOption) (int64, error) {
 	var o appendOptions
 	for _, f := range opts {
 		f(&o)
@@ -154,7 +158,7 @@ func (l *Lake) Append(ctx context.Context, t *schema.Table, names []string, prop
 // retry runs commit until it does not lose a race: iceberg-go retries a
 // lost race itself (refresh, rebuild the manifest list, commit again) a
 // few times; past that the whole commit is done again on the new state.
-func (l *Lake) retry(ctx context.Context, table string, commit func() (int64, error)) (int64, error) {
+func (l *Warehouse) retry(ctx context.Context, table string, commit func() (int64, error)) (int64, error) {
 	var err error
 	for attempt := range commitAttempts {
 		if attempt > 0 {
@@ -186,7 +190,7 @@ type appendOptions struct{ fresh bool }
 // files (a scan of the manifests of their days).
 func Fresh() AppendOption { return func(o *appendOptions) { o.fresh = true } }
 
-func (l *Lake) append(ctx context.Context, t *schema.Table, names []string, props map[string]string, o appendOptions) (int64, error) {
+func (l *Warehouse) append(ctx context.Context, t *schema.Table, names []string, props map[string]string, o appendOptions) (int64, error) {
 	tbl, err := l.table(ctx, t)
 	if err != nil {
 		return 0, fmt.Errorf("iceberg table %s: %w", t.Name, err)
@@ -242,7 +246,7 @@ func commit(ctx context.Context, tx *icetable.Transaction, table string) (int64,
 
 // evolve stages in tx the columns of t that tbl lacks (new field ids) and
 // returns the schema the files are read with.
-func (l *Lake) evolve(tx *icetable.Transaction, tbl *icetable.Table, t *schema.Table) (*icego.Schema, error) {
+func (l *Warehouse) evolve(tx *icetable.Transaction, tbl *icetable.Table, t *schema.Table) (*icego.Schema, error) {
 	add := newColumns(t, tbl.Schema())
 	if len(add) == 0 {
 		return tbl.Schema(), nil
@@ -270,7 +274,7 @@ func (l *Lake) evolve(tx *icetable.Transaction, tbl *icetable.Table, t *schema.T
 // data files of tbl under the schema sc. Files without rows are left out:
 // no bounds place them in a partition, and an empty snapshot adds nothing
 // to read (the file stays for the Parquet readers).
-func (l *Lake) dataFiles(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, names []string) ([]icego.DataFile, error) {
+func (l *Warehouse) dataFiles(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, names []string) ([]icego.DataFile, error) {
 	io := l.cat.io(ctx)
 	files := make([]icego.DataFile, 0, len(names))
 	for _, n := range names {
@@ -306,7 +310,7 @@ func snapshotFile(loc string) string {
 // a file loaded again under the same name, before files were versioned,
 // too). It plans a scan filtered to the files' span of t's partition
 // time, so it reads only the manifests of those days.
-func (l *Lake) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, files []icego.DataFile) ([]icego.DataFile, error) {
+func (l *Warehouse) referenced(ctx context.Context, tbl *icetable.Table, t *schema.Table, sc *icego.Schema, files []icego.DataFile) ([]icego.DataFile, error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, nil
 	}
@@ -420,12 +424,6 @@ func scaleBounds(bounds map[int][]byte, t *schema.Table, sc *icego.Schema) map[i
 	return out
 }
 
-// IsTableFolder reports whether a top-level folder of the data directory
-// may be a table: not raw/, nor _ledger/, _state/, .compact/ and the like.
-func IsTableFolder(name string) bool {
-	return name != "" && name != "raw" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
-}
-
 // TableStatus is one Iceberg table of the lake as `optlake status` shows
 // it.
 type TableStatus struct {
@@ -441,7 +439,7 @@ type TableStatus struct {
 
 // Tables returns the lake's Iceberg tables in name order: the table
 // folders of the data directory that have a metadata version.
-func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
+func (l *Warehouse) Tables(ctx context.Context) ([]TableStatus, error) {
 	if l.cat.remote == nil {
 		if err := l.cat.unbound(ctx); err != nil {
 			return nil, err
@@ -454,7 +452,7 @@ func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
 	var out []TableStatus
 	for _, in := range top {
 		name, ok := strings.CutSuffix(in.Name, "/")
-		if !ok || !IsTableFolder(name) {
+		if !ok || !layout.IsTable(name) {
 			continue
 		}
 		tbl, v, err := l.cat.load(ctx, icetable.Identifier{name})
@@ -484,7 +482,7 @@ func (l *Lake) Tables(ctx context.Context) ([]TableStatus, error) {
 // exist. Files of the table's folders that it does not reference (replaced
 // by a compaction, kept for time travel, or left by a crash) are not
 // among them.
-func (l *Lake) Files(ctx context.Context, name string) (names []string, ok bool, err error) {
+func (l *Warehouse) Files(ctx context.Context, name string) (names []string, ok bool, err error) {
 	tbl, ok, err := l.Table(ctx, name)
 	if err != nil || !ok || tbl.CurrentSnapshot() == nil {
 		return nil, ok, err

@@ -18,7 +18,7 @@ import (
 
 // locations is the table's location and the locations of its current
 // snapshot's data files.
-func locations(t *testing.T, lake *iceberg.Lake, name string) (string, []string) {
+func locations(t *testing.T, lake *iceberg.Warehouse, name string) (string, []string) {
 	t.Helper()
 	tbl, ok, err := lake.Table(context.Background(), name)
 	if err != nil || !ok {
@@ -37,7 +37,7 @@ func locations(t *testing.T, lake *iceberg.Lake, name string) (string, []string)
 
 // checkAbsolute: the tables' locations and their files' are file:// URIs
 // under dir.
-func checkAbsolute(t *testing.T, lake *iceberg.Lake, dir string) {
+func checkAbsolute(t *testing.T, lake *iceberg.Warehouse, dir string) {
 	t.Helper()
 	want := "file://" + filepath.ToSlash(dir) + "/"
 	for _, tb := range sinktest.Tables {

@@ -17,7 +17,7 @@ import (
 // --data-dir before locations were absolute URIs) or another absolute one
 // (a lake copied or moved from another folder or bucket). It returns the
 // tables it registered. See relocate. The caller holds the data directory.
-func (l *Lake) Relocate(ctx context.Context) ([]string, error) {
+func (l *Warehouse) Relocate(ctx context.Context) ([]string, error) {
 	l.cat.mu.Lock()
 	l.cat.adopt = true
 	l.cat.mu.Unlock()
@@ -44,7 +44,7 @@ func (l *Lake) Relocate(ctx context.Context) ([]string, error) {
 // writable relocates table name first when its metadata places it
 // elsewhere (a relative location): every commit builds on a table whose
 // locations are absolute URIs in this data directory.
-func (l *Lake) writable(ctx context.Context, name string) error {
+func (l *Warehouse) writable(ctx context.Context, name string) error {
 	if l.cat.movedFrom(name) == "" {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (l *Lake) writable(ctx context.Context, name string) error {
 // copied). Earlier snapshots are not carried over (their manifests name
 // the old locations), so time travel starts again here; the files only
 // they referenced become unreferenced and go with the next upkeep.
-func (l *Lake) relocate(ctx context.Context, name string) error {
+func (l *Warehouse) relocate(ctx context.Context, name string) error {
 	ident := icetable.Identifier{name}
 	tbl, v, err := l.cat.load(ctx, ident)
 	if err != nil {

@@ -29,20 +29,17 @@ import (
 // references (no row counted twice).
 type Sink struct {
 	inner sinks.Sink // the Parquet sink writing into the same store
-	lake  *Lake
+	wh    *Warehouse
 	log   *slog.Logger
 }
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// NewSink wraps the Parquet sink inner (sinks.Versioned), which writes
-// into lake's store; when inner is sinks.IcebergFiles, its Iceberg files'
-// sink.
-func NewSink(inner sinks.Sink, lake *Lake) *Sink {
-	if f := sinks.IcebergFilesOf(inner); f != nil {
-		inner = f
-	}
-	return &Sink{inner: inner, lake: lake, log: lake.log}
+// NewSink wraps the Parquet sink inner, which writes into wh's store the
+// files an Iceberg table wants (parquet.Options.Iceberg, set by
+// Format.Files).
+func NewSink(inner sinks.Sink, wh *Warehouse) *Sink {
+	return &Sink{inner: inner, wh: wh, log: wh.log}
 }
 
 // CommitsAtomically implements sinks.Atomic: the wrapped sink's answer.
@@ -77,7 +74,7 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	rel := filepath.ToSlash(parquet.Path(t, snap))
 	// A snapshot with no file yet cannot be in the table; one with a file
 	// (any version) may be.
-	have, err := s.lake.cat.st.List(ctx, strings.TrimSuffix(rel, ".parquet"))
+	have, err := s.wh.cat.st.List(ctx, strings.TrimSuffix(rel, ".parquet"))
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("iceberg: %s: %w", rel, err)
 	}
@@ -116,13 +113,13 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 		return c, err
 	}
 	rel := w.name
-	if strings.Contains(filepath.ToSlash(c.Where), "/.compact/") {
-		// Parked beside a compacted day (sinks/parquet parkName): the
+	if c.Parked {
+		// Parked beside a compacted day (compact.Parking): the
 		// compaction of that day registers its rows.
 		w.s.log.Warn("iceberg: snapshot parked for compaction, not appended", "table", w.t.Name, "file", rel)
 		return c, nil
 	}
-	if crash := w.s.lake.cat.crash; crash != nil {
+	if crash := w.s.wh.cat.crash; crash != nil {
 		crash(w.t.Name, "file")
 	}
 	start := time.Now()
@@ -130,7 +127,7 @@ func (w *writer) Commit(ctx context.Context) (sinks.Committed, error) {
 	if w.fresh {
 		opts = append(opts, Fresh())
 	}
-	id, err := w.s.lake.Append(ctx, w.t, []string{rel}, map[string]string{
+	id, err := w.s.wh.Append(ctx, w.t, []string{rel}, map[string]string{
 		"optlake.run-id":        w.snap.RunID,
 		"optlake.snapshot-time": w.snap.Time.UTC().Format(time.RFC3339Nano),
 		"optlake.endpoint":      w.snap.Endpoint,

@@ -132,7 +132,7 @@ func (c CatalogConfig) open() (*sql.DB, icesql.SupportedDialect, error) {
 // A table the catalog lacks but the data directory holds (a lake made
 // without a catalog, or before its catalog was set) is registered at its
 // current metadata version when the lake first loads it.
-func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Logger) (*Lake, error) {
+func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Logger) (*Warehouse, error) {
 	l := New(st, log)
 	kind, err := ParseCatalogKind(cfg.Kind)
 	if err != nil {
@@ -195,7 +195,7 @@ func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Lo
 
 // Close closes the lake's catalog connection (nothing without one, or on
 // a nil lake).
-func (l *Lake) Close() error {
+func (l *Warehouse) Close() error {
 	if l == nil {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (l *Lake) Close() error {
 
 // Catalog is where the lake's tables are registered: CatalogNone, or
 // CatalogSQL and the catalog's URI without its password.
-func (l *Lake) Catalog() (kind, where string) {
+func (l *Warehouse) Catalog() (kind, where string) {
 	if r := l.cat.remote; r != nil {
 		return CatalogSQL, r.where
 	}
@@ -368,7 +368,7 @@ func (c *catalog) commitRemote(ctx context.Context, name string, reqs []icetable
 // convert` of a catalog-less Iceberg lake; a run does the same for a
 // table when it first loads it). It returns the tables registered now;
 // without a catalog, none.
-func (l *Lake) Register(ctx context.Context) ([]string, error) {
+func (l *Warehouse) Register(ctx context.Context) ([]string, error) {
 	r := l.cat.remote
 	if r == nil {
 		return nil, nil

@@ -1,16 +1,11 @@
 package parquet
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"path"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
-
-	"github.com/optlake/optlake/storage"
 )
 
 // A compacted partition (optlake compact, package sinks/parquet/compact)
@@ -23,14 +18,6 @@ import (
 const (
 	CompactedPrefix = "compacted-"
 	ManifestKey     = "optlake.compact"
-	// CompactDir is the data directory's folder for compaction's own
-	// state (staging, journal, parked replays, trash, spills): outside
-	// every table folder, so lake readers never see it.
-	CompactDir = ".compact"
-	// ParkedDir (under CompactDir) parks files that a replay or a late
-	// load wrote for a snapshot a compacted file already holds; the next
-	// compaction of the day merges them in, replacing that snapshot's rows.
-	ParkedDir = "pending"
 )
 
 // Manifest is the record of a compacted file.
@@ -134,49 +121,4 @@ func ManifestOf(r *file.Reader) (*Manifest, error) {
 		return nil, fmt.Errorf("%s metadata: %w", ManifestKey, err)
 	}
 	return &m, nil
-}
-
-// parkName is where the sink writes the file rel (relative to the data
-// directory st) instead of its place in the lake: "" when the file goes to
-// its place, or .compact/pending/<rel> when rel's partition is compacted
-// and its compacted file already holds rel's rows — writing it in place
-// would show those rows twice. The next compaction of the day replaces the
-// snapshot's rows with the parked file's.
-func parkName(ctx context.Context, st storage.Store, rel string) (string, error) {
-	part := path.Dir(rel) + "/"
-	// Only the compacted files' names: a listing of the whole partition
-	// (every snapshot's file, stat'ed) per Open made a day's runs and a
-	// replay quadratic in the day's snapshots.
-	files, err := st.List(ctx, part+CompactedPrefix)
-	if err != nil {
-		return "", fmt.Errorf("compacted partition: %w", err)
-	}
-	first := ""
-	for _, f := range files {
-		if rest := strings.TrimPrefix(f.Name, part); !strings.Contains(rest, "/") && IsCompacted(rest) {
-			first = f.Name
-			break
-		}
-	}
-	if first == "" {
-		return "", nil
-	}
-	r, err := st.Open(ctx, first)
-	if err != nil {
-		return "", fmt.Errorf("compacted partition: %w", err)
-	}
-	defer r.Close()
-	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, r.Size()))
-	if err != nil {
-		return "", fmt.Errorf("compacted partition: open %s: %w", first, err)
-	}
-	defer pf.Close()
-	m, err := ManifestOf(pf)
-	if err != nil {
-		return "", fmt.Errorf("compacted partition: %s: %w", first, err)
-	}
-	if !m.Has(path.Base(rel)) {
-		return "", nil
-	}
-	return path.Join(CompactDir, ParkedDir, rel), nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/storage"
@@ -39,7 +40,16 @@ type Options struct {
 	// microseconds, Iceberg's unit (Micros; a hive lake's are
 	// milliseconds).
 	Iceberg bool
+	// Park, when set, is asked where each file goes (the lake's table
+	// format sets it: its compaction parks a snapshot a compacted day
+	// holds already); nil writes every file in its place.
+	Park Placer
 }
+
+// A Placer says where the sink writes the table file rel (Path, slashed):
+// "" for its place in the lake, or the name of the file it is parked as
+// instead (the writer's Committed.Parked is set then).
+type Placer func(ctx context.Context, rel string) (parked string, err error)
 
 // Sink writes Parquet files into the data directory's store.
 type Sink struct {
@@ -81,14 +91,6 @@ func (s *Sink) CommitsAtomically() bool { return true }
 // Close implements sinks.Sink.
 func (s *Sink) Close(context.Context) error { return nil }
 
-// IcebergFiles implements sinks.IcebergFiles: a sink like s that writes
-// the files of an Iceberg lake's tables (Options.Iceberg).
-func (s *Sink) IcebergFiles() sinks.Sink {
-	opt := s.opt
-	opt.Iceberg = true
-	return &Sink{opt: opt, st: s.st, log: s.log}
-}
-
 // Path returns the file that holds table t's rows of snap, relative to the
 // data directory: <table>/date=YYYY-MM-DD/<snapshot>-<run_id>.parquet, with
 // the endpoint appended for tables shared by endpoints (rejects, runs are
@@ -103,7 +105,7 @@ func Path(t *schema.Table, snap sinks.Snapshot) string {
 	if snap.Part != "" {
 		name += "-" + storage.SafeNameDots(snap.Part)
 	}
-	return filepath.Join(storage.SafeNameDots(t.Name), "date="+ts.Format("2006-01-02"), name+".parquet")
+	return filepath.FromSlash(layout.Day(storage.SafeNameDots(t.Name), ts.Format(time.DateOnly)) + "/" + name + ".parquet")
 }
 
 // where names an object of the store for summaries: its path in a local
@@ -124,18 +126,23 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 // OpenVersion implements sinks.Versioned: Open writing the snapshot's file under
 // VersionedName(Path(t, snap), version) instead of its own name (version
 // "": Open): an Iceberg lake never rewrites a file its tables may
-// reference, so a snapshot loaded again gets a file of its own. A snapshot
-// a compacted file holds is parked as with Open.
+// reference, so a snapshot loaded again gets a file of its own. A file
+// Options.Park parks goes there, as with Open.
 func (s *Sink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, version string) (sinks.Writer, error) {
 	rel := filepath.ToSlash(Path(t, snap))
 	name := rel
 	if version != "" {
 		name = VersionedName(rel, version)
 	}
-	if park, err := parkName(ctx, s.st, rel); err != nil {
-		return nil, fmt.Errorf("parquet: %s: %w", rel, err)
-	} else if park != "" {
-		name = park // a snapshot a compacted file holds: see parkName
+	parked := false
+	if s.opt.Park != nil {
+		park, err := s.opt.Park(ctx, rel)
+		if err != nil {
+			return nil, fmt.Errorf("parquet: %s: %w", rel, err)
+		}
+		if park != "" {
+			name, parked = park, true
+		}
 	}
 	sw, err := s.st.Create(ctx, name)
 	if err != nil {
@@ -163,7 +170,7 @@ func (s *Sink) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snap
 		sw.Abort()
 		return nil, fmt.Errorf("parquet: create %s: %w", rel, err)
 	}
-	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, start: time.Now(), micros: us}, nil
+	return &writer{s: s, t: t, sw: sw, f: f, fw: fw, name: name, rel: rel, parked: parked, start: time.Now(), micros: us}, nil
 }
 
 // writerOptions are the Parquet writer properties for table t: zstd at
@@ -282,16 +289,17 @@ func levelOr(l int) int {
 }
 
 type writer struct {
-	s     *Sink
-	t     *schema.Table
-	sw    storage.Writer
-	f     *CountingWriter
-	fw    recordWriter
-	name  string // in the store (rel, or parked)
-	rel   string
-	rows  int64
-	done  bool
-	start time.Time
+	s      *Sink
+	t      *schema.Table
+	sw     storage.Writer
+	f      *CountingWriter
+	fw     recordWriter
+	name   string // in the store (rel, or parked)
+	rel    string
+	parked bool // name is where Options.Park put it
+	rows   int64
+	done   bool
+	start  time.Time
 	// micros is the file's schema when its timestamps are in
 	// microseconds (Options.Iceberg): each record is converted (ToMicros).
 	micros *arrow.Schema
@@ -328,7 +336,7 @@ func (w *writer) Commit(context.Context) (sinks.Committed, error) {
 		return sinks.Committed{}, fmt.Errorf("parquet: commit %s: %w", w.rel, DiskFull(err))
 	}
 	w.s.log.Debug("parquet file written", "file", w.rel, "rows", w.rows, "bytes", w.f.N, "took", time.Since(w.start))
-	return sinks.Committed{Rows: w.rows, Bytes: w.f.N, Where: w.s.where(w.name)}, nil
+	return sinks.Committed{Rows: w.rows, Bytes: w.f.N, Where: w.s.where(w.name), Parked: w.parked}, nil
 }
 
 func (w *writer) Abort() error {

@@ -17,7 +17,6 @@ import (
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
-	"github.com/optlake/optlake/sinks/sinktest"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -236,46 +235,6 @@ func TestCommitFailsWhenDirVanishes(t *testing.T) {
 	os.RemoveAll(filepath.Join(dir, "instruments"))
 	if _, err := w.Commit(ctx); err == nil || !strings.Contains(err.Error(), "parquet: commit") {
 		t.Fatalf("commit into a removed folder: %v", err)
-	}
-}
-
-// listingStore counts the objects its List calls return.
-type listingStore struct {
-	storage.Store
-	listed int
-}
-
-func (s *listingStore) List(ctx context.Context, prefix string) ([]storage.Info, error) {
-	out, err := s.Store.List(ctx, prefix)
-	s.listed += len(out)
-	return out, err
-}
-
-// Opening a snapshot's file looks for a compacted file in its partition
-// (parkName) without listing the partition's other snapshot files: a day of
-// runs, or a replay, would otherwise cost a listing of every earlier file
-// per file written.
-func TestOpenDoesNotListThePartition(t *testing.T) {
-	ctx := context.Background()
-	st := &listingStore{Store: storage.NewLocal(t.TempDir())}
-	s, err := New(Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record(t, 3)
-	defer rec.Release()
-	const n = 20
-	for i := range n {
-		sn := snap
-		sn.Time = snap.Time.Add(time.Duration(i) * time.Minute)
-		sinktest.Load(t, s, schema.Instruments, sn, []arrow.Record{rec})
-	}
-	files, err := st.Store.List(ctx, "instruments/")
-	if err != nil || len(files) != n {
-		t.Fatalf("%d files (%v), want %d", len(files), err, n)
-	}
-	if st.listed != 0 {
-		t.Errorf("opening %d files listed %d objects, want 0 (no compacted file in the partition)", n, st.listed)
 	}
 }
 

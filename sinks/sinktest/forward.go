@@ -18,40 +18,35 @@ type Capability string
 
 // The optional capabilities of package sinks.
 const (
-	Atomic       Capability = "Atomic"
-	DaySink      Capability = "DaySink"
-	Versioned    Capability = "Versioned"
-	IcebergFiles Capability = "IcebergFiles"
+	Atomic    Capability = "Atomic"
+	DaySink   Capability = "DaySink"
+	Versioned Capability = "Versioned"
 )
 
 // Capabilities are every optional capability of package sinks: Capable
 // has them all, and Forwarding checks each.
-var Capabilities = []Capability{Atomic, DaySink, Versioned, IcebergFiles}
+var Capabilities = []Capability{Atomic, DaySink, Versioned}
 
 // Capable is a sink with every optional capability, whose writers count
-// rows and keep nothing; it counts the calls each capability gets. Its
-// IcebergFiles is another Capable (Files true) sharing the counts.
+// rows and keep nothing; it counts the calls each capability gets.
 type Capable struct {
-	Files bool // this is a Capable's IcebergFiles
-	c     *capCounts
+	c *capCounts
 }
 
 type capCounts struct {
 	mu    sync.Mutex
 	calls map[Capability]int
-	opens map[bool]int // Opens and OpenVersions, by Files
 }
 
 // NewCapable returns a Capable with no calls counted.
 func NewCapable() *Capable {
-	return &Capable{c: &capCounts{calls: map[Capability]int{}, opens: map[bool]int{}}}
+	return &Capable{c: &capCounts{calls: map[Capability]int{}}}
 }
 
 var (
-	_ sinks.Atomic       = (*Capable)(nil)
-	_ sinks.DaySink      = (*Capable)(nil)
-	_ sinks.Versioned    = (*Capable)(nil)
-	_ sinks.IcebergFiles = (*Capable)(nil)
+	_ sinks.Atomic    = (*Capable)(nil)
+	_ sinks.DaySink   = (*Capable)(nil)
+	_ sinks.Versioned = (*Capable)(nil)
 )
 
 func (s *Capable) count(c Capability) {
@@ -67,13 +62,6 @@ func (s *Capable) Calls(c Capability) int {
 	return s.c.calls[c]
 }
 
-// Opens is how many writers the Capable (files: its IcebergFiles) opened.
-func (s *Capable) Opens(files bool) int {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	return s.c.opens[files]
-}
-
 // Name implements sinks.Sink.
 func (s *Capable) Name() string { return "capable" }
 
@@ -82,9 +70,6 @@ func (s *Capable) Close(context.Context) error { return nil }
 
 // Open implements sinks.Sink.
 func (s *Capable) Open(context.Context, *schema.Table, sinks.Snapshot) (sinks.Writer, error) {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	s.c.opens[s.Files]++
 	return &countWriter{}, nil
 }
 
@@ -101,12 +86,6 @@ func (s *Capable) FlushDay(context.Context, string) error { s.count(DaySink); re
 func (s *Capable) OpenVersion(ctx context.Context, t *schema.Table, snap sinks.Snapshot, _ string) (sinks.Writer, error) {
 	s.count(Versioned)
 	return s.Open(ctx, t, snap)
-}
-
-// IcebergFiles implements sinks.IcebergFiles.
-func (s *Capable) IcebergFiles() sinks.Sink {
-	s.count(IcebergFiles)
-	return &Capable{Files: true, c: s.c}
 }
 
 type countWriter struct {
@@ -190,11 +169,6 @@ func has(t *testing.T, w sinks.Sink, c Capability, probe *Capable) (claimed, rea
 			return sinks.OpenVersion(ctx, w, schema.Runs, snap, "v1")
 		})
 		reached = probe.Calls(Versioned) > 0
-	case IcebergFiles:
-		if f := sinks.IcebergFilesOf(w); f != nil {
-			claimed = loads(t, func() (sinks.Writer, error) { return f.Open(ctx, schema.Runs, snap) })
-		}
-		reached = probe.Opens(true) > 0
 	default:
 		t.Fatalf("no check of capability %s", c)
 	}

@@ -26,9 +26,9 @@ func (b *benchRun) iceberg(ctx context.Context, bin string, l Listing) error {
 		return err
 	}
 	defer stop()
-	formats := []lake.Format{lake.Parquet, lake.Iceberg}
-	dirs := map[lake.Format]string{}
-	ms := map[lake.Format]*Measurement{}
+	formats := []lake.Kind{lake.Parquet, lake.Iceberg}
+	dirs := map[lake.Kind]string{}
+	ms := map[lake.Kind]*Measurement{}
 	for _, f := range formats {
 		dirs[f] = filepath.Join(b.work, "iceberg-data-"+string(f))
 		os.RemoveAll(dirs[f])
@@ -38,7 +38,7 @@ func (b *benchRun) iceberg(ctx context.Context, bin string, l Listing) error {
 		ms[f] = b.rep.add(icebergKey(f), l.Label, "optlake")
 	}
 	sum := filepath.Join(b.work, "iceberg-summary.json")
-	run := func(f lake.Format) error {
+	run := func(f lake.Kind) error {
 		args := []string{"run", "--api-url", "http://" + addr, "--data-dir", dirs[f], "--endpoints", "instruments",
 			"--source", "venue-sim", "--summary-json", sum, "--log-level", "warn", "--table-format", string(f)}
 		pr, err := runProc(ctx, exec.CommandContext(ctx, bin, args...), "")
@@ -78,7 +78,7 @@ func (b *benchRun) iceberg(ctx context.Context, bin string, l Listing) error {
 	return nil
 }
 
-func icebergKey(f lake.Format) string { return "e2e_next_" + string(f) }
+func icebergKey(f lake.Kind) string { return "e2e_next_" + string(f) }
 
 // icebergRows are the main table's rows of the iceberg part: each
 // listing's next-snapshot run on each lake; the Iceberg one against the

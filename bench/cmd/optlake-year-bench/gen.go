@@ -71,7 +71,7 @@ func generate(ctx context.Context, dir string, cfg config) (genStats, error) {
 	if err != nil {
 		return genStats{}, err
 	}
-	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: fallback, Compact: compact.Options{Lake: compact.For(st, nil, time.Now), RowGroupRows: cfg.rowGroupRows}})
+	ds, err := compact.NewDaySink(compact.DayOptions{Fallback: fallback, Compact: compact.Options{Target: compact.For(st, nil, time.Now), RowGroupRows: cfg.rowGroupRows}})
 	if err != nil {
 		return genStats{}, err
 	}

@@ -34,7 +34,7 @@ func newBucketLake(t *testing.T, g *testenv.VersityGW, prefix string) *bucketLak
 
 func (l *bucketLake) write(t *testing.T, tbl *schema.Table, snap sinks.Snapshot, n int, seed uint64) {
 	t.Helper()
-	s, err := pq.New(pq.Options{Store: l.st})
+	s, err := pq.New(pq.Options{Store: l.st, Park: Parking(l.st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +100,9 @@ func TestBucketCompaction(t *testing.T) {
 	before, beforeAcct := rows(t, instGlob), rows(t, acctGlob)
 
 	now := func() time.Time { return day2.Add(time.Hour) }
-	bs := &ParquetLake{St: l.st}
+	bs := &Folders{St: l.st}
 	defer bs.Close()
-	rep, err := Compact(context.Background(), Options{Lake: bs, Now: now})
+	rep, err := Compact(context.Background(), Options{Target: bs, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestBucketCompaction(t *testing.T) {
 	}
 
 	// Nothing new: nothing rewritten.
-	rep, err = Compact(context.Background(), Options{Lake: bs, Now: now})
+	rep, err = Compact(context.Background(), Options{Target: bs, Now: now})
 	if err != nil || len(rep.Partitions) != 0 {
 		t.Fatalf("second compaction: %+v %v", rep, err)
 	}
@@ -150,7 +150,7 @@ func TestBucketCompaction(t *testing.T) {
 	writeSnap(t, ref, schema.Instruments, late, 40, 5)
 	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-	rep, err = Compact(context.Background(), Options{Lake: bs, Now: now, Tables: []string{"instruments"}})
+	rep, err = Compact(context.Background(), Options{Target: bs, Now: now, Tables: []string{"instruments"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +193,8 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			}
 			// A second compaction's publish is the one cut (it replaces a
 			// compacted file and consumes a parked one).
-			bs := &ParquetLake{St: l.st}
-			if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err != nil {
+			bs := &Folders{St: l.st}
+			if _, err := Compact(context.Background(), Options{Target: bs, Now: now}); err != nil {
 				t.Fatal(err)
 			}
 			l.write(t, schema.Instruments, snapAt(day1, 1), 100, 77) // parked
@@ -202,8 +202,8 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 			glob := filepath.Join(l.dir, "instruments", "date=2026-11-20", "*.parquet")
 			visible := rows(t, glob)
 
-			crash := &ParquetLake{St: l.st, Crash: crashAt(step)}
-			if !compactCrashing(t, Options{Lake: crash, Now: now, Crash: crashAt(step)}) {
+			crash := &Folders{St: l.st, Crash: crashAt(step)}
+			if !compactCrashing(t, Options{Target: crash, Now: now, Crash: crashAt(step)}) {
 				t.Fatalf("never reached step %s", step)
 			}
 			crash.Close()
@@ -224,9 +224,9 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("%d rows both before and after, want 330", kept)
 			}
 
-			bs2 := &ParquetLake{St: l.st}
+			bs2 := &Folders{St: l.st}
 			defer bs2.Close()
-			if _, err := Compact(context.Background(), Options{Lake: bs2, Now: now}); err != nil {
+			if _, err := Compact(context.Background(), Options{Target: bs2, Now: now}); err != nil {
 				t.Fatal(err)
 			}
 			sameRows(t, "after recovery", rows(t, glob), want)

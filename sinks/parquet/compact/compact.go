@@ -16,11 +16,11 @@
 // snapshot lands in the partition as usual and the next compaction merges
 // it in. A compaction with nothing new does nothing.
 //
-// Crash and reader safety are the Lake's: ParquetLake stages the new
+// Crash and reader safety are the Target's: Folders stages the new
 // partition outside the table folder and exchanges the two folders in one
 // step on a local folder, or holds the uploads until a journal names them
 // on a bucket; a crash at any point is finished or undone by the next
-// Compact (Lake.Recover), which callers run under the data directory's
+// Compact (Target.Recover), which callers run under the data directory's
 // lock.
 package compact
 
@@ -44,10 +44,15 @@ import (
 	pq "github.com/optlake/optlake/sinks/parquet"
 )
 
+// MemoryLimit is the Go heap's soft limit compaction's work is tuned for
+// (a compaction, a replay's day merge): the merge's working set is
+// bounded, this keeps garbage from growing the process past it.
+const MemoryLimit = 160 << 20
+
 // Options configure a compaction. Zero values take the defaults.
 type Options struct {
-	// Lake is the lake (required; For makes it from the data directory).
-	Lake Lake
+	// Target is the lake (required; For makes it from the data directory).
+	Target Target
 	// From and To bound the days compacted, To exclusive ("YYYY-MM-DD";
 	// From "" = the first day, To "" = today UTC: every closed day).
 	From, To string
@@ -61,7 +66,7 @@ type Options struct {
 	Deadline time.Time
 	Logger   *slog.Logger
 	// Crash is the crash-injection hook of tests, called after each of
-	// MergeSteps (the Lake's own hook covers its publish).
+	// MergeSteps (the Target's own hook covers its publish).
 	Crash func(step string)
 
 	ChunkBytes      int64 // Arrow bytes sorted in memory at once (default 32 MiB)
@@ -176,7 +181,7 @@ type PartitionReport struct {
 // left as it was, logged and reported in the error; the others go on.
 func Compact(ctx context.Context, opt Options) (Report, error) {
 	opt.defaults()
-	st := opt.Lake
+	st := opt.Target
 	if st == nil {
 		return Report{}, errors.New("compact: no store")
 	}
@@ -237,7 +242,7 @@ func Compact(ctx context.Context, opt Options) (Report, error) {
 // the fresh files into runs ("sorted"), write the merged partition into
 // the store's stage ("written"), and the store's publish (Steps,
 // BucketSteps).
-func compactPartition(ctx context.Context, st Lake, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
+func compactPartition(ctx context.Context, st Target, p Partition, opt *Options) (pr PartitionReport, did bool, err error) {
 	start := time.Now()
 	j := &partitionJob{st: st, opt: opt, mem: memory.DefaultAllocator, pool: arrowpool.New(opt.ChunkBytes / 2), key: schema.SortKey(p.Table)}
 	j.pr.Partition = p
@@ -271,7 +276,7 @@ func (j *partitionJob) run(ctx context.Context, start time.Time) (pr PartitionRe
 
 // partitionJob is one partition's compaction under way.
 type partitionJob struct {
-	st   Lake
+	st   Target
 	opt  *Options
 	mem  memory.Allocator
 	pool *arrowpool.Pool // the merges' gather and spill buffers

@@ -110,10 +110,12 @@ func appendRandom(f array.Builder, ty schema.Type, r *rand.Rand) {
 	}
 }
 
-// writeSnap writes table t's rows of snap through the Parquet sink.
+// writeSnap writes table t's rows of snap through the Parquet sink, as a
+// lake's table format makes it (a compacted day's snapshot parked).
 func writeSnap(tb testing.TB, dir string, t *schema.Table, snap sinks.Snapshot, n int, seed uint64) {
 	tb.Helper()
-	s, err := pq.New(pq.Options{Store: storage.NewLocal(dir)})
+	st := storage.NewLocal(dir)
+	s, err := pq.New(pq.Options{Store: st, Park: Parking(st)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 	day2Before := names(t, filepath.Join(dir, "instruments", "date=2026-11-21"))
 
 	now := func() time.Time { return day2.Add(time.Hour) } // day2 is today: not closed
-	rep, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
+	rep, err := Compact(context.Background(), Options{Target: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 
 	// A second compaction has nothing to do.
 	m1 := manifestOf(t, onlyCompacted(t, filepath.Join(dir, "instruments", "date=2026-11-20")))
-	rep, err = Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
+	rep, err = Compact(context.Background(), Options{Target: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +287,7 @@ func TestCompactKeepsRowsSortsAndIsIdempotent(t *testing.T) {
 		t.Fatal("second compaction rewrote the day")
 	}
 	// --to tomorrow includes today.
-	rep, err = Compact(context.Background(), Options{Lake: localLake(dir), Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
+	rep, err = Compact(context.Background(), Options{Target: localLake(dir), Now: now, To: "2026-11-22", Tables: []string{"instruments"}})
 	if err != nil || len(rep.Partitions) != 1 || rep.Partitions[0].Date != "2026-11-21" {
 		t.Fatalf("--to: %+v %v", rep, err)
 	}
@@ -316,7 +318,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
-	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Target: localLake(dir), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	compacted := rows(t, glob)
@@ -343,7 +345,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	writeSnap(t, ref, schema.Instruments, snapAt(day1, 2), 60, 9)
 	want := rows(t, filepath.Join(ref, "instruments", "date=2026-11-20", "*.parquet"))
 
-	rep, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now})
+	rep, err := Compact(context.Background(), Options{Target: localLake(dir), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +363,7 @@ func TestReplayAndLateLoadAfterCompaction(t *testing.T) {
 	}
 	// The same replay once more: parked again, compacted again, same rows.
 	writeSnap(t, dir, schema.Instruments, snapAt(day1, 2), 60, 9)
-	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
+	if _, err := Compact(context.Background(), Options{Target: localLake(dir), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "after a second replay", rows(t, glob), want)
@@ -399,7 +401,7 @@ func TestEvolvingAccountSchema(t *testing.T) {
 	part := filepath.Join(dir, "position", "date=2026-11-20")
 	glob := filepath.Join(part, "*.parquet")
 	before := rows(t, glob)
-	if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
+	if _, err := Compact(context.Background(), Options{Target: localLake(dir), Now: func() time.Time { return day1.AddDate(0, 0, 1) }}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "position", rows(t, glob), before)
@@ -460,7 +462,7 @@ func TestReaderNeverSeesDuplicatesOrGaps(t *testing.T) {
 			// and a replay of a compacted snapshot: same rows, parked
 			writeSnap(t, dir, schema.Instruments, snapAt(day1, k-2), 300, 1)
 		}
-		if _, err := Compact(context.Background(), Options{Lake: localLake(dir), Now: now}); err != nil {
+		if _, err := Compact(context.Background(), Options{Target: localLake(dir), Now: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -589,14 +591,14 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 			}
 			part := filepath.Join(dir, "instruments", "date=2026-11-20")
 			opt := Options{Now: clock, ChunkBytes: 64 << 10, FanIn: 3, MergeBatchBytes: 64 << 10, RowGroupRows: 1000, MaxFileBytes: 8 << 10, SampleRows: 500}
-			opt.Lake = &ParquetLake{St: noExchange{storage.NewLocal(dir)}, Now: clock, Crash: crashAt(step)}
+			opt.Target = &Folders{St: noExchange{storage.NewLocal(dir)}, Now: clock, Crash: crashAt(step)}
 			if !compactCrashing(t, opt) {
 				t.Fatalf("never reached %s", step)
 			}
 			if step != "moved" { // between the renames the day is missing: the fallback's window
 				sameRows(t, "right after the crash", rows(t, filepath.Join(part, "*.parquet")), want)
 			}
-			opt.Lake = &ParquetLake{St: noExchange{storage.NewLocal(dir)}, Now: clock}
+			opt.Target = &Folders{St: noExchange{storage.NewLocal(dir)}, Now: clock}
 			if _, err := Compact(context.Background(), opt); err != nil {
 				t.Fatal(err)
 			}
@@ -621,7 +623,7 @@ func TestFallbackSwapSplitFilesAndMultiLevelMerge(t *testing.T) {
 				t.Fatal("nothing in the trash")
 			}
 			now = now.Add(2 * DefaultGrace)
-			if err := (&ParquetLake{St: storage.NewLocal(dir), Now: clock}).Recover(context.Background()); err != nil {
+			if err := (&Folders{St: storage.NewLocal(dir), Now: clock}).Recover(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if ents, _ := os.ReadDir(trash); len(ents) != 0 {
@@ -657,15 +659,15 @@ func TestFallbackSwapFailedPlaceIsRecovered(t *testing.T) {
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	want := rows(t, filepath.Join(part, "*.parquet"))
 	now := func() time.Time { return day1.AddDate(0, 0, 1) }
-	l := &ParquetLake{St: placeFails{noExchange{storage.NewLocal(dir)}}, Now: now}
-	if _, err := Compact(ctx, Options{Lake: l, Now: now}); !errors.Is(err, syscall.EIO) {
+	l := &Folders{St: placeFails{noExchange{storage.NewLocal(dir)}}, Now: now}
+	if _, err := Compact(ctx, Options{Target: l, Now: now}); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("compaction: %v, want the failed rename's EIO", err)
 	}
 	l.Close()
 	if _, err := os.Stat(part); !os.IsNotExist(err) {
 		t.Fatalf("the day is there (%v): the failure was not between the renames", err)
 	}
-	if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
+	if _, err := Compact(ctx, Options{Target: localLake(dir), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	onlyCompacted(t, part)
@@ -673,7 +675,7 @@ func TestFallbackSwapFailedPlaceIsRecovered(t *testing.T) {
 }
 
 // localLake is the lake of the local folder dir.
-func localLake(dir string) *ParquetLake { return &ParquetLake{St: storage.NewLocal(dir)} }
+func localLake(dir string) *Folders { return &Folders{St: storage.NewLocal(dir)} }
 
 // noExchange is a local folder whose file system refuses RENAME_EXCHANGE:
 // publishes take the fallback swap.

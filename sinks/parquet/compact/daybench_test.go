@@ -54,11 +54,11 @@ func BenchmarkPublishReplayedDay(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		lake := localLake(b.TempDir())
-		fb, err := pq.New(pq.Options{Store: lake.St})
+		fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ds, err := NewDaySink(DayOptions{Fallback: fb, Compact: Options{Lake: lake, CompressionLevel: 3, PageBytes: 512 << 10}})
+		ds, err := NewDaySink(DayOptions{Fallback: fb, Compact: Options{Target: lake, CompressionLevel: 3, PageBytes: 512 << 10}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,7 +24,7 @@ import (
 // directly, one file per table and day sorted by the table's key, instead
 // of one file per snapshot that a compaction would rewrite later.
 //
-// A Writer holds its snapshot's rows (spilling sorted runs to the Lake's
+// A Writer holds its snapshot's rows (spilling sorted runs to the Target's
 // TempDir past WriterBytes); Commit orders them into a run in memory (a
 // permutation of its records: no row is copied) and hands it to the day,
 // Abort drops them, so a snapshot that fails leaves nothing. The day keeps
@@ -49,7 +49,7 @@ type DaySink struct {
 	mu    sync.Mutex
 	days  map[Partition]*dayRows
 	dicts map[Partition]*keyDict // each day's key dictionary (keydict.go)
-	tmp   string                 // the Lake's TempDir
+	tmp   string                 // the Target's TempDir
 }
 
 // DayOptions configure a DaySink.
@@ -57,7 +57,7 @@ type DayOptions struct {
 	// Fallback is the per-snapshot Parquet sink (required): tables
 	// without a sort key, and the sink's name.
 	Fallback sinks.Sink
-	// Compact configures the day's merge and publish; Compact.Lake is
+	// Compact configures the day's merge and publish; Compact.Target is
 	// required. Its ChunkBytes bound the runs each day holds in memory:
 	// half of it is merged into a spilled run while the other half fills.
 	Compact Options
@@ -68,9 +68,9 @@ type DayOptions struct {
 
 var _ sinks.Sink = (*DaySink)(nil)
 
-// NewDaySink returns the replay sink of opt.Compact.Lake.
+// NewDaySink returns the replay sink of opt.Compact.Target.
 func NewDaySink(opt DayOptions) (*DaySink, error) {
-	if opt.Fallback == nil || opt.Compact.Lake == nil {
+	if opt.Fallback == nil || opt.Compact.Target == nil {
 		return nil, errors.New("day sink: no fallback sink or lake")
 	}
 	opt.Compact.defaults()
@@ -124,13 +124,13 @@ func (s *DaySink) dict(p Partition, u *arrow.Schema, key []string) *keyDict {
 	return d
 }
 
-// tempDir is the Lake's spill folder, asked once: Lake methods are not
+// tempDir is the Target's spill folder, asked once: Target methods are not
 // safe for concurrent use, and writers open at once.
 func (s *DaySink) tempDir() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tmp == "" {
-		tmp, err := s.opt.Compact.Lake.TempDir()
+		tmp, err := s.opt.Compact.Target.TempDir()
 		if err != nil {
 			return "", err
 		}
@@ -168,7 +168,7 @@ func (s *DaySink) FlushDay(ctx context.Context, date string) error {
 		}
 		return errors.Join(errs...)
 	}
-	// The spill folder is made before the publishes start: Lake methods
+	// The spill folder is made before the publishes start: Target methods
 	// are not safe for concurrent use, and TempDir is then only read.
 	if _, err := s.tempDir(); err != nil {
 		return fmt.Errorf("parquet: %w", err)
@@ -239,7 +239,7 @@ func (s *DaySink) Close(ctx context.Context) error {
 	for _, d := range days {
 		d.drop()
 	}
-	return errors.Join(s.opt.Fallback.Close(ctx), s.opt.Compact.Lake.Close())
+	return errors.Join(s.opt.Fallback.Close(ctx), s.opt.Compact.Target.Close())
 }
 
 // dayRows are the committed rows of one partition, awaiting its publish:

@@ -22,13 +22,13 @@ var day2 = day1.AddDate(0, 0, 1)
 
 // newDaySink is a replay sink on the lake with small memory budgets, so that
 // writers and days spill runs and the merge works through them.
-func newDaySink(t *testing.T, lake *ParquetLake) *DaySink {
+func newDaySink(t *testing.T, lake *Folders) *DaySink {
 	t.Helper()
-	fb, err := pq.New(pq.Options{Store: lake.St})
+	fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 16 << 10, Compact: Options{Lake: lake, ChunkBytes: 64 << 10, FanIn: 4}})
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 16 << 10, Compact: Options{Target: lake, ChunkBytes: 64 << 10, FanIn: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestDaySinkWritesTheCompactedLayout(t *testing.T) {
 	checkSorted(t, part, "instruments")
 	sameRows(t, "second replay", rows(t, filepath.Join(part, "*.parquet")), rows(t, filepath.Join(partDir(ref, "instruments", day1), "*.parquet")))
 
-	rep, err := Compact(ctx, Options{Lake: lake, Now: func() time.Time { return day2.AddDate(0, 0, 3) }})
+	rep, err := Compact(ctx, Options{Target: lake, Now: func() time.Time { return day2.AddDate(0, 0, 3) }})
 	if err != nil || len(rep.Partitions) != 0 {
 		t.Fatalf("compaction after the replay: %+v, %v", rep, err)
 	}
@@ -215,7 +215,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 	}
 	writeSnap(t, ref, schema.Instruments, snapAt(day1, 20), 30, 3)
 	want := rows(t, filepath.Join(partDir(ref, "instruments", day1), "*.parquet"))
-	replay := func(t *testing.T, lake *ParquetLake) *DaySink {
+	replay := func(t *testing.T, lake *Folders) *DaySink {
 		ds := newDaySink(t, lake)
 		for k := range 4 {
 			replaySnap(t, ds, schema.Instruments, snapAt(day1, k), 100+k, 1, true)
@@ -233,7 +233,7 @@ func TestDaySinkOnBucket(t *testing.T) {
 			glob := filepath.Join(l.dir, "instruments", "date=2026-11-20", "*.parquet")
 			visible := rows(t, glob)
 			if step != "none" {
-				ds := replay(t, &ParquetLake{St: l.st, Crash: crashAt(step)})
+				ds := replay(t, &Folders{St: l.st, Crash: crashAt(step)})
 				stopped := crashing(t, func() error { return ds.FlushDay(ctx, day1.Format(time.DateOnly)) })
 				if !stopped {
 					t.Fatalf("never reached step %s", step)
@@ -246,11 +246,11 @@ func TestDaySinkOnBucket(t *testing.T) {
 						t.Fatalf("crash at %s: a row went missing: %s", step, r)
 					}
 				}
-				if err := (&ParquetLake{St: l.st}).Recover(ctx); err != nil {
+				if err := (&Folders{St: l.st}).Recover(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
-			ds := replay(t, &ParquetLake{St: l.st})
+			ds := replay(t, &Folders{St: l.st})
 			if err := ds.FlushDay(ctx, day1.Format(time.DateOnly)); err != nil {
 				t.Fatal(err)
 			}
@@ -268,13 +268,13 @@ func TestDaySinkOnBucket(t *testing.T) {
 // spills) and a day budget of a few snapshots, so that the day's runs are
 // merged into spilled runs while snapshots load, and FlushDay merges more
 // spilled runs than FanIn.
-func newMergingDaySink(t *testing.T, lake *ParquetLake) *DaySink {
+func newMergingDaySink(t *testing.T, lake *Folders) *DaySink {
 	t.Helper()
-	fb, err := pq.New(pq.Options{Store: lake.St})
+	fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: lake, ChunkBytes: 96 << 10, FanIn: 3, noPack: true}})
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Target: lake, ChunkBytes: 96 << 10, FanIn: 3, noPack: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,11 +467,12 @@ func TestDaySinkInMemoryAndSpilledMergesWriteTheSameFile(t *testing.T) {
 		return orderedRows(t, part)
 	}
 	inMem, spilled, writers := t.TempDir(), t.TempDir(), t.TempDir()
-	fb, err := pq.New(pq.Options{Store: localLake(inMem).St})
+	memStore := localLake(inMem).St
+	fb, err := pq.New(pq.Options{Store: memStore, Park: Parking(memStore)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Lake: localLake(inMem), ChunkBytes: 1 << 30}})
+	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: Options{Target: localLake(inMem), ChunkBytes: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,11 +78,11 @@ func replayDayFiles(t *testing.T, tbl *schema.Table, opt Options, writerBytes in
 		before(t, dir)
 	}
 	lake := localLake(dir)
-	fb, err := pq.New(pq.Options{Store: lake.St})
+	fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Lake = lake
+	opt.Target = lake
 	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: writerBytes, Compact: opt})
 	if err != nil {
 		t.Fatal(err)
@@ -342,11 +342,11 @@ func replayInto(t *testing.T, dir string, snaps []daySnap) {
 	t.Helper()
 	ctx := context.Background()
 	lake := localLake(dir)
-	fb, err := pq.New(pq.Options{Store: lake.St})
+	fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := NewDaySink(DayOptions{Fallback: fb, Compact: Options{Lake: lake, noPack: true, noDirect: true}})
+	ds, err := NewDaySink(DayOptions{Fallback: fb, Compact: Options{Target: lake, noPack: true, noDirect: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,11 +367,11 @@ func packingDay(t *testing.T, opt Options, snaps []daySnap) (*DaySink, string, s
 	needCores(t)
 	dir := t.TempDir()
 	lake := localLake(dir)
-	fb, err := pq.New(pq.Options{Store: lake.St})
+	fb, err := pq.New(pq.Options{Store: lake.St, Park: Parking(lake.St)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Lake = lake
+	opt.Target = lake
 	ds, err := NewDaySink(DayOptions{Fallback: fb, WriterBytes: 64 << 20, Compact: opt})
 	if err != nil {
 		t.Fatal(err)

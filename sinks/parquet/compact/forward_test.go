@@ -11,15 +11,14 @@ import (
 // (the per-snapshot sink of the tables without a sort key).
 func TestDaySinkForwards(t *testing.T) {
 	sinktest.Forwarding(t, func(t testing.TB, inner sinks.Sink) sinks.Sink {
-		ds, err := NewDaySink(DayOptions{Fallback: inner, Compact: Options{Lake: localLake(t.TempDir())}})
+		ds, err := NewDaySink(DayOptions{Fallback: inner, Compact: Options{Target: localLake(t.TempDir())}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ds
 	}, map[sinktest.Capability]string{
-		sinktest.DaySink:      "it holds days of its own: its FlushDay writes the day it holds",
-		sinktest.Versioned:    "a day's file replaces the partition's files: no versions (an Iceberg lake's replay keeps its per-snapshot sink)",
-		sinktest.IcebergFiles: "an Iceberg lake's replay keeps its per-snapshot sink",
+		sinktest.DaySink:   "it holds days of its own: its FlushDay writes the day it holds",
+		sinktest.Versioned: "a day's file replaces the partition's files: no versions (an Iceberg lake's replay keeps its per-snapshot sink)",
 	})
 }
 

@@ -22,12 +22,12 @@ import (
 // fullStore is a lake on a local folder whose disk has free bytes left for staged
 // files: a write past them fails with ENOSPC.
 type fullStore struct {
-	*ParquetLake
+	*Folders
 	free int64
 }
 
 func (s *fullStore) Stage(ctx context.Context, p Partition) (Staged, error) {
-	st, err := s.ParquetLake.Stage(ctx, p)
+	st, err := s.Folders.Stage(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +80,8 @@ func TestCompactFullDiskIsAnError(t *testing.T) {
 			}
 			part := filepath.Join(dir, "instruments", "date=2026-11-20")
 			before, files := rows(t, filepath.Join(part, "*.parquet")), names(t, part)
-			st := &fullStore{ParquetLake: &ParquetLake{St: storage.NewLocal(dir), Now: now}, free: free}
-			_, err := Compact(ctx, Options{Lake: st, Now: now})
+			st := &fullStore{Folders: &Folders{St: storage.NewLocal(dir), Now: now}, free: free}
+			_, err := Compact(ctx, Options{Target: st, Now: now})
 			if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "ENOSPC") || !strings.Contains(err.Error(), pq.CompactedPrefix) {
 				t.Fatalf("%d bytes free: %v, want an error naming ENOSPC and the compacted file", free, err)
 			}
@@ -91,7 +91,7 @@ func TestCompactFullDiskIsAnError(t *testing.T) {
 			if ents, _ := os.ReadDir(filepath.Join(dir, ".compact", "stage", "instruments")); len(ents) != 0 {
 				t.Errorf("%d bytes free: left in .compact/stage: %v", free, ents)
 			}
-			if _, err := Compact(ctx, Options{Lake: localLake(dir), Now: now}); err != nil {
+			if _, err := Compact(ctx, Options{Target: localLake(dir), Now: now}); err != nil {
 				t.Fatalf("%d bytes free, then space: %v", free, err)
 			}
 			onlyCompacted(t, part)

@@ -6,22 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
-	"time"
 
-	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/storage"
 )
 
-// Partition is one table's day: DATA/<Table>/date=<Date>/.
+// Partition is one table's day: DATA/<Table>/date=<Date>/ (layout.Day).
 type Partition struct {
 	Table string
 	Date  string // YYYY-MM-DD
 }
 
-func (p Partition) String() string { return p.Table + "/date=" + p.Date }
+func (p Partition) String() string { return layout.Day(p.Table, p.Date) }
 
 // File is one Parquet file of a partition (or parked for it).
 type File struct {
@@ -37,11 +35,12 @@ type Input interface {
 	io.Closer
 }
 
-// Lake is where the lake lives. Compact reads partitions through it and
-// publishes the compacted files with it: ParquetLake is the parquet table
-// format's, on any storage.Store. Every method is called with the data
+// Target is the lake as compaction works on it: Compact reads partitions
+// through it and publishes the compacted files with it. Folders is the
+// parquet table format's (the day folders of any storage.Store); a table
+// format with its own metadata (lake/iceberg) has its own. Every method is called with the data
 // directory's lock held: no other writer is at work.
-type Lake interface {
+type Target interface {
 	// Partitions lists every table's date partitions that hold Parquet
 	// files or have parked files.
 	Partitions(ctx context.Context) ([]Partition, error)
@@ -77,20 +76,15 @@ type Staged interface {
 }
 
 // folderName is the partition's folder: TABLE/date=YYYY-MM-DD.
-func folderName(p Partition) string { return p.Table + "/date=" + p.Date }
+func folderName(p Partition) string { return layout.Day(p.Table, p.Date) }
 
 // partName is the prefix of the partition's files: TABLE/date=YYYY-MM-DD/.
 func partName(p Partition) string { return folderName(p) + "/" }
 
 // parkedName is the folder of the files parked for the partition.
-func parkedName(p Partition) string {
-	return path.Join(pq.CompactDir, pq.ParkedDir, p.Table, "date="+p.Date) + "/"
-}
+func parkedName(p Partition) string { return layout.Parked(p.Table, p.Date) }
 
-// journalDir holds one journal per partition being published.
-const journalDir = pq.CompactDir + "/journal/"
-
-func journalName(p Partition) string { return journalDir + p.Table + "@" + p.Date + ".json" }
+func journalName(p Partition) string { return layout.Journal(p.Table, p.Date) }
 
 // journal is what a publish records before it changes anything a reader
 // sees, so that Recover can finish or undo it after a crash. (A journal
@@ -100,10 +94,10 @@ type journal struct {
 	ID     string   `json:"id"`
 	Files  []string `json:"files,omitempty"`  // the compacted files
 	Inputs []string `json:"inputs,omitempty"` // the partition's files they replace
-	Parked []string `json:"pending"`          // parked files consumed
+	Parked []string `json:"pending"`          // parked files consumed (the key's name is the one lakes have always had)
 }
 
-func (l *ParquetLake) writeJournal(ctx context.Context, p Partition, j journal) error {
+func (l *Folders) writeJournal(ctx context.Context, p Partition, j journal) error {
 	b, err := json.Marshal(j)
 	if err == nil {
 		err = l.St.Put(ctx, journalName(p), b)
@@ -126,15 +120,14 @@ type Journal struct {
 // Journals lists the compaction journals of the data directory st, in name
 // order: the one parser of their names (read by Recover and by status).
 func Journals(ctx context.Context, st storage.Store) ([]Journal, error) {
-	objs, err := st.List(ctx, journalDir)
+	objs, err := st.List(ctx, layout.JournalDir)
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("compaction journals: %w", err)
 	}
 	var out []Journal
 	for _, o := range objs {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Name, journalDir), ".json")
-		table, date, ok2 := strings.Cut(name, "@")
-		if !ok || !ok2 {
+		table, date, ok := layout.JournalOf(o.Name)
+		if !ok {
 			continue
 		}
 		out = append(out, Journal{Partition: Partition{Table: table, Date: date}, Name: o.Name})
@@ -143,7 +136,7 @@ func Journals(ctx context.Context, st storage.Store) ([]Journal, error) {
 }
 
 // journals calls fn with each journal a crash left, in name order.
-func (l *ParquetLake) journals(ctx context.Context, fn func(Partition, journal) error) error {
+func (l *Folders) journals(ctx context.Context, fn func(Partition, journal) error) error {
 	js, err := Journals(ctx, l.St)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
@@ -168,41 +161,21 @@ func (l *ParquetLake) journals(ctx context.Context, fn func(Partition, journal) 
 // partitionOf parses TABLE/date=YYYY-MM-DD/NAME.parquet (rel to the lake or
 // to the parked folder): the one table filter.
 func partitionOf(rel string) (Partition, string, bool) {
-	parts := strings.Split(rel, "/")
-	if len(parts) != 3 {
-		return Partition{}, "", false
-	}
-	table, day, name := parts[0], parts[1], parts[2]
-	if !isTable(table) {
-		return Partition{}, "", false
-	}
-	date, ok := strings.CutPrefix(day, "date=")
-	if !ok {
-		return Partition{}, "", false
-	}
-	if _, err := time.Parse(time.DateOnly, date); err != nil {
-		return Partition{}, "", false
-	}
-	if !strings.HasSuffix(name, ".parquet") || strings.HasPrefix(name, ".") {
+	table, date, name, ok := layout.SplitFile(rel)
+	if !ok || !layout.IsTable(table) {
 		return Partition{}, "", false
 	}
 	return Partition{Table: table, Date: date}, name, true
 }
 
-// isTable tells a table's folder from the data directory's others: the
-// raw archive, hidden (".compact", ".ledger") and "_" folders.
-func isTable(name string) bool {
-	return name != "" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") && name != "raw"
-}
-
-// Partitions implements Lake. It lists the data directory one level deep
+// Partitions implements Target. It lists the data directory one level deep
 // (ListDir) for the tables, then each table's folders one level deep
 // (TABLE/date=*/: a partition is a day's folder, never read here) and the
 // parked objects: never the raw archive, nor a partition's files. Its cost
 // is a listing per table, not per file of the history (a year of
 // 5-minute runs is 365 folders a table, each read by List only when
 // compacted).
-func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
+func (l *Folders) Partitions(ctx context.Context) ([]Partition, error) {
 	top, err := l.St.ListDir(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
@@ -211,7 +184,7 @@ func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
 	var out []Partition
 	for _, in := range top {
 		table, ok := strings.CutSuffix(in.Name, "/")
-		if !ok || !isTable(table) {
+		if !ok || !layout.IsTable(table) {
 			continue
 		}
 		days, err := l.St.ListDir(ctx, in.Name)
@@ -219,11 +192,8 @@ func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
 			return nil, fmt.Errorf("list partitions: %w", err)
 		}
 		for _, d := range days {
-			date, ok := strings.CutPrefix(strings.TrimSuffix(strings.TrimPrefix(d.Name, in.Name), "/"), "date=")
+			date, ok := layout.DayOf(strings.TrimPrefix(d.Name, in.Name))
 			if !ok || !strings.HasSuffix(d.Name, "/") {
-				continue
-			}
-			if _, err := time.Parse(time.DateOnly, date); err != nil {
 				continue
 			}
 			p := Partition{Table: table, Date: date}
@@ -231,13 +201,12 @@ func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
 			out = append(out, p)
 		}
 	}
-	parked := pq.CompactDir + "/" + pq.ParkedDir + "/"
-	objs, err := l.St.List(ctx, parked)
+	objs, err := l.St.List(ctx, layout.ParkedDir)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	for _, o := range objs {
-		p, _, ok := partitionOf(strings.TrimPrefix(o.Name, parked))
+		p, _, ok := partitionOf(strings.TrimPrefix(o.Name, layout.ParkedDir))
 		if ok && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
@@ -253,7 +222,7 @@ func (l *ParquetLake) Partitions(ctx context.Context) ([]Partition, error) {
 }
 
 // files lists the .parquet objects directly under prefix.
-func (l *ParquetLake) files(ctx context.Context, prefix string) ([]File, error) {
+func (l *Folders) files(ctx context.Context, prefix string) ([]File, error) {
 	objs, err := l.St.List(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -269,9 +238,9 @@ func (l *ParquetLake) files(ctx context.Context, prefix string) ([]File, error) 
 	return out, nil
 }
 
-// List implements Lake: the partition's files, then its parked ones
+// List implements Target: the partition's files, then its parked ones
 // (Parked set).
-func (l *ParquetLake) List(ctx context.Context, p Partition) ([]File, error) {
+func (l *Folders) List(ctx context.Context, p Partition) ([]File, error) {
 	files, err := l.files(ctx, partName(p))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", p, err)
@@ -287,8 +256,8 @@ func (l *ParquetLake) List(ctx context.Context, p Partition) ([]File, error) {
 	return files, nil
 }
 
-// Open implements Lake.
-func (l *ParquetLake) Open(ctx context.Context, p Partition, f File) (Input, error) {
+// Open implements Target.
+func (l *Folders) Open(ctx context.Context, p Partition, f File) (Input, error) {
 	name := partName(p) + f.Name
 	if f.Parked {
 		name = parkedName(p) + f.Name

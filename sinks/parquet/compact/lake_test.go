@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/optlake/optlake/internal/testenv"
-	pq "github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -54,14 +54,14 @@ func TestPartitionsSkipsRawArchive(t *testing.T) {
 			for _, n := range []string{
 				"instruments/date=2026-11-24/a.parquet", "instruments/date=2026-11-25/b.parquet",
 				"rejects/date=2026-11-24/c.parquet", "rejects/notes.txt",
-				pq.CompactDir + "/" + pq.ParkedDir + "/runs/date=2026-11-23/d.parquet",
+				layout.ParkedDir + "runs/date=2026-11-23/d.parquet",
 				"raw/instruments/date=2026-11-24/e.json.zst", "_tmp/date=2026-11-24/f.parquet",
 			} {
 				if err := st.Put(ctx, n, []byte("x")); err != nil {
 					t.Fatal(err)
 				}
 			}
-			parts, err := (&ParquetLake{St: st}).Partitions(ctx)
+			parts, err := (&Folders{St: st}).Partitions(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestPartitionsSkipsRawArchive(t *testing.T) {
 				}
 				// A table's days are its folders: no partition's files are
 				// listed (a year is 365 of them a table, at every run).
-				if strings.HasPrefix(l, "List ") && !strings.Contains(l, pq.ParkedDir) || strings.Contains(l, "date=") {
+				if strings.HasPrefix(l, "List ") && !strings.Contains(l, layout.ParkedDir) || strings.Contains(l, "date=") {
 					t.Fatalf("listed a table's files: %q (all lists: %q)", l, st.lists)
 				}
 			}

@@ -21,7 +21,7 @@ import (
 
 // parquetSource is one input Parquet file.
 type parquetSource struct {
-	st     Lake
+	st     Target
 	p      Partition
 	batch  int
 	f      File
@@ -33,7 +33,7 @@ type parquetSource struct {
 	nrows  int64
 }
 
-func openSource(ctx context.Context, st Lake, p Partition, f File, mem memory.Allocator, batch int) (*parquetSource, error) {
+func openSource(ctx context.Context, st Target, p Partition, f File, mem memory.Allocator, batch int) (*parquetSource, error) {
 	in, err := st.Open(ctx, p, f)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", f.Name, err)

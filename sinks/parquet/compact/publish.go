@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/optlake/optlake/lake/layout"
 	pq "github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 )
 
-// ParquetLake is the Lake of the parquet table format: each partition is
+// Folders is the Target of the parquet table format: each partition is
 // the data directory's folder TABLE/date=YYYY-MM-DD/, read and replaced
 // through its storage.Store, a local folder or a bucket prefix alike.
 // Compaction's own folders are under .compact/, outside every table
@@ -42,7 +43,7 @@ import (
 // visible ("swap"); the replaced files retired; the parked ones deleted;
 // the journal deleted. Recover finishes a publish whose new files are all
 // visible in the partition and undoes any other.
-type ParquetLake struct {
+type Folders struct {
 	St storage.Store
 	// Crash, when set, is called at each step of a publish with the step's
 	// name (tests kill the process there).
@@ -59,8 +60,8 @@ type ParquetLake struct {
 
 // For is the lake of the data directory st. crash is the tests' hook (nil:
 // none), now the trash's clock (nil: time.Now).
-func For(st storage.Store, crash func(step string), now func() time.Time) Lake {
-	return &ParquetLake{St: st, Crash: crash, Now: now}
+func For(st storage.Store, crash func(step string), now func() time.Time) Target {
+	return &Folders{St: st, Crash: crash, Now: now}
 }
 
 // DefaultGrace is how long replaced files are kept.
@@ -69,39 +70,34 @@ const DefaultGrace = time.Hour
 // Steps of a publish on a storage.Swapper, in order; Crash is called
 // after each (and after "moved", between the two renames of the fallback
 // swap).
-var Steps = []string{"staged", "journal", "swap", "retire", "pending", "done"}
+var Steps = []string{"staged", "journal", "swap", "retire", "parked", "done"}
 
 // BucketSteps are the steps of a publish on any other store ("visible"
 // after the first compacted file is visible, "swap" after the last).
-var BucketSteps = []string{"staged", "journal", "visible", "swap", "retire", "pending", "done"}
-
-// TrashDir is compaction's trash in the data directory: retired
-// partitions, moved in whole by rename and deleted whole after Grace (the
-// temp-file sweep need not enter it).
-const TrashDir = trashDir
+var BucketSteps = []string{"staged", "journal", "visible", "swap", "retire", "parked", "done"}
 
 const (
-	stageDir = pq.CompactDir + "/stage"
-	trashDir = pq.CompactDir + "/trash"
-	spillDir = pq.CompactDir + "/tmp"
+	stageDir = layout.StageDir
+	trashDir = layout.TrashDir
+	spillDir = layout.SpillDir
 )
 
 // stageName is the folder a Swapper's new partition is written in.
 func stageName(p Partition) string { return stageDir + "/" + folderName(p) }
 
-func (l *ParquetLake) crash(step string) {
+func (l *Folders) crash(step string) {
 	if l.Crash != nil {
 		l.Crash(step)
 	}
 }
 
 // swapper is the store's ability to move folders, nil without it.
-func (l *ParquetLake) swapper() storage.Swapper {
+func (l *Folders) swapper() storage.Swapper {
 	sw, _ := l.St.(storage.Swapper)
 	return sw
 }
 
-func (l *ParquetLake) trash(sw storage.Swapper) storage.Trash {
+func (l *Folders) trash(sw storage.Swapper) storage.Trash {
 	grace := l.Grace
 	if grace == 0 {
 		grace = DefaultGrace
@@ -109,12 +105,12 @@ func (l *ParquetLake) trash(sw storage.Swapper) storage.Trash {
 	return storage.Trash{St: sw, Dir: trashDir, Grace: grace, Now: l.Now}
 }
 
-// TempDir implements Lake: a folder of its own, made on first use, under
+// TempDir implements Target: a folder of its own, made on first use, under
 // the lake's .compact/tmp on a local folder (same file system) and under
 // the system's temp folder otherwise. When it cannot be made, the error
 // says so: spilling into (and then removing) a folder optlake did not make
 // is never the fallback.
-func (l *ParquetLake) TempDir() (string, error) {
+func (l *Folders) TempDir() (string, error) {
 	if l.spill == "" {
 		base := ""
 		if dir := storage.LocalDir(l.St); dir != "" {
@@ -132,8 +128,8 @@ func (l *ParquetLake) TempDir() (string, error) {
 	return l.spill, nil
 }
 
-// Close implements Lake: it removes the spill folder TempDir made, if any.
-func (l *ParquetLake) Close() error {
+// Close implements Target: it removes the spill folder TempDir made, if any.
+func (l *Folders) Close() error {
 	if l.spill == "" {
 		return nil
 	}
@@ -142,8 +138,8 @@ func (l *ParquetLake) Close() error {
 	return err
 }
 
-// Stage implements Lake.
-func (l *ParquetLake) Stage(ctx context.Context, p Partition) (Staged, error) {
+// Stage implements Target.
+func (l *Folders) Stage(ctx context.Context, p Partition) (Staged, error) {
 	s := &staged{l: l, p: p, ctx: ctx, sw: l.swapper(), dir: partName(p)}
 	if s.sw != nil {
 		s.dir = stageName(p) + "/"
@@ -155,7 +151,7 @@ func (l *ParquetLake) Stage(ctx context.Context, p Partition) (Staged, error) {
 }
 
 type staged struct {
-	l   *ParquetLake
+	l   *Folders
 	p   Partition
 	ctx context.Context
 	sw  storage.Swapper // nil: the files are uploads held at their final names
@@ -256,7 +252,7 @@ func (s *staged) show(ctx context.Context, j journal) error {
 // file system cannot exchange, the partition goes to the trash first and
 // the stage is renamed into its place (Recover finishes it after a crash
 // between the two).
-func (l *ParquetLake) swap(ctx context.Context, sw storage.Swapper, p Partition, id string) error {
+func (l *Folders) swap(ctx context.Context, sw storage.Swapper, p Partition, id string) error {
 	err := sw.Exchange(ctx, stageName(p), folderName(p))
 	if !errors.Is(err, errors.ErrUnsupported) {
 		return err
@@ -272,7 +268,7 @@ func (l *ParquetLake) swap(ctx context.Context, sw storage.Swapper, p Partition,
 // files are retired (on a Swapper the stage holds them since the exchange:
 // it goes to the trash; elsewhere the inputs are deleted), the parked
 // files consumed are deleted, then the journal.
-func (l *ParquetLake) rollForward(ctx context.Context, p Partition, j journal) error {
+func (l *Folders) rollForward(ctx context.Context, p Partition, j journal) error {
 	if sw := l.swapper(); sw != nil {
 		err := l.trash(sw).Put(ctx, stageName(p), j.ID+"/"+folderName(p))
 		if err != nil && !errors.Is(err, storage.ErrNotExist) { // none after the fallback swap
@@ -298,7 +294,7 @@ func (l *ParquetLake) rollForward(ctx context.Context, p Partition, j journal) e
 			return fmt.Errorf("remove parked %s: %w", name, err)
 		}
 	}
-	l.crash("pending")
+	l.crash("parked")
 	if err := l.St.Delete(ctx, journalName(p)); err != nil {
 		return fmt.Errorf("remove journal: %w", err)
 	}
@@ -309,7 +305,7 @@ func (l *ParquetLake) rollForward(ctx context.Context, p Partition, j journal) e
 // rollBack undoes a publish whose new files are not all visible: the
 // stage is dropped on a Swapper, the visible ones deleted elsewhere; then
 // the journal. The inputs were never touched.
-func (l *ParquetLake) rollBack(ctx context.Context, p Partition, j journal) error {
+func (l *Folders) rollBack(ctx context.Context, p Partition, j journal) error {
 	if sw := l.swapper(); sw != nil {
 		if err := sw.RemoveAll(ctx, stageName(p)); err != nil {
 			return err
@@ -324,11 +320,11 @@ func (l *ParquetLake) rollBack(ctx context.Context, p Partition, j journal) erro
 	return l.St.Delete(ctx, journalName(p))
 }
 
-// Recover implements Lake: each journal left by a crash is finished when
+// Recover implements Target: each journal left by a crash is finished when
 // every compacted file it names is visible in the partition and undone
 // otherwise. Then stages without a journal (never visible), the spills,
 // and trash past its grace period are deleted.
-func (l *ParquetLake) Recover(ctx context.Context) error {
+func (l *Folders) Recover(ctx context.Context) error {
 	sw := l.swapper()
 	err := l.journals(ctx, func(p Partition, j journal) error {
 		if sw != nil {

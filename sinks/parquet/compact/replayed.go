@@ -38,7 +38,7 @@ type Replayed struct {
 }
 
 // Run is a sorted run of a replay and its schema: spilled (a run file,
-// runfile.go, under the Lake's TempDir, at Path) or held in memory.
+// runfile.go, under the Target's TempDir, at Path) or held in memory.
 type Run struct {
 	Path   string
 	Schema *arrow.Schema
@@ -54,13 +54,13 @@ type Run struct {
 
 // PublishDay writes partition p as compaction does — one file sorted by
 // the table's key, holding the partition's rows with r's in place of the
-// files r replaces — and publishes it through opt.Lake (Stage, Publish:
+// files r replaces — and publishes it through opt.Target (Stage, Publish:
 // the journal makes it atomic, or recoverable after a crash). It takes
 // ownership of r's runs (deleted whatever happens). The caller holds the
 // data directory's lock.
 func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (PartitionReport, error) {
 	opt.defaults()
-	if opt.Lake == nil {
+	if opt.Target == nil {
 		r.remove()
 		return PartitionReport{}, errors.New("publish day: no store")
 	}
@@ -69,7 +69,7 @@ func PublishDay(ctx context.Context, opt Options, p Partition, r *Replayed) (Par
 		r.remove()
 		return PartitionReport{}, fmt.Errorf("publish %s: the table has no sort key", p)
 	}
-	j := &partitionJob{st: opt.Lake, opt: &opt, mem: memory.DefaultAllocator, pool: r.mergePool(opt.ChunkBytes / 2), key: key, replayed: r}
+	j := &partitionJob{st: opt.Target, opt: &opt, mem: memory.DefaultAllocator, pool: r.mergePool(opt.ChunkBytes / 2), key: key, replayed: r}
 	j.pr.Partition = p
 	pr, _, err := j.run(ctx, time.Now())
 	r.remove() // runs not yet handed to the merge (an early error)

@@ -33,9 +33,9 @@ func TestSpillFolderNotMade(t *testing.T) {
 	}
 	part := filepath.Join(dir, "instruments", "date=2026-11-20")
 	before := names(t, part)
-	bs := &ParquetLake{St: notLocal{storage.NewLocal(dir)}}
+	bs := &Folders{St: notLocal{storage.NewLocal(dir)}}
 	now := func() time.Time { return day1.AddDate(0, 0, 2) }
-	if _, err := Compact(context.Background(), Options{Lake: bs, Now: now}); err == nil {
+	if _, err := Compact(context.Background(), Options{Target: bs, Now: now}); err == nil {
 		t.Fatal("compaction without a spill folder succeeded")
 	}
 	if err := bs.Recover(context.Background()); err != nil {
