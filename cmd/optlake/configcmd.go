@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/optlake/optlake/internal/redact"
-	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/pipeline/extract/auth"
@@ -85,8 +84,8 @@ func (j *job) validate() (*validJob, error) {
 	red.Add(redact.DSNPassword(j.ClickHouseDSN))
 	red.Add(redact.URISecrets(j.IcebergCatalogURI)...)
 	v.red = red
-	if _, err := iceberg.ParseCatalogKind(j.IcebergCatalog); err != nil {
-		return nil, usageError{err}
+	if err := checkCatalogKind(j.IcebergCatalog); err != nil {
+		return nil, err
 	}
 	if _, err := newLogger(io.Discard, j.LogFormat, j.LogLevel, red); err != nil {
 		return nil, err

@@ -158,10 +158,16 @@ func icebergCatalog(c *cli.Context) (iceberg.CatalogConfig, error) {
 	}
 	cat := iceberg.CatalogConfig{Kind: c.String("iceberg-catalog"), URI: uri, Name: c.String("iceberg-catalog-name"),
 		Namespace: c.String("iceberg-namespace"), Prefix: c.String("iceberg-table-prefix")}
-	if _, err := iceberg.ParseCatalogKind(cat.Kind); err != nil {
-		return cat, usageError{err}
+	return cat, checkCatalogKind(cat.Kind)
+}
+
+// checkCatalogKind refuses an --iceberg-catalog other than none or sql
+// (exit 2).
+func checkCatalogKind(kind string) error {
+	if _, err := iceberg.ParseCatalogKind(kind); err != nil {
+		return usageError{err}
 	}
-	return cat, nil
+	return nil
 }
 
 // catalogSecrets are the secrets of --iceberg-catalog-uri of a command
