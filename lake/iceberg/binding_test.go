@@ -3,6 +3,7 @@ package iceberg_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/storage"
 )
@@ -223,6 +225,24 @@ func TestReadOnlyCatalogWritesNothing(t *testing.T) {
 	files, ok, err := l.Files(ctx, schema.Runs.Name)
 	if !ok || err != nil || strings.Join(files, ",") != strings.Join(ownFiles, ",") {
 		t.Errorf("files of an unregistered table through a read-only catalog: %v ok=%v err=%v, want the lake's %v", files, ok, err, ownFiles)
+	}
+	f, err := iceberg.NewFormat(ctx, st, tableformat.Options{}, iceberg.WithCatalog(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	status, err := f.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Lines) != len(own) {
+		t.Fatalf("status lines %q, want one for each of %d tables", status.Lines, len(own))
+	}
+	for i, line := range status.Lines {
+		want := fmt.Sprintf("iceberg table %s: not registered in the catalog (metadata v%d in the lake)", own[i].Table, own[i].MetadataVersion)
+		if line != want {
+			t.Errorf("status line %q, want %q", line, want)
+		}
 	}
 	if err := db.QueryRow(`SELECT count(*) FROM iceberg_tables`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the read-only lake registered %d tables (%v)", n, err)
