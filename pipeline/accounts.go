@@ -14,74 +14,74 @@ import (
 	"github.com/optlake/optlake/sinks"
 )
 
-// loadAccount infers the tables of one account endpoint body and loads them
-// into every sink. The registry (DATA/_schema) evolves in memory during the
-// decode and is saved once every sink has the rows; new columns reach
-// ClickHouse as ALTER TABLE ... ADD COLUMN when the sink opens the table.
-func (r *Runner) loadAccount(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (map[string]SinkResult, error) {
-	ep, part, rq, sum, res, sr := c.ep, c.part, c.rq, c.sum, c.res, c.sr
-	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
+// decodeAccount infers the tables of one account endpoint body into every
+// sink's writers (load commits them). The registry (DATA/_schema) evolves
+// in memory during the decode and is saved once every sink has the rows;
+// new columns reach ClickHouse as ALTER TABLE ... ADD COLUMN when the sink
+// opens the table.
+func (r *Runner) decodeAccount(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (decoded, error) {
+	snap := c.snapshot()
 	fan := NewFanout(ctx, ss, snap)
 	// Bodies of one endpoint and account in one snapshot (a fanned-out
 	// parameter) number their rows on from each other, so keys never collide.
+	sr := c.sr
 	if sr.rowOffsets == nil {
 		sr.rowOffsets = map[string]map[string]int64{}
 	}
-	okey := ep.Name + "\x00" + rq.account
+	okey := c.ep.Name + "\x00" + c.rq.account
 	offsets := sr.rowOffsets[okey]
 	if offsets == nil {
 		offsets = map[string]int64{}
 		sr.rowOffsets[okey] = offsets
 	}
-	meta := infer.Meta{Snapshot: snap, Account: rq.account, RowOffsets: offsets}
+	meta := infer.Meta{Snapshot: snap, Account: c.rq.account, RowOffsets: offsets}
 	opt := infer.Options{Mode: r.cfg.SchemaMode, BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem}
 	start := time.Now()
 	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.Emit)
-	res.stage(StageDecode, start)
+	c.res.stage(StageDecode, start)
 	if err != nil {
 		fan.Abort()
-		return nil, fmt.Errorf("infer %s: %w", ep.Name, err)
+		return decoded{}, fmt.Errorf("infer %s: %w", c.ep.Name, err)
 	}
 	for _, c := range changes {
 		r.log.Info("schema changed", c.LogAttrs()...)
 	}
 	for t, n := range stats.Overflow {
 		r.log.Warn("column budget reached: fields stored in the extra column", "table", t, "fields", n)
-		res.Overflow += n
+		c.res.Overflow += n
 	}
 	for _, c := range stats.Discarded {
 		r.log.Warn("field discarded (--schema-contract discard-columns)", "table", c.Table, "field", c.Field)
 	}
-	if err := durable(c); err != nil {
-		fan.Abort()
-		return nil, err
-	}
-	for t, n := range stats.Rows {
-		res.Rows += n
-		offsets[t] += n
-	}
-	start = time.Now()
-	outs := fan.Commit(ctx)
-	res.stage(StageCommit, start)
-	for _, o := range outs {
-		if o.Error != "" {
-			return outs, nil // reported per sink; the registry is not saved
+	accept := func() error {
+		for t, n := range stats.Rows {
+			c.res.Rows += n
+			offsets[t] += n
 		}
+		return nil
 	}
-	// The rows are committed: their schema is saved even after a SIGTERM.
-	if err := r.cfg.Schemas.Save(context.WithoutCancel(ctx)); err != nil {
-		return outs, fmt.Errorf("save inferred schema: %w", err)
-	}
-	if len(changes) > 0 {
-		for name, err := range r.writeInferredColumns(ctx, sum) {
-			o := outs[name]
-			if o.Error == "" {
-				o.Error = "inferred_columns: " + oneLine(err)
+	committed := func(outs map[string]SinkResult) (map[string]SinkResult, error) {
+		for _, o := range outs {
+			if o.Error != "" {
+				return outs, nil // reported per sink; the registry is not saved
 			}
-			outs[name] = o
 		}
+		// The rows are committed: their schema is saved even after a SIGTERM.
+		if err := r.cfg.Schemas.Save(context.WithoutCancel(ctx)); err != nil {
+			return outs, fmt.Errorf("save inferred schema: %w", err)
+		}
+		if len(changes) > 0 {
+			for name, err := range r.writeInferredColumns(ctx, c.sum) {
+				o := outs[name]
+				if o.Error == "" {
+					o.Error = "inferred_columns: " + oneLine(err)
+				}
+				outs[name] = o
+			}
+		}
+		return outs, nil
 	}
-	return outs, nil
+	return decoded{fan: fan, accept: accept, committed: committed}, nil
 }
 
 // writeInferredColumns records the whole inferred schema (every table and

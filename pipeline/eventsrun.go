@@ -37,6 +37,24 @@ type eventsRun struct {
 	log  *slog.Logger
 }
 
+// listingEvents starts the instrument events of an endpoint's snapshot
+// (nil: none): only a whole listing has them, since a filter would look
+// like delistings.
+func (r *Runner) listingEvents(ctx context.Context, log *slog.Logger, ep Endpoint, reqs []requestSpec, sum *Summary, sr *snapshotRun) *eventsRun {
+	switch {
+	case ep.Kind != KindInstruments:
+		return nil
+	case len(reqs) > 0 && len(reqs[0].params) > 0:
+		log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
+		return nil
+	}
+	ev := r.startEvents(ctx, log, sr.states, sum, sr.turn)
+	if ev != nil {
+		ev.stateOnly = sr.eventsOnlyState
+	}
+	return ev
+}
+
 // startEvents loads the last known state of the source (nil: no events);
 // with a turn, the state is loaded later, in finishEvents.
 func (r *Runner) startEvents(ctx context.Context, log *slog.Logger, states stateStore, sum *Summary, turn *eventsTurn) *eventsRun {

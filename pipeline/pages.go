@@ -70,7 +70,7 @@ func (r *Runner) pagedWalk(ctx context.Context, c call) (int, error) {
 	}
 	done := make(chan decoded, 1)
 	go func() {
-		outs, err := r.decode(ctx, c, pr)
+		outs, err := r.load(ctx, c, pr)
 		pr.CloseWithError(errDecoderDone)
 		done <- decoded{outs, err}
 	}()
@@ -124,8 +124,9 @@ func (e *PageLimitError) Error() string {
 // fetchPages fetches the call's pages in order, writing their records to
 // stream: live, as the paginator says; in a replay, the archived pages.
 func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream) (pageStats, error) {
-	var st pageStats
-	spec := envelope.Spec{Records: c.ep.Records, Instruments: c.ep.Kind == KindInstruments, Errors: c.ep.Errors, Shape: c.ep.Shape}
+	w := &pageWalk{c: c, stream: stream}
+	st, spec := &w.st, &w.spec
+	*spec = envelope.Spec{Records: c.ep.Records, Instruments: c.ep.Kind == KindInstruments, Errors: c.ep.Errors, Shape: c.ep.Shape}
 	fields := c.ep.Fields
 	if c.rq.archived != nil {
 		spec.Records, spec.Errors, spec.Shape, fields = c.rq.archived[0].Records, nil, envelope.Shape{}, c.rq.archived[0].Fields
@@ -136,7 +137,7 @@ func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream
 	if len(fields) > 0 {
 		mp, err := fieldmap.New(fields, schema.Instruments)
 		if err != nil {
-			return st, fmt.Errorf("fields: %w", err)
+			return *st, fmt.Errorf("fields: %w", err)
 		}
 		spec.Rewrite = mp.Apply
 	}
@@ -144,58 +145,67 @@ func (r *Runner) fetchPages(ctx context.Context, c call, stream *envelope.Stream
 		paged := c.rq.archived[0].Page > 0
 		for i, m := range c.rq.archived {
 			if paged && m.Page != i+1 {
-				return st, fmt.Errorf("%w: %w: page %d is not archived (the run failed there)", errArchive, errNeverLoaded, i+1)
+				return *st, fmt.Errorf("%w: %w: page %d is not archived (the run failed there)", errArchive, errNeverLoaded, i+1)
 			}
 			req := c.extractRequest(c.rq.params)
 			req.Page = m.Page
-			if _, err := r.fetchPage(ctx, c, req, nil, spec, stream, &st); err != nil {
-				return st, err
+			if _, err := r.fetchPage(ctx, w, req); err != nil {
+				return *st, err
 			}
 		}
 		if last := c.rq.archived[len(c.rq.archived)-1]; paged && !last.LastPage {
-			return st, fmt.Errorf("%w: %w: pages after page %d are not archived (the run failed there)", errArchive, errNeverLoaded, last.Page)
+			return *st, fmt.Errorf("%w: %w: pages after page %d are not archived (the run failed there)", errArchive, errNeverLoaded, last.Page)
 		}
-		return st, nil
+		return *st, nil
 	}
-	var pag *paginate.Paginator
 	next := &paginate.Request{Params: c.rq.params}
 	limit := 1
 	if c.ep.Pagination != nil {
-		pag = paginate.New(*c.ep.Pagination, c.rq.params)
-		first := pag.First()
-		next, limit = &first, pag.MaxPages()
-		spec.Capture = pag.Paths()
-		spec.Last = pag.RecordPaths()
+		w.pag = paginate.New(*c.ep.Pagination, c.rq.params)
+		first := w.pag.First()
+		next, limit = &first, w.pag.MaxPages()
+		spec.Capture = w.pag.Paths()
+		spec.Last = w.pag.RecordPaths()
 	}
 	for page := 1; next != nil; page++ {
 		if page > limit {
-			return st, &PageLimitError{Max: limit}
+			return *st, &PageLimitError{Max: limit}
 		}
 		req := c.extractRequest(next.Params)
 		req.URL = next.URL
-		if pag != nil {
+		if w.pag != nil {
 			req.Page = page
 		}
 		var err error
-		if next, err = r.fetchPage(ctx, c, req, pag, spec, stream, &st); err != nil {
-			return st, err
+		if next, err = r.fetchPage(ctx, w, req); err != nil {
+			return *st, err
 		}
 	}
-	return st, nil
+	return *st, nil
+}
+
+// pageWalk is one walk of a call's pages, as fetchPage takes them.
+type pageWalk struct {
+	c      call
+	pag    *paginate.Paginator // nil: not paginated, or read back from the archive
+	spec   envelope.Spec
+	stream *envelope.Stream // the decoder's input
+	st     pageStats
 }
 
 // fetchPage fetches one page (retried as the client decides), archives it,
 // and writes its records to stream once it was received whole and is not
 // an error body. It returns the next page's request (nil: none).
-func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag *paginate.Paginator, spec envelope.Spec, stream *envelope.Stream, st *pageStats) (*paginate.Request, error) {
+func (r *Runner) fetchPage(ctx context.Context, w *pageWalk, req extract.Request) (*paginate.Request, error) {
+	c, st := w.c, &w.st
 	var next *paginate.Request
 	err := c.sr.fetch.Do(ctx, req, r.onFailedPage(ctx, c, req.Page, st), func(_ context.Context, resp *extract.Response) error {
 		m := c.meta()
 		m.Attempt, m.URL, m.FetchTime, m.Page, m.Walk = c.attempts+resp.Attempt, resp.URL, time.Now().UTC(), req.Page, c.walk
 		st.attempts = max(st.attempts, m.Attempt)
-		m.Envelope, m.Records = true, spec.Records
-		if spec.Shape.Shaped() {
-			m.Shape = &spec.Shape
+		m.Envelope, m.Records = true, w.spec.Records
+		if w.spec.Shape.Shaped() {
+			m.Shape = &w.spec.Shape
 		}
 		m.Fields = c.ep.Fields
 		if c.rq.archived != nil {
@@ -228,17 +238,17 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		if rerr == nil {
 			// The file itself (a ReadSeeker): an error body is judged
 			// before any of its rows is written.
-			res, serr = envelope.Splice(scratch, stream, spec)
+			res, serr = envelope.Splice(scratch, w.stream, w.spec)
 		}
-		if rerr == nil && serr == nil && pag != nil {
+		if rerr == nil && serr == nil && w.pag != nil {
 			u, _ := url.Parse(resp.URL)
 			st.records += res.Records
-			next, serr = pag.Next(paginate.Answer{Values: res.Values, Last: res.Last, Header: resp.Header, URL: u, Records: res.Records})
+			next, serr = w.pag.Next(paginate.Answer{Values: res.Values, Last: res.Last, Header: resp.Header, URL: u, Records: res.Records})
 			if serr == nil && next == nil {
 				// The last page: the walk must have the venue's total
 				// (else the page is archived without last_page, and the
 				// walk is never loaded).
-				serr = pag.Done(st.records)
+				serr = w.pag.Done(st.records)
 			}
 		}
 		var ve *envelope.VenueError
@@ -250,7 +260,7 @@ func (r *Runner) fetchPage(ctx context.Context, c call, req extract.Request, pag
 		case serr != nil:
 			msg = r.cfg.Redactor.String(oneLine(serr))
 		}
-		entry.MarkPage(pag != nil && rerr == nil && serr == nil && next == nil, isVenue)
+		entry.MarkPage(w.pag != nil && rerr == nil && serr == nil && next == nil, isVenue)
 		finishing := time.Now()
 		meta, aerr := entry.Finish(resp.Status, resp.ContentType, rerr == nil, msg)
 		st.archive += time.Since(finishing)

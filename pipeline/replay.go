@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/optlake/optlake/internal/arrowpool"
@@ -95,7 +94,7 @@ func (r *Runner) Replay(ctx context.Context, opt ReplayOptions) (*ReplayResult, 
 		cols = arrowpool.New(replayPoolBytes)
 	}
 	dayStart := 0 // the first of res.Snapshots on the current day
-	for i, out := range r.replaySnapshots(ctx, arc, snaps, states, seeded, held, cols) {
+	for i, out := range r.replaySnapshots(ctx, arc, snaps, snapshotRun{mode: modeReplay, states: states, held: held, cols: cols}, seeded) {
 		if out == nil {
 			return res, ctx.Err()
 		}
@@ -371,7 +370,10 @@ func replayWeight(bodies int64, workers int) int64 {
 // replaySnapshots loads snaps into the sinks, several at once, and yields
 // each one's outcome in snapshot order; a nil outcome means the context was
 // cancelled before that snapshot started (nothing after it is yielded).
-func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, states stateStore, seeded bool, held *dayLoads, cols memory.Allocator) iter.Seq2[int, *replayed] {
+// Each snapshot is taken as base says (its events state, held loads and
+// column buffers); seeded: the first one has the state of the snapshot
+// before it.
+func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snaps []archive.Snapshot, base snapshotRun, seeded bool) iter.Seq2[int, *replayed] {
 	return func(yield func(int, *replayed) bool) {
 		outs := make([]chan *replayed, len(snaps))
 		for i := range outs {
@@ -406,14 +408,16 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 					}
 					return
 				}
-				turn := newEventsTurn(prev, i == 0 && !seeded)
-				prev = turn
+				sr := base
+				sr.eventsOnlyState = i == 0 && !seeded
+				sr.turn = newEventsTurn(prev, sr.eventsOnlyState)
+				prev = sr.turn
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer sem.Release(weight)
-					defer turn.finish()
-					outs[i] <- r.replayOne(ctx, arc, s, states, turn, i == 0 && !seeded, held, cols)
+					defer sr.turn.finish()
+					outs[i] <- r.replayOne(ctx, arc, s, sr)
 				}()
 			}
 		}()
@@ -425,21 +429,20 @@ func (r *Runner) replaySnapshots(ctx context.Context, arc *archive.Archive, snap
 	}
 }
 
-// replayOne loads one archived snapshot into the sinks.
-func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, states stateStore, turn *eventsTurn, stateOnly bool, held *dayLoads, cols memory.Allocator) *replayed {
+// replayOne loads one archived snapshot into the sinks, taken as sr says
+// (replaySnapshots); its identity and bodies come from s.
+func (r *Runner) replayOne(ctx context.Context, arc *archive.Archive, s archive.Snapshot, sr snapshotRun) *replayed {
 	if r.listingLost(ctx, s) {
-		turn.unreadable()
+		sr.turn.unreadable()
 	}
 	if len(s.Bodies) == 0 {
 		return &replayed{}
 	}
 	fetch := &archiveFetcher{arc: arc, bodies: s.Bodies}
-	sum := r.snapshot(ctx, snapshotRun{
-		mode: modeReplay,
-		time: s.Time, runID: s.RunID, source: s.Bodies[0].Source, fetch: fetch, states: states,
-		requests: fetch.requests, eventsOnlyState: stateOnly, turn: turn, held: held, cols: cols,
-	})
-	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, held)
+	sr.time, sr.runID, sr.source = s.Time, s.RunID, s.Bodies[0].Source
+	sr.fetch, sr.requests = fetch, fetch.requests
+	sum := r.snapshot(ctx, sr)
+	r.replayRuns(ctx, ledger.Key{Time: s.Time, RunID: s.RunID}, sr.held)
 	return &replayed{sum: sum, problems: fetch.problems}
 }
 

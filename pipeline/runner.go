@@ -105,24 +105,6 @@ type Config struct {
 	Step func(step string)
 }
 
-// The steps of a snapshot's load that Config.Step is called at, in their
-// order: a body (or page) archived and durable; the instrument events
-// about to be compared and their state saved; an endpoint's outcome about
-// to be recorded in the ledger. (The sinks' own steps come between the
-// first two.)
-const (
-	StepArchived = "archived"
-	StepEvents   = "events"
-	StepSettle   = "settle"
-)
-
-// step calls Config.Step.
-func (r *Runner) step(name string) {
-	if r.cfg.Step != nil {
-		r.cfg.Step(name)
-	}
-}
-
 // CheckParams fails with a *MissingParamError for the first endpoint
 // without the parameter it requires, among the fanned-out params and the
 // endpoint's own (unsplit) Params (New checks it too; a command checks it
@@ -416,238 +398,6 @@ func (r *Runner) sinkNames() []string {
 	return out
 }
 
-// settle records in the ledger what the sinks made of one endpoint of a
-// snapshot: committed, pending (with the error) or failed (a body that no
-// sink can load). A live endpoint whose venue request failed has nothing to
-// load and leaves the ledger.
-func (r *Runner) settle(ctx context.Context, log *slog.Logger, sr *snapshotRun, sum *Summary, res EndpointResult) {
-	if r.ledger == nil || len(r.cfg.Sinks) == 0 {
-		return
-	}
-	k := ledger.Key{Time: sum.SnapshotTime, RunID: sum.RunID}
-	sinkFailed := false
-	for _, o := range res.Sinks {
-		sinkFailed = sinkFailed || o.Error != ""
-	}
-	var err error
-	if sr.live() && res.Status == "failed" && !res.unloadable && !sinkFailed {
-		err = r.ledger.Drop(ctx, k, res.Endpoint)
-	} else {
-		outs := map[string]ledger.Outcome{}
-		for _, name := range r.sinkNames() {
-			o := ledger.Outcome{State: ledger.Committed, Snapshots: res.Sinks[name].Snapshots}
-			switch {
-			case res.unloadable:
-				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Error)}
-			case res.Sinks[name].rejected:
-				o = ledger.Outcome{State: ledger.Failed, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
-			case res.Sinks[name].Error != "":
-				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Sinks[name].Error)}
-			case !sr.live() && res.Status == "failed":
-				// Read back from the archive (catch-up, replay) and cut
-				// short by something else than the body (a cancel, the
-				// budget): no sink committed the rows, so the load stays
-				// pending. Never "committed" without a commit.
-				o = ledger.Outcome{State: ledger.Pending, Error: r.cfg.Redactor.String(res.Error)}
-			}
-			outs[name] = o
-		}
-		sr.held.hold(k, res.Endpoint, outs)
-		err = r.ledger.Settle(ctx, k, res.Endpoint, outs)
-	}
-	if err != nil {
-		log.Error("load ledger not updated", "endpoint", res.Endpoint, "err", err)
-	}
-}
-
-// snapshotMode is where a snapshot's bodies come from, and so which of
-// its steps it takes: a live run fetches and archives them; a catch-up and
-// a replay read them back from the archive (no archive write).
-type snapshotMode uint8
-
-const (
-	modeLive snapshotMode = iota
-	modeCatchUp
-	modeReplay
-)
-
-// live reports whether the snapshot is fetched from the venue (and its
-// bodies archived).
-func (sr *snapshotRun) live() bool { return sr.mode == modeLive }
-
-// snapshotRun is the identity of one snapshot and where its bodies come
-// from: a live run fetches and archives; a replay reads the archive back
-// with the original time and run id.
-type snapshotRun struct {
-	mode      snapshotMode
-	time      time.Time
-	runID     string
-	source    string
-	fetch     Fetcher
-	archive   *archive.Archive // where a live run archives its bodies
-	writeRuns bool
-	states    stateStore // nil: no instrument events
-	// requests lists an endpoint's requests (replay: what was archived);
-	// nil fans out the configured parameters.
-	requests func(Endpoint) []requestSpec
-	// eventsOnlyState derives the events state without writing events
-	// (the first snapshot of a partial replay has no previous state).
-	eventsOnlyState bool
-	// turn orders the instrument events after the previous snapshot's
-	// when snapshots are loaded at once (nil: one at a time).
-	turn *eventsTurn
-	// rowOffsets numbers account rows on across the bodies of one
-	// endpoint and account (per table).
-	rowOffsets map[string]map[string]int64
-	// auth authenticates requests that have no account or endpoint auth
-	// (live runs: Config.Auth).
-	auth auth.Authenticator
-	// held keeps the loads a DaySink took until its day is written
-	// (replay; nil: settle at once).
-	held *dayLoads
-	// cols allocates the listings' column buffers (nil: Go memory).
-	cols memory.Allocator
-}
-
-func (r *Runner) snapshot(ctx context.Context, sr snapshotRun) *Summary {
-	start := time.Now()
-	sum := &Summary{RunID: sr.runID, SnapshotTime: sr.time, Source: sr.source, OK: true}
-	log := r.log.With("run_id", sum.RunID)
-	log.Info("snapshot started", "snapshot_time", sr.time.Format(time.RFC3339Nano), "endpoints", len(r.cfg.Endpoints))
-	for _, ep := range r.cfg.Endpoints {
-		res := r.endpoint(ctx, log, ep, sum, &sr)
-		r.step(StepSettle)
-		r.settle(ctx, log, &sr, sum, res)
-		sum.Endpoints = append(sum.Endpoints, res)
-		if res.Status == "failed" && sum.OK {
-			sum.OK = false
-			sum.Error = res.Endpoint + ": " + res.Error
-		}
-		if res.EventsSkipped != "" && sum.OK {
-			sum.OK = false
-			sum.Error = res.Endpoint + ": instrument events not written: " + res.EventsSkipped
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if len(r.cfg.Sinks) > 0 && sr.writeRuns {
-		rows := runRows(sum)
-		failed := r.writeRuns(ctx, sum, rows)
-		for name, err := range failed {
-			if sum.OK {
-				sum.OK = false
-				sum.Error = name + ": runs table: " + err.Error()
-			}
-		}
-		r.settleRuns(ctx, log, sum, rows, failed)
-	}
-	sum.DurationMS = time.Since(start).Milliseconds()
-	sum.Error = r.cfg.Redactor.String(sum.Error)
-	return sum
-}
-
-// endpoint snapshots one endpoint: one request per fanned-out parameter set.
-func (r *Runner) endpoint(ctx context.Context, log *slog.Logger, ep Endpoint, sum *Summary, sr *snapshotRun) EndpointResult {
-	start := time.Now()
-	res := EndpointResult{Endpoint: ep.Name, Status: "ok", Sinks: map[string]SinkResult{}}
-	if ep.Kind == KindAccount && r.cfg.Schemas == nil {
-		res.Status = "archived"
-	}
-	var reqs []requestSpec
-	if sr.requests != nil {
-		reqs = sr.requests(ep)
-	} else {
-		sets := ParamSets(r.cfg.Params[ep.Name])
-		for _, p := range sets {
-			for k, v := range ep.Params {
-				if _, given := p[k]; !given { // a --param of the same key wins
-					p[k] = append([]string(nil), v...)
-				}
-			}
-		}
-		accounts := []Account{{}}
-		if ep.Kind == KindAccount && !ep.Public {
-			accounts = r.accounts()
-		}
-		for _, acc := range accounts {
-			for _, p := range sets {
-				reqs = append(reqs, requestSpec{index: len(reqs), params: p, account: acc.Label, headers: acc.Headers, auth: acc.Auth})
-			}
-		}
-		for i := range reqs {
-			reqs[i].of = len(reqs)
-		}
-	}
-	var ev *eventsRun
-	switch {
-	case ep.Kind != KindInstruments:
-	case len(reqs) > 0 && len(reqs[0].params) > 0:
-		// Events need the whole listing: a filter would look like delistings.
-		log.Info("instrument events skipped: the listing is filtered by parameters", "endpoint", ep.Name)
-	default:
-		if ev = r.startEvents(ctx, log, sr.states, sum, sr.turn); ev != nil {
-			ev.stateOnly = sr.eventsOnlyState
-		}
-	}
-	// The names of a listing fanned out over several requests: a name
-	// that came in an earlier request is a duplicate, as within one body.
-	var names *transform.NameSet
-	if ep.Kind == KindInstruments && len(reqs) > 1 {
-		names = transform.NewNameSet()
-	}
-	for _, rq := range reqs {
-		res.Requests++
-		part := ""
-		if rq.of > 1 {
-			part = fmt.Sprintf("r%03d", rq.index)
-			if rq.account != "" {
-				part = rq.account + "-" + part
-			}
-		}
-		err := r.request(ctx, call{log: log, ep: ep, rq: rq, part: part, sum: sum, res: &res, ev: ev, sr: sr, names: names})
-		if err != nil {
-			ev.taint(err)
-			first := res.Status != "failed"
-			res.Status = "failed"
-			res.unloadable = res.unloadable || errors.Is(err, values.ErrBadInput) || errors.Is(err, errArchive)
-			res.fetchFailed = res.fetchFailed || !res.unloadable && !incomplete(err)
-			res.neverLoaded = (first || res.neverLoaded) && (errors.Is(err, errNeverLoaded) || incomplete(err))
-			if res.Error == "" {
-				res.Error = r.cfg.Redactor.String(oneLine(err))
-			}
-			log.Error("endpoint failed", "endpoint", ep.Name, "request", rq.index, "err", err)
-		}
-	}
-	if res.Status == "ok" && ev.usable() {
-		r.step(StepEvents)
-		start := time.Now()
-		r.finishEvents(ctx, log, ev, sr.states, &res)
-		res.stage(StageEvents, start)
-	} else if res.Status == "ok" {
-		res.EventsSkipped = ev.refused(log)
-	}
-	if ev != nil && res.Status == "ok" {
-		r.noteEvents(ctx, log, sr, &res)
-	}
-	ev.close(sr.states)
-	for name, sr := range res.Sinks {
-		if sr.Error != "" && res.Status != "failed" {
-			res.Status = "failed"
-			res.Error = name + ": " + sr.Error
-		}
-	}
-	res.DurationMS = time.Since(start).Milliseconds()
-	if sr.requests != nil && res.Requests == 0 {
-		// A replay or catch-up of a snapshot whose archive holds nothing of
-		// the endpoint: Replay says so once for the whole replay.
-		log.Debug("endpoint not in the snapshot's archive", "endpoint", ep.Name)
-		return res
-	}
-	log.Info("endpoint done", "endpoint", ep.Name, "status", res.Status, "rows", res.Rows, "rejects", res.Rejects, "bytes", res.Bytes, "took", time.Since(start).Round(time.Millisecond))
-	return res
-}
-
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
@@ -662,6 +412,37 @@ type requestSpec struct {
 	// archived are the request's bodies in the raw archive, pages in
 	// order (replay and catch-up); nil for a live request.
 	archived []archive.Meta
+}
+
+// requests are the requests of an endpoint in a snapshot: what the archive
+// holds (replay, catch-up), or one per fanned-out parameter set and
+// account.
+func (r *Runner) requests(ep Endpoint, sr *snapshotRun) []requestSpec {
+	if sr.requests != nil {
+		return sr.requests(ep)
+	}
+	var reqs []requestSpec
+	sets := ParamSets(r.cfg.Params[ep.Name])
+	for _, p := range sets {
+		for k, v := range ep.Params {
+			if _, given := p[k]; !given { // a --param of the same key wins
+				p[k] = append([]string(nil), v...)
+			}
+		}
+	}
+	accounts := []Account{{}}
+	if ep.Kind == KindAccount && !ep.Public {
+		accounts = r.accounts()
+	}
+	for _, acc := range accounts {
+		for _, p := range sets {
+			reqs = append(reqs, requestSpec{index: len(reqs), params: p, account: acc.Label, headers: acc.Headers, auth: acc.Auth})
+		}
+	}
+	for i := range reqs {
+		reqs[i].of = len(reqs)
+	}
+	return reqs
 }
 
 // accounts returns the configured accounts, or the default one.
@@ -686,8 +467,8 @@ type call struct {
 	// commit (a paginated request: all of its pages or nothing).
 	staged bool
 	// durable, when set, makes the body just decoded durable in the raw
-	// archive (the body file, then its meta.json); the loaders call it
-	// after the decode and before any sink commits a row of it, and load
+	// archive (the body file, then its meta.json); load calls it after
+	// the decode and before any sink commits a row of it, and loads
 	// nothing when it fails. Pages need none: their request's stream ends
 	// only after the last page is archived.
 	durable func() error
@@ -706,6 +487,11 @@ func (c call) meta() archive.Meta {
 		Endpoint: c.ep.Name, Account: c.rq.account, Request: c.rq.index, Requests: c.rq.of, Params: flat(c.rq.params),
 		SnapshotTime: c.sum.SnapshotTime, RunID: c.sum.RunID, Source: c.sum.Source,
 	}
+}
+
+// snapshot is what the sinks are told of the call's rows.
+func (c call) snapshot() sinks.Snapshot {
+	return sinks.Snapshot{Time: c.sum.SnapshotTime, RunID: c.sum.RunID, Source: c.sum.Source, Endpoint: c.ep.Name, Part: c.part}
 }
 
 // extractRequest is the venue request of the call (params: its query).
@@ -786,7 +572,7 @@ func (r *Runner) request(ctx context.Context, c call) error {
 		// The body is read whole once it decoded: archived (durable)
 		// before a sink commits a row of it.
 		c.durable = func() error { return finish(true, "") }
-		outs, derr := r.decode(ctx, c, body)
+		outs, derr := r.load(ctx, c, body)
 		complete := derr == nil
 		if derr != nil && errors.Is(derr, values.ErrBadInput) {
 			// Keep the whole body for replay even though it cannot be parsed.
@@ -815,22 +601,6 @@ func (c call) enveloped() bool {
 		return c.rq.archived[0].Envelope
 	}
 	return c.ep.enveloped()
-}
-
-// decode loads one body (or the stream of a call's pages) into the sinks.
-func (r *Runner) decode(ctx context.Context, c call, body io.Reader) (map[string]SinkResult, error) {
-	ss := r.cfg.Sinks
-	if c.staged {
-		ss = stagedSinks(ss, r.cfg.Mem, r.cfg.Scratch)
-	}
-	switch {
-	case c.ep.Kind == KindInstruments:
-		return r.loadInstruments(ctx, ss, c, body)
-	case r.cfg.Schemas == nil:
-		_, err := io.Copy(io.Discard, body)
-		return nil, err
-	}
-	return r.loadAccount(ctx, ss, c, body)
 }
 
 // merge adds what the sinks made of one request to the endpoint's result.
@@ -884,66 +654,53 @@ func flat(v url.Values) map[string]string {
 	return out
 }
 
-// loadInstruments decodes one listing body into every sink. Rows are
-// committed only when the whole body decoded; on any failure every sink's
-// writers are aborted, so a retry starts clean; and only once the body is
-// durable in the raw archive (call.durable). The call's snapshot's cols
-// allocates the records' column buffers (nil: Go memory). A listing that
-// fails its check (listingCheck: a shifted walk, too many rejects) loads
-// nothing; its body is durable all the same.
-func (r *Runner) loadInstruments(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (map[string]SinkResult, error) {
-	ep, part, sum, res, ev, cols := c.ep, c.part, c.sum, c.res, c.ev, c.sr.cols
-	snap := sinks.Snapshot{Time: sum.SnapshotTime, RunID: sum.RunID, Source: sum.Source, Endpoint: ep.Name, Part: part}
+// decodeInstruments decodes one listing body into every sink's writers
+// (load commits them). The call's snapshot's cols allocates the records'
+// column buffers (nil: Go memory). On a decode failure every writer is
+// aborted. A listing that fails its check (listingCheck: a shifted walk,
+// too many rejects) is not accepted: it loads nothing, though its body is
+// durable all the same.
+func (r *Runner) decodeInstruments(ctx context.Context, ss []sinks.Sink, c call, body io.Reader) (decoded, error) {
+	snap := c.snapshot()
 	fan := NewFanout(ctx, ss, snap, schema.Instruments)
 	dec, _ := r.decoders.Get().(*transform.InstrumentDecoder)
 	if dec == nil {
 		dec = transform.NewInstrumentDecoder(transform.Options{BatchRows: r.cfg.BatchRows, TimestampUnit: r.cfg.TimestampUnit, Mem: r.cfg.Mem, UniqueNames: true})
 	}
-	defer r.decoders.Put(dec) // holds no Arrow memory between listings
-	dec.UseColumns(cols)
-	defer dec.UseColumns(nil) // nor a replay's pool once it has ended
+	dec.UseColumns(c.sr.cols)
 	dec.UseNames(c.names)
-	defer dec.UseNames(nil)
-	ev.beginAttempt()
+	d := decoded{fan: fan, done: func() {
+		dec.UseNames(nil)
+		dec.UseColumns(nil) // nor a replay's pool once it has ended
+		r.decoders.Put(dec) // holds no Arrow memory between listings
+	}}
+	c.ev.beginAttempt()
 	emit := func(t *schema.Table, rec arrow.Record) error {
 		if t == schema.Instruments {
-			ev.observe(rec)
+			c.ev.observe(rec)
 		}
 		return fan.Emit(t, rec)
 	}
 	start := time.Now()
 	stats, err := dec.Decode(ctx, body, snap, emit)
-	res.stage(StageDecode, start)
+	c.res.stage(StageDecode, start)
 	if err != nil {
 		fan.Abort()
-		return nil, fmt.Errorf("decode listing: %w", err)
+		return d, fmt.Errorf("decode listing: %w", err)
 	}
-	if err := durable(c); err != nil {
-		fan.Abort()
-		return nil, err
-	}
-	if err := r.listingCheck(c)(stats); err != nil {
-		fan.Abort()
-		return nil, err
-	}
-	if c.names != nil {
-		c.names.Keep() // the next request's rows are checked against these
-	}
-	res.Rows += stats.Rows
-	res.Rejects += stats.Rejects
-	res.Duplicates += stats.Duplicates
-	start = time.Now()
-	defer res.stage(StageCommit, start)
-	return fan.Commit(ctx), nil
-}
-
-// durable makes the call's body durable in the raw archive (call.durable)
-// before its rows are committed.
-func durable(c call) error {
-	if c.durable == nil {
+	d.accept = func() error {
+		if err := r.listingCheck(c)(stats); err != nil {
+			return err
+		}
+		if c.names != nil {
+			c.names.Keep() // the next request's rows are checked against these
+		}
+		c.res.Rows += stats.Rows
+		c.res.Rejects += stats.Rejects
+		c.res.Duplicates += stats.Duplicates
 		return nil
 	}
-	return c.durable()
+	return d, nil
 }
 
 // writeRuns records the snapshot's per-endpoint results (rows, from
