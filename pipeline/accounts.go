@@ -23,7 +23,8 @@ func (r *Runner) decodeAccount(ctx context.Context, ss []sinks.Sink, c call, bod
 	snap := c.snapshot()
 	fan := NewFanout(ctx, ss, snap)
 	// Bodies of one endpoint and account in one snapshot (a fanned-out
-	// parameter) number their rows on from each other, so keys never collide.
+	// parameter) number their rows on from each other, so keys never
+	// collide (rowOffsets by endpoint and account, per table).
 	sr := c.sr
 	if sr.rowOffsets == nil {
 		sr.rowOffsets = map[string]map[string]int64{}
@@ -34,7 +35,13 @@ func (r *Runner) decodeAccount(ctx context.Context, ss []sinks.Sink, c call, bod
 		offsets = map[string]int64{}
 		sr.rowOffsets[okey] = offsets
 	}
-	meta := infer.Meta{Snapshot: snap, Account: c.rq.account, RowOffsets: offsets}
+	// Its records (rows and rejects) number on across every account.
+	records := sr.rowOffsets[c.ep.Name]
+	if records == nil {
+		records = map[string]int64{}
+		sr.rowOffsets[c.ep.Name] = records
+	}
+	meta := infer.Meta{Snapshot: snap, Account: c.rq.account, RowOffsets: offsets, RecordOffset: records[schema.Rejects.Name]}
 	opt := infer.Options{Mode: r.cfg.SchemaMode, BatchRows: r.cfg.BatchRows, Mem: r.cfg.Mem}
 	start := time.Now()
 	stats, changes, err := r.cfg.Schemas.Decode(ctx, body, meta, opt, fan.Emit)
@@ -54,10 +61,16 @@ func (r *Runner) decodeAccount(ctx context.Context, ss []sinks.Sink, c call, bod
 		r.log.Warn("field discarded (--schema-contract discard-columns)", "table", c.Table, "field", c.Field)
 	}
 	accept := func() error {
+		root := stats.Records - stats.Rejects // the endpoint table's rows
+		if err := r.rejectCheck(root, stats.Rejects, stats.TopReason, stats.TopRejects); err != nil {
+			return err
+		}
 		for t, n := range stats.Rows {
 			c.res.Rows += n
 			offsets[t] += n
 		}
+		c.res.Rejects += stats.Rejects
+		records[schema.Rejects.Name] += stats.Records
 		return nil
 	}
 	committed := func(outs map[string]SinkResult) (map[string]SinkResult, error) {

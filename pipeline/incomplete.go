@@ -17,9 +17,10 @@ const DefaultMaxRejectShare = settings.DefaultMaxRejectShare
 // paginated request whose listing shifted under it, the first included.
 const DefaultMaxWalks = 3
 
-// RejectsError is a listing with too many rejects: every row (All), or
-// more than the share allowed (Config.MaxRejectShare). Nothing of it is
-// loaded; its bodies are archived.
+// RejectsError is a listing or an account endpoint's body with too many
+// rejects: every row (All), or more than the share allowed
+// (Config.MaxRejectShare). Nothing of it is loaded; its bodies are
+// archived.
 type RejectsError struct {
 	Rows, Rejects int64
 	Max           float64 // the share allowed
@@ -77,10 +78,6 @@ func shifted(err error) bool {
 // any sink commits it: a walk of offsets or page numbers that received an
 // instrument twice shifted; too many rejects fail the listing.
 func (r *Runner) listingCheck(c call) func(transform.Stats) error {
-	maxShare := r.cfg.MaxRejectShare
-	if maxShare <= 0 {
-		maxShare = DefaultMaxRejectShare
-	}
 	kind := ""
 	switch {
 	case c.rq.archived != nil:
@@ -93,13 +90,24 @@ func (r *Runner) listingCheck(c call) func(transform.Stats) error {
 		if walked && st.Duplicates > st.Repeated { // within the walk
 			return &ShiftedError{Duplicates: st.Duplicates - st.Repeated}
 		}
-		if st.Rejects == 0 {
-			return nil
-		}
-		e := &RejectsError{Rows: st.Rows, Rejects: st.Rejects, Max: maxShare, All: st.Rows == 0, Reason: st.TopReason, ReasonRows: st.TopRejects}
-		if e.All || float64(st.Rejects) > maxShare*float64(st.Rows+st.Rejects) {
-			return e
-		}
+		return r.rejectCheck(st.Rows, st.Rejects, st.TopReason, st.TopRejects)
+	}
+}
+
+// rejectCheck fails a body (a listing, an account endpoint's) whose rows
+// were all rejected, or more than Config.MaxRejectShare of them, naming
+// the reason most rejects gave (reasonRows of them).
+func (r *Runner) rejectCheck(rows, rejects int64, reason string, reasonRows int64) error {
+	if rejects == 0 {
 		return nil
 	}
+	maxShare := r.cfg.MaxRejectShare
+	if maxShare <= 0 {
+		maxShare = DefaultMaxRejectShare
+	}
+	e := &RejectsError{Rows: rows, Rejects: rejects, Max: maxShare, All: rows == 0, Reason: reason, ReasonRows: reasonRows}
+	if e.All || float64(rejects) > maxShare*float64(rows+rejects) {
+		return e
+	}
+	return nil
 }

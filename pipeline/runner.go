@@ -92,9 +92,10 @@ type Config struct {
 	// Auth authenticates every request (nil: only the client's headers);
 	// an account's or an endpoint's Auth replaces it.
 	Auth auth.Authenticator
-	// MaxRejectShare fails a listing whose rejects are more than this
-	// share of its rows (0: DefaultMaxRejectShare); one whose every row is
-	// rejected always fails.
+	// MaxRejectShare fails a listing or an account endpoint's body whose
+	// rejects are more than this share of its rows (0:
+	// DefaultMaxRejectShare); one whose every row is rejected always
+	// fails.
 	MaxRejectShare float64
 	// MaxWalks bounds the walks of a paginated request whose listing
 	// shifted or came out short of the venue's total (0: DefaultMaxWalks).

@@ -46,8 +46,9 @@ const (
 	Convert = "lake convert"
 )
 
-// DefaultMaxRejectShare is --max-reject-share: a listing whose rejects are
-// more than a tenth of its rows fails (pipeline.Config's default too).
+// DefaultMaxRejectShare is --max-reject-share: a listing or an account
+// endpoint's body whose rejects are more than a tenth of its rows fails
+// (pipeline.Config's default too).
 const DefaultMaxRejectShare = 0.1
 
 // DefaultColumnBudget is --column-budget, the most columns of an account
@@ -155,7 +156,7 @@ var list = []Setting{
 	{Name: "rate-burst", Kind: Int, Default: 1, Usage: "with --rate-limit: requests allowed at once before the rate applies", Commands: runOnly},
 	{Name: "column-budget", Kind: Int, Default: DefaultColumnBudget, Usage: "account tables: most columns per table (meta columns included); further fields go to the JSON column extra", Commands: runReplay},
 	{Name: "batch-rows", Kind: Int, Default: DefaultBatchRows, Usage: "rows per Arrow record batch", Commands: runReplay},
-	{Name: "max-reject-share", Kind: Float, Default: DefaultMaxRejectShare, Usage: "a listing whose rejected rows are more than this share of its rows fails its endpoint, loading none of it (exit 3, the reason most rows gave); one whose every row is rejected always fails (1 = only then)", Commands: runReplay},
+	{Name: "max-reject-share", Kind: Float, Default: DefaultMaxRejectShare, Usage: "a listing or account body whose rejected rows are more than this share of its rows fails its endpoint, loading none of it (exit 3, the reason most rows gave); one whose every row is rejected always fails (1 = only then)", Commands: runReplay},
 	{Name: "summary-json", Kind: String, Usage: "write the run summary as JSON to this file", Commands: runReplay,
 		Overrides: map[string]Override{Replay: {Usage: "write the replay summary as JSON"}}},
 	{Name: "every", Kind: Duration, Usage: "stay up and snapshot on this interval, aligned to the clock (e.g. 5m)", Commands: runOnly},

@@ -28,7 +28,29 @@ func (d *decoder) emitAll(ctx context.Context, emit Emit) error {
 			return err
 		}
 	}
-	return nil
+	return d.emitRejects(emit)
+}
+
+// emitRejects emits the rejected records as one record of schema.Rejects.
+func (d *decoder) emitRejects(emit Emit) error {
+	if len(d.rejects) == 0 {
+		return nil
+	}
+	t := schema.Rejects
+	b := array.NewRecordBuilder(d.opt.Mem, t.ArrowSchema())
+	defer b.Release()
+	for _, rj := range d.rejects {
+		b.Field(t.MustIndex("snapshot_time")).(*array.TimestampBuilder).Append(arrow.Timestamp(d.meta.Time.UnixMilli()))
+		b.Field(t.MustIndex("run_id")).(*array.StringBuilder).Append(d.meta.RunID)
+		b.Field(t.MustIndex("source")).(*array.StringBuilder).Append(d.meta.Source)
+		b.Field(t.MustIndex("endpoint")).(*array.StringBuilder).Append(d.meta.Endpoint)
+		b.Field(t.MustIndex("row_index")).(*array.Int64Builder).Append(d.meta.RecordOffset + int64(rj.index))
+		b.Field(t.MustIndex("reason")).(*array.StringBuilder).Append(rj.reason)
+		b.Field(t.MustIndex("raw")).(*array.StringBuilder).Append(rj.raw)
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	return emit(t, rec)
 }
 
 func (d *decoder) emitTable(ctx context.Context, w *work, emit Emit) error {

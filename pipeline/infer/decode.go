@@ -51,6 +51,43 @@ type decoder struct {
 	notMap   map[string]bool
 	promoted map[string]bool
 	promote  map[string]bool
+	// nrecords are the records of the body (entries of a body that is a
+	// map); rejects those rejected (rejectRow), in body order.
+	nrecords int
+	rejects  []rejected
+}
+
+// rejected is one record of the body that is not loaded, with the reason.
+type rejected struct {
+	index  int // the record's position in the body
+	reason string
+	raw    string
+}
+
+// Reasons a record of an account body is rejected.
+const (
+	reasonNotObject = "a JSON %s, not an object: rows must be objects"
+)
+
+// ReasonTooDeep is the reason of a rejected row that holds a value nested
+// deeper than MaxNesting.
+var ReasonTooDeep = fmt.Sprintf("JSON nested deeper than %d levels", MaxNesting)
+
+// rejectRow records record i (raw: its JSON) as rejected when it cannot be
+// a row: it holds a value nested too deep, or (not an entry of a body that
+// is a map) it is not an object. It reports whether it did.
+func (d *decoder) rejectRow(i int, n *node, entry bool, raw func() string) bool {
+	reason := ""
+	switch {
+	case n.deep:
+		reason = ReasonTooDeep
+	case !entry && n.kind != nObject && n.kind != nNull:
+		reason = fmt.Sprintf(reasonNotObject, n.kind)
+	default:
+		return false
+	}
+	d.rejects = append(d.rejects, rejected{index: i, reason: reason, raw: raw()})
+	return true
 }
 
 func (r *Registry) newDecoder(root string, meta Meta, opt Options) (*decoder, error) {
@@ -107,6 +144,10 @@ func (d *decoder) run(ctx context.Context, tree *node) error {
 	if err != nil {
 		return err
 	}
+	d.nrecords = len(records)
+	if mapBody {
+		d.nrecords = len(tree.keys)
+	}
 	var base []string
 	if len(d.rules) > 0 {
 		switch {
@@ -127,12 +168,19 @@ func (d *decoder) run(ctx context.Context, tree *node) error {
 			if err := tick(i); err != nil {
 				return err
 			}
-			d.addEntry(rw, k, tree.vals[i], -1, base)
+			v := tree.vals[i]
+			if d.rejectRow(i, v, true, func() string { return compactJSON(&node{kind: nObject, keys: []string{k}, vals: []*node{v}}) }) {
+				continue
+			}
+			d.addEntry(rw, k, v, -1, base)
 		}
 	}
 	for i, rec := range records {
 		if err := tick(i); err != nil {
 			return err
+		}
+		if rec != nil && d.rejectRow(i, rec, false, func() string { return compactJSON(rec) }) {
+			continue
 		}
 		d.addRow(rw, rec, -1, base)
 	}
@@ -150,12 +198,7 @@ func (d *decoder) run(ctx context.Context, tree *node) error {
 func (d *decoder) records(tree *node, rw *work) (recs []*node, mapBody bool, err error) {
 	switch tree.kind {
 	case nArray:
-		for i, e := range tree.elems {
-			if e.kind != nObject && e.kind != nNull {
-				return nil, false, shapeError(d.root, "element %d of the top-level array is a JSON %s; rows must be objects", i, e.kind)
-			}
-		}
-		return tree.elems, false, nil
+		return tree.elems, false, nil // an element that is not an object is rejected
 	case nObject:
 		if len(tree.keys) == 1 {
 			key, v := tree.keys[0], tree.vals[0]
@@ -726,7 +769,16 @@ func (d *decoder) setJSON(w *work, r int, p fpath, n *node) {
 
 // stats returns the rows per table of the family.
 func (d *decoder) stats() Stats {
-	st := Stats{Rows: map[string]int64{}, Discarded: d.discarded}
+	st := Stats{Rows: map[string]int64{}, Discarded: d.discarded, Records: int64(d.nrecords), Rejects: int64(len(d.rejects))}
+	reasons := map[string]int64{}
+	for _, rj := range d.rejects {
+		reasons[rj.reason]++
+	}
+	for reason, n := range reasons {
+		if n > st.TopRejects || n == st.TopRejects && reason < st.TopReason {
+			st.TopReason, st.TopRejects = reason, n
+		}
+	}
 	for _, n := range d.family {
 		st.Rows[n] = 0
 	}

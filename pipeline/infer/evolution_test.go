@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -383,8 +384,6 @@ func TestDecodeFailuresLeaveRegistry(t *testing.T) {
 		{`{"a": [1, 2`, "malformed JSON"},
 		{`{"a": 1} {"b": 2}`, "after the top-level value"},
 		{`"text"`, "JSON string"},
-		{`[{"a": 1}, [1]]`, "element 1"},
-		{strings.Repeat("[", MaxNesting+1) + strings.Repeat("]", MaxNesting+1), "nested deeper"},
 		{``, "malformed JSON"},
 	} {
 		_, _, err := reg.Decode(context.Background(), strings.NewReader(tc.body), testMeta("orders", t0), Options{}, discard)
@@ -404,6 +403,73 @@ func TestDecodeFailuresLeaveRegistry(t *testing.T) {
 	// child table ("__" collapses).
 	if TableName("orders__legs") != "orders_legs" {
 		t.Fatal(TableName("orders__legs"))
+	}
+}
+
+// TestRowsRejected: a record that is not an object, or that holds a value
+// nested deeper than MaxNesting, is one rejected row (reason, row_index
+// from RecordOffset, its JSON as received) and the other records load;
+// a map body's entry likewise. (Before, each failed the whole body.)
+func TestRowsRejected(t *testing.T) {
+	deep := strings.Repeat("[", MaxNesting+5) + strings.Repeat("]", MaxNesting+5)
+	deepObj := strings.Repeat(`{"a":`, MaxNesting+5) + "1" + strings.Repeat("}", MaxNesting+5)
+	for _, tc := range []struct {
+		name, body string
+		rows       int64
+		rejects    []int64 // row_index of each reject (RecordOffset 10)
+		reason     string
+		raw        string // of the first reject
+	}{
+		{"not an object", `[{"a": 1}, [1], "x", {"a": 2}]`, 2, []int64{11, 12}, "a JSON array, not an object: rows must be objects", `[1]`},
+		{"too deep", `[{"a": 1}, {"a": ` + deep + `}, {"a": 3}]`, 2, []int64{11}, ReasonTooDeep, `{"a":` + deep + `}`},
+		{"too deep object", `{"data": [{"a": 1}, ` + deepObj + `]}`, 1, []int64{11}, ReasonTooDeep, deepObj},
+		{"every row", deep, 0, []int64{10}, ReasonTooDeep, deep[1 : len(deep)-1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := NewRegistry()
+			meta := testMeta("orders", t0)
+			meta.RecordOffset = 10
+			res := decodeBody(t, reg, []byte(tc.body), meta, Options{})
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			if res.stats.Rows["orders"] != tc.rows || res.stats.Rejects != int64(len(tc.rejects)) || res.stats.Records != tc.rows+int64(len(tc.rejects)) {
+				t.Fatalf("stats %+v", res.stats)
+			}
+			if res.stats.TopReason != tc.reason || res.stats.TopRejects < 1 {
+				t.Fatalf("top reason %q (%d), want %q", res.stats.TopReason, res.stats.TopRejects, tc.reason)
+			}
+			rj := res.tables["rejects"]
+			if rj == nil || len(rj.rows) != len(tc.rejects) {
+				t.Fatalf("rejects emitted: %+v", rj)
+			}
+			for i, want := range tc.rejects {
+				if got := rj.rows[i]["row_index"]; got != want {
+					t.Errorf("reject %d: row_index %+v, want %d", i, got, want)
+				}
+				if got := rj.rows[i]["endpoint"]; got != "orders" {
+					t.Errorf("reject %d: endpoint %+v", i, got)
+				}
+			}
+			if got, _ := rj.rows[0]["raw"].(string); got != tc.raw {
+				t.Errorf("raw %.60q, want %.60q", got, tc.raw)
+			}
+		})
+	}
+	// A map body: the entry whose value is too deep is rejected.
+	reg := NewRegistry()
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 12 {
+		fmt.Fprintf(&b, `"BTC-%d": {"qty": %d},`, i, i)
+	}
+	b.WriteString(`"ETH-1": {"qty": ` + deep + `}}`)
+	res := decodeBody(t, reg, []byte(b.String()), testMeta("positions", t0), Options{})
+	if res.err != nil || res.stats.Rejects != 1 || res.stats.Records != 13 {
+		t.Fatalf("map body: %v %+v", res.err, res.stats)
+	}
+	if raw, _ := res.tables["rejects"].rows[0]["raw"].(string); !strings.HasPrefix(raw, `{"ETH-1":{"qty":[[[`) {
+		t.Fatalf("map body reject raw %.40q", raw)
 	}
 }
 

@@ -34,6 +34,7 @@ func FuzzInfer(f *testing.F) {
 		`[{"t_at":1e20,"u_at":99999999999999999,"v":"\ud800"}]`, `{"a":"\u0000","A":{"":-0.0e-400}}`,
 		`{"k":{"num":"1"},"k__num":2,"K":"3"}`, `{"p":null}`, `[{"a":[]},{"a":[[]]},{"a":[{}]}]`,
 		"{\"a\xff\":\"b\xc3\x28\",\"c\":[\"\xed\xa0\x80\"]}", `{"s":"\ud83d\ude00\udc00\n\"\u2028"}`,
+		`[{"a":1},"x",[2],null,3]`, `[{"a":1},{"a":` + strings.Repeat("[", MaxNesting+2) + strings.Repeat("]", MaxNesting+2) + `}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -98,16 +99,11 @@ func tabulable(body []byte) bool {
 	if _, err := dec.Token(); err != io.EOF {
 		return false
 	}
-	switch v := v.(type) {
+	switch v.(type) {
 	case map[string]any:
 		return true
 	case []any:
-		for _, e := range v {
-			if _, ok := e.(map[string]any); !ok && e != nil {
-				return false
-			}
-		}
-		return true
+		return true // an element that is not an object is rejected
 	}
 	return false
 }

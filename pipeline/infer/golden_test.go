@@ -166,6 +166,10 @@ func writeResult(b *strings.Builder, res result, maxRows int) {
 		fmt.Fprintf(b, "rows %s: %d (%d records)\n", n, len(e.rows), e.records)
 		renderRows(b, e, maxRows)
 	}
+	if e := res.tables["rejects"]; e != nil {
+		fmt.Fprintf(b, "rejects: %d\n", len(e.rows))
+		renderRows(b, e, maxRows)
+	}
 }
 
 func compareGolden(t *testing.T, path, got string) {

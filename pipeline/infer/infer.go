@@ -204,6 +204,10 @@ type Meta struct {
 	// parameter), pass the running sum of the earlier Decodes' Stats.Rows so
 	// that keys do not collide.
 	RowOffsets map[string]int64
+	// RecordOffset is the row_index in schema.Rejects of the body's first
+	// record: the sum of the earlier Decodes' Stats.Records of the
+	// endpoint in the snapshot (every account), so rejects never collide.
+	RecordOffset int64
 }
 
 // Mode is the schema contract of a Decode.
@@ -333,6 +337,12 @@ type Stats struct {
 	// Overflow counts, per table that reached its column budget, the
 	// fields stored in its "extra" column instead of a column of their own.
 	Overflow map[string]int64
+	// Records are the records of the body (rows of the endpoint's table
+	// and rejects); Rejects those emitted to schema.Rejects, TopReason the
+	// reason most of them gave (TopRejects of them).
+	Records, Rejects int64
+	TopReason        string
+	TopRejects       int64
 }
 
 // Emit receives each finished record with its table. All records of one
@@ -384,6 +394,9 @@ func (e *ContractError) Error() string {
 // Decode evolves the schema per opt.Mode and emits one or more records per
 // table that has rows (the endpoint's table first, then child tables in the
 // order first met), each table's records sharing the table's final schema.
+// A record that cannot be a row (not an object, or holding a value nested
+// deeper than MaxNesting) is emitted last to schema.Rejects with the
+// reason, its JSON as received, and the other records load.
 // It returns the rows per table and the schema changes it made, in the order
 // made, so the caller can log them and stores can add columns.
 //
@@ -439,6 +452,16 @@ func (r *Registry) Decode(ctx context.Context, body io.Reader, meta Meta, opt Op
 		for k := range d.promote {
 			promoted[k] = true
 		}
+	}
+	if d.nrecords > 0 && len(d.rejects) == d.nrecords {
+		// Every record rejected: no row, and nothing learnt of the schema.
+		if err := d.emitRejects(emit); err != nil {
+			return Stats{}, nil, err
+		}
+		st := d.stats()
+		clear(st.Rows)
+		st.Overflow = nil
+		return st, nil, nil
 	}
 	if len(d.changes) > 0 && opt.OnChanges != nil {
 		if err := opt.OnChanges(d.changes); err != nil {

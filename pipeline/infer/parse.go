@@ -14,8 +14,9 @@ import (
 	"github.com/optlake/optlake/pipeline/values"
 )
 
-// MaxNesting is the deepest nesting of arrays and objects a body may have;
-// deeper bodies fail with a *values.ShapeError.
+// MaxNesting is the deepest nesting of arrays and objects a body may have:
+// a row holding a value nested deeper is rejected (ReasonTooDeep), the
+// other rows load.
 const MaxNesting = 512
 
 type nodeKind uint8
@@ -43,6 +44,9 @@ type node struct {
 	keys  []string
 	vals  []*node // object members, parallel to keys
 	elems []*node // array elements
+	// deep: the value is, or holds, an object or array nested deeper than
+	// MaxNesting, kept only as its text (s) without its members.
+	deep bool
 }
 
 // parse reads exactly one JSON value from r. Errors are *SyntaxError or
@@ -83,7 +87,7 @@ func (p *parser) value(depth int) (*node, error) {
 	switch k {
 	case jsontok.Object, jsontok.Array:
 		if depth >= MaxNesting {
-			return nil, shapeError("", "JSON nested deeper than %d levels", MaxNesting)
+			return p.tooDeep(k)
 		}
 		if k == jsontok.Object {
 			return p.object(depth + 1)
@@ -114,6 +118,25 @@ func (p *parser) value(depth int) (*node, error) {
 		}
 		return &node{kind: nNull}, nil
 	}
+}
+
+// tooDeep consumes a value nested deeper than MaxNesting (without
+// recursion) and keeps its text as received: the row that holds it is
+// rejected.
+func (p *parser) tooDeep(k jsontok.Kind) (*node, error) {
+	if err := p.sc.StartCapture(); err != nil {
+		return nil, err
+	}
+	_, err := p.sc.SkipDeep()
+	raw := p.sc.EndCapture()
+	if err != nil {
+		return nil, err
+	}
+	n := &node{kind: nArray, deep: true, s: validUTF8(raw)}
+	if k == jsontok.Object {
+		n.kind = nObject
+	}
+	return n, nil
 }
 
 func (p *parser) object(depth int) (*node, error) {
@@ -164,6 +187,7 @@ func (p *parser) object(depth int) (*node, error) {
 				}
 			}
 		}
+		n.deep = n.deep || v.deep
 		if at >= 0 {
 			n.vals[at] = v
 			continue
@@ -193,6 +217,7 @@ func (p *parser) array(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
+		n.deep = n.deep || v.deep
 		n.elems = append(n.elems, v)
 	}
 }
@@ -225,6 +250,10 @@ func compactJSON(n *node) string {
 }
 
 func writeJSON(b *bytes.Buffer, n *node) {
+	if n.deep && n.keys == nil && n.elems == nil {
+		b.WriteString(n.s) // too deep: its text as received
+		return
+	}
 	switch n.kind {
 	case nNull:
 		b.WriteString("null")

@@ -636,16 +636,13 @@ func (sp *splicer) captureValue() ([]byte, error) {
 	return sp.sc.EndCapture(), nil
 }
 
-// skip consumes one value. In a listing, a value nested past
-// jsontok.MaxDepth is consumed too (Scanner.SkipDeep) and passed on as
-// received: the decoder rejects the one instrument that holds it instead
-// of the whole listing failing here.
+// skip consumes one value. A value nested past jsontok.MaxDepth is
+// consumed too (Scanner.SkipDeep) and passed on as received: the decoder
+// (a listing's or an account endpoint's) rejects the one row that holds it
+// instead of the whole body failing here.
 func (sp *splicer) skip() error {
-	if sp.spec.Instruments {
-		_, err := sp.sc.SkipDeep()
-		return err
-	}
-	return sp.sc.Skip()
+	_, err := sp.sc.SkipDeep()
+	return err
 }
 
 // emit writes one record, rewritten when the spec says so.
