@@ -473,6 +473,23 @@ func TestRowsRejected(t *testing.T) {
 	}
 }
 
+// A key that occurs twice in one record is not a reason to reject it: the
+// record keeps the key's first position and its last value (encoding/json's
+// rule), as a listing's row does; the raw archive has both.
+func TestDuplicateMemberLastValueWins(t *testing.T) {
+	res := decodeBody(t, NewRegistry(), []byte(`[{"a": 1, "b": 2, "a": 3}]`), testMeta("orders", t0), Options{})
+	if res.err != nil || res.stats.Rejects != 0 || res.stats.Rows["orders"] != 1 {
+		t.Fatalf("%v %+v", res.err, res.stats)
+	}
+	row := res.tables["orders"].rows[0]
+	if row["a"] != int64(3) || row["b"] != int64(2) {
+		t.Fatalf("row %v, want a=3 b=2", row)
+	}
+	if cols := res.tables["orders"].table.Columns; cols[len(cols)-2].Name != "a" || cols[len(cols)-1].Name != "b" {
+		t.Fatalf("columns %v, want a before b", cols)
+	}
+}
+
 type failingReader struct{ n int }
 
 func (f *failingReader) Read(p []byte) (int, error) {
