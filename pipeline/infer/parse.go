@@ -38,15 +38,15 @@ func (k nodeKind) String() string {
 // received; a key that occurs twice keeps its first position and its last
 // value (encoding/json's rule).
 type node struct {
-	kind  nodeKind
-	b     bool
+	kind nodeKind
+	b    bool
+	// deep: the value is, or holds, an object or array nested deeper than
+	// MaxNesting, kept only as its text (s) without its members.
+	deep  bool
 	s     string // string value, or the number's literal text
 	keys  []string
 	vals  []*node // object members, parallel to keys
 	elems []*node // array elements
-	// deep: the value is, or holds, an object or array nested deeper than
-	// MaxNesting, kept only as its text (s) without its members.
-	deep bool
 }
 
 // parse reads exactly one JSON value from r. Errors are *SyntaxError or
