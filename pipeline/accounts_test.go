@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	"github.com/optlake/optlake/pipeline"
+	"github.com/optlake/optlake/pipeline/infer"
 	"github.com/optlake/optlake/schema"
+	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/memsink"
+	"github.com/optlake/optlake/storage"
 )
 
 // An account endpoint's record that cannot be a row (not an object, or
@@ -73,6 +77,26 @@ func TestAccountRejects(t *testing.T) {
 					t.Errorf("reject %d: %s, want the reason %q", i, rj[i], reason)
 				}
 			}
+			if p, _ := ledgerOf(t, rig.r, "mem"); p != 0 {
+				t.Errorf("%d snapshots pending", p)
+			}
+			// A replay of the archive gives the live rows and rejects, and
+			// reports a failed endpoint as never loaded (exit 0).
+			again := memsink.New("again")
+			r, err := pipeline.New(pipeline.Config{
+				Client: f, Store: storage.NewLocal(rig.dir), Sinks: []sinks.Sink{again}, Endpoints: endpoints(t, "account_balance"), Source: "fake",
+				Schemas: infer.NewRegistry(), MaxRejectShare: tc.share,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Replay(context.Background(), pipeline.ReplayOptions{})
+			if err != nil || !res.OK() || (len(res.NeverLoaded) > 0) != (tc.err != "") {
+				t.Fatalf("replay: %v ok %v, problems %q, never loaded %q", err, res.OK(), res.Problems, res.NeverLoaded)
+			}
+			if n := again.Rows("account_balance"); n != tc.loaded || !slices.Equal(rowsOf(again, schema.Rejects), rj) {
+				t.Errorf("replay: %d rows, rejects %q; live %d, %q", n, rowsOf(again, schema.Rejects), tc.loaded, rj)
+			}
 		})
 	}
 }
@@ -116,4 +140,13 @@ func TestAccountRejectsEnveloped(t *testing.T) {
 	if n := rig.mem.Rows("account_balance"); n != 20 || len(rj) != 1 || !strings.Contains(rj[0], "|20|JSON nested deeper than 512 levels|") {
 		t.Fatalf("%d rows, rejects %.200q", n, rj)
 	}
+}
+
+func endpoints(t *testing.T, names ...string) []pipeline.Endpoint {
+	t.Helper()
+	eps, err := pipeline.SelectEndpoints(names, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eps
 }

@@ -227,6 +227,21 @@ func TestListingRejects(t *testing.T) {
 					t.Errorf("summary line: %s", sum.Line())
 				}
 			}
+			// A replay gives the live rows; a listing with too many
+			// rejects never loaded: listed as such, not a problem.
+			again := memsink.New("again")
+			r, err := pipeline.New(pipeline.Config{Client: f, Store: storage.NewLocal(rig.dir), Sinks: []sinks.Sink{again},
+				Endpoints: endpoints(t, "instruments"), Source: "fake", MaxRejectShare: tc.share})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Replay(context.Background(), pipeline.ReplayOptions{})
+			if err != nil || !res.OK() || (len(res.NeverLoaded) > 0) != (tc.err != "") {
+				t.Fatalf("replay: %v ok %v, problems %q, never loaded %q", err, res.OK(), res.Problems, res.NeverLoaded)
+			}
+			if n := again.Rows(schema.Instruments.Name); n != tc.loaded {
+				t.Errorf("replay: %d rows, live %d", n, tc.loaded)
+			}
 		})
 	}
 }

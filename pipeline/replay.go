@@ -528,7 +528,9 @@ func (f *archiveFetcher) Do(ctx context.Context, r extract.Request, _ extract.Ho
 		}
 		defer rc.Close()
 		err = handle(ctx, &extract.Response{Attempt: m.Attempt, Status: m.Status, ContentType: m.ContentType, URL: m.URL, Body: archivedBody{rc}})
-		if err != nil {
+		if err != nil && !incomplete(err) {
+			// (An incomplete body, too many rejects, is read whole and
+			// never loaded live either: not a problem of the file.)
 			f.problems = append(f.problems, m.File+": "+oneLine(err))
 		}
 		return err
