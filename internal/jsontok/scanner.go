@@ -84,6 +84,8 @@ type Scanner struct {
 
 	scratch []byte // unescaped string text
 	own     []byte // the scanner's buffer while buf is an InMemory reader's content
+
+	beforeRefill func() // OnRefill
 }
 
 // InMemory is a reader that can hand over the rest of its content at
@@ -126,6 +128,12 @@ func (s *Scanner) Reset(r io.Reader) {
 	}
 }
 
+// OnRefill makes f (nil: nothing) run before each read of more input,
+// while the bytes Window returned so far are still as they were: a caller
+// that holds on to consumed bytes of the window (Advance) uses them there
+// for the last time. f must not call s. Reset drops it.
+func (s *Scanner) OnRefill(f func()) { s.beforeRefill = f }
+
 // Offset is the stream offset of the next unread byte.
 func (s *Scanner) Offset() int64 { return s.base + int64(s.pos) }
 
@@ -138,6 +146,9 @@ func (s *Scanner) syntax(format string, args ...any) error {
 func (s *Scanner) fill() bool {
 	if s.rerr != nil {
 		return false
+	}
+	if s.beforeRefill != nil {
+		s.beforeRefill()
 	}
 	keep := s.pos
 	if s.tokBeg >= 0 && s.tokBeg < keep {

@@ -223,6 +223,42 @@ func (b *batch) undoRow(full bool) {
 	b.full = full
 }
 
+// truncate drops the committed rows from row m on (m <= b.rows), leaving
+// the columns as if they had never been written: row m is written next.
+// full is recomputed from the rows and bytes left.
+func (b *batch) truncate(m int) {
+	for i := range b.cols {
+		c := &b.cols[i]
+		k := len(c.nulls)
+		for k > 0 && int(c.nulls[k-1]) >= m {
+			k--
+		}
+		c.nulls = c.nulls[:k]
+		switch c.typ {
+		case schema.Float64:
+			clear(c.f64[m:b.rows])
+		case schema.Int64, schema.TimestampMs:
+			clear(c.i64[m:b.rows])
+		case schema.Bool:
+			for r := m; r < b.rows; r++ {
+				c.bits[r>>3] &^= 1 << (r & 7)
+			}
+		case schema.String:
+			if c.offs != nil {
+				c.data = c.data[:c.offs[m]]
+				clear(c.offs[m+1 : b.rows+1])
+			}
+		}
+	}
+	b.rows = m
+	b.full = false
+	for i := range b.cols {
+		if c := &b.cols[i]; c.typ == schema.String && len(c.data) >= b.limit {
+			b.full = true
+		}
+	}
+}
+
 // commit ends the row.
 func (b *batch) commit() {
 	b.rows++

@@ -263,8 +263,8 @@ func (d *InstrumentDecoder) fastRow(w []byte, b *batch, row int) int {
 	if present&(1<<nameField) == 0 {
 		return 0 // rejected: the general path words the reason
 	}
-	if nc := &b.cols[fieldCols[nameField]]; nc.offs[row+1] == nc.offs[row] || d.opt.UniqueNames && !d.keys.add(nc.data[nc.offs[row]:nc.offs[row+1]]) {
-		return 0 // empty or a duplicate: rejected as well
+	if nc := &b.cols[fieldCols[nameField]]; nc.offs[row+1] == nc.offs[row] {
+		return 0 // empty: rejected as well (a duplicate is found later, InstrumentDecoder.checkNames)
 	}
 	// Nothing fails from here on.
 	for miss := allFields &^ present; miss != 0; miss &= miss - 1 {

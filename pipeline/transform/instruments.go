@@ -188,7 +188,35 @@ type InstrumentDecoder struct {
 	keys    *keySet          // the listing's instrument names
 	own     *keySet          // the decoder's own (keys unless UseNames)
 	reasons map[string]int64 // rejects by reason
+
+	// With UniqueNames, the names of the fast path's rows are checked a
+	// few hundred at a time (checkNames): pend are the last rows of the
+	// batch, not checked yet, from the listing's instrument pendIdx on.
+	// They are checked before the batch is emitted, before a row of the
+	// general path, and before the scanner reads more input (their bytes
+	// are still in its window then).
+	pend      []pendRow
+	redo      []pendRow
+	pendIdx   int64
+	inline    int // rows still checked one at a time, after a duplicate
+	checkHook func()
 }
+
+// pendRow is a row of the fast path whose name is not checked yet: the
+// scanner's window from the instrument's first byte, and its length.
+type pendRow struct {
+	w []byte
+	n int
+}
+
+const (
+	// maxPending bounds the rows whose names are checked together.
+	maxPending = 256
+	// inlineRows are the rows checked one at a time after a duplicate:
+	// each duplicate among pending rows decodes the rows after it again,
+	// so a listing with many keeps to the cost of one check per row.
+	inlineRows = 4 * maxPending
+)
 
 // NewInstrumentDecoder returns a decoder that emits record batches of
 // schema.Instruments and schema.Rejects. The instruments records are built
@@ -199,6 +227,7 @@ func NewInstrumentDecoder(opt Options) *InstrumentDecoder {
 	t := schema.Instruments
 	own := newKeySet()
 	d := &InstrumentDecoder{opt: opt, b: newBatch(t, opt.BatchRows), keys: own, own: own, reasons: map[string]int64{}}
+	d.checkHook = d.checkNames
 	d.rjb = array.NewRecordBuilder(opt.Mem, schema.Rejects.ArrowSchema())
 	if t.Columns[0].Name != "snapshot_time" || t.Columns[0].Type != schema.TimestampMs ||
 		t.Columns[1].Name != "run_id" || t.Columns[2].Name != "source" {
@@ -258,6 +287,7 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	d.snapMs = arrow.Timestamp(meta.Time.UnixMilli())
 	d.stats, d.index = Stats{}, 0
 	d.keys.reset()
+	d.pend, d.inline = d.pend[:0], 0
 	clear(d.reasons)
 	if d.sc == nil {
 		d.sc = jsontok.New(r, d.opt.ReadBuffer)
@@ -265,11 +295,17 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 		d.sc.Reset(r)
 	}
 	sc := d.sc
+	if d.opt.UniqueNames {
+		sc.OnRefill(d.checkHook)
+	}
 	defer sc.Reset(nil)
 	err := d.decode(ctx, sc)
 	if err == nil {
 		err = d.flush(true)
 	}
+	// The rows checked last hold the input's bytes: not past the Decode.
+	clear(d.pend[:cap(d.pend)])
+	clear(d.redo[:cap(d.redo)])
 	if err != nil {
 		// A failed decode or a failed emit of the last batches: nothing
 		// built for this listing may reach the next one (the decoder is
@@ -346,6 +382,7 @@ func (d *InstrumentDecoder) element(ctx context.Context, sc *jsontok.Scanner, el
 	if !bytes.HasPrefix(sc.Window(), groupStart) && d.fastElement(sc) {
 		return d.rowDone(ctx)
 	}
+	d.checkNames() // before d.r is written
 	r := &d.r
 	r.reset()
 	if err := sc.StartCapture(); err != nil {
@@ -427,6 +464,7 @@ func (d *InstrumentDecoder) list(ctx context.Context, sc *jsontok.Scanner, elem 
 			return nil
 		}
 		if !d.fastElement(sc) {
+			d.checkNames() // before d.r is written
 			if err := d.instrument(sc); err != nil {
 				return err
 			}
@@ -450,16 +488,76 @@ func (d *InstrumentDecoder) fastElement(sc *jsontok.Scanner) bool {
 	if n == 0 {
 		return false
 	}
+	if d.opt.UniqueNames {
+		if len(d.pend) == 0 {
+			d.pendIdx = d.index
+		}
+		d.pend = append(d.pend, pendRow{w, n})
+	}
 	sc.Advance(n)
 	d.index++
 	d.fastRows++
+	if d.inline > 0 || len(d.pend) >= maxPending {
+		d.inline = max(d.inline-1, 0)
+		d.checkNames()
+	}
 	return true
+}
+
+// checkNames checks the names of the pending rows of the fast path in
+// order, as finish does a row's, and leaves none pending: a name that came
+// earlier takes its row out of the batch and into rejects
+// (ReasonDuplicate; exactly as the general path would reject it); the rows
+// after it are decoded again from their bytes, their names checked one by
+// one.
+func (d *InstrumentDecoder) checkNames() {
+	if len(d.pend) == 0 {
+		return
+	}
+	b := d.b
+	p0 := b.rows - len(d.pend)
+	nc := &b.cols[fieldCols[nameField]]
+	j := d.keys.addAll(nc.data, nc.offs[p0:b.rows+1])
+	if j < 0 {
+		d.pend = d.pend[:0]
+		return
+	}
+	d.redo = append(d.redo[:0], d.pend[j+1:]...)
+	idx := d.pendIdx + int64(j)
+	d.duplicate(p0+j, idx, d.pend[j])
+	d.pend = d.pend[:0]
+	d.inline = inlineRows
+	for _, p := range d.redo {
+		idx++
+		if d.fastInstrument(p.w) != p.n {
+			panic("transform: an instrument decoded again is not the same")
+		}
+		if row := b.rows - 1; !d.keys.add(nc.data[nc.offs[row]:nc.offs[row+1]]) {
+			d.duplicate(row, idx, p)
+		}
+	}
+}
+
+// duplicate moves row (the batch's rows from it on) to rejects: its name
+// came earlier in the listing. p holds its bytes, idx its position.
+func (d *InstrumentDecoder) duplicate(row int, idx int64, p pendRow) {
+	nc := &d.b.cols[fieldCols[nameField]]
+	d.stats.Duplicates++
+	if d.keys.kept > 0 && d.keys.earlier(nc.data[nc.offs[row]:nc.offs[row+1]]) {
+		d.stats.Repeated++
+	}
+	d.b.truncate(row)
+	d.fastRows--
+	d.addReject(idx, ReasonDuplicate, p.w[:p.n])
 }
 
 // rowDone emits the batch when it is full.
 func (d *InstrumentDecoder) rowDone(ctx context.Context) error {
 	if !d.b.full {
 		return nil
+	}
+	if d.checkNames(); !d.b.full {
+		return nil // a duplicate was taken out
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -833,6 +931,7 @@ func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
 // flush emits the rows built so far; rejects are emitted at the end only
 // (they are few) unless they reach a batch.
 func (d *InstrumentDecoder) flush(final bool) error {
+	d.checkNames()
 	if rec := d.b.record(d.snapMs, d.meta.RunID, d.meta.Source); rec != nil {
 		d.stats.Rows += rec.NumRows()
 		err := d.emit(schema.Instruments, rec)
@@ -855,6 +954,7 @@ func (d *InstrumentDecoder) flush(final bool) error {
 
 // discard drops rows built but not emitted (after a failed decode).
 func (d *InstrumentDecoder) discard() {
+	d.pend, d.inline = d.pend[:0], 0
 	d.b.discard()
 	d.rjb.NewRecord().Release()
 }

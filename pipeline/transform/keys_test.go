@@ -1,8 +1,10 @@
 package transform
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -158,5 +160,227 @@ func TestNameSetAcrossRequests(t *testing.T) {
 			t.Errorf("fast %v: the decoder's own set after UseNames(nil): %+v", fast, o.stats)
 		}
 		d.Release()
+	}
+}
+
+// keyMasks narrow the set's hash (keySet.hmask) to force collisions: the
+// full hash; one part of the table with 2 bits of slot and tag; one hash
+// for every name (every name a collision, told apart by its bytes only).
+var keyMasks = []uint64{^uint64(0), 0xff00_0003_0000_0000, 0}
+
+// checkLikeMap adds names to k in windows of random sizes, with addAll and
+// add, and fails unless every answer is a map's: the first of each name is
+// new, every later one is there, whatever the hash.
+func checkLikeMap(t *testing.T, k *keySet, names []string, rng *rand.Rand) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i := 0; i < len(names); {
+		if rng.IntN(4) == 0 {
+			want := !seen[names[i]]
+			if got := k.add([]byte(names[i])); got != want {
+				t.Fatalf("hmask %x: add #%d %q = %v, want %v", k.hmask, i, names[i], got, want)
+			}
+			seen[names[i]] = true
+			i++
+			continue
+		}
+		w := names[i:min(len(names), i+1+rng.IntN(300))]
+		var data []byte
+		offs := []int32{0}
+		for _, n := range w {
+			data = append(data, n...)
+			offs = append(offs, int32(len(data)))
+		}
+		want := -1
+		for j, n := range w {
+			if seen[n] {
+				want = j
+				break
+			}
+			seen[n] = true
+		}
+		if got := k.addAll(data, offs); got != want {
+			t.Fatalf("hmask %x: addAll of #%d..%d = %d, want %d", k.hmask, i, i+len(w)-1, got, want)
+		}
+		if want < 0 {
+			i += len(w)
+		} else {
+			i += want + 1 // the repeat itself is not added
+		}
+	}
+	for n := range seen {
+		if k.add([]byte(n)) {
+			t.Fatalf("hmask %x: %q not found at the end", k.hmask, n)
+		}
+	}
+}
+
+// randomNames are n names, a share dup of them repeating an earlier one
+// (a recent one or any), some of them a prefix or an extension of another.
+func randomNames(rng *rand.Rand, n int, dup float64) []string {
+	var names []string
+	for i := 0; i < n; i++ {
+		switch {
+		case len(names) > 0 && rng.Float64() < dup:
+			if rng.IntN(2) == 0 {
+				names = append(names, names[max(0, len(names)-1-rng.IntN(5))])
+			} else {
+				names = append(names, names[rng.IntN(len(names))])
+			}
+		case len(names) > 0 && rng.IntN(20) == 0:
+			names = append(names, names[rng.IntN(len(names))]+"-X")
+		default:
+			n := fmt.Sprintf("ETH-%dJAN27-%d-%c", rng.IntN(31), rng.IntN(1<<30), "CP"[rng.IntN(2)])
+			names = append(names, n[:min(len(n), 4+rng.IntN(20))])
+		}
+	}
+	return names
+}
+
+// The set's batched adds (addAll) and single adds answer as a map does,
+// with and without forced hash collisions, on listings with few and with
+// many repeats, before and after a reset, and across its parts' growth.
+func TestKeySetAddAllLikeMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 6))
+	for _, hmask := range keyMasks {
+		k := newKeySet()
+		k.hmask = hmask
+		for _, tc := range []struct {
+			n   int
+			dup float64
+		}{{1, 0}, {40, 0.5}, {3_000, 0}, {3_000, 0.02}, {20_000, 0.001}, {2_000, 0.9}} {
+			if hmask != ^uint64(0) && tc.n > 3_000 {
+				continue // every name in one chain: quadratic
+			}
+			k.reset()
+			checkLikeMap(t, k, randomNames(rng, tc.n, tc.dup), rng)
+		}
+	}
+}
+
+// FuzzKeySetLikeMap: names cut from the input at its commas, the set
+// against a map, with the hash narrowed by the input's first byte.
+func FuzzKeySetLikeMap(f *testing.F) {
+	f.Add([]byte("\x00a,b,a,,b,c"))
+	f.Add([]byte("\x01BTC-1,BTC-2,BTC-1,BTC-10,BTC-1,BTC-2"))
+	f.Add([]byte("\x02" + strings.Repeat("x,y,xy,yx,", 50)))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		k := newKeySet()
+		k.hmask = keyMasks[int(in[0])%len(keyMasks)]
+		names := strings.Split(string(in[1:]), ",")
+		checkLikeMap(t, k, names, rand.New(rand.NewPCG(uint64(len(in)), 1)))
+	})
+}
+
+// dupListing is a listing of the names, as groups and bare instruments,
+// with whitespace between elements (long runs of it now and then, which
+// the scanner reads past a refill of its buffer) and some rows the fast
+// path leaves to the general one: a reject (a number as text), a name
+// with an escape, an unknown nested member.
+func dupListing(rng *rand.Rand, names []string) []byte {
+	var b strings.Builder
+	b.WriteString("[")
+	inGroup := false
+	for i, name := range names {
+		if i > 0 {
+			if inGroup && rng.IntN(40) == 0 {
+				b.WriteString(`]}`)
+				inGroup = false
+			}
+			b.WriteString(",")
+		}
+		if rng.IntN(50) == 0 {
+			b.WriteString(strings.Repeat(" ", rng.IntN(9000)))
+		}
+		if !inGroup && rng.IntN(30) < 25 {
+			b.WriteString(`{"instruments":[`)
+			inGroup = true
+		}
+		repl := map[string]string{"instrument_name": strconv.Quote(name), "strike": strconv.Itoa(rng.IntN(1e6))}
+		switch rng.IntN(40) {
+		case 0:
+			repl["strike"] = `"7"` // rejected
+		case 1:
+			repl["instrument_name"] = `"` + name[:1] + `\u0041` + name[1:] + `"`
+		case 2:
+			repl["venue_note"] = `{"a":[1,2]}`
+		}
+		b.WriteString(inst(repl))
+	}
+	if inGroup {
+		b.WriteString(`]}`)
+	}
+	b.WriteString("]")
+	return []byte(b.String())
+}
+
+// The duplicate rule comes out the same whichever path decodes a row: the
+// fast path's names, checked a window of rows at a time (checkNames), give
+// the rows, rejects (reasons, row indexes, raw text), stats and record
+// boundaries of the general path, which checks each name as its row ends;
+// read in place as well; with names repeated within a window, across
+// windows, batches and refills of the scanner's buffer, and from an
+// earlier request of the endpoint (NameSet); with hash collisions forced.
+func TestDuplicateCheckLikeGeneralPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 1))
+	for ci, tc := range []struct {
+		n     int
+		dup   float64
+		batch int
+	}{{700, 0.01, 100}, {2_000, 0.002, 32768}, {1_500, 0.3, 7}, {600, 0.9, 2}, {3_000, 0, 1000}} {
+		for _, hmask := range keyMasks {
+			if hmask != ^uint64(0) && tc.n > 1_000 {
+				continue
+			}
+			first := randomNames(rng, tc.n, tc.dup)
+			second := randomNames(rng, tc.n/3, tc.dup)
+			for i := range second {
+				if rng.IntN(10) == 0 { // a name of the first request
+					second[i] = first[rng.IntN(len(first))]
+				}
+			}
+			reqs := [][]byte{dupListing(rng, first), dupListing(rng, second)}
+			var outs [3][]outcome
+			var fast int64
+			for way := range outs {
+				d := NewInstrumentDecoder(Options{UniqueNames: true, BatchRows: tc.batch, ReadBuffer: 4096})
+				d.noFast = way == 1
+				ns := NewNameSet()
+				ns.k.hmask = hmask
+				d.UseNames(ns)
+				for _, body := range reqs {
+					var o outcome
+					if way == 2 {
+						o = decodeFrom(d, &inMemory{Reader: bytes.NewReader(body), body: body})
+					} else {
+						o = decodeOnce(d, body)
+					}
+					if o.err != nil {
+						t.Fatalf("case %d: %v", ci, o.err)
+					}
+					if way == 0 {
+						fast += o.fast
+					}
+					outs[way] = append(outs[way], o)
+					ns.Keep()
+				}
+				d.Release()
+			}
+			for r := range reqs {
+				sameAs(t, fmt.Sprintf("case %d hmask %x request %d fast", ci, hmask, r), outs[0][r], outs[1][r])
+				sameAs(t, fmt.Sprintf("case %d hmask %x request %d in memory", ci, hmask, r), outs[2][r], outs[1][r])
+			}
+			if fast == 0 || outs[1][0].stats.Duplicates == 0 && tc.dup > 0 || outs[1][1].stats.Repeated == 0 {
+				t.Fatalf("case %d: the listing does not test the rule: %d fast rows, stats %+v, %+v", ci, fast, outs[1][0].stats, outs[1][1].stats)
+			}
+			for _, o := range outs {
+				for _, x := range o {
+					x.release()
+				}
+			}
+		}
 	}
 }
