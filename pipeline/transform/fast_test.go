@@ -334,18 +334,21 @@ func TestValueTextsAreReused(t *testing.T) {
 	}
 }
 
-// FuzzFastPath: for any body, the fast path changes nothing in the result.
+// FuzzFastPath: for any body, the fast path changes nothing in the result,
+// duplicate names (UniqueNames) included.
 func FuzzFastPath(f *testing.F) {
 	f.Add([]byte(listing(fullInstrument, fullInstrument)))
 	f.Add([]byte(listing(inst(map[string]string{"strike": "1e22", "index_price": `"+1"`}))))
 	f.Add([]byte(`[{"instruments":[{"instrument_name":"a","tick_size":0.5},{"instrument_name":"b","rfq":true} ,{}]}]`))
 	f.Add([]byte(`[` + fullInstrument + `,{"instrument_name":"b","instruments":null},{"instruments":[{"instrument_name":"c","instruments":1}]},{}]`))
 	f.Add([]byte(`[{"instrument_name":"g","rfq":true,"instruments":[{"instrument_name":"a"}]},{"instrument_name":"b","x":"y"}]`))
+	f.Add([]byte(`[{"instrument_name":"a"},{"instruments":[{"instrument_name":"b"},{"instrument_name":"a"},{"instrument_name":"b","strike":"1"},{"instrument_name":"c"}]},{"instrument_name":"c"}]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if bytes.Count(body, []byte("[")) > 200 || bytes.Count(body, []byte("{")) > 200 {
 			t.Skip()
 		}
 		sameOutcome(t, body, Options{BatchRows: 2, ReadBuffer: 4096})
+		sameOutcome(t, body, Options{BatchRows: 2, ReadBuffer: 4096, UniqueNames: true})
 	})
 }
 

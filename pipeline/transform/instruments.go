@@ -300,6 +300,7 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	}
 	defer sc.Reset(nil)
 	err := d.decode(ctx, sc)
+	d.checkNames() // a failed decode counts the duplicates before it too
 	if err == nil {
 		err = d.flush(true)
 	}
