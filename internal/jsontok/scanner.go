@@ -128,10 +128,11 @@ func (s *Scanner) Reset(r io.Reader) {
 	}
 }
 
-// OnRefill makes f (nil: nothing) run before each read of more input,
-// while the bytes Window returned so far are still as they were: a caller
-// that holds on to consumed bytes of the window (Advance) uses them there
-// for the last time. f must not call s. Reset drops it.
+// OnRefill makes f (nil: nothing) run before a read of more input moves
+// the buffer's bytes, while the bytes Window returned so far are still as
+// they were: a caller that holds on to consumed bytes of the window
+// (Advance) uses them there for the last time. f must not call s. Reset
+// drops it.
 func (s *Scanner) OnRefill(f func()) { s.beforeRefill = f }
 
 // Offset is the stream offset of the next unread byte.
@@ -147,20 +148,23 @@ func (s *Scanner) fill() bool {
 	if s.rerr != nil {
 		return false
 	}
-	if s.beforeRefill != nil {
-		s.beforeRefill()
-	}
 	keep := s.pos
 	if s.tokBeg >= 0 && s.tokBeg < keep {
 		keep = s.tokBeg
 	}
-	if s.capturing {
-		if s.capBeg < keep {
-			s.capBuf = append(s.capBuf, s.buf[s.capBeg:keep]...)
+	// What is kept moves to the front only when the buffer's free tail is
+	// short: until then more input is read into the tail, and the bytes
+	// before it stay as they were.
+	if keep > 0 && len(s.buf)-s.end < len(s.buf)/4 {
+		if s.beforeRefill != nil {
+			s.beforeRefill()
 		}
-		s.capBeg = 0
-	}
-	if keep > 0 {
+		if s.capturing {
+			if s.capBeg < keep {
+				s.capBuf = append(s.capBuf, s.buf[s.capBeg:keep]...)
+			}
+			s.capBeg = 0
+		}
 		n := copy(s.buf, s.buf[keep:s.end])
 		s.base += int64(keep)
 		s.pos -= keep
