@@ -193,8 +193,8 @@ type InstrumentDecoder struct {
 	// few hundred at a time (checkNames): pend are the last rows of the
 	// batch, not checked yet, from the listing's instrument pendIdx on.
 	// They are checked before the batch is emitted, before a row of the
-	// general path, and before the scanner reads more input (their bytes
-	// are still in its window then).
+	// general path, and before the scanner moves its buffer's bytes
+	// (jsontok.Scanner.OnRefill: their bytes are still in its window).
 	pend      []pendRow
 	redo      []pendRow
 	pendIdx   int64

@@ -47,7 +47,7 @@ type keySet struct {
 
 const (
 	keyParts     = 256 // parts of the table, by the hash's top byte
-	keyPartSlots = 8   // a part's first size
+	keyPartSlots = 32  // a part's first size (the parts' first slots are one allocation)
 	keyChunkBits = 16  // an arena chunk holds 1<<keyChunkBits bytes
 	keyMaxLen    = 254 // longer names go to the map
 	keyReach     = math.MaxUint32 - 1<<keyChunkBits
@@ -328,7 +328,16 @@ func (k *keySet) addMore(name []byte) bool {
 // it, so neither the names nor the rest of the table are read.
 func (k *keySet) grow(p int) {
 	old := k.parts[p]
-	t := make([]uint64, max(keyPartSlots, 2*len(old)))
+	if len(old) == 0 {
+		slab := make([]uint64, keyParts*keyPartSlots)
+		for q := range k.parts {
+			if len(k.parts[q]) == 0 {
+				k.parts[q] = slab[q*keyPartSlots : (q+1)*keyPartSlots : (q+1)*keyPartSlots]
+			}
+		}
+		return
+	}
+	t := make([]uint64, 2*len(old))
 	mask := uint64(len(t) - 1)
 	for _, s := range old {
 		if s == 0 {
