@@ -254,6 +254,9 @@ func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, w
 		// Sorted by name within the row group: one source in it.
 		lo, hi, ok := minMax(md.RowGroup(g), sourceCol)
 		m, err := rowsOf(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, n)
+		if errors.Is(err, errNotDelta) {
+			m, err = rowsDecoded(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, n)
+		}
 		if err != nil || m.lo == m.hi {
 			if err != nil {
 				return err
@@ -312,9 +315,21 @@ type matches struct {
 func (m matches) has(i int64) bool { return m.all || m.at[i] }
 
 // rowsOf finds the rows of row group rg whose instrument_name is name,
-// reading that column alone (as Parquet byte arrays, not an Arrow array);
-// sorted: the column is in order, so the read stops past name's rows.
+// reading that column alone; sorted: the column is in order, so the read
+// stops past name's rows. The lake's names (DELTA_BYTE_ARRAY or a
+// dictionary) are read without a value per row (fastRows); errNotDelta for
+// another chunk, which rowsDecoded reads.
 func rowsOf(rg *file.RowGroupReader, nameCol int, name string, sorted bool, n *Reads) (matches, error) {
+	cc, err := rg.MetaData().ColumnChunk(nameCol)
+	if err != nil {
+		return matches{}, err
+	}
+	return fastRows(rg, cc, nameCol, name, sorted, n)
+}
+
+// rowsDecoded is rowsOf through arrow-go's decoder (as Parquet byte
+// arrays, not an Arrow array), for a chunk of any encoding.
+func rowsDecoded(rg *file.RowGroupReader, nameCol int, name string, sorted bool, n *Reads) (matches, error) {
 	cr, err := rg.Column(nameCol)
 	if err != nil {
 		return matches{}, err
