@@ -157,10 +157,15 @@ func (r parquetRow) time(n string) *time.Time {
 	return &t
 }
 
+// remoteFiles is how many files of a bucket scan reads at once: each
+// file is three requests or so (ranges), whose latency, not the cores,
+// bounds a year's 730 files.
+const remoteFiles = 16
+
 // scan reads every Parquet file of p's table (TABLE/date=*/*.parquet) in
 // the store and appends the rows whose instrument_name is name to out, in
 // the files' order. The files are read by GOMAXPROCS goroutines (a year is
-// 365 files a table, each read independently).
+// 365 files a table, each read independently), remoteFiles in a bucket.
 func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name string, out *[]T, n *Reads) error {
 	prefix := layout.Days(proj.table.Name)
 	want := proj.names()
@@ -180,6 +185,9 @@ func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name
 	reads := make([]Reads, len(files))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
+	if remote(st) {
+		g.SetLimit(max(runtime.GOMAXPROCS(0), remoteFiles)) // waiting on requests, not on the cores
+	}
 	for i, f := range files {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
@@ -224,7 +232,13 @@ func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, w
 		return err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, f.Size()))
+	var src io.ReaderAt = f
+	var ra *ranges
+	if remote(st) {
+		ra = &ranges{r: f, size: f.Size()}
+		src = ra
+	}
+	pf, err := file.NewParquetReader(io.NewSectionReader(src, 0, f.Size()))
 	if err != nil {
 		return err
 	}
@@ -249,8 +263,18 @@ func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, w
 	}
 	var fr *pqarrow.FileReader
 	var idx []int
+	for _, c := range want {
+		if i := md.Schema.ColumnIndexByName(c); i >= 0 && i != nameCol {
+			idx = append(idx, i)
+		}
+	}
 	for _, g := range groups {
 		n.RowGroups++
+		if ra != nil {
+			if err := ra.rowGroup(md.RowGroup(g), append([]int{nameCol}, idx...)); err != nil {
+				return err
+			}
+		}
 		// Sorted by name within the row group: one source in it.
 		lo, hi, ok := minMax(md.RowGroup(g), sourceCol)
 		m, err := rowsOf(pf.RowGroup(g), nameCol, name, sorted && ok && lo == hi, n)
@@ -266,11 +290,6 @@ func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, w
 		if fr == nil {
 			if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator); err != nil {
 				return err
-			}
-			for _, c := range want {
-				if i := md.Schema.ColumnIndexByName(c); i >= 0 && i != nameCol {
-					idx = append(idx, i)
-				}
 			}
 		}
 		if err := readRows(ctx, fr, g, idx, m, row, n); err != nil {
