@@ -45,8 +45,14 @@ func (c *ranges) ReadAt(p []byte, off int64) (int, error) {
 	return c.r.ReadAt(p, off)
 }
 
-// fetch reads [off, end) in one request and keeps it.
+// fetch reads [off, end) in one request and keeps it (unless a range
+// kept holds it: a small file's tail is all of it).
 func (c *ranges) fetch(off, end int64) error {
+	for _, s := range c.got {
+		if off >= s.off && end <= s.off+int64(len(s.b)) {
+			return nil
+		}
+	}
 	b := make([]byte, end-off)
 	n, err := c.r.ReadAt(b, off)
 	if n == len(b) {
@@ -83,8 +89,5 @@ func (c *ranges) rowGroup(rg *metadata.RowGroupMetaData, cols []int) error {
 }
 
 // remote reports a store whose reads are requests (a bucket), not a
-// local disk's.
-func remote(st storage.Store) bool {
-	_, local := st.(*storage.Local)
-	return !local
-}
+// local folder's files.
+func remote(st storage.Store) bool { return storage.LocalDir(st) == "" }

@@ -33,9 +33,46 @@ import (
 // every file.
 func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 	ctx := context.Background()
+	st, sim, total := testLake(t)
+	names := sim.Instruments()
+	for _, name := range []string{names[0].InstrumentName, names[len(names)/2].InstrumentName, names[len(names)-1].InstrumentName} {
+		var n Reads
+		tl, err := fromLake(ctx, st, name, &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fullScan(t, st, name)
+		if !reflect.DeepEqual(tl.Points, want) {
+			t.Fatalf("%s: %d points, a full scan finds %d", name, len(tl.Points), len(want))
+		}
+		if len(want) == 0 {
+			t.Fatalf("%s: not in the lake", name)
+		}
+		// Each compacted day: 1,920 rows in ≥ 19 row groups, of which the
+		// instrument's ≤ 24 rows touch at most three; each of the 24
+		// per-snapshot files of the last day is one row group.
+		if n.SkippedRowGroups < 3*16 || n.RowGroups > 3*3+24 {
+			t.Errorf("%s: read %d row groups, skipped %d", name, n.RowGroups, n.SkippedRowGroups)
+		}
+		// Decoded: of each compacted day the names of ≤ 3 row groups of
+		// 100 and the instrument's ≤ 24 rows; of each snapshot file its
+		// names (unsorted: a quarter of the rows) and its one row.
+		if n.Rows > total/4+3*(3*100+24)+24 {
+			t.Errorf("%s: decoded %d rows of the instruments table's %d", name, n.Rows, total)
+		}
+		t.Logf("%s: %+v of %d rows", name, n, total)
+	}
+}
+
+// testLake is four days of an 80-instrument venue, hourly: three days
+// compacted into row groups of 100 rows, the fourth in per-snapshot
+// files; total is its instruments rows.
+func testLake(t *testing.T) (st storage.Store, sim *venuesim.Sim, total int64) {
+	t.Helper()
+	ctx := context.Background()
 	dir := t.TempDir()
-	st := storage.NewLocal(dir)
-	sim := venuesim.New(venuesim.Config{Seed: 3, Instruments: 80, TickEvery: time.Hour})
+	st = storage.NewLocal(dir)
+	sim = venuesim.New(venuesim.Config{Seed: 3, Instruments: 80, TickEvery: time.Hour})
 	sink, err := pq.New(pq.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +81,6 @@ func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 	defer dec.Release()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	var body bytes.Buffer
-	var total int64
 	for k := range 96 { // four days, hourly
 		if k > 0 {
 			sim.Advance(1)
@@ -76,34 +112,7 @@ func TestHistoryReadsOnlyTheInstrumentsRows(t *testing.T) {
 	if _, err := compact.Compact(ctx, compact.Options{Target: compact.For(st, nil, time.Now), To: "2026-11-23", RowGroupRows: 100}); err != nil {
 		t.Fatal(err)
 	}
-	names := sim.Instruments()
-	for _, name := range []string{names[0].InstrumentName, names[len(names)/2].InstrumentName, names[len(names)-1].InstrumentName} {
-		var n Reads
-		tl, err := fromLake(ctx, st, name, &n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := fullScan(t, st, name)
-		if !reflect.DeepEqual(tl.Points, want) {
-			t.Fatalf("%s: %d points, a full scan finds %d", name, len(tl.Points), len(want))
-		}
-		if len(want) == 0 {
-			t.Fatalf("%s: not in the lake", name)
-		}
-		// Each compacted day: 1,920 rows in ≥ 19 row groups, of which the
-		// instrument's ≤ 24 rows touch at most three; each of the 24
-		// per-snapshot files of the last day is one row group.
-		if n.SkippedRowGroups < 3*16 || n.RowGroups > 3*3+24 {
-			t.Errorf("%s: read %d row groups, skipped %d", name, n.RowGroups, n.SkippedRowGroups)
-		}
-		// Decoded: of each compacted day the names of ≤ 3 row groups of
-		// 100 and the instrument's ≤ 24 rows; of each snapshot file its
-		// names (unsorted: a quarter of the rows) and its one row.
-		if n.Rows > total/4+3*(3*100+24)+24 {
-			t.Errorf("%s: decoded %d rows of the instruments table's %d", name, n.Rows, total)
-		}
-		t.Logf("%s: %+v of %d rows", name, n, total)
-	}
+	return st, sim, total
 }
 
 // fullScan is the history's points as a read of every row finds them.
