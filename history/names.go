@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -52,7 +53,9 @@ func fastRows(rg *file.RowGroupReader, cc *metadata.ColumnChunkMetaData, nameCol
 	}
 	defer pr.Close()
 	m := matches{lo: -1, hi: -1, all: sorted, at: map[int64]bool{}}
-	var d deltaScan
+	d := scans.Get().(*deltaScan)
+	defer scans.Put(d)
+	d.dict = nil
 	var at int64
 	hit := func(i, k int) { // rows at+i to at+i+k hold name
 		r := at + int64(i)
@@ -122,20 +125,26 @@ func fastRows(rg *file.RowGroupReader, cc *metadata.ColumnChunkMetaData, nameCol
 	return m.found(), nil
 }
 
+// scans keeps fastRows' buffers from one row group to the next (a
+// compacted day's are two lengths a row, 2 MiB).
+var scans = sync.Pool{New: func() any { return new(deltaScan) }}
+
 // deltaScan holds the buffers of fastRows' pages: a DELTA_BYTE_ARRAY
 // page's lengths and its last value, and the dictionary's entries compared
 // with the name read (-1, 0, 1).
 type deltaScan struct {
 	prefix, suffix []int64
 	cur            []byte
-	dict           []int8
+	dict           []int8 // nil before the chunk's dictionary page
+	dictBuf        []int8
 	hasName        bool // an entry of dict is the name
 }
 
 // dictionary takes a dictionary page of n PLAIN strings (a 4-byte length
 // and the bytes, each) and compares each with name.
 func (d *deltaScan) dictionary(data []byte, n int, name string) error {
-	d.dict, d.hasName = d.dict[:0], false
+	d.dict, d.hasName = d.dictBuf[:0], false
+	defer func() { d.dictBuf = d.dict }()
 	want := []byte(name)
 	for range n {
 		if len(data) < 4 {
