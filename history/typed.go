@@ -20,6 +20,7 @@ type kind int
 
 const (
 	kNone kind = iota // an integer that is no timestamp: no method gives it
+	kBytes            // binary, not a string: no method gives it
 	kFloat
 	kBool
 	kTime
@@ -49,13 +50,17 @@ func kindOf(c *pqschema.Column) (kind, time.Duration, error) {
 				return kTime, time.Nanosecond, nil
 			}
 		case pqschema.IntLogicalType, pqschema.NoLogicalType, nil:
-			if c.ConvertedType() == pqschema.ConvertedTypes.None {
-				return kNone, 0, nil
-			}
+			return kNone, 0, nil
 		}
 	case parquet.Types.ByteArray:
-		if _, ok := lt.(pqschema.StringLogicalType); ok || lt == nil && c.ConvertedType() == pqschema.ConvertedTypes.UTF8 {
+		switch lt.(type) {
+		case pqschema.StringLogicalType:
 			return kString, 0, nil
+		case pqschema.NoLogicalType, nil:
+			if c.ConvertedType() == pqschema.ConvertedTypes.UTF8 {
+				return kString, 0, nil
+			}
+			return kBytes, 0, nil
 		}
 	}
 	return 0, 0, errNotTyped
@@ -268,7 +273,7 @@ func readColumn(rg *file.RowGroupReader, i int, lo, want int64, c *typedCol) err
 			c.b[j] = c.b[v]
 		case kTime, kNone:
 			c.i[j] = c.i[v]
-		case kString:
+		case kString, kBytes:
 			c.s[j] = c.s[v]
 		}
 	}
