@@ -19,8 +19,8 @@ var errNotTyped = errors.New("a column readTyped does not read")
 type kind int
 
 const (
-	kNone kind = iota // an integer that is no timestamp: no method gives it
-	kBytes            // binary, not a string: no method gives it
+	kNone  kind = iota // an integer that is no timestamp: no method gives it
+	kBytes             // binary, not a string: no method gives it
 	kFloat
 	kBool
 	kTime
