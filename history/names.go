@@ -248,7 +248,12 @@ func (d *deltaScan) scan(data []byte, n int, name string, hit func(i, k int), so
 	if len(d.prefix) != n || len(d.suffix) != n {
 		return false, fmt.Errorf("a page of %d values has %d prefix and %d suffix lengths", n, len(d.prefix), len(d.suffix))
 	}
+	// cur is the value, equal to want up to mis and compared c with it:
+	// a value that keeps more than mis bytes of the one before compares
+	// as it did (its first difference with want is the same byte), so
+	// most values are not compared at all.
 	cur, want := d.cur[:0], []byte(name)
+	mis, c := 0, -1
 	for i := range n {
 		p, s := d.prefix[i], d.suffix[i]
 		if p < 0 || p > int64(len(cur)) || s < 0 || s > int64(len(data)) {
@@ -256,7 +261,14 @@ func (d *deltaScan) scan(data []byte, n int, name string, hit func(i, k int), so
 		}
 		cur = append(cur[:p], data[:s]...)
 		data = data[s:]
-		switch c := bytes.Compare(cur, want); {
+		if int(p) <= mis {
+			mis = min(mis, int(p))
+			for mis < len(cur) && mis < len(want) && cur[mis] == want[mis] {
+				mis++
+			}
+			c = bytes.Compare(cur[mis:], want[mis:])
+		}
+		switch {
 		case c == 0:
 			hit(i, 1)
 		case c > 0 && sorted:
@@ -326,12 +338,19 @@ func unpackDeltas(data []byte, out []int64) ([]int64, []byte, error) {
 			if len(data) < size {
 				return nil, nil, errors.New("truncated miniblock")
 			}
-			for j := range per {
-				if uint64(len(out)) == total {
-					break
+			k := min(per, int(total-uint64(len(out))))
+			if w <= 56 && (k-1)*int(w)/8+8 <= len(data) { // a 64-bit load a value
+				mask := uint64(1)<<w - 1
+				for j := range k {
+					off := j * int(w)
+					last += minDelta + int64(binary.LittleEndian.Uint64(data[off>>3:])>>(off&7)&mask)
+					out = append(out, last)
 				}
-				last += minDelta + int64(bits(data, j*int(w), int(w)))
-				out = append(out, last)
+			} else {
+				for j := range k {
+					last += minDelta + int64(bits(data, j*int(w), int(w)))
+					out = append(out, last)
+				}
 			}
 			data = data[size:]
 		}
