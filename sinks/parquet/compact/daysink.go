@@ -106,7 +106,7 @@ func (s *DaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot
 	}
 	u := t.ArrowSchema()
 	dict := s.dict(p, u, key)
-	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{}, enc: pq.Encodings(t),
+	return &dayWriter{s: s, p: p, rel: rel, u: u, key: key, seen: groupSet{}, enc: pq.DayEncodings(t, key),
 		file: pq.ManifestFile{Name: name}, dict: dict,
 		so: &sorter{mem: s.mem, pool: s.pool, u: u, key: key, tmp: tmp, budget: s.opt.WriterBytes, runBatch: 1024, dict: dict}}, nil
 }
