@@ -37,7 +37,7 @@ type Proc struct {
 }
 
 // rowNames are the report's rows, in order.
-var rowNames = []string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)"}
+var rowNames = append([]string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)"}, historyRows...)
 
 func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Report) error {
 	addr, stop, err := serveSim(cfg)
@@ -108,6 +108,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 				keep(rep, c.row, l.key, p, r == 0)
 			}
 		}
+	}
+	if err := measureHistory(ctx, bin, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
+		return err
 	}
 	rep.Bytes = map[string]int64{}
 	for _, tb := range []string{"instruments", "instrument_events", "raw", "_ledger"} {
