@@ -13,7 +13,9 @@ import (
 // runs); its instrument_events file and the per-snapshot files keep
 // DELTA_BYTE_ARRAY names, and every other column its encoding.
 func TestDayEncodingsDictionaryForTheSortedNames(t *testing.T) {
-	props := func(opts []parquet.WriterProperty) *parquet.WriterProperties { return parquet.NewWriterProperties(opts...) }
+	props := func(opts []parquet.WriterProperty) *parquet.WriterProperties {
+		return parquet.NewWriterProperties(opts...)
+	}
 	snap := props(Encodings(schema.Instruments))
 	day := props(DayEncodings(schema.Instruments, schema.SortKey(schema.Instruments.Name)))
 	if !day.DictionaryEnabledFor("instrument_name") || snap.DictionaryEnabledFor("instrument_name") {
