@@ -124,8 +124,15 @@ func writeNames(t *testing.T, rows []string, nullable, nulls bool, props []parqu
 	defer arr.Release()
 	rec := array.NewRecord(sc, []arrow.Array{arr}, int64(len(rows)))
 	defer rec.Release()
+	return writeRecord(t, rec, props)
+}
+
+// writeRecord writes rec as a Parquet file with props (arrow-go's writer)
+// and opens it.
+func writeRecord(t *testing.T, rec arrow.Record, props []parquet.WriterProperty) *file.Reader {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

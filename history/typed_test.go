@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -87,23 +85,7 @@ func TestReadTypedReadsWhatPqarrowReads(t *testing.T) {
 		{"dictionary V2", []parquet.WriterProperty{parquet.WithDictionaryDefault(true), parquet.WithDataPageVersion(parquet.DataPageV2)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			props := append([]parquet.WriterProperty{parquet.WithMaxRowGroupLength(1200), parquet.WithBatchSize(100)}, c.props...)
-			w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pf.Close()
+			pf := writeRecord(t, rec, append([]parquet.WriterProperty{parquet.WithMaxRowGroupLength(1200), parquet.WithBatchSize(100)}, c.props...))
 			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
 			if err != nil {
 				t.Fatal(err)
@@ -140,16 +122,7 @@ func TestReadTypedReadsWhatPqarrowReads(t *testing.T) {
 	b.AppendValues([]float32{1, 2}, nil)
 	a := b.NewArray()
 	r32 := array.NewRecord(f32, []arrow.Array{a}, 2)
-	var buf bytes.Buffer
-	w, _ := pqarrow.NewFileWriter(f32, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-	if err := w.Write(r32); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := writeRecord(t, r32, nil)
 	if err := readTyped(pf.RowGroup(0), []int{0}, matches{lo: 0, hi: 2, all: true}, func(typedRow) {}, &Reads{}); !errors.Is(err, errNotTyped) {
 		t.Fatalf("a float32 column: %v, want errNotTyped", err)
 	}
