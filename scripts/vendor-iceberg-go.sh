@@ -13,8 +13,8 @@ keep=$(mktemp)
 cp "$dst/README.md" "$keep"
 rm -rf "$dst"
 # The packages optlake's build reaches (go list -deps ./... | grep iceberg-go).
-for p in . catalog catalog/internal catalog/sql config internal internal/datafileavro internal/fileuri internal/scanmetrics \
-	internal/schemes io metrics puffin table table/dv table/internal table/substrait view view/internal; do
+for p in . catalog catalog/internal catalog/rest catalog/sql config internal internal/datafileavro internal/fileuri internal/scanmetrics \
+	internal/schemes io metrics puffin table table/dv table/internal table/substrait udf view view/internal; do
 	mkdir -p "$dst/$p"
 	for f in "$src/$p"/*.go "$src/$p"/*.yaml; do
 		[ -f "$f" ] || continue

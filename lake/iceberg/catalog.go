@@ -58,7 +58,7 @@ type catalog struct {
 	// current metadata location (--iceberg-catalog sql): loads and commits
 	// go through it, and the vN.metadata.json files stop at the version
 	// it was registered at.
-	remote *sqlCatalog
+	remote *remoteCatalog
 
 	// crash, for tests, is called with the table and the step of a commit
 	// just done (see Warehouse.SetCrash); nil in production.

@@ -28,6 +28,7 @@ import (
 const (
 	CatalogNone = "none" // the lake's own metadata files, no server
 	CatalogSQL  = "sql"  // the JDBC-compatible SQL catalog, on PostgreSQL or SQLite
+	CatalogREST = "rest" // an Iceberg REST catalog server (restcatalog.go)
 )
 
 // Defaults of CatalogConfig.
@@ -38,13 +39,16 @@ const (
 
 // CatalogConfig is where an Iceberg lake's tables are registered.
 type CatalogConfig struct {
-	// Kind is CatalogNone ("" too) or CatalogSQL.
+	// Kind is CatalogNone ("" too), CatalogSQL or CatalogREST.
 	Kind string
 	// URI of a sql catalog: postgres://user:pass@host:5432/db (or
 	// postgresql://) for PostgreSQL; sqlite:PATH (a file; sqlite:///abs
-	// too) for SQLite. Its password is a secret: errors name the catalog by
-	// Redacted().
+	// too) for SQLite. Of a rest catalog: its base URL, http(s)://host[:port][/path]
+	// (the client adds /v1/…). Its password is a secret: errors name the
+	// catalog by Redacted().
 	URI string
+	// REST is a rest catalog's warehouse and credentials.
+	REST RESTConfig
 	// Name is the catalog's name (the catalog_name column), Namespace the
 	// tables' namespace ("a.b" for a nested one), Prefix what each table's
 	// name in the catalog starts with (the lake's table name follows).
@@ -60,10 +64,10 @@ func ParseCatalogKind(s string) (string, error) {
 	switch k := strings.ToLower(strings.TrimSpace(s)); k {
 	case "", CatalogNone:
 		return CatalogNone, nil
-	case CatalogSQL:
+	case CatalogSQL, CatalogREST:
 		return k, nil
 	}
-	return "", fmt.Errorf("--iceberg-catalog %q: want none or sql", s)
+	return "", fmt.Errorf("--iceberg-catalog %q: want none, sql or rest", s)
 }
 
 // Redacted is the catalog's URI as errors and logs show it: a URL keeps
@@ -146,18 +150,42 @@ func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Lo
 		}
 		return l, nil
 	}
-	if cfg.URI == "" {
-		return nil, errors.New("--iceberg-catalog sql needs --iceberg-catalog-uri (postgres://… or sqlite:PATH)")
-	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultCatalogName
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = DefaultNamespace
 	}
-	bnd := binding{Kind: CatalogSQL, Name: cfg.Name, Namespace: cfg.Namespace, Prefix: cfg.Prefix}
+	bnd := binding{Kind: kind, Name: cfg.Name, Namespace: cfg.Namespace, Prefix: cfg.Prefix}
 	if err := checkBinding(ctx, st, bnd); err != nil {
 		return nil, err
+	}
+	ns := icetable.Identifier(strings.Split(cfg.Namespace, "."))
+	var r *remoteCatalog
+	if kind == CatalogREST {
+		r, err = openREST(ctx, cfg)
+	} else {
+		r, err = openSQL(ctx, cfg, l.cat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.ns, r.prefix, r.where, r.binding, r.readOnly = ns, cfg.Prefix, cfg.Redacted(), bnd, cfg.ReadOnly
+	if !cfg.ReadOnly {
+		if err := r.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+			r.close()
+			return nil, fmt.Errorf("iceberg catalog %s: namespace %s: %w", r.where, cfg.Namespace, err)
+		}
+	}
+	l.cat.remote = r
+	return l, nil
+}
+
+// openSQL opens the sql catalog of cfg, whose files go through the lake's
+// store (c).
+func openSQL(ctx context.Context, cfg CatalogConfig, c *catalog) (*remoteCatalog, error) {
+	if cfg.URI == "" {
+		return nil, errors.New("--iceberg-catalog sql needs --iceberg-catalog-uri (postgres://… or sqlite:PATH)")
 	}
 	db, dialect, err := cfg.open()
 	if err != nil {
@@ -181,16 +209,8 @@ func Open(ctx context.Context, st storage.Store, cfg CatalogConfig, log *slog.Lo
 			return nil, fmt.Errorf("iceberg catalog %s: no iceberg catalog in this database: %w", cfg.Redacted(), err)
 		}
 	}
-	cat.SetFileIO(func(ctx context.Context, _ string) (iceio.IO, error) { return l.cat.io(ctx), nil })
-	ns := icetable.Identifier(strings.Split(cfg.Namespace, "."))
-	if !cfg.ReadOnly {
-		if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-			db.Close()
-			return nil, fmt.Errorf("iceberg catalog %s: namespace %s: %w", cfg.Redacted(), cfg.Namespace, err)
-		}
-	}
-	l.cat.remote = &sqlCatalog{cat: cat, db: db, ns: ns, prefix: cfg.Prefix, where: cfg.Redacted(), binding: bnd, readOnly: cfg.ReadOnly}
-	return l, nil
+	cat.SetFileIO(func(ctx context.Context, _ string) (iceio.IO, error) { return c.io(ctx), nil })
+	return &remoteCatalog{kind: CatalogSQL, cat: cat, close: db.Close}, nil
 }
 
 // Close closes the lake's catalog connection (nothing without one, or on
@@ -200,33 +220,47 @@ func (l *Warehouse) Close() error {
 		return nil
 	}
 	if r := l.cat.remote; r != nil {
-		return r.db.Close()
+		return r.close()
 	}
 	return nil
 }
 
 // Catalog is where the lake's tables are registered: CatalogNone, or
-// CatalogSQL and the catalog's URI without its password.
+// CatalogSQL or CatalogREST and the catalog's URI without its password.
 func (l *Warehouse) Catalog() (kind, where string) {
 	if r := l.cat.remote; r != nil {
-		return CatalogSQL, r.where
+		return r.kind, r.where
 	}
 	return CatalogNone, ""
 }
 
-// sqlCatalog is a SQL catalog that holds each table's current metadata
-// location: a commit is its compare-and-swap of that location (iceberg-go's
-// catalog/sql, patched: third_party/iceberg-go/README.md).
-type sqlCatalog struct {
-	cat    *icesql.Catalog
-	db     *sql.DB
+// remoteCatalog is a catalog server that holds each table's current
+// metadata location: a SQL catalog, where a commit is its compare-and-swap
+// of that location (iceberg-go's catalog/sql, patched:
+// third_party/iceberg-go/README.md), or a REST catalog, where a commit is
+// the server's CommitTable (iceberg-go's catalog/rest).
+type remoteCatalog struct {
+	kind   string // CatalogSQL or CatalogREST
+	cat    server
+	close  func() error
 	ns     icetable.Identifier
 	prefix string
 	where  string // the URI without its password
 
-	binding  binding // what the data directory records (BindingName)
-	bound    bool    // the binding is recorded
-	readOnly bool    // CatalogConfig.ReadOnly
+	binding  binding    // what the data directory records (BindingName)
+	bound    bool       // the binding is recorded
+	readOnly bool       // CatalogConfig.ReadOnly
+	rest     RESTConfig // a rest catalog's credentials (its errors hide them)
+}
+
+// server is what the lake asks of a catalog server: iceberg-go's
+// *sql.Catalog and *rest.Catalog both are one.
+type server interface {
+	LoadTable(ctx context.Context, ident icetable.Identifier) (*icetable.Table, error)
+	CheckTableExists(ctx context.Context, ident icetable.Identifier) (bool, error)
+	RegisterTable(ctx context.Context, ident icetable.Identifier, metadataLoc string) (*icetable.Table, error)
+	CommitTable(ctx context.Context, ident icetable.Identifier, reqs []icetable.Requirement, updates []icetable.Update) (icetable.Metadata, string, error)
+	CreateNamespace(ctx context.Context, ns icetable.Identifier, props icego.Properties) error
 }
 
 // NotRegisteredError is a table of the data directory that the catalog
@@ -243,12 +277,12 @@ func (e *NotRegisteredError) Error() string {
 func (e *NotRegisteredError) Unwrap() error { return icecatalog.ErrNoSuchTable }
 
 // ident is the catalog's identifier of the lake's table name.
-func (r *sqlCatalog) ident(name string) icetable.Identifier {
+func (r *remoteCatalog) ident(name string) icetable.Identifier {
 	return append(append(icetable.Identifier{}, r.ns...), r.prefix+name)
 }
 
 // has is 1 when the catalog holds table name, else 0.
-func (r *sqlCatalog) has(ctx context.Context, name string) (int, error) {
+func (r *remoteCatalog) has(ctx context.Context, name string) (int, error) {
 	ok, err := r.cat.CheckTableExists(ctx, r.ident(name))
 	if err != nil {
 		return 0, fmt.Errorf("iceberg catalog %s: %w", r.where, err)
@@ -353,6 +387,9 @@ func (c *catalog) commitRemote(ctx context.Context, name string, reqs []icetable
 		c.forget(name)
 		if errors.Is(err, icetable.ErrCommitFailed) {
 			return nil, "", err
+		}
+		if isCommitUnknown(err) {
+			return nil, "", commitUnknown(name, r.where, err, r.rest)
 		}
 		return nil, "", fmt.Errorf("commit table %s in iceberg catalog %s: %w", name, r.where, err)
 	}
