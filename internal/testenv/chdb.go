@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,47 @@ func (c *ChDB) IcebergCatalogSource(ctx context.Context, pointer, namespace, nam
 // a SQL catalog names (IcebergCatalogSource).
 func (c *ChDB) IcebergCatalogDigest(ctx context.Context, pointer, namespace, name, path, where string) (iceberg, files string, err error) {
 	table, err := c.IcebergCatalogSource(ctx, pointer, namespace, name, path)
+	if err != nil {
+		return "", "", err
+	}
+	return c.icebergDigest(ctx, table, path, where)
+}
+
+// RESTCatalog is how chDB reaches an Iceberg REST catalog (its base URL,
+// without /v1): with OAuth2 client credentials (Credential, CLIENT:SECRET)
+// or a static bearer token (Token).
+type RESTCatalog struct {
+	URL, Credential, Token, Warehouse string
+}
+
+// IcebergRESTSource is the table that opens table name of namespace
+// through the REST catalog c: a database of chDB's own REST catalog
+// client (DataLakeCatalog, catalog_type 'rest'), which asks the catalog
+// for the table's current metadata file and reads the table from there.
+// The database is made in the session once per catalog and kept; chDB
+// resolves the table's file:// location under Workdir.
+func (c *ChDB) IcebergRESTSource(ctx context.Context, cat RESTCatalog, namespace, name string) (string, error) {
+	db := fmt.Sprintf("rest_%08x", crc32.ChecksumIEEE([]byte(cat.URL+"\x00"+cat.Credential+"\x00"+cat.Token)))
+	auth := fmt.Sprintf("catalog_credential = '%s'", cat.Credential)
+	if cat.Token != "" {
+		auth = fmt.Sprintf("auth_header = 'Authorization: Bearer %s'", cat.Token)
+	}
+	wh := cat.Warehouse
+	if wh == "" {
+		wh = "optlake"
+	}
+	// The second argument (the local storage's format) stands for the
+	// storage credentials chDB otherwise insists on for a local table.
+	if _, err := c.Query(ctx, fmt.Sprintf("SET allow_database_iceberg = 1; CREATE DATABASE IF NOT EXISTS %s ENGINE = DataLakeCatalog('%s/v1', 'Parquet') SETTINGS catalog_type = 'rest', warehouse = '%s', %s;", db, cat.URL, wh, auth)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s.`%s.%s`", db, namespace, name), nil
+}
+
+// IcebergRESTDigest is IcebergDigest of table name read through the REST
+// catalog c (IcebergRESTSource); path is its folder under Workdir.
+func (c *ChDB) IcebergRESTDigest(ctx context.Context, cat RESTCatalog, namespace, name, path, where string) (iceberg, files string, err error) {
+	table, err := c.IcebergRESTSource(ctx, cat, namespace, name)
 	if err != nil {
 		return "", "", err
 	}

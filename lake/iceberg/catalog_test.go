@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/internal/testenv/icebergrest"
 	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/storage"
 )
@@ -19,27 +20,48 @@ func TestMain(m *testing.M) { testenv.Main(m) } // stops the shared PostgreSQL
 // (forEachCatalog).
 type catalogKind struct {
 	name string
-	// open makes a fresh catalog for one test: its configuration, and the
-	// chDB table function that reads its iceberg_tables. nil: no catalog.
-	open func(t *testing.T) (iceberg.CatalogConfig, string)
+	// open makes a fresh catalog for one test. nil: no catalog.
+	open func(t *testing.T) testCatalog
 }
 
 var catalogKinds = []catalogKind{
 	{name: "none"},
-	{name: "sqlite", open: func(t *testing.T) (iceberg.CatalogConfig, string) {
+	{name: "sqlite", open: func(t *testing.T) testCatalog {
 		f := filepath.Join(t.TempDir(), "catalog.db")
-		return iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: "sqlite:" + f}, fmt.Sprintf("sqlite('%s', 'iceberg_tables')", f)
+		return testCatalog{cfg: iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: "sqlite:" + f}, pointer: fmt.Sprintf("sqlite('%s', 'iceberg_tables')", f)}
 	}},
-	{name: "postgres", open: func(t *testing.T) (iceberg.CatalogConfig, string) {
+	{name: "postgres", open: func(t *testing.T) testCatalog {
 		dsn := testenv.PostgresDSN(t)
-		return iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: dsn}, testenv.PostgresTable(t, dsn, "iceberg_tables")
+		return testCatalog{cfg: iceberg.CatalogConfig{Kind: iceberg.CatalogSQL, URI: dsn}, pointer: testenv.PostgresTable(t, dsn, "iceberg_tables")}
+	}},
+	// rest: our REST catalog server (internal/testenv/icebergrest); optlake
+	// authenticates with OAuth2 client credentials, chDB's own REST client
+	// reads through it with the same credentials.
+	{name: "rest", open: func(t *testing.T) testCatalog {
+		srv := icebergrest.Start(t, icebergrest.Options{ClientID: restClient, ClientSecret: restSecret, Token: restToken})
+		cred := restClient + ":" + restSecret
+		return testCatalog{
+			cfg:  iceberg.CatalogConfig{Kind: iceberg.CatalogREST, URI: srv.URL, REST: iceberg.RESTConfig{Credential: cred}},
+			rest: &testenv.RESTCatalog{URL: srv.URL, Credential: cred},
+			srv:  srv,
+		}
 	}},
 }
+
+// The REST catalog's credentials in the tests.
+const (
+	restClient = "optlake-test"
+	restSecret = "rest-secret-5b0d"
+	restToken  = "rest-token-a41c"
+)
 
 // testCatalog is the catalog of one test (and its subtests).
 type testCatalog struct {
 	cfg     iceberg.CatalogConfig
-	pointer string // chDB's table function over iceberg_tables
+	pointer string // a sql catalog: chDB's table function over iceberg_tables
+	// A rest catalog: how chDB reaches it, and the server.
+	rest *testenv.RESTCatalog
+	srv  *icebergrest.Server
 }
 
 var catalogs sync.Map // test name → testCatalog
@@ -51,8 +73,7 @@ func forEachCatalog(t *testing.T, test func(t *testing.T)) {
 	for _, k := range catalogKinds {
 		t.Run(k.name, func(t *testing.T) {
 			if k.open != nil {
-				cfg, pointer := k.open(t)
-				catalogs.Store(t.Name(), testCatalog{cfg, pointer})
+				catalogs.Store(t.Name(), k.open(t))
 				t.Cleanup(func() { catalogs.Delete(t.Name()) })
 			}
 			test(t)
@@ -80,6 +101,11 @@ func catalogOf(t testing.TB) (testCatalog, bool) {
 func openLake(t testing.TB, st storage.Store) *iceberg.Warehouse {
 	t.Helper()
 	c, _ := catalogOf(t)
+	if c.srv != nil && storage.LocalDir(st) == "" {
+		// The REST server writes a bucket lake's metadata through the
+		// lake's store (its own IO reads and writes local files only).
+		c.srv.SetFileIO(iceberg.StoreIO(st))
+	}
 	l, err := iceberg.Open(context.Background(), st, c.cfg, nil)
 	if err != nil {
 		t.Fatalf("open the lake: %v", err)
@@ -89,16 +115,23 @@ func openLake(t testing.TB, st storage.Store) *iceberg.Warehouse {
 }
 
 // icebergSource is how chDB opens table name (a folder of Workdir): with
-// icebergLocal at the newest metadata file without a catalog; with one,
-// at the metadata file the catalog names, which chDB reads from the
-// catalog's database itself (postgresql() or sqlite()).
+// icebergLocal at the newest metadata file without a catalog; with a sql
+// one, at the metadata file the catalog names, which chDB reads from the
+// catalog's database itself (postgresql() or sqlite()); with a rest one,
+// through chDB's own REST catalog client.
 func icebergSource(t testing.TB, ch *testenv.ChDB, name string) string {
 	t.Helper()
 	c, ok := catalogOf(t)
 	if !ok {
 		return fmt.Sprintf("icebergLocal('%s')", name)
 	}
-	src, err := ch.IcebergCatalogSource(context.Background(), c.pointer, iceberg.DefaultNamespace, name, name)
+	var src string
+	var err error
+	if c.rest != nil {
+		src, err = ch.IcebergRESTSource(context.Background(), *c.rest, iceberg.DefaultNamespace, name)
+	} else {
+		src, err = ch.IcebergCatalogSource(context.Background(), c.pointer, iceberg.DefaultNamespace, name, name)
+	}
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -57,7 +57,9 @@ func checkTables(t *testing.T, dir string, tables []*schema.Table, where string)
 	for _, tb := range tables {
 		for _, w := range []string{"", where} {
 			ice, files, err := ch.IcebergDigest(context.Background(), tb.Name, w)
-			if c, ok := catalogOf(t); ok {
+			if c, ok := catalogOf(t); ok && c.rest != nil {
+				ice, files, err = ch.IcebergRESTDigest(context.Background(), *c.rest, iceberg.DefaultNamespace, tb.Name, tb.Name, w)
+			} else if ok {
 				ice, files, err = ch.IcebergCatalogDigest(context.Background(), c.pointer, iceberg.DefaultNamespace, tb.Name, tb.Name, w)
 			}
 			if err != nil {

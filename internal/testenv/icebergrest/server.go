@@ -70,6 +70,7 @@ type Server struct {
 	srv  *httptest.Server
 
 	mu       sync.Mutex
+	fileIO   func(ctx context.Context, location string) (iceio.IO, error)
 	tokens   map[string]time.Time // issued token → expiry
 	fail     []int                // statuses the next commits answer, after committing
 	commits  int                  // commits that moved a table
@@ -103,10 +104,8 @@ func New(db string, opts Options) (*Server, error) {
 		h.Close()
 		return nil, err
 	}
-	if opts.FileIO != nil {
-		cat.SetFileIO(opts.FileIO)
-	}
-	s := &Server{opts: opts, cat: cat, db: h, tokens: map[string]time.Time{}}
+	s := &Server{opts: opts, cat: cat, db: h, tokens: map[string]time.Time{}, fileIO: opts.FileIO}
+	cat.SetFileIO(s.io)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s, nil
@@ -116,6 +115,26 @@ func New(db string, opts Options) (*Server, error) {
 func (s *Server) Close() {
 	s.srv.Close()
 	s.db.Close()
+}
+
+// SetFileIO sets how the catalog reads and writes metadata files from now
+// on (Options.FileIO).
+func (s *Server) SetFileIO(f func(ctx context.Context, location string) (iceio.IO, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileIO = f
+}
+
+// io is the file IO of the table at location: Options.FileIO, else
+// iceberg-go's (local files).
+func (s *Server) io(ctx context.Context, location string) (iceio.IO, error) {
+	s.mu.Lock()
+	f := s.fileIO
+	s.mu.Unlock()
+	if f != nil {
+		return f(ctx, location)
+	}
+	return iceio.LoadFS(ctx, nil, location)
 }
 
 // FailNextCommits makes the next commits (one per status) answer status
