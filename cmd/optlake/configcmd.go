@@ -83,6 +83,7 @@ func (j *job) validate() (*validJob, error) {
 	red.Add(j.Venue.Secrets()...)
 	red.Add(redact.DSNPassword(j.ClickHouseDSN))
 	red.Add(redact.URISecrets(j.IcebergCatalogURI)...)
+	red.Add(j.restConfig().Secrets()...)
 	v.red = red
 	if err := checkCatalogKind(j.IcebergCatalog); err != nil {
 		return nil, err

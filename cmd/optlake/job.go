@@ -80,13 +80,21 @@ type job struct {
 	IcebergKeep  time.Duration `setting:"iceberg-keep-snapshots"`
 	IcebergGrace time.Duration `setting:"iceberg-orphan-grace"`
 	// An Iceberg lake's catalog (icebergCatalog).
-	IcebergCatalog    string                    `setting:"iceberg-catalog"`
-	IcebergCatalogURI string                    `setting:"iceberg-catalog-uri"`
-	IcebergCatalogAs  string                    `setting:"iceberg-catalog-name"`
-	IcebergNamespace  string                    `setting:"iceberg-namespace"`
-	IcebergPrefix     string                    `setting:"iceberg-table-prefix"`
-	Maps              map[string]infer.MapRules // per endpoint: map detection overrides (config file)
-	Venue             venueconf.Venue           // auth, errors, envelopes, pagination (config file; configcmd.go)
+	IcebergCatalog    string `setting:"iceberg-catalog"`
+	IcebergCatalogURI string `setting:"iceberg-catalog-uri"`
+	IcebergCatalogAs  string `setting:"iceberg-catalog-name"`
+	IcebergNamespace  string `setting:"iceberg-namespace"`
+	IcebergPrefix     string `setting:"iceberg-table-prefix"`
+	// --iceberg-catalog rest (icebergREST).
+	IcebergWarehouse    string                    `setting:"iceberg-catalog-warehouse"`
+	IcebergToken        string                    `setting:"iceberg-catalog-token"`
+	IcebergCredential   string                    `setting:"iceberg-catalog-credential"`
+	IcebergOAuth2URI    string                    `setting:"iceberg-catalog-oauth2-uri"`
+	IcebergScope        string                    `setting:"iceberg-catalog-scope"`
+	IcebergSigV4Region  string                    `setting:"iceberg-catalog-sigv4-region"`
+	IcebergSigV4Service string                    `setting:"iceberg-catalog-sigv4-service"`
+	Maps                map[string]infer.MapRules // per endpoint: map detection overrides (config file)
+	Venue               venueconf.Venue           // auth, errors, envelopes, pagination (config file; configcmd.go)
 	// Catch-up of the snapshots the ledger says a sink is missing, before
 	// each snapshot: bounded by time and by count (0 = no bound).
 	CatchUpBudget time.Duration `setting:"catch-up-budget"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,16 +31,11 @@ func lakeCommand(h host) *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "convert",
 			Usage: "register an existing Parquet lake's files in place (not rewritten) as Iceberg tables, then record the lake's format as iceberg; safe to run again",
-			Flags: []cli.Flag{
+			Flags: append([]cli.Flag{
 				&cli.StringFlag{Name: "to", Usage: "the table format to convert to: iceberg", EnvVars: envs("convert-to")},
 				&cli.StringFlag{Name: "data-dir", Value: "./data", Usage: "the data directory whose lake is converted", EnvVars: envs("data-dir")},
 				&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn, error", EnvVars: envs("log-level")},
-				settings.Flag(settings.Convert, "iceberg-catalog"),
-				settings.Flag(settings.Convert, "iceberg-catalog-uri"),
-				settings.Flag(settings.Convert, "iceberg-catalog-name"),
-				settings.Flag(settings.Convert, "iceberg-namespace"),
-				settings.Flag(settings.Convert, "iceberg-table-prefix"),
-			},
+			}, catalogFlags(settings.Convert)...),
 			Action: func(c *cli.Context) error { return convertAction(c, h) },
 		}},
 	}
@@ -156,9 +152,46 @@ func icebergCatalog(c *cli.Context) (iceberg.CatalogConfig, error) {
 	if err != nil {
 		return iceberg.CatalogConfig{}, usagef("--iceberg-catalog-uri: %v", redact.New(c.String("iceberg-catalog-uri")).Err(err))
 	}
+	var rest icebergREST
+	if err := settings.Decode(c, &rest); err != nil {
+		return iceberg.CatalogConfig{}, err
+	}
+	for _, s := range []*string{&rest.Token, &rest.Credential} {
+		if *s, err = secret.Resolve(*s); err != nil {
+			return iceberg.CatalogConfig{}, usagef("--iceberg-catalog-token/--iceberg-catalog-credential: %v", err)
+		}
+	}
 	cat := iceberg.CatalogConfig{Kind: c.String("iceberg-catalog"), URI: uri, Name: c.String("iceberg-catalog-name"),
-		Namespace: c.String("iceberg-namespace"), Prefix: c.String("iceberg-table-prefix")}
+		Namespace: c.String("iceberg-namespace"), Prefix: c.String("iceberg-table-prefix"), REST: rest.config()}
 	return cat, checkCatalogKind(cat.Kind)
+}
+
+// icebergREST are the --iceberg-catalog rest settings.
+type icebergREST struct {
+	Warehouse    string `setting:"iceberg-catalog-warehouse"`
+	Token        string `setting:"iceberg-catalog-token"`
+	Credential   string `setting:"iceberg-catalog-credential"`
+	OAuth2URI    string `setting:"iceberg-catalog-oauth2-uri"`
+	Scope        string `setting:"iceberg-catalog-scope"`
+	SigV4Region  string `setting:"iceberg-catalog-sigv4-region"`
+	SigV4Service string `setting:"iceberg-catalog-sigv4-service"`
+}
+
+func (r icebergREST) config() iceberg.RESTConfig {
+	return iceberg.RESTConfig{Warehouse: r.Warehouse, Token: r.Token, Credential: r.Credential, OAuth2URI: r.OAuth2URI,
+		Scope: r.Scope, SigV4Region: r.SigV4Region, SigV4Service: r.SigV4Service}
+}
+
+// catalogFlags are the flags of an Iceberg catalog's settings that command
+// takes (lake convert, status: commands whose other flags are their own).
+func catalogFlags(command string) []cli.Flag {
+	var out []cli.Flag
+	for _, s := range settings.For(command) {
+		if strings.HasPrefix(s.Name, "iceberg-catalog") || s.Name == "iceberg-namespace" || s.Name == "iceberg-table-prefix" {
+			out = append(out, s.Flag())
+		}
+	}
+	return out
 }
 
 // checkCatalogKind refuses an --iceberg-catalog other than none or sql
@@ -170,18 +203,33 @@ func checkCatalogKind(kind string) error {
 	return nil
 }
 
-// catalogSecrets are the secrets of --iceberg-catalog-uri of a command
-// that reads no job, for its log's redactor.
+// catalogSecrets are the secrets of the Iceberg catalog's settings
+// (--iceberg-catalog-uri, -token, -credential) of a command that reads no
+// job, for its log's redactor.
 func catalogSecrets(c *cli.Context) []string {
-	uri, err := secret.Resolve(c.String("iceberg-catalog-uri"))
-	if err != nil {
-		return nil
+	var out []string
+	if uri, err := secret.Resolve(c.String("iceberg-catalog-uri")); err == nil {
+		out = redact.URISecrets(uri)
 	}
-	return redact.URISecrets(uri)
+	for _, name := range []string{"iceberg-catalog-token", "iceberg-catalog-credential"} {
+		if v, err := secret.Resolve(c.String(name)); err == nil && v != "" {
+			out = append(out, iceberg.RESTConfig{Token: v}.Secrets()...)
+			if name == "iceberg-catalog-credential" {
+				out = append(out, iceberg.RESTConfig{Credential: v}.Secrets()...)
+			}
+		}
+	}
+	return out
 }
 
 // icebergCatalog is the run's or replay's Iceberg catalog.
 func (j *job) icebergCatalog() iceberg.CatalogConfig {
 	return iceberg.CatalogConfig{Kind: j.IcebergCatalog, URI: j.IcebergCatalogURI, Name: j.IcebergCatalogAs,
-		Namespace: j.IcebergNamespace, Prefix: j.IcebergPrefix}
+		Namespace: j.IcebergNamespace, Prefix: j.IcebergPrefix, REST: j.restConfig()}
+}
+
+// restConfig is the run's or replay's --iceberg-catalog rest settings.
+func (j *job) restConfig() iceberg.RESTConfig {
+	return icebergREST{j.IcebergWarehouse, j.IcebergToken, j.IcebergCredential, j.IcebergOAuth2URI, j.IcebergScope,
+		j.IcebergSigV4Region, j.IcebergSigV4Service}.config()
 }

@@ -25,15 +25,9 @@ func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "per sink, the snapshots still pending in the load ledger (count, oldest, last error) and those that failed",
-		Flags: []cli.Flag{
-			settings.Flag(settings.Status, "data-dir"),
-			settings.Flag(settings.Status, "iceberg-catalog"),
-			settings.Flag(settings.Status, "iceberg-catalog-uri"),
-			settings.Flag(settings.Status, "iceberg-catalog-name"),
-			settings.Flag(settings.Status, "iceberg-namespace"),
-			settings.Flag(settings.Status, "iceberg-table-prefix"),
+		Flags: append(append([]cli.Flag{settings.Flag(settings.Status, "data-dir")}, catalogFlags(settings.Status)...),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json", EnvVars: envs("status-format")},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			st0, err := openStore(c.Context, c.String("data-dir"), true)
 			if err != nil {
