@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
+	"github.com/optlake/optlake/internal/testenv/icebergrest"
+	"github.com/optlake/optlake/lake/iceberg"
 	"github.com/optlake/optlake/venuesim"
 )
 
@@ -45,10 +47,18 @@ func TestIcebergKill9AtEachStep(t *testing.T) {
 	}
 	for _, cat := range crashCatalogs {
 		steps := steps
-		if cat.open != nil {
-			steps = append(steps[:len(steps)-1], step{"iceberg-metadata", false}, step{"iceberg-catalog", true})
+		switch {
+		case cat.name == "rest":
+			// The REST server writes the metadata file: the client's
+			// steps end with the catalog's answer to its commit.
+			steps = append(steps[:len(steps)-1:len(steps)-1], step{"iceberg-catalog", true})
+		case cat.open != nil:
+			steps = append(steps[:len(steps)-1:len(steps)-1], step{"iceberg-metadata", false}, step{"iceberg-catalog", true})
 		}
 		for _, onBucket := range []bool{false, true} {
+			if onBucket && cat.name == "rest" {
+				continue // lake/iceberg's TestCompactOnBucket/rest: the server writes through the lake's store
+			}
 			for _, s := range steps {
 				if onBucket && (s.step == "opened" || cat.open != nil && !strings.HasSuffix(s.step, "metadata") && !strings.HasSuffix(s.step, "catalog")) {
 					continue // no Iceberg step, or the same code as on the disk
@@ -66,19 +76,25 @@ func TestIcebergKill9AtEachStep(t *testing.T) {
 type crashCatalog struct {
 	name string
 	// open makes a fresh catalog: optlake's arguments that use it, and
-	// the chDB table function that reads its iceberg_tables. nil: none.
-	open func(t *testing.T) (args []string, pointer string)
+	// the chDB table function that reads its iceberg_tables, or (rest) how
+	// chDB's REST client reaches it. nil: none.
+	open func(t *testing.T) (args []string, pointer string, rest *testenv.RESTCatalog)
 }
 
 var crashCatalogs = []crashCatalog{
 	{name: "none"},
-	{name: "sqlite", open: func(t *testing.T) ([]string, string) {
+	{name: "sqlite", open: func(t *testing.T) ([]string, string, *testenv.RESTCatalog) {
 		f := filepath.Join(t.TempDir(), "catalog.db")
-		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", "sqlite:" + f}, fmt.Sprintf("sqlite('%s', 'iceberg_tables')", f)
+		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", "sqlite:" + f}, fmt.Sprintf("sqlite('%s', 'iceberg_tables')", f), nil
 	}},
-	{name: "postgres", open: func(t *testing.T) ([]string, string) {
+	{name: "postgres", open: func(t *testing.T) ([]string, string, *testenv.RESTCatalog) {
 		dsn := testenv.PostgresDSN(t)
-		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", dsn}, testenv.PostgresTable(t, dsn, "iceberg_tables")
+		return []string{"--iceberg-catalog", "sql", "--iceberg-catalog-uri", dsn}, testenv.PostgresTable(t, dsn, "iceberg_tables"), nil
+	}},
+	{name: "rest", open: func(t *testing.T) ([]string, string, *testenv.RESTCatalog) {
+		srv := icebergrest.Start(t, icebergrest.Options{Token: restToken})
+		return []string{"--iceberg-catalog", "rest", "--iceberg-catalog-uri", srv.URL, "--iceberg-catalog-token", restToken}, "",
+			&testenv.RESTCatalog{URL: srv.URL, Token: restToken}
 	}},
 }
 
@@ -112,8 +128,9 @@ func icebergKillAt(t *testing.T, cat crashCatalog, step string, committed, onBuc
 	// (refresh reads them again).
 	var catArgs []string
 	var pointer string
+	var rest *testenv.RESTCatalog
 	if cat.open != nil {
-		catArgs, pointer = cat.open(t)
+		catArgs, pointer, rest = cat.open(t)
 	}
 	versions := map[string]string{}
 	refresh := func() {
@@ -131,6 +148,16 @@ func icebergKillAt(t *testing.T, cat crashCatalog, step string, committed, onBuc
 		return fmt.Sprintf(", SETTINGS iceberg_metadata_file_path = '%s'", versions[table])
 	}
 	src := func(table string) string { return fmt.Sprintf("icebergLocal('%s'%s)", table, at(table)) }
+	if rest != nil {
+		// chDB's REST client asks the catalog for the current version.
+		src = func(table string) string {
+			s, err := ch.IcebergRESTSource(context.Background(), *rest, iceberg.DefaultNamespace, table)
+			if err != nil {
+				t.Fatalf("%s: %v", table, err)
+			}
+			return s
+		}
+	}
 	if onBucket {
 		g := testenv.StartVersityGW(t, "lake")
 		g.SetCredentials(t)
