@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"strings"
 
+	icego "github.com/optlake/optlake/third_party/iceberg-go"
 	icerest "github.com/optlake/optlake/third_party/iceberg-go/catalog/rest"
+	icetable "github.com/optlake/optlake/third_party/iceberg-go/table"
 )
 
 // RESTConfig is how optlake reaches a rest catalog besides its URI: the
@@ -110,7 +112,56 @@ func openREST(ctx context.Context, cfg CatalogConfig) (*remoteCatalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg catalog %s: %s", cfg.Redacted(), restError(err, cfg.REST))
 	}
-	return &remoteCatalog{kind: CatalogREST, cat: cat, close: cat.Close, rest: cfg.REST}, nil
+	return &remoteCatalog{kind: CatalogREST, cat: restServer{cat, cfg.REST}, close: cat.Close, rest: cfg.REST}, nil
+}
+
+// restServer is a rest catalog whose errors are one line without a
+// secret (restError): a token refresh that fails mid-run quotes the token
+// endpoint's answer, which may echo the client secret.
+type restServer struct {
+	cat *icerest.Catalog
+	cfg RESTConfig
+}
+
+// cleanError is an error whose message is cleaned of secrets; errors.Is
+// and As still see the error it wraps.
+type cleanError struct {
+	msg string
+	err error
+}
+
+func (e *cleanError) Error() string { return e.msg }
+func (e *cleanError) Unwrap() error { return e.err }
+
+func (s restServer) clean(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &cleanError{restError(err, s.cfg), err}
+}
+
+func (s restServer) LoadTable(ctx context.Context, ident icetable.Identifier) (*icetable.Table, error) {
+	t, err := s.cat.LoadTable(ctx, ident)
+	return t, s.clean(err)
+}
+
+func (s restServer) CheckTableExists(ctx context.Context, ident icetable.Identifier) (bool, error) {
+	ok, err := s.cat.CheckTableExists(ctx, ident)
+	return ok, s.clean(err)
+}
+
+func (s restServer) RegisterTable(ctx context.Context, ident icetable.Identifier, loc string) (*icetable.Table, error) {
+	t, err := s.cat.RegisterTable(ctx, ident, loc)
+	return t, s.clean(err)
+}
+
+func (s restServer) CommitTable(ctx context.Context, ident icetable.Identifier, reqs []icetable.Requirement, updates []icetable.Update) (icetable.Metadata, string, error) {
+	md, loc, err := s.cat.CommitTable(ctx, ident, reqs, updates)
+	return md, loc, s.clean(err)
+}
+
+func (s restServer) CreateNamespace(ctx context.Context, ns icetable.Identifier, props icego.Properties) error {
+	return s.clean(s.cat.CreateNamespace(ctx, ns, props))
 }
 
 // restError is err of a rest catalog as one line without a secret of c:

@@ -2,7 +2,10 @@ package iceberg_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -121,6 +124,57 @@ func TestRESTWrongCredentials(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, srv.URL) || strings.Contains(msg, "\n") || strings.Contains(msg, c.hide) {
 				t.Errorf("error %q: want one line naming %s, without %q", msg, srv.URL, c.hide)
+			}
+		})
+	}
+}
+
+// TestRESTCatalogSecretsRedacted: a rest catalog's URI password, its
+// bearer token and its client secret show in neither Redacted nor Open's
+// error: for a closed port, and for a token endpoint that echoes the
+// request it refuses (golang.org/x/oauth2 quotes the answer's body in its
+// error, over several lines).
+func TestRESTCatalogSecretsRedacted(t *testing.T) {
+	ctx := context.Background()
+	port := closedPort(t)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "{\"error\": \"invalid_client\",\n \"error_description\": \"refused %s with %s\"}", body, r.Header.Get("Authorization"))
+	}))
+	defer echo.Close()
+	for _, c := range []struct {
+		name, uri, shown string
+		rest             iceberg.RESTConfig
+		secrets          []string
+	}{
+		{"uri password", fmt.Sprintf("http://u:s3cretH@127.0.0.1:%d/cat", port), fmt.Sprintf("http://u@127.0.0.1:%d/cat", port), iceberg.RESTConfig{}, []string{"s3cretH"}},
+		{"uri query", fmt.Sprintf("https://127.0.0.1:%d/cat?token=s3cretI", port), fmt.Sprintf("https://127.0.0.1:%d/cat", port), iceberg.RESTConfig{}, []string{"s3cretI"}},
+		{"token, closed port", fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port), iceberg.RESTConfig{Token: "s3cretJ"}, []string{"s3cretJ"}},
+		{"credential, closed port", fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port), iceberg.RESTConfig{Credential: "id:s3cretK"}, []string{"s3cretK"}},
+		{"credential, echoing token endpoint", echo.URL, echo.URL, iceberg.RESTConfig{Credential: "id:s3cretL"}, []string{"s3cretL"}},
+		{"token, echoing server", echo.URL, echo.URL, iceberg.RESTConfig{Token: "s3cretM"}, []string{"s3cretM"}},
+		{"credential and oauth2 uri with a secret", echo.URL, echo.URL, iceberg.RESTConfig{Credential: "id:s3cretN", OAuth2URI: echo.URL + "/token?key=s3cretO"}, []string{"s3cretN"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := iceberg.CatalogConfig{Kind: iceberg.CatalogREST, URI: c.uri, REST: c.rest}
+			if got := cfg.Redacted(); got != c.shown {
+				t.Errorf("Redacted = %q, want %q", got, c.shown)
+			}
+			l, err := iceberg.Open(ctx, storage.NewLocal(t.TempDir()), cfg, nil)
+			if err == nil {
+				l.Close()
+				t.Fatal("the catalog opened")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, c.shown) {
+				t.Errorf("Open's error is not one line naming %s: %q", c.shown, msg)
+			}
+			for _, s := range append(c.secrets, c.rest.Secrets()...) {
+				if strings.Contains(msg, s) {
+					t.Errorf("Open's error shows %s: %s", s, msg)
+				}
 			}
 		})
 	}
