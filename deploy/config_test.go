@@ -12,10 +12,13 @@ import (
 
 // optionalFlags may be left out of the example: a cluster is the exception,
 // and accounts are shown commented out (several accounts are the exception),
-// as are an Iceberg catalog's URI and table prefix (no catalog by default).
+// as are an Iceberg catalog's URI, table prefix and REST settings (no
+// catalog by default).
 var optionalFlags = map[string]bool{"cluster": true, "account": true, "account-header": true, "ca-file": true, "insecure-skip-verify": true,
 	"jitter": true, "cpuprofile": true, "memprofile": true, "rate-limit": true, "rate-burst": true,
-	"iceberg-catalog-uri": true, "iceberg-table-prefix": true}
+	"iceberg-catalog-uri": true, "iceberg-table-prefix": true,
+	"iceberg-catalog-warehouse": true, "iceberg-catalog-token": true, "iceberg-catalog-credential": true, "iceberg-catalog-oauth2-uri": true,
+	"iceberg-catalog-scope": true, "iceberg-catalog-sigv4-region": true, "iceberg-catalog-sigv4-service": true}
 
 // The example config: one mapping whose keys are the flags of `optlake
 // run`, each with a value of the flag's kind; every flag is shown; secrets
