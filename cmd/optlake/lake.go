@@ -194,7 +194,7 @@ func catalogFlags(command string) []cli.Flag {
 	return out
 }
 
-// checkCatalogKind refuses an --iceberg-catalog other than none or sql
+// checkCatalogKind refuses an --iceberg-catalog other than none, sql or rest
 // (exit 2).
 func checkCatalogKind(kind string) error {
 	if _, err := iceberg.ParseCatalogKind(kind); err != nil {
