@@ -355,6 +355,9 @@ func (l *Ledger) write(ctx context.Context, rec *Record) error {
 	if err := l.st.delete(ctx, openName(k)); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
+	if day := k.Time.UTC().Format(time.DateOnly); day < l.now().UTC().Format(time.DateOnly) {
+		return l.lowerFoldMark(ctx, day) // a closed day, maybe folded already
+	}
 	return nil
 }
 

@@ -51,9 +51,19 @@ func (o objects) delete(ctx context.Context, name string) error {
 
 // list returns the names (relative to Dir/) that start with prefix.
 func (o objects) list(ctx context.Context, prefix string) ([]string, error) {
+	return o.names(ctx, prefix, o.st.List)
+}
+
+// listDir returns the names (relative to Dir/) one level below dir (a
+// name ending in '/'), its sub-folders ending in '/'.
+func (o objects) listDir(ctx context.Context, dir string) ([]string, error) {
+	return o.names(ctx, dir, o.st.ListDir)
+}
+
+func (o objects) names(ctx context.Context, prefix string, list func(context.Context, string) ([]storage.Info, error)) ([]string, error) {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	infos, err := o.st.List(ctx, Dir+"/"+prefix)
+	infos, err := list(ctx, Dir+"/"+prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list %s/%s: %w", Dir, prefix, err)
 	}

@@ -124,7 +124,7 @@ func generate(ctx context.Context, dir string, cfg config) (genStats, error) {
 	}
 	// The done records folded a day at a time, as each day's first run
 	// leaves them (ledger.Fold).
-	if _, err := ledger.New(st, nil).Fold(ctx, today.Format(time.DateOnly)); err != nil {
+	if _, err := ledger.New(st, nil).Fold(ctx, today.Format(time.DateOnly), 0); err != nil {
 		return gs, err
 	}
 	state.Close()
