@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,11 +12,8 @@ import (
 	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/pipeline"
 	"github.com/optlake/optlake/pipeline/events"
-	"github.com/optlake/optlake/pipeline/extract"
 	"github.com/optlake/optlake/schema"
-	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/memsink"
-	"github.com/optlake/optlake/sinks/parquet"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
@@ -26,27 +22,9 @@ import (
 // sleeping) loads what fits, leaves the rest pending, and the run's own
 // snapshot is then taken as usual.
 func TestCatchUpTimeBudget(t *testing.T) {
-	srv := httptest.NewServer(venuesim.New(venuesim.Config{Seed: 2, Instruments: 50}).Handler())
-	defer srv.Close()
 	dir := t.TempDir()
-	client, err := extract.New(extract.Options{BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pq, err := parquet.New(parquet.Options{Store: storage.NewLocal(dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, _ := pipeline.SelectEndpoints([]string{"instruments"}, nil)
 	snap := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	r, err := pipeline.New(pipeline.Config{
-		Client: client, Store: storage.NewLocal(dir), Sinks: []sinks.Sink{pq}, Endpoints: eps, Source: "sim",
-		Events: true, Ledger: true,
-		Now: func() time.Time { snap = snap.Add(time.Minute); return snap },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := instrumentsRunner(t, venuesim.Config{Seed: 2, Instruments: 50}, dir, storage.NewLocal(dir), func() time.Time { snap = snap.Add(time.Minute); return snap })
 	ctx := context.Background()
 	block := filepath.Join(dir, "instruments")
 	if err := os.WriteFile(block, []byte("in the way"), 0o644); err != nil {

@@ -698,21 +698,78 @@ func Days(dataDir, endpoint string) ([]time.Time, error) {
 	return New(dataDir).Days(context.Background(), endpoint)
 }
 
-// dayFiles are the archive's files of one endpoint, by day folder
-// (date=YYYY-MM-DD), base names in order.
-func (a *Archive) dayFiles(ctx context.Context, endpoint string) (map[string][]string, error) {
-	prefix := path.Join("raw", endpoint) + "/"
-	if endpoint == "" {
-		prefix = "raw/"
-	}
-	infos, err := a.st.List(ctx, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("archive: %w", err)
-	}
+// dayFiles are the archive's files of one endpoint ("" every endpoint),
+// by day folder (raw/<endpoint>/date=YYYY-MM-DD), base names in order, of
+// the days that overlap [from, to) (zero bounds are open). A bounded range
+// lists the day folders, then the days in it alone: the catch-up of an
+// hour reads that day's names, not a year's (210,240 a year for the
+// listing).
+func (a *Archive) dayFiles(ctx context.Context, endpoint string, from, to time.Time) (map[string][]string, error) {
 	out := map[string][]string{}
-	for _, in := range infos {
-		dir, base := path.Split(in.Name)
-		out[strings.TrimSuffix(dir, "/")] = append(out[strings.TrimSuffix(dir, "/")], base)
+	add := func(infos []storage.Info) {
+		for _, in := range infos {
+			dir, base := path.Split(in.Name)
+			out[strings.TrimSuffix(dir, "/")] = append(out[strings.TrimSuffix(dir, "/")], base)
+		}
+	}
+	if from.IsZero() && to.IsZero() {
+		prefix := path.Join("raw", endpoint) + "/"
+		if endpoint == "" {
+			prefix = "raw/"
+		}
+		infos, err := a.st.List(ctx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		add(infos)
+		return out, nil
+	}
+	dirs, err := a.dayDirs(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range dirs {
+		d, ok := parseDay(path.Base(dir))
+		if !ok || !from.IsZero() && !d.Add(24*time.Hour).After(from) || !to.IsZero() && !d.Before(to) {
+			continue
+		}
+		infos, err := a.st.List(ctx, dir+"/")
+		if err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		add(infos)
+	}
+	return out, nil
+}
+
+// dayDirs lists the archive's day folders of endpoint ("" every
+// endpoint), raw/<endpoint>/date=YYYY-MM-DD, in one delimited listing per
+// endpoint.
+func (a *Archive) dayDirs(ctx context.Context, endpoint string) ([]string, error) {
+	eps := []string{endpoint}
+	if endpoint == "" {
+		ents, err := a.st.ListDir(ctx, "raw/")
+		if err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		eps = nil
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name, "/"); ok {
+				eps = append(eps, path.Base(name))
+			}
+		}
+	}
+	var out []string
+	for _, ep := range eps {
+		ents, err := a.st.ListDir(ctx, "raw/"+ep+"/")
+		if err != nil {
+			return nil, fmt.Errorf("archive: %w", err)
+		}
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name, "/"); ok {
+				out = append(out, name)
+			}
+		}
 	}
 	return out, nil
 }
@@ -723,14 +780,14 @@ func (a *Archive) dayFiles(ctx context.Context, endpoint string) (map[string][]s
 func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Time) ([]Snapshot, error) {
 	days := map[string][]string{} // raw/<endpoint>/date=... -> base names
 	if len(endpoints) == 0 {
-		all, err := a.dayFiles(ctx, "")
+		all, err := a.dayFiles(ctx, "", from, to)
 		if err != nil {
 			return nil, err
 		}
 		days = all
 	}
 	for _, ep := range endpoints {
-		d, err := a.dayFiles(ctx, storage.SafeName(ep))
+		d, err := a.dayFiles(ctx, storage.SafeName(ep), from, to)
 		if err != nil {
 			return nil, err
 		}
@@ -883,12 +940,12 @@ func (a *Archive) List(ctx context.Context, endpoints []string, from, to time.Ti
 // Days lists the days (UTC midnights) that have archived bodies of
 // endpoint, oldest first.
 func (a *Archive) Days(ctx context.Context, endpoint string) ([]time.Time, error) {
-	d, err := a.dayFiles(ctx, storage.SafeName(endpoint))
+	dirs, err := a.dayDirs(ctx, storage.SafeName(endpoint))
 	if err != nil {
 		return nil, err
 	}
 	var out []time.Time
-	for day := range d {
+	for _, day := range dirs {
 		if t, ok := parseDay(path.Base(day)); ok {
 			out = append(out, t)
 		}
