@@ -78,9 +78,12 @@ func (f *Format) Files(opt parquet.Options) parquet.Options {
 // its Iceberg table (NewSink).
 func (f *Format) Sink(files sinks.Sink) sinks.Sink { return NewSink(files, f.wh) }
 
-// ReplaySink implements tableformat.Format: a replay appends like a run
-// (each snapshot's file, a new version of it where one exists).
-func (f *Format) ReplaySink(_, live sinks.Sink) (sinks.Sink, error) { return live, nil }
+// ReplaySink implements tableformat.Format: a replay writes each
+// snapshot's file like a run (a new version of it where one exists) and
+// appends a table's files one day at a time (ReplaySink).
+func (f *Format) ReplaySink(files, _ sinks.Sink) (sinks.Sink, error) {
+	return NewReplaySink(NewSink(files, f.wh)), nil
+}
 
 // Compaction implements tableformat.Format: one replace commit per table
 // and day (Compaction).

@@ -65,6 +65,11 @@ func (s *Sink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
 // itself): a sink that holds days is refused, as a file it held would not
 // exist yet when Commit appends it.
 func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
+	return s.open(ctx, t, snap)
+}
+
+// open is Open, its writer as it is.
+func (s *Sink) open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (*writer, error) {
 	if _, ok := s.inner.(sinks.Versioned); !ok {
 		return nil, fmt.Errorf("iceberg: %w", sinks.NotVersioned(s.inner))
 	}
