@@ -75,6 +75,11 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer done()
+	unlock, err := lockWork(work)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	bin, err := bench.Binary(ctx, repo, cfg.optlake, progress)
 	if err != nil {
 		return err
@@ -103,7 +108,8 @@ func run(ctx context.Context, cfg config) error {
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
 		// across exec): the commands are timed by a new bench process, small,
-		// on the lakes just generated.
+		// on the lakes just generated (it takes the work folder's lock).
+		unlock()
 		return remeasure(ctx, work)
 	}
 	if err := measure(ctx, bin, lakes[1], lakes[cfg.days], cfg, &rep); err != nil {

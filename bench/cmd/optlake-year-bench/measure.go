@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -27,6 +28,8 @@ type Report struct {
 	// Rows: row name -> lake ("day1", "dayN") -> measurement.
 	Rows  map[string]map[string]Proc `json:"rows"`
 	Bytes map[string]int64           `json:"bytes"` // lake's tables, files, DuckDB's sorted file
+	// Replay: replays of 150 snapshots and of a month, per format.
+	Replay []ReplayRow `json:"replay,omitempty"`
 }
 
 // Proc is one timed command (the fastest of the runs).
@@ -53,9 +56,8 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		// committed file never changes in place).
 		for r := range cfg.runs {
 			cp := l.dir + ".run"
-			os.RemoveAll(cp)
-			if out, err := exec.CommandContext(ctx, "cp", "-al", l.dir, cp).CombinedOutput(); err != nil {
-				return fmt.Errorf("copy lake: %v %s", err, out)
+			if err := hardCopy(ctx, l.dir, cp); err != nil {
+				return err
 			}
 			if err := lastSweptYesterday(cp); err != nil {
 				return err
@@ -75,12 +77,11 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		// lake (the flags name the day: the rest of the lake is compacted).
 		for r := range cfg.runs {
 			cp := l.dir + ".compact"
-			os.RemoveAll(cp)
 			part := filepath.Join("instruments", "date="+today.Format(time.DateOnly))
-			if out, err := exec.CommandContext(ctx, "cp", "-al", l.dir, cp).CombinedOutput(); err != nil {
-				return fmt.Errorf("copy lake: %v %s", err, out)
+			if err := hardCopy(ctx, l.dir, cp); err != nil {
+				return err
 			}
-			if out, err := exec.CommandContext(ctx, "cp", "-al", filepath.Join(open, part), filepath.Join(cp, part)).CombinedOutput(); err != nil {
+			if out, err := exec.CommandContext(ctx, "cp", "-al", "--no-target-directory", filepath.Join(open, part), filepath.Join(cp, part)).CombinedOutput(); err != nil {
 				return fmt.Errorf("copy open day: %v %s", err, out)
 			}
 			p, err := timed(ctx, bin, "compact", "--data-dir", cp, "--from", today.Format(time.DateOnly),
@@ -90,6 +91,12 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 			}
 			keep(rep, "compact (one day of per-snapshot files)", l.key, p, r == 0)
 			os.RemoveAll(cp)
+		}
+		if err := measureCatchUp(ctx, bin, addr, l.key, l.dir, cfg, rep); err != nil {
+			return err
+		}
+		if err := measureQueries(ctx, l.key, l.dir, false, cfg, rep); err != nil {
+			return err
 		}
 		inst := "BTC-PERPETUAL"
 		for _, c := range []struct {
@@ -110,6 +117,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		}
 	}
 	if err := measureHistory(ctx, bin, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
+		return err
+	}
+	if err := measureReplay(ctx, bin, filepath.Dir(dayN), dayN, cfg, rep); err != nil {
 		return err
 	}
 	rep.Bytes = map[string]int64{}
@@ -195,21 +205,26 @@ func lastSweptYesterday(dir string) error {
 
 // timed runs the binary once: wall, CPU, peak RSS.
 func timed(ctx context.Context, bin string, args ...string) (Proc, error) {
+	return timedIn(ctx, "", nil, bin, args...)
+}
+
+// timedIn is timed in the folder dir ("": this one), stdin read from in.
+func timedIn(ctx context.Context, dir string, in io.Reader, bin string, args ...string) (Proc, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = nil, &stderr
+	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, in, nil, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	p := Proc{Wall: time.Since(start).Seconds()}
 	if cmd.ProcessState == nil {
-		return p, fmt.Errorf("optlake %s: %w", args[0], err)
+		return p, fmt.Errorf("%s %s: %w", filepath.Base(bin), args[0], err)
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		p.PeakRSS = ru.Maxrss * 1024
 		p.CPU = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 	}
 	if err != nil {
-		return p, fmt.Errorf("optlake %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		return p, fmt.Errorf("%s %s: %v: %s", filepath.Base(bin), args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return p, nil
 }
@@ -256,6 +271,7 @@ func printReport(r Report) {
 			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20))
 	}
 	fmt.Println()
+	printReplay(r)
 	fmt.Printf("| the lake after %d days | bytes | files |\n|---|---|---|\n", r.Days)
 	for _, tb := range []string{"instruments", "instrument_events", "raw", "_ledger"} {
 		fmt.Printf("| %s | %s | %d |\n", tb, mib(r.Bytes[tb]), r.Bytes[tb+" files"])
