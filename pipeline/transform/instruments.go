@@ -195,9 +195,14 @@ type InstrumentDecoder struct {
 	// They are checked before the batch is emitted, before a row of the
 	// general path, and before the scanner moves its buffer's bytes
 	// (jsontok.Scanner.OnRefill: their bytes are still in its window).
+	// They are fewer than pendMax: each may be a duplicate, and a
+	// duplicate that fills the rejects batch ends the batch of rows at once
+	// (as the general path's does), so the window never holds it with rows
+	// after it.
 	pend      []pendRow
 	redo      []pendRow
 	pendIdx   int64
+	pendMax   int // maxPending, or fewer: the rows the rejects batch still takes
 	inline    int // rows still checked one at a time, after a duplicate
 	checkHook func()
 }
@@ -288,6 +293,7 @@ func (d *InstrumentDecoder) Decode(ctx context.Context, r io.Reader, meta sinks.
 	d.stats, d.index = Stats{}, 0
 	d.keys.reset()
 	d.pend, d.inline = d.pend[:0], 0
+	d.setPendMax()
 	clear(d.reasons)
 	if d.sc == nil {
 		d.sc = jsontok.New(r, d.opt.ReadBuffer)
@@ -498,7 +504,7 @@ func (d *InstrumentDecoder) fastElement(sc *jsontok.Scanner) bool {
 	sc.Advance(n)
 	d.index++
 	d.fastRows++
-	if d.inline > 0 || len(d.pend) >= maxPending {
+	if d.inline > 0 || len(d.pend) >= d.pendMax {
 		d.inline = max(d.inline-1, 0)
 		d.checkNames()
 	}
@@ -549,7 +555,16 @@ func (d *InstrumentDecoder) duplicate(row int, idx int64, p pendRow) {
 	}
 	d.b.truncate(row)
 	d.fastRows--
-	d.addReject(idx, ReasonDuplicate, p.w[:p.n])
+	d.addReject(idx, ReasonDuplicate, p.w[:p.n]) // full again if the rejects fill a batch
+}
+
+// setPendMax bounds the pending rows by the rejects the rejects batch
+// still takes: the last of pendMax pending rows is checked as soon as it
+// is read, as the general path checks each row, so that when it is a
+// duplicate that fills the rejects batch, no row after it is in the batch
+// of rows (rowDone emits both at once).
+func (d *InstrumentDecoder) setPendMax() {
+	d.pendMax = min(maxPending, d.opt.BatchRows-d.rjb.Field(0).Len())
 }
 
 // rowDone emits the batch when it is full.
@@ -927,6 +942,7 @@ func (d *InstrumentDecoder) addReject(idx int64, reason string, raw []byte) {
 	if b.Field(0).Len() >= d.opt.BatchRows {
 		d.b.full = true // emit them with the next flush
 	}
+	d.setPendMax()
 }
 
 // flush emits the rows built so far; rejects are emitted at the end only
@@ -943,6 +959,7 @@ func (d *InstrumentDecoder) flush(final bool) error {
 	}
 	if n := d.rjb.Field(0).Len(); n > 0 && (final || n >= d.opt.BatchRows) {
 		rec := d.rjb.NewRecord()
+		d.setPendMax()
 		d.stats.Rejects += int64(n)
 		err := d.emit(schema.Rejects, rec)
 		rec.Release()
@@ -958,4 +975,5 @@ func (d *InstrumentDecoder) discard() {
 	d.pend, d.inline = d.pend[:0], 0
 	d.b.discard()
 	d.rjb.NewRecord().Release()
+	d.setPendMax()
 }

@@ -384,3 +384,49 @@ func TestDuplicateCheckLikeGeneralPath(t *testing.T) {
 		}
 	}
 }
+
+// A duplicate that fills the rejects batch ends the instruments batch just
+// before it, as in the general path, which emits both as the duplicate's
+// row ends: the fast path checks a row's name at once when its duplicate
+// could fill the rejects batch, rather than with rows after it in the
+// batch; a decode that fails after such a duplicate has emitted the rejects
+// batch too. With the rejects batch filled by the first duplicate of a
+// window and by a later one, and by a duplicate before a refill of the
+// scanner's buffer.
+func TestDuplicateFillingRejectsLikeGeneralPath(t *testing.T) {
+	rows := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `,{"instrument_name":"%s%d","strike":%d}`, prefix, i, i)
+		}
+		return b.String()
+	}
+	for i, tc := range []struct {
+		body  string
+		batch int
+		fails bool // the body breaks off
+	}{
+		{`[{"x":1},{"instrument_name":"a"},{"instrument_name":"b"},{"instrument_name":"a"},{"instrument_name":"c"},{"instrument_name":"d"}]`, 2, false},
+		{`[{"instrument_name":"0"},{"instruments":[{},{"instrument_name":"c"},{"instrument_name":"0"}`, 2, true},
+		{`[{"x":1},{"instrument_name":"a"},{"instrument_name":"b"},{"instrument_name":"a"},{"instrument_name":"c"},{"instrument_name":"d"}`, 2, true},
+		// 97 rejects, then a window with three duplicates, the third
+		// filling the rejects batch, then rows after it.
+		{`[` + strings.Repeat(`{"x":1},`, 97) + `{"instrument_name":"a"}` + rows("r", 30) + `,{"instrument_name":"a"}` +
+			rows("s", 5) + `,{"instrument_name":"r3"},{"instrument_name":"s1"}` + rows("t", 40) + `]`, 100, false},
+		// 99 rejects, then a duplicate in the middle of the second batch
+		// of rows (refills of a 4096-byte buffer on the way).
+		{`[` + strings.Repeat(`{"x":1},`, 99) + rows("u", 150)[1:] + `,{"instrument_name":"u7"}` + rows("v", 300) + `]`, 100, false},
+	} {
+		for _, buf := range []int{4096, 64 << 10} {
+			t.Run(fmt.Sprintf("case%d/buffer%d", i, buf), func(t *testing.T) {
+				opt := Options{BatchRows: tc.batch, ReadBuffer: buf, UniqueNames: true}
+				g := decodeWith(t, []byte(tc.body), false, opt)
+				defer g.release()
+				if (g.err != nil) != tc.fails || g.stats.Duplicates == 0 || g.stats.Rejects < int64(tc.batch) {
+					t.Fatalf("the listing does not test the rule: error %v, stats %+v", g.err, g.stats)
+				}
+				sameOutcome(t, []byte(tc.body), opt)
+			})
+		}
+	}
+}
