@@ -349,6 +349,9 @@ func FuzzFastPath(f *testing.F) {
 		}
 		sameOutcome(t, body, Options{BatchRows: 2, ReadBuffer: 4096})
 		sameOutcome(t, body, Options{BatchRows: 2, ReadBuffer: 4096, UniqueNames: true})
+		// Windows of a few pending names (fewer than the rejects a batch
+		// still takes).
+		sameOutcome(t, body, Options{BatchRows: 5, ReadBuffer: 4096, UniqueNames: true})
 	})
 }
 
