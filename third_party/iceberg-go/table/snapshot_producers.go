@@ -1547,9 +1547,14 @@ func (sp *snapshotProducer) commitManifests(newManifests, addedContent []iceberg
 
 	manifestListFilePath := locProvider.NewMetadataLocation(fname)
 
+	// Copies, not pointers into this producer or the transaction's
+	// metadata builder: the snapshot lives on in every later metadata, and
+	// such a pointer kept the producer (its data files) and the builder
+	// (its updates) reachable for as long. Modified for optlake.
 	var parentSnapshot *int64
 	if sp.parentSnapshotID > 0 {
-		parentSnapshot = &sp.parentSnapshotID
+		parentID := sp.parentSnapshotID
+		parentSnapshot = &parentID
 	}
 
 	firstRowID := int64(0)
@@ -1571,13 +1576,14 @@ func (sp *snapshotProducer) commitManifests(newManifests, addedContent []iceberg
 		return nil, nil, err
 	}
 
+	schemaID := sp.txn.meta.currentSchemaID
 	snapshot := Snapshot{
 		SnapshotID:       sp.snapshotID,
 		ParentSnapshotID: parentSnapshot,
 		SequenceNumber:   nextSequence,
 		ManifestList:     manifestListFilePath,
 		Summary:          &summary,
-		SchemaID:         &sp.txn.meta.currentSchemaID,
+		SchemaID:         &schemaID,
 		TimestampMs:      time.Now().UnixMilli(),
 	}
 	if sp.txn.meta.formatVersion == 3 {
