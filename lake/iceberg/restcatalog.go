@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/optlake/optlake/internal/redact"
 	"net/url"
 	"strings"
 
@@ -167,11 +168,10 @@ func (s restServer) CreateNamespace(ctx context.Context, ns icetable.Identifier,
 // restError is err of a rest catalog as one line without a secret of c:
 // the client's errors may quote a server's answer, which may echo them.
 func restError(err error, c RESTConfig) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	for _, sec := range c.Secrets() {
-		s = strings.ReplaceAll(s, sec, "***")
-	}
-	return s
+	// The redactor also masks a secret's URL- and JSON-escaped forms: a
+	// token endpoint echoes the form body, where a secret with + or / is
+	// escaped.
+	return redact.New(c.Secrets()...).String(strings.Join(strings.Fields(err.Error()), " "))
 }
 
 // commitUnknown is the error of a commit that a rest catalog answered

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -155,6 +156,7 @@ func TestRESTCatalogSecretsRedacted(t *testing.T) {
 		{"credential, closed port", fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port), iceberg.RESTConfig{Credential: "id:s3cretK"}, []string{"s3cretK"}},
 		{"credential, echoing token endpoint", echo.URL, echo.URL, iceberg.RESTConfig{Credential: "id:s3cretL"}, []string{"s3cretL"}},
 		{"token, echoing server", echo.URL, echo.URL, iceberg.RESTConfig{Token: "s3cretM"}, []string{"s3cretM"}},
+		{"credential escaped in the echoed form", echo.URL, echo.URL, iceberg.RESTConfig{Credential: "id:s3c+ret/P"}, []string{"s3c+ret/P", url.QueryEscape("s3c+ret/P")}},
 		{"credential and oauth2 uri with a secret", echo.URL, echo.URL, iceberg.RESTConfig{Credential: "id:s3cretN", OAuth2URI: echo.URL + "/token?key=s3cretO"}, []string{"s3cretN"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
