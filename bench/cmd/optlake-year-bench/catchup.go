@@ -113,7 +113,7 @@ func catchUpBase(ctx context.Context, lake string, cfg config) (string, error) {
 		}
 		for k := range perDay {
 			ts := date.Add(time.Duration(k) * cfg.every)
-			if err := linkBody(base, tmpl, body, ts, runID(ts)); err != nil {
+			if err := linkBody(base, tmpl, &body, ts, runID(ts)); err != nil {
 				return "", err
 			}
 		}
@@ -149,9 +149,9 @@ func readMeta(lake, name string) (archive.Meta, string, error) {
 	return m, filepath.Join(lake, filepath.FromSlash(m.File)), nil
 }
 
-// linkBody archives snapshot (ts, run) in lake: body hard-linked, its
-// meta.json written after it (as the archive does).
-func linkBody(lake string, tmpl archive.Meta, body string, ts time.Time, run string) error {
+// linkBody archives snapshot (ts, run) in lake: *body hard-linked (see
+// linkOrCopy), its meta.json written after it (as the archive does).
+func linkBody(lake string, tmpl archive.Meta, body *string, ts time.Time, run string) error {
 	name := ts.Format(storage.TimeLayout) + "-" + storage.SafeName(run) + "-r000-a1"
 	rel := path.Join("raw", "instruments", "date="+ts.Format(time.DateOnly), name)
 	m := tmpl
@@ -160,7 +160,7 @@ func linkBody(lake string, tmpl archive.Meta, body string, ts time.Time, run str
 	if err := os.MkdirAll(filepath.Join(lake, filepath.FromSlash(path.Dir(rel))), 0o755); err != nil {
 		return err
 	}
-	if err := os.Link(body, filepath.Join(lake, filepath.FromSlash(m.File))); err != nil {
+	if err := linkOrCopy(body, filepath.Join(lake, filepath.FromSlash(m.File))); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -168,6 +168,33 @@ func linkBody(lake string, tmpl archive.Meta, body string, ts time.Time, run str
 		return err
 	}
 	return os.WriteFile(filepath.Join(lake, filepath.FromSlash(rel+".meta.json")), append(b, '\n'), 0o644)
+}
+
+// maxLinks is how many links linkOrCopy gives one body at most: the
+// file system's bound (ext4: 65,000) less room for the hard-linked copies
+// the bench makes of a lake (each adds a link to every file). A year of
+// 5-minute snapshots is 105,120 bodies.
+const maxLinks = 10000
+
+// linkOrCopy hard-links *src at dst; when *src has maxLinks links, it
+// copies it there instead and links the next ones to the copy (*src = dst).
+func linkOrCopy(src *string, dst string) error {
+	fi, err := os.Stat(*src)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink < maxLinks {
+		return os.Link(*src, dst)
+	}
+	b, err := os.ReadFile(*src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return err
+	}
+	*src = dst
+	return nil
 }
 
 // leavePending archives the first 12 snapshots of today in lake and
@@ -183,7 +210,7 @@ func leavePending(ctx context.Context, lake string, cfg config) error {
 	for k := range pendingSnapshots {
 		ts := today.Add(time.Duration(k) * cfg.every)
 		run := strings.Replace(runID(ts), "-8000-", "-8001-", 1) // not a committed run's id
-		if err := linkBody(lake, tmpl, body, ts, run); err != nil {
+		if err := linkBody(lake, tmpl, &body, ts, run); err != nil {
 			return err
 		}
 		if err := l.Begin(ctx, ts, run, source, []string{"instruments"}, []string{"parquet"}); err != nil {

@@ -101,6 +101,9 @@ func run(ctx context.Context, cfg config) error {
 			rep.Gen = gs
 		}
 	}
+	if *onlyRows {
+		return measureOnly(ctx, onlyBins(bin), lakes[1], lakes[cfg.days], cfg)
+	}
 	fresh, err := ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg)
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func measureReplay(ctx context.Context, bin, work, lake string, cfg config, rep 
 			for i := range n {
 				ts := first.AddDate(0, 0, i/perDay).Add(time.Duration(i%perDay) * cfg.every)
 				t := tmpls[i%perDay%len(tmpls)]
-				if err := linkBody(dir, t.meta, t.body, ts, runID(ts)); err != nil {
+				if err := linkBody(dir, t.meta, &t.body, ts, runID(ts)); err != nil {
 					return err
 				}
 			}

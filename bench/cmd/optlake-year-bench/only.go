@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// -only measures the runs of a day (the first of the UTC day and the
+// next) and the catch-up row alone, alternating the binaries of -optlake
+// and -optlake-alt run by run (a shared machine's load drifts; a ratio of
+// two builds within one alternation is what holds), each command's CPU
+// profile kept with -profiles.
+var (
+	onlyRows    = flag.Bool("only-runs", false, "measure only the runs of a day and the catch-up row (both lakes), then stop")
+	onlyAlt     = flag.String("optlake-alt", "", "with -only-runs: a second binary, run alternately with -optlake")
+	onlyProfile = flag.String("profiles", "", "with -only-runs: write each command's CPU profile in this folder")
+)
+
+// measureOnly is -only-runs: each row on day 1 and day N, -runs times,
+// alternating the binaries; every measurement is printed (no fastest).
+func measureOnly(ctx context.Context, bins []string, day1, dayN string, cfg config) error {
+	addr, stop, err := serveSim(cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if *onlyProfile != "" {
+		if err := os.MkdirAll(*onlyProfile, 0o755); err != nil {
+			return err
+		}
+	}
+	bases := map[string]string{}
+	for _, l := range []string{day1, dayN} {
+		b, err := catchUpBase(ctx, l, cfg)
+		if err != nil {
+			return fmt.Errorf("catch-up lake: %w", err)
+		}
+		bases[l] = b
+	}
+	fmt.Println("| binary | lake | row | run | wall s | CPU s | RSS MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for r := range cfg.runs {
+		for bi, bin := range bins {
+			for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
+				prof := func(row string) []string {
+					if *onlyProfile == "" {
+						return nil
+					}
+					return []string{"--cpuprofile", filepath.Join(*onlyProfile, fmt.Sprintf("%d-%s-%s-%d.pprof", bi, l.key, row, r))}
+				}
+				show := func(row string, p Proc) {
+					fmt.Printf("| %d | %s | %s | %d | %.3f | %.3f | %.1f |\n", bi, l.key, row, r, p.Wall, p.CPU, float64(p.PeakRSS)/(1<<20))
+				}
+				cp := l.dir + ".run"
+				if err := hardCopy(ctx, l.dir, cp); err != nil {
+					return err
+				}
+				if err := lastSweptYesterday(cp); err != nil {
+					return err
+				}
+				for _, row := range []string{"first", "next"} {
+					args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
+						"--source", source, "--compact", "--log-level", "warn"}
+					p, err := timed(ctx, bin, append(args, prof(row)...)...)
+					if err != nil {
+						return err
+					}
+					show(row, p)
+				}
+				os.RemoveAll(cp)
+				cp = l.dir + ".catchup-run"
+				if err := hardCopy(ctx, bases[l.dir], cp); err != nil {
+					return err
+				}
+				if err := leavePending(ctx, cp, cfg); err != nil {
+					return fmt.Errorf("pending snapshots: %w", err)
+				}
+				if err := lastSweptYesterday(cp); err != nil {
+					return err
+				}
+				args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
+					"--source", source, "--log-level", "warn"}
+				p, err := timed(ctx, bin, append(args, prof("catchup")...)...)
+				if err != nil {
+					return err
+				}
+				show("catchup", p)
+				os.RemoveAll(cp)
+			}
+		}
+	}
+	return nil
+}
+
+// onlyBins are the binaries -only-runs alternates.
+func onlyBins(bin string) []string {
+	if *onlyAlt == "" {
+		return []string{bin}
+	}
+	return []string{bin, strings.TrimSpace(*onlyAlt)}
+}
