@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/pipeline/archive"
 	"github.com/optlake/optlake/pipeline/ledger"
 	"github.com/optlake/optlake/storage"
@@ -234,4 +235,21 @@ func lockWork(work string) (unlock func(), err error) {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { f.Close() }) }, nil
+}
+
+// compactedToYesterday gives the lake the compacted days' mark a year of
+// `run --compact` leaves before today's first run: every day before
+// yesterday compacted (the generator writes the days compacted but no
+// mark; without one, the first run --compact looks at every day of the
+// history once, then writes it). A mark already there is kept.
+func compactedToYesterday(dir string) error {
+	mark := filepath.Join(dir, filepath.FromSlash(layout.CompactedBefore))
+	if _, err := os.Stat(mark); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		return err
+	}
+	yesterday := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	return os.WriteFile(mark, []byte(yesterday.Format(time.DateOnly)+"\n"), 0o644)
 }

@@ -172,8 +172,12 @@ func keep(rep *Report, row, lake string, p Proc, first bool) {
 // lastSweptYesterday makes the lake's last daily temp-file sweep that of
 // yesterday's first run (the next run is the first of the UTC day), and
 // gives each closed day's partitions the time they last changed: the
-// end of their day (the compaction of a closed day).
+// end of their day (the compaction of a closed day), and the compacted
+// days' mark yesterday's runs left (compactedToYesterday).
 func lastSweptYesterday(dir string) error {
+	if err := compactedToYesterday(dir); err != nil {
+		return err
+	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	swept := today.Add(-24*time.Hour + 5*time.Minute)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -18,6 +18,7 @@ var (
 	onlyRows    = flag.Bool("only-runs", false, "measure only the runs of a day and the catch-up row (both lakes), then stop")
 	onlyAlt     = flag.String("optlake-alt", "", "with -only-runs: a second binary, run alternately with -optlake")
 	onlyProfile = flag.String("profiles", "", "with -only-runs: write each command's CPU profile in this folder")
+	onlyStrace  = flag.Bool("strace", false, "with -only-runs and -profiles: run each command under strace -f -c (its syscall counts beside the profile; the times are strace's)")
 )
 
 // measureOnly is -only-runs: each row on day 1 and day N, -runs times,
@@ -65,7 +66,7 @@ func measureOnly(ctx context.Context, bins []string, day1, dayN string, cfg conf
 				for _, row := range []string{"first", "next"} {
 					args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
 						"--source", source, "--compact", "--log-level", "warn"}
-					p, err := timed(ctx, bin, append(args, prof(row)...)...)
+					p, err := traced(ctx, bin, row, l.key, bi, r, append(args, prof(row)...)...)
 					if err != nil {
 						return err
 					}
@@ -84,7 +85,7 @@ func measureOnly(ctx context.Context, bins []string, day1, dayN string, cfg conf
 				}
 				args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
 					"--source", source, "--log-level", "warn"}
-				p, err := timed(ctx, bin, append(args, prof("catchup")...)...)
+				p, err := traced(ctx, bin, "catchup", l.key, bi, r, append(args, prof("catchup")...)...)
 				if err != nil {
 					return err
 				}
@@ -102,4 +103,17 @@ func onlyBins(bin string) []string {
 		return []string{bin}
 	}
 	return []string{bin, strings.TrimSpace(*onlyAlt)}
+}
+
+// traced is timed, under strace -c with -strace.
+func traced(ctx context.Context, bin, row, key string, bi, r int, args ...string) (Proc, error) {
+	if !*onlyStrace || *onlyProfile == "" {
+		return timed(ctx, bin, args...)
+	}
+	out := filepath.Join(*onlyProfile, fmt.Sprintf("%d-%s-%s-%d.strace", bi, key, row, r))
+	opts := []string{"-f", "-c"}
+	if o := os.Getenv("YEAR_BENCH_STRACE"); o != "" {
+		opts = strings.Fields(o) // e.g. "-f -e trace=openat": each call, not counts
+	}
+	return timed(ctx, "strace", append(append(opts, "-o", out, bin), args...)...)
 }
