@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -56,26 +57,39 @@ const (
 	CleanedMarker  = ".optlake-cleaned"
 )
 
+// cleanLocal sweeps root's temp files (CleanIncomplete). The marker also
+// lists the folders the daily sweep found holding day folders only (the
+// tables, raw/<endpoint>/, _ledger/done/): the starts in between look in
+// them for today's and yesterday's folders alone, without reading their
+// lists of days (datadir.Sweep.Partitioned). A folder missing from it (a
+// new table) is read whole.
 func cleanLocal(root string, now time.Time, skip []string) (int, error) {
 	marker := filepath.Join(root, CleanedMarker)
-	sw := datadir.Sweep{Skip: skip}
+	sw := datadir.Sweep{Skip: skip, Now: now}
 	if fi, err := os.Stat(marker); err == nil && !fi.ModTime().After(now) {
 		if now.Sub(fi.ModTime()) < fullCleanEvery {
 			sw.Since = now.Add(-fullCleanEvery) // today's and yesterday's partitions
+			if b, err := os.ReadFile(marker); err == nil {
+				sw.Partitioned = strings.Fields(string(b))
+			}
 		} else {
 			sw.Unchanged = fi.ModTime()
 		}
 	}
-	n, err := datadir.CleanTemp(root, sw)
+	rep, err := datadir.CleanTempReport(root, sw)
 	if err != nil || !sw.Since.IsZero() {
-		return n, err
+		return rep.Removed, err
 	}
-	// A marker that cannot be written only means a full walk next time.
-	if f, err := os.OpenFile(marker, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.Close()
+	// A marker that cannot be written only means a full walk next time (a
+	// list cut short, that the folders missing from it are read whole).
+	var list strings.Builder
+	for _, p := range rep.Partitioned {
+		list.WriteString(p + "\n")
+	}
+	if err := os.WriteFile(marker, []byte(list.String()), 0o644); err == nil {
 		os.Chtimes(marker, now, now)
 	}
-	return n, nil
+	return rep.Removed, nil
 }
 
 func (s *Bucket) abortUploads(ctx context.Context) (int, error) {

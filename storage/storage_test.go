@@ -69,6 +69,11 @@ func TestCleanIncompleteWalksOldPartitionsDaily(t *testing.T) {
 	if !exists(marker) {
 		t.Fatalf("no %s after a full walk", storage.CleanedMarker)
 	}
+	// It lists the table's folder: the next starts look in it for today's
+	// and yesterday's folders only (and still find today's temp file).
+	if b, _ := os.ReadFile(marker); string(b) != "instruments\n" {
+		t.Fatalf("%s holds %q, want the folder of day folders", storage.CleanedMarker, b)
+	}
 
 	put(old)
 	put(today)

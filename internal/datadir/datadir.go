@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -98,6 +99,25 @@ type Sweep struct {
 	// entered: compaction's trash, whose folders arrive whole by rename and
 	// are deleted whole after their grace period.
 	Skip []string
+	// Partitioned, with Since, are folders (slash-separated, relative to
+	// the directory) that held day folders only at the last sweep without
+	// Since (CleanTempReport's Partitioned): their lists of day folders are
+	// not read, only the days' folders from Since's day to Now's are looked
+	// for (a stat each). A table of a year has 365 day folders; reading
+	// each list at every start grows with the history.
+	Partitioned []string
+	// Now is the last day a Partitioned folder is looked at for (zero:
+	// time.Now).
+	Now time.Time
+}
+
+// Report is what a sweep found.
+type Report struct {
+	Removed int // temp files removed
+	// Partitioned are the folders it read that held day folders
+	// ("date=YYYY-MM-DD") and nothing else, sorted (without Since: every
+	// such folder of the directory, but those Skip leaves out).
+	Partitioned []string
 }
 
 // CleanTemp removes the hidden temporary files (".<name>.tmp-*") that a
@@ -105,51 +125,133 @@ type Sweep struct {
 // how many it removed. Call it only while holding the lock: then no other
 // process is writing them.
 func CleanTemp(dir string, s Sweep) (int, error) {
+	rep, err := CleanTempReport(dir, s)
+	return rep.Removed, err
+}
+
+// CleanTempReport is CleanTemp, with the folders that hold day folders
+// only (for the next sweep's Partitioned).
+func CleanTempReport(dir string, s Sweep) (Report, error) {
 	return cleanTemp(os.DirFS(dir), dir, s)
 }
 
 // cleanTemp is CleanTemp walking fsys, the folder dir.
-func cleanTemp(fsys fs.FS, dir string, s Sweep) (int, error) {
-	n := 0
+func cleanTemp(fsys fs.FS, dir string, s Sweep) (Report, error) {
+	var rep Report
 	first := s.Since.UTC().Format(time.DateOnly)
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
+	var days []string // with Since and Partitioned: the days looked at
+	if !s.Since.IsZero() && len(s.Partitioned) > 0 {
+		now := s.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		last := now.UTC().Format(time.DateOnly)
+		for d := s.Since.UTC(); d.Format(time.DateOnly) <= last; d = d.AddDate(0, 0, 1) {
+			days = append(days, d.Format(time.DateOnly))
+		}
+	}
+	var walk func(p string) error
+	remove := func(p string) error {
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		name := d.Name()
-		if d.IsDir() {
-			if slices.Contains(s.Skip, p) {
-				return filepath.SkipDir
+		rep.Removed++
+		return nil
+	}
+	enterDay := func(p, day string) (bool, error) {
+		if !s.Since.IsZero() && day < first {
+			return false, nil
+		}
+		if !s.Unchanged.IsZero() {
+			fi, err := fs.Stat(fsys, p)
+			if err != nil {
+				return false, ignoreGone(err)
 			}
-			day, ok := strings.CutPrefix(name, "date=")
-			if !ok || len(day) != len(time.DateOnly) {
-				return nil
+			if fi.ModTime().Before(s.Unchanged) {
+				return false, nil
 			}
-			if _, err := time.Parse(time.DateOnly, day); err != nil {
-				return nil
-			}
-			if !s.Since.IsZero() && day < first {
-				return filepath.SkipDir
-			}
-			if !s.Unchanged.IsZero() {
-				if fi, err := d.Info(); err == nil && fi.ModTime().Before(s.Unchanged) {
-					return filepath.SkipDir
+		}
+		return true, nil
+	}
+	walk = func(p string) error {
+		if slices.Contains(s.Skip, p) {
+			return nil
+		}
+		if days != nil && slices.Contains(s.Partitioned, p) {
+			for _, day := range days {
+				sub := path.Join(p, "date="+day)
+				if fi, err := fs.Stat(fsys, sub); err != nil || !fi.IsDir() {
+					if err := ignoreGone(err); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := walk(sub); err != nil {
+					return err
 				}
 			}
 			return nil
 		}
-		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
-			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		ents, err := fs.ReadDir(fsys, p)
+		if err != nil {
+			return ignoreGone(err)
+		}
+		onlyDays := len(ents) > 0
+		for _, e := range ents {
+			sub := path.Join(p, e.Name())
+			if !e.IsDir() {
+				onlyDays = false
+				if name := e.Name(); strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
+					if err := remove(sub); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			day, ok := dayOf(e.Name())
+			onlyDays = onlyDays && ok
+			if ok {
+				enter, err := enterDay(sub, day)
+				if err != nil || !enter {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := walk(sub); err != nil {
 				return err
 			}
-			n++
+		}
+		if onlyDays && s.Since.IsZero() && p != "." {
+			rep.Partitioned = append(rep.Partitioned, p)
 		}
 		return nil
-	})
-	return n, err
+	}
+	err := walk(".")
+	slices.Sort(rep.Partitioned)
+	return rep, err
+}
+
+// dayOf returns the day of a hive day folder's name ("date=YYYY-MM-DD").
+func dayOf(name string) (string, bool) {
+	day, ok := strings.CutPrefix(name, "date=")
+	if !ok || len(day) != len(time.DateOnly) {
+		return "", false
+	}
+	if _, err := time.Parse(time.DateOnly, day); err != nil {
+		return "", false
+	}
+	return day, true
+}
+
+// ignoreGone is err, but nil for a file or folder that is not there (gone
+// meanwhile).
+func ignoreGone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // SyncDir fsyncs the folder dir, so that a file created or renamed in it

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,10 +77,7 @@ func TestCleanTemp(t *testing.T) {
 		".optlake.lock":                                     true,
 		"tmp-not-hidden.parquet":                            true,
 	}
-	for f := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
-		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
-	}
+	writeFiles(dir, files)
 	n, err := CleanTemp(dir, Sweep{})
 	if err != nil || n != 2 {
 		t.Fatalf("removed %d, %v", n, err)
@@ -107,10 +105,7 @@ func TestCleanTempSinceADay(t *testing.T) {
 		".g.tmp-7":                                          true,
 		"instruments/date=2026-11-20/a.parquet":             false,
 	}
-	for f := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
-		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
-	}
+	writeFiles(dir, files)
 	n, err := CleanTemp(dir, Sweep{Since: time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)})
 	if err != nil || n != 5 {
 		t.Fatalf("removed %d, %v; want 5", n, err)
@@ -192,10 +187,15 @@ func TestWriteFileAndPublish(t *testing.T) {
 	}
 }
 
-// countingFS counts the folders a walk reads.
+// countingFS counts the folders a walk reads and the names it stats.
 type countingFS struct {
 	fs.FS
-	reads []string
+	reads, stats []string
+}
+
+func (c *countingFS) Stat(name string) (fs.FileInfo, error) {
+	c.stats = append(c.stats, name)
+	return fs.Stat(c.FS, name)
 }
 
 func (c *countingFS) ReadDir(name string) ([]fs.DirEntry, error) {
@@ -234,9 +234,9 @@ func TestCleanTempReadsOnlyWhatChanged(t *testing.T) {
 	os.WriteFile(filepath.Join(changed, ".a.parquet.tmp-1"), []byte("x"), 0o644)
 
 	c := &countingFS{FS: os.DirFS(dir)}
-	n, err := cleanTemp(c, dir, Sweep{Unchanged: last, Skip: []string{".compact/trash"}})
-	if err != nil || n != 1 {
-		t.Fatalf("removed %d (%v), want the 1 temp file in a changed partition", n, err)
+	rep, err := cleanTemp(c, dir, Sweep{Unchanged: last, Skip: []string{".compact/trash"}})
+	if n := rep.Removed; err != nil || n != 1 {
+		t.Fatalf("removed %d (%v), want the 1 temp file in a changed partition", rep.Removed, err)
 	}
 	for _, r := range c.reads {
 		if strings.HasPrefix(r, ".compact/trash/") {
@@ -258,5 +258,75 @@ func TestCleanTempReadsOnlyWhatChanged(t *testing.T) {
 	}
 	if len(c.reads) < len(partitions) {
 		t.Errorf("a full sweep read %d folders, want every one of the %d partitions", len(c.reads), len(partitions))
+	}
+}
+
+// Between the daily sweeps, a start reads no table's list of day folders:
+// the folders the last full sweep found holding day folders only are
+// looked into for today's and yesterday's folder alone (a stat each), so a
+// start costs the same on day 365 as on day 1. A temp file there is
+// removed; one in an older day waits for the next full sweep.
+func TestCleanTempBetweenSweepsReadsNoListOfDays(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, days := range []int{30, 365} {
+		dir := t.TempDir()
+		tables := []string{"instruments", "raw/instruments", "_ledger/done"}
+		for d := range days {
+			for _, tb := range tables {
+				p := filepath.Join(dir, tb, "date="+now.AddDate(0, 0, -d).Format(time.DateOnly))
+				os.MkdirAll(p, 0o755)
+				os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o644)
+			}
+		}
+		os.MkdirAll(filepath.Join(dir, "_state"), 0o755)
+		full, err := cleanTemp(os.DirFS(dir), dir, Sweep{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(full.Partitioned, []string{"_ledger/done", "instruments", "raw/instruments"}) {
+			t.Fatalf("%d days: partitioned folders %v", days, full.Partitioned)
+		}
+		temps := map[string]bool{ // name: removed now
+			"instruments/date=2026-03-01/.a.parquet.tmp-1":       true,
+			"raw/instruments/date=2026-02-28/.b.json.zst.tmp-2":  true,
+			"instruments/date=2026-02-20/.c.parquet.tmp-3":       false,
+			"_state/.d.state.zst.tmp-4":                          true,
+			"_ledger/done/date=2026-02-27/.folded.json.tmp-5":    false,
+			"_ledger/done/date=2026-03-01/.folded.json.tmp-6":    true,
+			"raw/instruments/date=2026-03-01/.e.json.zst.tmp-7":  true,
+			"raw/instruments/date=2026-02-28/.f.meta.json.tmp-8": true,
+		}
+		writeFiles(dir, temps)
+		c := &countingFS{FS: os.DirFS(dir)}
+		rep, err := cleanTemp(c, dir, Sweep{Since: now.Add(-24 * time.Hour), Now: now, Partitioned: full.Partitioned})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, removed := range temps {
+			if _, err := os.Stat(filepath.Join(dir, f)); (err != nil) != removed {
+				t.Errorf("%d days: %s removed=%v, want %v", days, f, err != nil, removed)
+			}
+		}
+		if rep.Removed != 6 {
+			t.Errorf("%d days: removed %d, want 6", days, rep.Removed)
+		}
+		for _, r := range c.reads {
+			if slices.Contains(tables, r) {
+				t.Errorf("%d days: read the list of days of %s", days, r)
+			}
+		}
+		// root, raw, _ledger, _state and the 2 days' folders of each table;
+		// a stat of each of those days.
+		if len(c.reads) > 4+2*len(tables) || len(c.stats) > 2*len(tables) {
+			t.Errorf("%d days: %d folders read, %d stats: %v %v", days, len(c.reads), len(c.stats), c.reads, c.stats)
+		}
+	}
+}
+
+// writeFiles writes each name of files (relative to dir), with its folders.
+func writeFiles(dir string, files map[string]bool) {
+	for f := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
 	}
 }

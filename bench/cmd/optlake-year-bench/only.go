@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // -only measures the runs of a day (the first of the UTC day and the
@@ -18,6 +19,7 @@ var (
 	onlyRows    = flag.Bool("only-runs", false, "measure only the runs of a day and the catch-up row (both lakes), then stop")
 	onlyAlt     = flag.String("optlake-alt", "", "with -only-runs: a second binary, run alternately with -optlake")
 	onlyProfile = flag.String("profiles", "", "with -only-runs: write each command's CPU profile in this folder")
+	onlyCompact = flag.Bool("only-compact", false, "with -only-runs: also compact of one day (today's per-snapshot files)")
 	onlyStrace  = flag.Bool("strace", false, "with -only-runs and -profiles: run each command under strace -f -c (its syscall counts beside the profile; the times are strace's)")
 )
 
@@ -91,6 +93,12 @@ func measureOnly(ctx context.Context, bins []string, day1, dayN string, cfg conf
 				}
 				show("catchup", p)
 				os.RemoveAll(cp)
+				if *onlyCompact {
+					if p, err = compactDay(ctx, bin, l.dir, openDayDir(dayN, cfg)); err != nil {
+						return err
+					}
+					show("compact", p)
+				}
 			}
 		}
 	}
@@ -116,4 +124,21 @@ func traced(ctx context.Context, bin, row, key string, bi, r int, args ...string
 		opts = strings.Fields(o) // e.g. "-f -e trace=openat": each call, not counts
 	}
 	return timed(ctx, "strace", append(append(opts, "-o", out, bin), args...)...)
+}
+
+// compactDay times compact of today's per-snapshot files (open: where
+// ensureOpenDay wrote them) added to a copy of lake.
+func compactDay(ctx context.Context, bin, lake, open string) (Proc, error) {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	cp := lake + ".compact"
+	defer os.RemoveAll(cp)
+	part := filepath.Join("instruments", "date="+today.Format(time.DateOnly))
+	if err := hardCopy(ctx, lake, cp); err != nil {
+		return Proc{}, err
+	}
+	if err := hardCopy(ctx, filepath.Join(open, part), filepath.Join(cp, part)); err != nil {
+		return Proc{}, err
+	}
+	return timed(ctx, bin, "compact", "--data-dir", cp, "--from", today.Format(time.DateOnly),
+		"--to", today.AddDate(0, 0, 1).Format(time.DateOnly), "--tables", "instruments")
 }
