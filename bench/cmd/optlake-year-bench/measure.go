@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/storage"
-	"github.com/optlake/optlake/venuesim"
 )
 
 // Report is what the bench prints.
@@ -235,17 +232,7 @@ func timedIn(ctx context.Context, dir string, in io.Reader, bin string, args ...
 
 // serveSim serves the simulated venue at the lake's next snapshot (its
 // clock starts today, UTC, where the generated history ends), frozen.
-func serveSim(cfg config) (string, func(), error) {
-	today := time.Now().UTC().Truncate(24 * time.Hour)
-	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: cfg.instruments, Start: today, TickEvery: cfg.every})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	return ln.Addr().String(), func() { srv.Close() }, nil
-}
+func serveSim(cfg config) (string, func(), error) { return serveSimAfter(cfg, 0) }
 
 // tree is the bytes and files under dir.
 func tree(dir string) (n, files int64, err error) {
