@@ -37,7 +37,7 @@ type config struct {
 	days, instruments, rawDays, runs, rowGroupRows int
 	every                                          time.Duration
 	keep, jsonOut, optlake, repo                   string
-	noDuck, noDuckSort                             bool
+	noDuck, noDuckSort, bucketOnly                 bool
 }
 
 func main() {
@@ -54,6 +54,7 @@ func main() {
 	flag.IntVar(&cfg.rowGroupRows, "row-group-rows", 0, "rows of a compacted row group (0: compaction's default)")
 	flag.BoolVar(&cfg.noDuck, "no-duckdb", false, "skip DuckDB (its queries and its sorted file)")
 	flag.BoolVar(&cfg.noDuckSort, "no-duckdb-sort", false, "skip DuckDB's sorted file of the instruments rows (the bytes row; 90 days took DuckDB past 19 GiB)")
+	flag.BoolVar(&cfg.bucketOnly, "bucket-only", false, "time only the rows of the lake on a bucket (versitygw)")
 	flag.Parse()
 	if err := run(context.Background(), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)

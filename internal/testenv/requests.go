@@ -1,0 +1,60 @@
+package testenv
+
+import (
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+)
+
+// RequestCounter is an HTTP reverse proxy in front of a server (versitygw)
+// that counts the requests it forwards by method: what a command costs a
+// bucket in requests, which a test can bound. The Host header passes
+// through unchanged, so S3 signatures made for the proxy's address hold.
+type RequestCounter struct {
+	ln  net.Listener
+	srv *http.Server
+
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+// NewRequestCounter listens on a free loopback port and forwards every
+// request to upstream (http://host:port) until Close.
+func NewRequestCounter(upstream string) (*RequestCounter, error) {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := &RequestCounter{ln: ln, counts: map[string]int64{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.counts[r.Method]++
+		c.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	})}
+	go c.srv.Serve(ln)
+	return c, nil
+}
+
+// Endpoint is the proxy's http:// URL.
+func (c *RequestCounter) Endpoint() string { return "http://" + c.ln.Addr().String() }
+
+// Reset returns the requests forwarded since the last Reset (or the
+// start), by method, and starts counting afresh.
+func (c *RequestCounter) Reset() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.counts
+	c.counts = map[string]int64{}
+	return n
+}
+
+// Close stops the proxy.
+func (c *RequestCounter) Close() error { return c.srv.Close() }
