@@ -2,10 +2,13 @@ package history
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"sync/atomic"
 	"testing"
 
+	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -67,5 +70,48 @@ func TestHistoryOnABucketReadsAFileInFewRequests(t *testing.T) {
 		} else {
 			t.Logf("%s: %d reads, %+v", name, reads, n)
 		}
+	}
+}
+
+// On versitygw, history's requests are its two listings (one a table) and
+// its reads (a file's tail, a row group's span): no HEAD a file, whose size
+// the listing gave. It finds what it finds on the local copy.
+func TestHistoryOnVersityGWSendsNoRequestAFile(t *testing.T) {
+	ctx := context.Background()
+	st, sim, _ := testLake(t)
+	g := testenv.StartVersityGW(t, "lake")
+	g.SetCredentials(t)
+	if out, err := exec.Command("cp", "-r", storage.LocalDir(st), filepath.Join(g.Dir(), "lake", "h")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the lake: %v %s", err, out)
+	}
+	reqs, err := testenv.NewRequestCounter(g.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reqs.Close() })
+	bucket, err := storage.Open(ctx, reqs.URL("lake", "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	name := sim.Instruments()[0].InstrumentName
+	local, err := FromLake(ctx, st, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs.Reset()
+	var n Reads
+	got, err := fromLake(ctx, bucket, name, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, local) {
+		t.Fatal("the bucket's history differs from the local one")
+	}
+	sent := reqs.Reset()
+	if max := int64(2 + n.Files + n.RowGroups); sent["GET"] > max || len(sent) != 1 {
+		t.Errorf("%v sent for %d files and %d row groups read: want GETs only, at most %d", sent, n.Files, n.RowGroups, max)
+	} else {
+		t.Logf("%v for %+v", sent, n)
 	}
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,6 +19,7 @@ type RequestCounter struct {
 
 	mu     sync.Mutex
 	counts map[string]int64
+	log    func(method, uri string)
 }
 
 // NewRequestCounter listens on a free loopback port and forwards every
@@ -36,7 +38,11 @@ func NewRequestCounter(upstream string) (*RequestCounter, error) {
 	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.counts[r.Method]++
+		log := c.log
 		c.mu.Unlock()
+		if log != nil {
+			log(r.Method, r.URL.RequestURI())
+		}
 		rp.ServeHTTP(w, r)
 	})}
 	go c.srv.Serve(ln)
@@ -46,6 +52,11 @@ func NewRequestCounter(upstream string) (*RequestCounter, error) {
 // Endpoint is the proxy's http:// URL.
 func (c *RequestCounter) Endpoint() string { return "http://" + c.ln.Addr().String() }
 
+// URL is the s3:// data directory URL for bucket/prefix through the proxy.
+func (c *RequestCounter) URL(bucket, prefix string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s", bucket, prefix, c.Endpoint(), S3Region)
+}
+
 // Reset returns the requests forwarded since the last Reset (or the
 // start), by method, and starts counting afresh.
 func (c *RequestCounter) Reset() map[string]int64 {
@@ -54,6 +65,14 @@ func (c *RequestCounter) Reset() map[string]int64 {
 	n := c.counts
 	c.counts = map[string]int64{}
 	return n
+}
+
+// Log calls fn with every request's method and URI (path and query)
+// from now on; nil stops it.
+func (c *RequestCounter) Log(fn func(method, uri string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = fn
 }
 
 // Close stops the proxy.

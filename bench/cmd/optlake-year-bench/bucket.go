@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,7 +102,7 @@ func startBucket(ctx context.Context, gw, dir string, prep func(string) error) (
 		return nil, err
 	}
 	return &bucket{
-		url:  fmt.Sprintf("s3://lake?endpoint=%s&region=%s", reqs.Endpoint(), testenv.S3Region),
+		url:  reqs.URL("lake", ""),
 		pid:  pid,
 		reqs: reqs,
 		stop: func() { reqs.Close(); stopGW() },
@@ -112,6 +113,11 @@ func startBucket(ctx context.Context, gw, dir string, prep func(string) error) (
 // meanwhile.
 func (b *bucket) timed(ctx context.Context, bin string, args ...string) (Proc, error) {
 	b.reqs.Reset()
+	if requestLog != nil {
+		fmt.Fprintf(requestLog, "# %s\n", strings.Join(args, " "))
+		b.reqs.Log(func(method, uri string) { fmt.Fprintf(requestLog, "%s %s\n", method, uri) })
+		defer b.reqs.Log(nil)
+	}
 	cpu0 := procCPU(b.pid)
 	p, err := timed(ctx, bin, args...)
 	p.ServerCPU = procCPU(b.pid) - cpu0
@@ -120,6 +126,10 @@ func (b *bucket) timed(ctx context.Context, bin string, args ...string) (Proc, e
 	}
 	return p, err
 }
+
+// requestLog, when set (-bucket-requests), gets every request a timed
+// command sends to the bucket, after a line naming the command.
+var requestLog io.Writer
 
 // procCPU is the user and system CPU seconds of process pid so far (0
 // when /proc cannot say).

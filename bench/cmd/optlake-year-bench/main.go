@@ -55,7 +55,17 @@ func main() {
 	flag.BoolVar(&cfg.noDuck, "no-duckdb", false, "skip DuckDB (its queries and its sorted file)")
 	flag.BoolVar(&cfg.noDuckSort, "no-duckdb-sort", false, "skip DuckDB's sorted file of the instruments rows (the bytes row; 90 days took DuckDB past 19 GiB)")
 	flag.BoolVar(&cfg.bucketOnly, "bucket-only", false, "time only the rows of the lake on a bucket (versitygw)")
+	reqLog := flag.String("bucket-requests", "", "write every request the bucket rows send to this file")
 	flag.Parse()
+	if *reqLog != "" {
+		f, err := os.Create(*reqLog)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		requestLog = f
+	}
 	if err := run(context.Background(), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)
 		os.Exit(1)
