@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/storage"
 	"github.com/optlake/optlake/venuesim"
 )
@@ -179,12 +180,18 @@ func keep(rep *Report, row, lake string, p Proc, first bool) {
 }
 
 // lastSweptYesterday makes the lake's last daily temp-file sweep that of
-// yesterday's first run (the next run is the first of the UTC day), and
-// gives each closed day's partitions the time they last changed: the
-// end of their day (the compaction of a closed day).
+// yesterday's first run (the next run is the first of the UTC day), gives
+// each closed day's partitions the time they last changed: the end of
+// their day (the compaction of a closed day), and writes run --compact's
+// mark of the compacted days as yesterday's last run leaves it (every day
+// before yesterday compacted): without it, the next run would look at
+// every day of the history, once.
 func lastSweptYesterday(dir string) error {
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	swept := today.Add(-24*time.Hour + 5*time.Minute)
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(layout.CompactedBefore)), []byte(today.AddDate(0, 0, -1).Format(time.DateOnly)+"\n"), 0o644); err != nil {
+		return err
+	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
