@@ -112,9 +112,11 @@ func run(ctx context.Context, cfg config) error {
 			rep.Gen = gs
 		}
 	}
-	fresh, err := ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg)
-	if err != nil {
-		return err
+	fresh := false
+	if !cfg.bucketOnly {
+		if fresh, err = ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg); err != nil {
+			return err
+		}
 	}
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
