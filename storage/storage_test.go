@@ -411,9 +411,9 @@ func TestS3PutRacingFolderRemoval(t *testing.T) {
 	}
 }
 
-// On a bucket, reading a small object whole is one GET, and a file a
-// listing described is opened without a HEAD (its size is the
-// listing's): a command that reads a year's day files sends no request a
+// On a bucket, reading a small object whole is one GET, a delete one
+// DELETE, and a file a listing described is opened without a HEAD (its
+// size is the listing's): a command that reads a year's day files sends no request a
 // file beyond its reads. A read of an object that changed size since it
 // was listed fails, naming it.
 func TestS3ReadsSendNoHEAD(t *testing.T) {
@@ -476,6 +476,20 @@ func TestS3ReadsSendNoHEAD(t *testing.T) {
 	}
 	if n := reqs.Reset(); n["GET"] != int64(len(listed)) || len(n) != 1 {
 		t.Errorf("opening and reading %d listed files sent %v, want one GET each", len(listed), n)
+	}
+
+	// A delete is one request, of an absent object too.
+	reqs.Reset()
+	for _, n := range []string{"d/c", "d/c", "d/absent"} {
+		if err := s.Delete(ctx, n); err != nil {
+			t.Fatalf("delete %s: %v", n, err)
+		}
+	}
+	if n := reqs.Reset(); n["DELETE"] != 3 || len(n) != 1 {
+		t.Errorf("three deletes sent %v, want three DELETEs", n)
+	}
+	if _, err := s.Stat(ctx, "d/c"); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("d/c after its delete: %v", err)
 	}
 
 	// Changed since it was listed: a ReadAt and a Read say so.
