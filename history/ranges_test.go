@@ -81,16 +81,10 @@ func TestHistoryOnABucketReadsAFileInFewRequests(t *testing.T) {
 func TestHistoryOnVersityGWSendsNoRequestAFile(t *testing.T) {
 	ctx := context.Background()
 	st, sim, _ := testLake(t)
-	g := testenv.StartVersityGW(t, "lake")
-	g.SetCredentials(t)
+	g, reqs := testenv.StartVersityGWCounted(t, "lake")
 	if out, err := exec.Command("cp", "-r", storage.LocalDir(st), filepath.Join(g.Dir(), "lake", "h")).CombinedOutput(); err != nil {
 		t.Fatalf("copy the lake: %v %s", err, out)
 	}
-	reqs, err := testenv.NewRequestCounter(g.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reqs.Close() })
 	bucket, err := storage.Open(ctx, reqs.URL("lake", "h"))
 	if err != nil {
 		t.Fatal(err)

@@ -413,17 +413,11 @@ func TestS3PutRacingFolderRemoval(t *testing.T) {
 
 // On a bucket, reading a small object whole is one GET, a delete one
 // DELETE, and a file a listing described is opened without a HEAD (its
-// size is the listing's): a command that reads a year's day files sends no request a
-// file beyond its reads. A read of an object that changed size since it
-// was listed fails, naming it.
+// size is the listing's): a command that reads a year's day files sends
+// no request a file beyond its reads. A read of an object that changed
+// size since it was listed fails, naming it.
 func TestS3ReadsSendNoHEAD(t *testing.T) {
-	g := testenv.StartVersityGW(t, "lake")
-	g.SetCredentials(t)
-	reqs, err := testenv.NewRequestCounter(g.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reqs.Close() })
+	_, reqs := testenv.StartVersityGWCounted(t, "lake")
 	ctx := context.Background()
 	s, err := storage.Open(ctx, reqs.URL("lake", "p"))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"testing"
 )
 
 // RequestCounter is an HTTP reverse proxy in front of a server (versitygw)
@@ -73,6 +74,22 @@ func (c *RequestCounter) Log(fn func(method, uri string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = fn
+}
+
+// StartVersityGWCounted is StartVersityGW with the root account's keys
+// set (SetCredentials) and a RequestCounter in front of it, closed when
+// the test ends: data directories from the counter's URL send it their
+// requests.
+func StartVersityGWCounted(t testing.TB, buckets ...string) (*VersityGW, *RequestCounter) {
+	t.Helper()
+	g := StartVersityGW(t, buckets...)
+	g.SetCredentials(t)
+	c, err := NewRequestCounter(g.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return g, c
 }
 
 // Close stops the proxy.

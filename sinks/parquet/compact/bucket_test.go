@@ -244,13 +244,7 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 // of 12 snapshots are those of a day of 3.
 func TestBucketCompactionSendsNoHEADAnInput(t *testing.T) {
 	t.Parallel()
-	g := testenv.StartVersityGW(t, "lake")
-	g.SetCredentials(t)
-	reqs, err := testenv.NewRequestCounter(g.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reqs.Close() })
+	g, reqs := testenv.StartVersityGWCounted(t, "lake")
 	heads := map[int]int64{}
 	for _, n := range []int{3, 12} {
 		st, err := storage.Open(context.Background(), reqs.URL("lake", fmt.Sprintf("n%d", n)))
