@@ -174,12 +174,12 @@ func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name
 	if err != nil {
 		return err
 	}
-	var files []string
+	var files []storage.Info
 	for _, f := range listed { // sorted by name
 		if rest := strings.TrimPrefix(f.Name, proj.table.Name+"/"); strings.Count(rest, "/") != 1 || !strings.HasSuffix(rest, ".parquet") {
 			continue // not TABLE/date=.../NAME.parquet
 		}
-		files = append(files, f.Name)
+		files = append(files, f)
 	}
 	sortedKey := slices.Equal(schema.SortKey(proj.table.Name)[:2], []string{"source", "instrument_name"})
 	// The page readers' buffers (a decompressed page each, up to 1 MiB
@@ -199,8 +199,8 @@ func scan[T any](ctx context.Context, st storage.Store, proj projection[T], name
 				return err
 			}
 			row := func(r row) { found[i] = append(found[i], proj.build(r)) }
-			if err := scanFile(gctx, st, f, sortedKey && pq.IsCompacted(path.Base(f)), want, name, row, pool, &reads[i]); err != nil {
-				return fmt.Errorf("read %s/%s: %w", st, f, err)
+			if err := scanFile(gctx, st, f, sortedKey && pq.IsCompacted(path.Base(f.Name)), want, name, row, pool, &reads[i]); err != nil {
+				return fmt.Errorf("read %s/%s: %w", st, f.Name, err)
 			}
 			return nil
 		})
@@ -232,9 +232,10 @@ func (n *Reads) add(o Reads) {
 // other columns of just those rows (readTyped). A per-snapshot file
 // (unsorted, one row per instrument) is read the same way, its names
 // whole. In a bucket, each row group's column chunks and the footer are
-// a ranged GET each (ranges).
-func scanFile(ctx context.Context, st storage.Store, path string, sorted bool, want []string, name string, emit func(row), mem memory.Allocator, n *Reads) error {
-	f, err := st.Open(ctx, path)
+// a ranged GET each (ranges), and the file's size is the listing's (no
+// HEAD).
+func scanFile(ctx context.Context, st storage.Store, o storage.Info, sorted bool, want []string, name string, emit func(row), mem memory.Allocator, n *Reads) error {
+	f, err := storage.OpenListed(ctx, st, o)
 	if err != nil {
 		return err
 	}

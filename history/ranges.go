@@ -13,9 +13,18 @@ import (
 // in one request.
 const tailBytes = 64 << 10
 
+// wholeFile is the size up to which ranges fetches the whole file at its
+// first read, in one request, instead of its tail and then each row
+// group's span: a request costs a bucket's latency (tens of ms on S3) and
+// both ends' CPU (signing, checking, opening the object), which is worth
+// more than a MiB of transfer. A day of events, or a day of a small
+// venue's listing, is one GET.
+const wholeFile = 1 << 20
+
 // ranges serves the reads of a file in a bucket from ranges fetched ahead:
-// the file's tail and, before a row group is read, the span of its column
-// chunks history reads, each one ranged GET. arrow-go reads a footer in
+// the file's tail (the whole file when it is small) and, before a row
+// group is read, the span of its column chunks history reads, each one
+// ranged GET. arrow-go reads a footer in
 // two reads and each column chunk in one: a dozen requests a day file
 // instead of three.
 type ranges struct {
@@ -37,7 +46,11 @@ func (c *ranges) ReadAt(p []byte, off int64) (int, error) {
 		}
 	}
 	if end == c.size && len(c.got) == 0 { // the footer's length: fetch the tail
-		if err := c.fetch(max(0, c.size-max(tailBytes, int64(len(p)))), c.size); err != nil {
+		from := max(0, c.size-max(tailBytes, int64(len(p))))
+		if c.size <= wholeFile {
+			from = 0
+		}
+		if err := c.fetch(from, c.size); err != nil {
 			return 0, err
 		}
 		return c.ReadAt(p, off)

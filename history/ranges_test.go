@@ -2,10 +2,14 @@ package history
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/optlake/optlake/internal/testenv"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -67,5 +71,59 @@ func TestHistoryOnABucketReadsAFileInFewRequests(t *testing.T) {
 		} else {
 			t.Logf("%s: %d reads, %+v", name, reads, n)
 		}
+	}
+}
+
+// On versitygw, history's requests are its two listings (one a table) and
+// one GET a file (these are smaller than wholeFile: fetched whole, not
+// its tail and then each row group's span): no HEAD a file, whose size
+// the listing gave. It finds what it finds on the local copy.
+func TestHistoryOnVersityGWSendsNoRequestAFile(t *testing.T) {
+	ctx := context.Background()
+	st, sim, _ := testLake(t)
+	g, reqs := testenv.StartVersityGWCounted(t, "lake")
+	if out, err := exec.Command("cp", "-r", storage.LocalDir(st), filepath.Join(g.Dir(), "lake", "h")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the lake: %v %s", err, out)
+	}
+	bucket, err := storage.Open(ctx, reqs.URL("lake", "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	files, err := st.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := 0
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, ".parquet") && f.Size > wholeFile {
+			t.Fatalf("%s is %d bytes: the test wants files of at most %d", f.Name, f.Size, wholeFile)
+		}
+		if f.Size > tailBytes {
+			big++
+		}
+	}
+	if big == 0 {
+		t.Fatal("no file larger than a tail: the test would not tell a whole file from a tail")
+	}
+	name := sim.Instruments()[0].InstrumentName
+	local, err := FromLake(ctx, st, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs.Reset()
+	var n Reads
+	got, err := fromLake(ctx, bucket, name, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, local) {
+		t.Fatal("the bucket's history differs from the local one")
+	}
+	sent := reqs.Reset()
+	if want := int64(2 + n.Files); sent["GET"] != want || len(sent) != 1 {
+		t.Errorf("%v sent for %d files and %d row groups read: want %d GETs only", sent, n.Files, n.RowGroups, want)
+	} else {
+		t.Logf("%v for %+v", sent, n)
 	}
 }

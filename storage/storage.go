@@ -96,8 +96,34 @@ type Info struct {
 	ModTime time.Time
 }
 
+// ListedOpener is the optional ability of a store to open an object a
+// listing (List, ListDir) described without asking for its size again:
+// a bucket's Open sends a HEAD for it, one request a file.
+type ListedOpener interface {
+	OpenListed(ctx context.Context, o Info) (Reader, error)
+}
+
+// OpenListed opens the object o that a listing of s returned: on a bucket
+// without a request of its own (its reads fail when the object changed
+// size since), elsewhere as Open does.
+func OpenListed(ctx context.Context, s Store, o Info) (Reader, error) {
+	if lo, ok := s.(ListedOpener); ok {
+		return lo.OpenListed(ctx, o)
+	}
+	return s.Open(ctx, o.Name)
+}
+
+// allReader is the optional ability of a store to read a whole object in
+// one request (a bucket: a GET, no HEAD before it).
+type allReader interface {
+	ReadAll(ctx context.Context, name string) ([]byte, error)
+}
+
 // ReadAll reads the whole object name.
 func ReadAll(ctx context.Context, s Store, name string) ([]byte, error) {
+	if ar, ok := s.(allReader); ok {
+		return ar.ReadAll(ctx, name)
+	}
 	r, err := s.Open(ctx, name)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,9 @@ package storage_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -411,5 +413,97 @@ func TestS3PutRacingFolderRemoval(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// On a bucket, reading a small object whole is one GET, a delete one
+// DELETE, and a file a listing described is opened without a HEAD (its
+// size is the listing's): a command that reads a year's day files sends
+// no request a file beyond its reads. A read of an object that changed
+// size since it was listed fails, naming it.
+func TestS3ReadsSendNoHEAD(t *testing.T) {
+	_, reqs := testenv.StartVersityGWCounted(t, "lake")
+	ctx := context.Background()
+	s, err := storage.Open(ctx, reqs.URL("lake", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []byte("a small object\n")
+	for _, n := range []string{"d/a", "d/b", "d/c"} {
+		if err := s.Put(ctx, n, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs.Reset()
+	got, err := storage.ReadAll(ctx, s, "d/a")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("ReadAll: %q, %v", got, err)
+	}
+	if n := reqs.Reset(); n["GET"] != 1 || len(n) != 1 {
+		t.Errorf("ReadAll sent %v, want one GET", n)
+	}
+	if _, err := storage.ReadAll(ctx, s, "d/absent"); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("ReadAll of an absent object: %v, want ErrNotExist", err)
+	}
+	empty := []byte{}
+	if err := s.Put(ctx, "d/empty", empty); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := storage.ReadAll(ctx, s, "d/empty"); err != nil || len(got) != 0 {
+		t.Errorf("ReadAll of an empty object: %q, %v", got, err)
+	}
+	if err := s.Delete(ctx, "d/empty"); err != nil {
+		t.Fatal(err)
+	}
+
+	listed, err := s.List(ctx, "d/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs.Reset()
+	for _, o := range listed {
+		r, err := storage.OpenListed(ctx, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, r.Size())
+		if _, err := r.ReadAt(b, 0); err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("%s: %q, %v", o.Name, b, err)
+		}
+		r.Close()
+	}
+	if n := reqs.Reset(); n["GET"] != int64(len(listed)) || len(n) != 1 {
+		t.Errorf("opening and reading %d listed files sent %v, want one GET each", len(listed), n)
+	}
+
+	// A delete is one request, of an absent object too.
+	reqs.Reset()
+	for _, n := range []string{"d/c", "d/c", "d/absent"} {
+		if err := s.Delete(ctx, n); err != nil {
+			t.Fatalf("delete %s: %v", n, err)
+		}
+	}
+	if n := reqs.Reset(); n["DELETE"] != 3 || len(n) != 1 {
+		t.Errorf("three deletes sent %v, want three DELETEs", n)
+	}
+	if _, err := s.Stat(ctx, "d/c"); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("d/c after its delete: %v", err)
+	}
+
+	// Changed since it was listed: a ReadAt and a Read say so.
+	if err := s.Put(ctx, "d/b", []byte("longer than it was listed\n")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := storage.OpenListed(ctx, s, listed[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.ReadAt(make([]byte, 4), 0); err == nil || !strings.Contains(err.Error(), "d/b") || !strings.Contains(err.Error(), "changed since it was listed") {
+		t.Errorf("ReadAt of a changed object: %v", err)
+	}
+	if _, err := io.ReadAll(r); err == nil || !strings.Contains(err.Error(), "changed since it was listed") {
+		t.Errorf("Read of a changed object: %v", err)
 	}
 }

@@ -78,24 +78,37 @@ SELECT snapshot_time, event, field, old_value, new_value FROM read_parquet('%s')
 func serveBucket(ctx context.Context, gw, dir string) (url string, stop func(), err error) {
 	base := dir + ".versitygw"
 	os.RemoveAll(base)
-	for _, d := range []string{filepath.Join(base, "data"), filepath.Join(base, "iam")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", nil, err
-		}
+	if err := os.MkdirAll(filepath.Join(base, "data"), 0o755); err != nil {
+		return "", nil, err
 	}
 	if out, err := exec.CommandContext(ctx, "cp", "-al", dir, filepath.Join(base, "data", "lake")).CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("copy lake: %v %s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, _, stop, err := startGW(ctx, gw, base)
 	if err != nil {
 		return "", nil, err
 	}
-	addr := ln.Addr().String()
+	return fmt.Sprintf("s3://lake?endpoint=http://%s&region=%s", addr, testenv.S3Region), stop, nil
+}
+
+// startGW starts versitygw (posix backend) serving base/data (its buckets
+// are its folders), with the test account's keys in this process's
+// environment (the commands timed inherit them); stop ends it and removes
+// base.
+func startGW(ctx context.Context, gw, base string) (addr string, pid int, stop func(), err error) {
+	if err := os.MkdirAll(filepath.Join(base, "iam"), 0o755); err != nil {
+		return "", 0, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, nil, err
+	}
+	addr = ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(gw, "--port", addr, "--iam-dir", filepath.Join(base, "iam"), "posix", filepath.Join(base, "data"))
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+testenv.S3AccessKey, "ROOT_SECRET_KEY="+testenv.S3SecretKey)
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop = func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -109,10 +122,10 @@ func serveBucket(ctx context.Context, gw, dir string) (url string, stop func(), 
 		}
 		if time.Since(start) > 30*time.Second {
 			stop()
-			return "", nil, errors.New("versitygw did not start")
+			return "", 0, nil, errors.New("versitygw did not start")
 		}
 	}
 	os.Setenv("AWS_ACCESS_KEY_ID", testenv.S3AccessKey)
 	os.Setenv("AWS_SECRET_ACCESS_KEY", testenv.S3SecretKey)
-	return fmt.Sprintf("s3://lake?endpoint=http://%s&region=%s", addr, testenv.S3Region), stop, nil
+	return addr, cmd.Process.Pid, stop, nil
 }

@@ -37,7 +37,7 @@ type config struct {
 	days, instruments, rawDays, runs, rowGroupRows int
 	every                                          time.Duration
 	keep, jsonOut, optlake, repo                   string
-	noDuck, noDuckSort                             bool
+	noDuck, noDuckSort, bucketOnly                 bool
 }
 
 func main() {
@@ -54,7 +54,18 @@ func main() {
 	flag.IntVar(&cfg.rowGroupRows, "row-group-rows", 0, "rows of a compacted row group (0: compaction's default)")
 	flag.BoolVar(&cfg.noDuck, "no-duckdb", false, "skip DuckDB (its queries and its sorted file)")
 	flag.BoolVar(&cfg.noDuckSort, "no-duckdb-sort", false, "skip DuckDB's sorted file of the instruments rows (the bytes row; 90 days took DuckDB past 19 GiB)")
+	flag.BoolVar(&cfg.bucketOnly, "bucket-only", false, "time only the rows of the lake on a bucket (versitygw)")
+	reqLog := flag.String("bucket-requests", "", "write every request the bucket rows send to this file")
 	flag.Parse()
+	if *reqLog != "" {
+		f, err := os.Create(*reqLog)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		requestLog = f
+	}
 	if err := run(context.Background(), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "optlake-year-bench:", err)
 		os.Exit(1)
@@ -104,9 +115,11 @@ func run(ctx context.Context, cfg config) error {
 	if *onlyRows {
 		return measureOnly(ctx, onlyBins(bin), lakes[1], lakes[cfg.days], cfg)
 	}
-	fresh, err := ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg)
-	if err != nil {
-		return err
+	fresh := false
+	if !cfg.bucketOnly {
+		if fresh, err = ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg); err != nil {
+			return err
+		}
 	}
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it

@@ -34,6 +34,9 @@ type Proc struct {
 	Wall    float64 `json:"wall_seconds"`
 	CPU     float64 `json:"cpu_seconds"`
 	PeakRSS int64   `json:"peak_rss_bytes"`
+	// On a bucket: the requests sent, and the server's CPU meanwhile.
+	Requests  int64   `json:"requests,omitempty"`
+	ServerCPU float64 `json:"server_cpu_seconds,omitempty"`
 }
 
 // rowNames are the report's rows, in order.
@@ -47,6 +50,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 	defer stop()
 	rep.Rows = map[string]map[string]Proc{}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if cfg.bucketOnly {
+		return measureBucket(ctx, bin, addr, day1, dayN, "BTC-PERPETUAL", cfg, rep)
+	}
 	open := openDayDir(dayN, cfg)
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
 		// Runs change the lake: each is timed on a hard-linked copy (a
@@ -114,6 +120,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		}
 	}
 	if err := measureHistory(ctx, bin, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
+		return err
+	}
+	if err := measureBucket(ctx, bin, addr, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
 		return err
 	}
 	if err := measureReplay(ctx, bin, filepath.Dir(dayN), dayN, cfg, rep); err != nil {
@@ -257,11 +266,15 @@ func printReport(r Report) {
 	fmt.Printf("| command | day 1 wall s | day %d wall s | ratio | day 1 CPU s | day %d CPU s | ratio | day 1 RSS MiB | day %d RSS MiB |\n", r.Days, r.Days, r.Days)
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, row := range rowNames {
+		if _, ok := r.Rows[row]; !ok {
+			continue
+		}
 		a, b := r.Rows[row]["day1"], r.Rows[row]["dayN"]
 		fmt.Printf("| %s | %.3f | %.3f | %.2f× | %.3f | %.3f | %.2f× | %.1f | %.1f |\n", row, a.Wall, b.Wall, b.Wall/a.Wall, a.CPU, b.CPU, b.CPU/a.CPU,
 			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20))
 	}
 	fmt.Println()
+	printBucket(r)
 	printReplay(r)
 	fmt.Printf("| the lake after %d days | bytes | files |\n|---|---|---|\n", r.Days)
 	for _, tb := range []string{"instruments", "instrument_events", "raw", "_ledger"} {

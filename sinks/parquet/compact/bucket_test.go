@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -235,5 +236,40 @@ func TestBucketCompactionCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("left behind: %v", got)
 			}
 		})
+	}
+}
+
+// On a bucket, compacting a day sends no HEAD an input file: the listing
+// gave each file's size, and a delete is one request. The HEADs of a day
+// of 12 snapshots are those of a day of 3.
+func TestBucketCompactionSendsNoHEADAnInput(t *testing.T) {
+	t.Parallel()
+	g, reqs := testenv.StartVersityGWCounted(t, "lake")
+	heads := map[int]int64{}
+	for _, n := range []int{3, 12} {
+		st, err := storage.Open(context.Background(), reqs.URL("lake", fmt.Sprintf("n%d", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		l := &bucketLake{st: st, dir: filepath.Join(g.Dir(), "lake", fmt.Sprintf("n%d", n))}
+		for k := range n {
+			l.write(t, schema.Instruments, snapAt(day1, k), 50, 1)
+		}
+		bs := &Folders{St: st}
+		reqs.Reset()
+		rep, err := Compact(context.Background(), Options{Target: bs, Now: func() time.Time { return day1.AddDate(0, 0, 1) }})
+		bs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[n] = reqs.Reset()["HEAD"]
+		if len(rep.Partitions) != 1 || rep.Partitions[0].InputFiles != n {
+			t.Fatalf("%d snapshots: %+v", n, rep)
+		}
+		l.onlyCompactedObject(t, "instruments/date=2026-11-20")
+	}
+	if heads[12] != heads[3] {
+		t.Errorf("HEAD requests: %d compacting 3 files, %d compacting 12: one an input file", heads[3], heads[12])
 	}
 }

@@ -262,7 +262,8 @@ func (l *Folders) Open(ctx context.Context, p Partition, f File) (Input, error) 
 	if f.Parked {
 		name = parkedName(p) + f.Name
 	}
-	r, err := l.St.Open(ctx, name)
+	// The listing gave the size: on a bucket, no HEAD an input file.
+	r, err := storage.OpenListed(ctx, l.St, storage.Info{Name: name, Size: f.Size})
 	if err != nil {
 		return nil, err
 	}

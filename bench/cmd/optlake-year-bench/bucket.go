@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/optlake/optlake/internal/testenv"
+)
+
+// bucketRows are the commands timed with the lake on a bucket (versitygw
+// serving a hard-linked copy of it, through a proxy that counts the
+// requests): the next run --compact (the first of the UTC day and a later
+// one), status, history NAME and schema. Each row also keeps the requests
+// the command sent and the CPU versitygw spent answering them.
+var bucketRows = []string{"versitygw: run (first of the UTC day)", "versitygw: run (next)", "versitygw: status", "versitygw: history NAME", "versitygw: schema"}
+
+// measureBucket times bucketRows on each lake. Without versitygw
+// (scripts/deps.sh) they are left out.
+func measureBucket(ctx context.Context, bin, simAddr, day1, dayN, inst string, cfg config, rep *Report) error {
+	gw, err := testenv.VersityGWBin()
+	if err != nil {
+		progress("no versitygw (%v): no bucket rows", err)
+		return nil
+	}
+	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
+		progress("bucket rows on %s", l.dir)
+		// Runs change the lake: each pair of runs has its own copy.
+		for r := range cfg.runs {
+			b, err := startBucket(ctx, gw, l.dir, lastSweptYesterday)
+			if err != nil {
+				return err
+			}
+			for _, row := range bucketRows[:2] {
+				p, err := b.timed(ctx, bin, "run", "--api-url", "http://"+simAddr, "--data-dir", b.url, "--endpoints", "instruments",
+					"--source", source, "--compact", "--log-level", "warn")
+				if err != nil {
+					b.stop()
+					return err
+				}
+				keep(rep, row, l.key, p, r == 0)
+			}
+			b.stop()
+		}
+		b, err := startBucket(ctx, gw, l.dir, nil)
+		if err != nil {
+			return err
+		}
+		for i, args := range [][]string{{"status"}, {"history", inst, "--format", "csv"}, {"schema"}} {
+			for r := range cfg.runs {
+				p, err := b.timed(ctx, bin, append(args, "--data-dir", b.url)...)
+				if err != nil {
+					b.stop()
+					return err
+				}
+				keep(rep, bucketRows[2+i], l.key, p, r == 0)
+			}
+		}
+		b.stop()
+	}
+	return nil
+}
+
+// bucket is a versitygw serving a copy of a lake as the bucket "lake",
+// behind a request counter.
+type bucket struct {
+	url  string
+	pid  int
+	reqs *testenv.RequestCounter
+	stop func()
+}
+
+// startBucket serves a hard-linked copy of dir, prepared by prep (nil:
+// as it is).
+func startBucket(ctx context.Context, gw, dir string, prep func(string) error) (*bucket, error) {
+	base := dir + ".versitygw"
+	os.RemoveAll(base)
+	lake := filepath.Join(base, "data", "lake")
+	if err := os.MkdirAll(filepath.Dir(lake), 0o755); err != nil {
+		return nil, err
+	}
+	if err := hardCopy(ctx, dir, lake); err != nil {
+		return nil, err
+	}
+	if prep != nil {
+		if err := prep(lake); err != nil {
+			os.RemoveAll(base)
+			return nil, err
+		}
+	}
+	addr, pid, stopGW, err := startGW(ctx, gw, base)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := testenv.NewRequestCounter("http://" + addr)
+	if err != nil {
+		stopGW()
+		return nil, err
+	}
+	return &bucket{
+		url:  reqs.URL("lake", ""),
+		pid:  pid,
+		reqs: reqs,
+		stop: func() { reqs.Close(); stopGW() },
+	}, nil
+}
+
+// timed is timed with the requests the command sent and versitygw's CPU
+// meanwhile.
+func (b *bucket) timed(ctx context.Context, bin string, args ...string) (Proc, error) {
+	b.reqs.Reset()
+	if requestLog != nil {
+		fmt.Fprintf(requestLog, "# %s\n", strings.Join(args, " "))
+		b.reqs.Log(func(method, uri string) { fmt.Fprintf(requestLog, "%s %s\n", method, uri) })
+		defer b.reqs.Log(nil)
+	}
+	cpu0 := procCPU(b.pid)
+	p, err := timed(ctx, bin, args...)
+	p.ServerCPU = procCPU(b.pid) - cpu0
+	for _, n := range b.reqs.Reset() {
+		p.Requests += n
+	}
+	return p, err
+}
+
+// requestLog, when set (-bucket-requests), gets every request a timed
+// command sends to the bucket, after a line naming the command.
+var requestLog io.Writer
+
+// procCPU is the user and system CPU seconds of process pid so far (0
+// when /proc cannot say).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's name (which may hold spaces): state is
+	// the 3rd field of the line, utime and stime the 14th and 15th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
+
+func printBucket(r Report) {
+	if _, ok := r.Rows[bucketRows[0]]; !ok {
+		return
+	}
+	fmt.Printf("### The lake on a bucket (versitygw)\n\n")
+	fmt.Printf("| command | day 1 wall s | day %d wall s | ratio | day 1 CPU s | day %d CPU s | ratio | day 1 RSS MiB | day %d RSS MiB | requests day 1 / day %d | versitygw CPU s day 1 / day %d |\n", r.Days, r.Days, r.Days, r.Days, r.Days)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, row := range bucketRows {
+		a, b := r.Rows[row]["day1"], r.Rows[row]["dayN"]
+		fmt.Printf("| %s | %.3f | %.3f | %.2f× | %.3f | %.3f | %.2f× | %.1f | %.1f | %d / %d | %.2f / %.2f |\n", row, a.Wall, b.Wall, b.Wall/a.Wall, a.CPU, b.CPU, b.CPU/a.CPU,
+			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20), a.Requests, b.Requests, a.ServerCPU, b.ServerCPU)
+	}
+	fmt.Println()
+}
