@@ -19,9 +19,10 @@ import (
 // the command sent and the CPU versitygw spent answering them.
 var bucketRows = []string{"versitygw: run (first of the UTC day)", "versitygw: run (next)", "versitygw: status", "versitygw: history NAME", "versitygw: schema"}
 
-// measureBucket times bucketRows on each lake. Without versitygw
+// measureBucket times bucketRows on each lake, its runs against the
+// venue of sims (by the lake's key). Without versitygw
 // (scripts/deps.sh) they are left out.
-func measureBucket(ctx context.Context, bin, simAddr, day1, dayN, inst string, cfg config, rep *Report) error {
+func measureBucket(ctx context.Context, bin string, sims map[string]string, day1, dayN, inst string, cfg config, rep *Report) error {
 	gw, err := testenv.VersityGWBin()
 	if err != nil {
 		progress("no versitygw (%v): no bucket rows", err)
@@ -36,7 +37,7 @@ func measureBucket(ctx context.Context, bin, simAddr, day1, dayN, inst string, c
 				return err
 			}
 			for _, row := range bucketRows[:2] {
-				p, err := b.timed(ctx, bin, "run", "--api-url", "http://"+simAddr, "--data-dir", b.url, "--endpoints", "instruments",
+				p, err := b.timed(ctx, bin, "run", "--api-url", "http://"+sims[l.key], "--data-dir", b.url, "--endpoints", "instruments",
 					"--source", source, "--compact", "--log-level", "warn")
 				if err != nil {
 					b.stop()

@@ -43,15 +43,22 @@ type Proc struct {
 var rowNames = append([]string{"run (first of the UTC day)", "run (next)", "status", "history NAME", "schema", "compact (one day of per-snapshot files)"}, historyRows...)
 
 func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Report) error {
-	addr, stop, err := serveSim(cfg)
-	if err != nil {
-		return err
+	// Each lake is served the venue its history continues: a venue that
+	// started today would make the year's next listing differ from its
+	// events state in thousands of instruments.
+	sims := map[string]string{}
+	for key, days := range map[string]int{"day1": 1, "dayN": cfg.days} {
+		addr, stop, err := serveSimAfter(cfg, days)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		sims[key] = addr
 	}
-	defer stop()
 	rep.Rows = map[string]map[string]Proc{}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	if cfg.bucketOnly {
-		return measureBucket(ctx, bin, addr, day1, dayN, "BTC-PERPETUAL", cfg, rep)
+		return measureBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep)
 	}
 	open := openDayDir(dayN, cfg)
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
@@ -65,7 +72,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 			if err := lastSweptYesterday(cp); err != nil {
 				return err
 			}
-			args := []string{"run", "--api-url", "http://" + addr, "--data-dir", cp, "--endpoints", "instruments",
+			args := []string{"run", "--api-url", "http://" + sims[l.key], "--data-dir", cp, "--endpoints", "instruments",
 				"--source", source, "--compact", "--log-level", "warn"}
 			for _, name := range rowNames[:2] {
 				p, err := timed(ctx, bin, args...)
@@ -95,7 +102,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 			keep(rep, "compact (one day of per-snapshot files)", l.key, p, r == 0)
 			os.RemoveAll(cp)
 		}
-		if err := measureCatchUp(ctx, bin, addr, l.key, l.dir, cfg, rep); err != nil {
+		if err := measureCatchUp(ctx, bin, sims[l.key], l.key, l.dir, cfg, rep); err != nil {
 			return err
 		}
 		if err := measureQueries(ctx, l.key, l.dir, false, cfg, rep); err != nil {
@@ -122,7 +129,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 	if err := measureHistory(ctx, bin, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
 		return err
 	}
-	if err := measureBucket(ctx, bin, addr, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
+	if err := measureBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
 		return err
 	}
 	if err := measureReplay(ctx, bin, filepath.Dir(dayN), dayN, cfg, rep); err != nil {
@@ -238,10 +245,6 @@ func timedIn(ctx context.Context, dir string, in io.Reader, bin string, args ...
 	}
 	return p, nil
 }
-
-// serveSim serves the simulated venue at the lake's next snapshot (its
-// clock starts today, UTC, where the generated history ends), frozen.
-func serveSim(cfg config) (string, func(), error) { return serveSimAfter(cfg, 0) }
 
 // tree is the bytes and files under dir.
 func tree(dir string) (n, files int64, err error) {
