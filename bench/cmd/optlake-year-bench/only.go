@@ -155,10 +155,9 @@ func compactDay(ctx context.Context, bin, lake, open string) (Proc, error) {
 // serveSimAfter serves the simulated venue of a lake of days closed days,
 // frozen at its next snapshot: the generator's venue (started days ago,
 // a tick a snapshot) continued to today, so that the next listing differs
-// from the lake's events state as much as on any day. serveSim's venue
-// starts today: it continues the day-1 lake's, but a year-old venue's
-// instruments differ from it (a first run on the year emitted 2,810
-// events against 136 on day 1).
+// from the lake's events state as much as on any day (a venue started
+// today differs from a year-old one's: a first run on the year emitted
+// 2,810 events against 136 on day 1).
 func serveSimAfter(cfg config, days int) (string, func(), error) {
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	sim := venuesim.New(venuesim.Config{Seed: 1, Instruments: cfg.instruments, Start: today.AddDate(0, 0, -days), TickEvery: cfg.every})
