@@ -22,6 +22,9 @@ FUZZX     ?= 1
 # Release tools (scripts/release-tools.sh: goreleaser and syft, pinned in
 # tools/release/go.mod) are built into this cache folder.
 TOOLBIN   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/optlake/bin
+# The year bench's lakes (a year of 5-minute snapshots, generated once in
+# about 10-25 minutes on 2 cores, then reused by every `make bench`).
+YEARFLAGS ?= -days 365 -keep $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/optlake/year-bench
 # GoReleaser leaves the commit out (main.commit=none) in a repository
 # without a remote (a git worktree, a copy): lend it the project's URL,
 # through git's environment, without touching the repository's config.

@@ -3,7 +3,8 @@
 // (bench/cmd/optlake-compact-bench).
 //
 // Usage:
-//   node compact_bench.mjs sort --in GLOB --out FILE.parquet
+//   node compact_bench.mjs sort --in GLOB|--in-list FILE --out FILE.parquet
+//       (--in-list: a file naming the Parquet files, one a line)
 //       DuckDB's own sorted single file of the same rows:
 //       COPY (SELECT * FROM read_parquet(GLOB) ORDER BY source, instrument_name, snapshot_time)
 //       TO FILE (FORMAT parquet, COMPRESSION zstd)
@@ -15,10 +16,10 @@
 //       prints {"version":…,"queries":{"<query>":{"<lake>":ms,…},…}}
 // On failure: exit code 1, the error on stderr.
 
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 
-const lit = (s) => `'${String(s).replaceAll("'", "''")}'`;
+const lit = (s) => (Array.isArray(s) ? `[${s.map(lit).join(', ')}]` : `'${String(s).replaceAll("'", "''")}'`);
 
 const queries = {
   // count per snapshot × currency
@@ -43,6 +44,7 @@ function parseArgs(argv) {
     switch (a) {
       case '--in': opt.in = next(); break;
       case '--out': opt.out = next(); break;
+      case '--in-list': opt.inList = next(); break;
       case '--lake': {
         const v = next();
         const eq = v.indexOf('=');
@@ -59,7 +61,11 @@ function parseArgs(argv) {
 }
 
 async function sort(conn, opt) {
-  if (!opt.in || !opt.out) throw new Error('sort needs --in and --out');
+  if (opt.inList) {
+    const files = readFileSync(opt.inList, 'utf8').split('\n').filter((l) => l !== '');
+    opt.in = files;
+  }
+  if (!opt.in || !opt.out) throw new Error('sort needs --in (or --in-list) and --out');
   const t0 = process.hrtime.bigint();
   const res = await conn.runAndReadAll(`COPY (SELECT * FROM read_parquet(${lit(opt.in)}) ORDER BY source, instrument_name, snapshot_time)
     TO ${lit(opt.out)} (FORMAT parquet, COMPRESSION zstd)`);
