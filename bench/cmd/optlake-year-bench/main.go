@@ -105,6 +105,13 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
+	for _, days := range []int{1, cfg.days} {
+		iceFresh, err := ensureIcebergLake(ctx, lakes[days])
+		if err != nil {
+			return fmt.Errorf("iceberg lake of %d days: %w", days, err)
+		}
+		fresh = fresh || iceFresh
+	}
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
 		// across exec): the commands are timed by a new bench process, small,
@@ -116,6 +123,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	printReport(rep)
+	printIceberg(rep)
 	if cfg.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {

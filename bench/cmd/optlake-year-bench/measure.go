@@ -153,7 +153,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		rep.Bytes["duckdb sorted instruments"] = fi.Size()
 		os.Remove(out)
 	}
-	return nil
+	return measureIceberg(ctx, bin, addr, day1, dayN, cfg, rep)
 }
 
 // keep records p as the row's measurement on lake when it is the first or
