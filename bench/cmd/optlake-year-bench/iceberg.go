@@ -19,6 +19,7 @@ import (
 )
 
 var icebergYear = flag.Bool("iceberg", true, "also synthesise the Iceberg lakes (the Parquet lakes' files registered a day at a time) and time their rows")
+var icebergOnly = flag.Bool("iceberg-only", false, "time only the Iceberg lakes' rows")
 
 // The Iceberg lakes' keys in Report.Rows.
 const (

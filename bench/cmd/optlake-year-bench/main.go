@@ -122,7 +122,9 @@ func run(ctx context.Context, cfg config) error {
 	if err := measure(ctx, bin, lakes[1], lakes[cfg.days], cfg, &rep); err != nil {
 		return err
 	}
-	printReport(rep)
+	if !*icebergOnly {
+		printReport(rep)
+	}
 	printIceberg(rep)
 	if cfg.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")

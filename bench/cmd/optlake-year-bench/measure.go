@@ -49,6 +49,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 	}
 	defer stop()
 	rep.Rows = map[string]map[string]Proc{}
+	if *icebergOnly {
+		return measureIceberg(ctx, bin, addr, day1, dayN, cfg, rep)
+	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	open := openDayDir(dayN, cfg)
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
