@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
 	"github.com/optlake/optlake/sinks/parquet"
@@ -179,6 +180,13 @@ func (r *ReplaySink) FlushDay(ctx context.Context, date string) error {
 			continue
 		}
 		r.s.log.Debug("iceberg append of a replayed day", "table", t.Name, "day", date, "files", len(h.names), "snapshot-id", id, "took", time.Since(start))
+	}
+	if len(ts) > 0 {
+		// The day's per-snapshot files wait for run --compact, which
+		// starts at the compacted days' mark.
+		if err := (tableformat.Mark{St: r.s.wh.cat.st}).Reopen(ctx, date); err != nil {
+			errs = append(errs, fmt.Errorf("iceberg: day %s: the compacted days' mark: %w", date, err))
+		}
 	}
 	return errors.Join(errs...)
 }
