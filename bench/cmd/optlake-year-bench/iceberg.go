@@ -14,6 +14,7 @@ import (
 
 	"github.com/optlake/optlake/lake"
 	"github.com/optlake/optlake/lake/iceberg"
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/storage"
 )
@@ -51,7 +52,8 @@ func pristineDir(dir string) string { return icebergDir(dir) + ".pristine" }
 // (iceberg.Warehouse.Append, as a replay commits a day; manifests merged
 // as every append merges them), oldest day first, then every snapshot
 // but the current one expired and the files no snapshot references
-// deleted (iceberg.Warehouse.Expire with no retention).
+// deleted (iceberg.Warehouse.Expire with no retention), and the compacted
+// days' mark set to today (every closed day compacted).
 //
 // What a year of `run --compact` leaves differs in the snapshot log: its
 // last 7 days' snapshots (an append every 5 minutes and a compaction a
@@ -114,6 +116,11 @@ func ensureIcebergLake(ctx context.Context, dir string) (bool, error) {
 		}
 	}
 	if _, err := wh.Expire(ctx, nil, 0, 0); err != nil {
+		return false, err
+	}
+	// Every closed day compacted, as the last run --compact leaves it.
+	today := time.Now().UTC().Format(time.DateOnly)
+	if err := (tableformat.Mark{St: st}).Closed(ctx, today); err != nil {
 		return false, err
 	}
 	if err := hardCopy(ctx, live, pristine); err != nil {
