@@ -314,7 +314,11 @@ func printIceberg(r Report) {
 	fmt.Printf("| command | day 1 wall s | day %d wall s | ratio | day 1 CPU s | day %d CPU s | ratio | day 1 RSS MiB | day %d RSS MiB |\n", r.Days, r.Days, r.Days)
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, row := range icebergRowNames {
-		a, b := r.Rows[row][iceDay1], r.Rows[row][iceDayN]
+		a, ok := r.Rows[row][iceDay1]
+		if !ok {
+			continue // not measured (-no-duckdb: no chDB)
+		}
+		b := r.Rows[row][iceDayN]
 		fmt.Printf("| %s | %.3f | %.3f | %.2f× | %.3f | %.3f | %.2f× | %.1f | %.1f |\n", row, a.Wall, b.Wall, b.Wall/a.Wall, a.CPU, b.CPU, b.CPU/a.CPU,
 			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20))
 	}
