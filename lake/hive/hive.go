@@ -85,7 +85,14 @@ func (f *Format) target() compact.Target { return compact.For(f.st, f.opt.Crash,
 // Compaction implements tableformat.Format: the day folders, from the
 // compacted days' mark on (ClosedFrom).
 func (f *Format) Compaction() tableformat.Compaction {
-	return compaction{Target: f.target(), st: f.st}
+	return compaction{Target: f.target(), Mark: tableformat.Mark{St: f.st}}
+}
+
+// compaction is the parquet format's compaction: the day folders
+// (compact.Folders), from the compacted days' mark on.
+type compaction struct {
+	compact.Target
+	tableformat.Mark
 }
 
 // View implements tableformat.Format: readers list the folders.

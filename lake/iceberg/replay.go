@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/optlake/optlake/lake/tableformat"
 	"github.com/optlake/optlake/schema"
 	"github.com/optlake/optlake/sinks"
+	"github.com/optlake/optlake/sinks/parquet"
+	"github.com/optlake/optlake/storage"
 )
 
 // ReplaySink is the sink of a replay into an Iceberg lake: each snapshot's
@@ -30,6 +34,14 @@ type ReplaySink struct {
 	s    *Sink
 	mu   sync.Mutex
 	days map[string]map[*schema.Table]*heldFiles // day -> table -> files
+	// folders are the snapshot files (parquet.SnapshotName) of each
+	// table's day folder the replay has opened, listed once at its first
+	// snapshot and kept up to date with the files the replay opens (a
+	// replay holds the data directory: no one else writes there), until
+	// the day is flushed. Listing the folder for every snapshot made a
+	// day's opens cost the square of its snapshots.
+	listMu  sync.Mutex
+	folders map[string]map[string]bool // day folder -> snapshot file names
 }
 
 // heldFiles are a table's committed files of a day, not appended yet.
@@ -42,7 +54,34 @@ var _ sinks.DaySink = (*ReplaySink)(nil)
 
 // NewReplaySink returns the replay sink of the lake whose run sink is s.
 func NewReplaySink(s *Sink) *ReplaySink {
-	return &ReplaySink{s: s, days: map[string]map[*schema.Table]*heldFiles{}}
+	return &ReplaySink{s: s, days: map[string]map[*schema.Table]*heldFiles{}, folders: map[string]map[string]bool{}}
+}
+
+// written reports whether the day folder of rel holds a file of its
+// snapshot (any version), listing the folder at its first snapshot; rel
+// counts as written from now on (its writer may still abort: a later
+// open of the same snapshot then takes a new version, which is safe).
+func (r *ReplaySink) written(ctx context.Context, rel string) (bool, error) {
+	dir, base := path.Split(rel)
+	r.listMu.Lock()
+	defer r.listMu.Unlock()
+	names, ok := r.folders[dir]
+	if !ok {
+		have, err := r.s.wh.cat.st.List(ctx, dir)
+		if err != nil && !errors.Is(err, storage.ErrNotExist) {
+			return false, err
+		}
+		names = map[string]bool{}
+		for _, in := range have {
+			if d, b := path.Split(in.Name); d == dir {
+				names[parquet.SnapshotName(b)] = true
+			}
+		}
+		r.folders[dir] = names
+	}
+	exists := names[base]
+	names[base] = true
+	return exists, nil
 }
 
 // Name implements sinks.Sink.
@@ -61,12 +100,15 @@ func (r *ReplaySink) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.days = map[string]map[*schema.Table]*heldFiles{}
 	r.mu.Unlock()
+	r.listMu.Lock()
+	r.folders = map[string]map[string]bool{}
+	r.listMu.Unlock()
 	return r.s.Close(ctx)
 }
 
 // Open implements sinks.Sink.
 func (r *ReplaySink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (sinks.Writer, error) {
-	w, err := r.s.open(ctx, t, snap)
+	w, err := r.s.openWith(ctx, t, snap, r.written)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +154,13 @@ func (r *ReplaySink) FlushDay(ctx context.Context, date string) error {
 	tables := r.days[date]
 	delete(r.days, date)
 	r.mu.Unlock()
+	r.listMu.Lock()
+	for dir := range r.folders {
+		if path.Base(dir) == "date="+date {
+			delete(r.folders, dir)
+		}
+	}
+	r.listMu.Unlock()
 	ts := make([]*schema.Table, 0, len(tables))
 	for t := range tables {
 		ts = append(ts, t)
@@ -131,6 +180,13 @@ func (r *ReplaySink) FlushDay(ctx context.Context, date string) error {
 			continue
 		}
 		r.s.log.Debug("iceberg append of a replayed day", "table", t.Name, "day", date, "files", len(h.names), "snapshot-id", id, "took", time.Since(start))
+	}
+	if len(ts) > 0 {
+		// The day's per-snapshot files wait for run --compact, which
+		// starts at the compacted days' mark.
+		if err := (tableformat.Mark{St: r.s.wh.cat.st}).Reopen(ctx, date); err != nil {
+			errs = append(errs, fmt.Errorf("iceberg: day %s: the compacted days' mark: %w", date, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -70,6 +70,28 @@ func (s *Sink) Open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 
 // open is Open, its writer as it is.
 func (s *Sink) open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (*writer, error) {
+	return s.openWith(ctx, t, snap, s.written)
+}
+
+// written reports whether the store holds a file (any version) of the
+// snapshot whose file is rel: a listing of the names that start with its
+// name.
+func (s *Sink) written(ctx context.Context, rel string) (bool, error) {
+	have, err := s.wh.cat.st.List(ctx, strings.TrimSuffix(rel, ".parquet"))
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return false, err
+	}
+	for _, in := range have {
+		if path.Dir(in.Name) == path.Dir(rel) && parquet.SnapshotName(path.Base(in.Name)) == path.Base(rel) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// openWith is open, written telling whether a file of the snapshot's
+// exists already.
+func (s *Sink) openWith(ctx context.Context, t *schema.Table, snap sinks.Snapshot, written func(ctx context.Context, rel string) (bool, error)) (*writer, error) {
 	if _, ok := s.inner.(sinks.Versioned); !ok {
 		return nil, fmt.Errorf("iceberg: %w", sinks.NotVersioned(s.inner))
 	}
@@ -79,16 +101,11 @@ func (s *Sink) open(ctx context.Context, t *schema.Table, snap sinks.Snapshot) (
 	rel := filepath.ToSlash(parquet.Path(t, snap))
 	// A snapshot with no file yet cannot be in the table; one with a file
 	// (any version) may be.
-	have, err := s.wh.cat.st.List(ctx, strings.TrimSuffix(rel, ".parquet"))
-	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+	exists, err := written(ctx, rel)
+	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", rel, err)
 	}
-	fresh, name, version := true, rel, ""
-	for _, in := range have {
-		if path.Dir(in.Name) == path.Dir(rel) && parquet.SnapshotName(path.Base(in.Name)) == path.Base(rel) {
-			fresh = false
-		}
-	}
+	fresh, name, version := !exists, rel, ""
 	if !fresh {
 		version = fmt.Sprintf("%x", time.Now().UnixNano())
 		name = parquet.VersionedName(rel, version)

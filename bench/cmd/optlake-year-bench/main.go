@@ -121,6 +121,13 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
+	for _, days := range []int{1, cfg.days} {
+		iceFresh, err := ensureIcebergLake(ctx, lakes[days])
+		if err != nil {
+			return fmt.Errorf("iceberg lake of %d days: %w", days, err)
+		}
+		fresh = fresh || iceFresh
+	}
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
 		// across exec): the commands are timed by a new bench process, small,
@@ -131,7 +138,10 @@ func run(ctx context.Context, cfg config) error {
 	if err := measure(ctx, bin, lakes[1], lakes[cfg.days], cfg, &rep); err != nil {
 		return err
 	}
-	printReport(rep)
+	if !*icebergOnly {
+		printReport(rep)
+	}
+	printIceberg(rep)
 	if cfg.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {

@@ -57,6 +57,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		sims[key] = addr
 	}
 	rep.Rows = map[string]map[string]Proc{}
+	if *icebergOnly {
+		return measureIceberg(ctx, bin, sims, day1, dayN, cfg, rep)
+	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	if cfg.bucketOnly {
 		return measureBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep)
@@ -185,7 +188,7 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		rep.Bytes["instruments of those days"] = ours
 		os.Remove(out)
 	}
-	return nil
+	return measureIceberg(ctx, bin, sims, day1, dayN, cfg, rep)
 }
 
 // keep records p as the row's measurement on lake when it is the first or

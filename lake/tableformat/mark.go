@@ -1,4 +1,4 @@
-package hive
+package tableformat
 
 import (
 	"context"
@@ -6,29 +6,26 @@ import (
 	"time"
 
 	"github.com/optlake/optlake/lake/layout"
-	"github.com/optlake/optlake/sinks/parquet/compact"
 	"github.com/optlake/optlake/storage"
 )
 
-// compaction is the parquet format's compaction: the day folders
-// (compact.Folders), from the compacted days' mark on.
-type compaction struct {
-	compact.Target
-	st storage.Store
-}
+// Mark is the compacted days' mark (layout.CompactedBefore): where run
+// --compact starts, for every format whose days are compacted by day
+// (Compaction's ClosedFrom, Closed and Reopen).
+type Mark struct{ St storage.Store }
 
-// ClosedFrom implements tableformat.Compaction: the mark's day, or the
+// ClosedFrom implements Compaction: the mark's day, or the
 // oldest day with parked files when older ("" without a mark: every day).
-// A Parquet lake's days before it are not looked at: each run compacts
+// A lake's days before it are not looked at: each run compacts
 // from that day on (yesterday, once every day before it is compacted),
 // not every day of the history again.
-func (c compaction) ClosedFrom(ctx context.Context) string {
-	data, err := storage.ReadAll(ctx, c.st, layout.CompactedBefore)
+func (c Mark) ClosedFrom(ctx context.Context) string {
+	data, err := storage.ReadAll(ctx, c.St, layout.CompactedBefore)
 	from := strings.TrimSpace(string(data))
 	if _, perr := time.Parse(time.DateOnly, from); err != nil || perr != nil {
 		return ""
 	}
-	objs, err := c.st.List(ctx, layout.ParkedDir)
+	objs, err := c.St.List(ctx, layout.ParkedDir)
 	if err != nil {
 		return ""
 	}
@@ -40,16 +37,16 @@ func (c compaction) ClosedFrom(ctx context.Context) string {
 	return from
 }
 
-// Closed implements tableformat.Compaction: every day before to is
+// Closed implements Compaction: every day before to is
 // compacted now.
-func (c compaction) Closed(ctx context.Context, to string) error {
-	return c.st.Put(ctx, layout.CompactedBefore, []byte(to+"\n"))
+func (c Mark) Closed(ctx context.Context, to string) error {
+	return c.St.Put(ctx, layout.CompactedBefore, []byte(to+"\n"))
 }
 
-// Reopen implements tableformat.Compaction: the compacted days' mark
+// Reopen implements Compaction: the compacted days' mark
 // moves back to day when it is later.
-func (c compaction) Reopen(ctx context.Context, day string) error {
-	st := c.st
+func (c Mark) Reopen(ctx context.Context, day string) error {
+	st := c.St
 	data, err := storage.ReadAll(ctx, st, layout.CompactedBefore)
 	if err != nil {
 		return nil // no mark: every day is looked at
