@@ -241,35 +241,22 @@ func checkEachRowOnce(t *testing.T, ch *testenv.ChDB, tables []string, src func(
 // the result of more (one line each).
 func icebergDigests(t *testing.T, ch *testenv.ChDB, tables []string, src func(string) string, more ...string) []string {
 	t.Helper()
-	const end = "end-of-describe"
-	var q strings.Builder
-	for _, table := range tables {
-		fmt.Fprintf(&q, "DESCRIBE %s FORMAT TSV;\nSELECT '%s' FORMAT TSV;\n", src(table), end)
+	srcs := make([]string, len(tables))
+	for i, table := range tables {
+		srcs[i] = src(table)
 	}
-	desc, err := ch.Query(context.Background(), q.String())
+	structs, err := ch.Structures(context.Background(), srcs)
 	if err != nil {
-		t.Fatalf("describe: %v", err)
+		t.Fatal(err)
 	}
-	descs := strings.Split(strings.TrimSuffix(desc, end), "\n"+end+"\n")
-	if len(descs) != len(tables) {
-		t.Fatalf("describe: %d results for %d tables:\n%s", len(descs), len(tables), desc)
-	}
-	q.Reset()
+	var q strings.Builder
 	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s FORMAT TSV;\n"
 	for i, table := range tables {
-		var cols []string
-		for _, line := range strings.Split(strings.TrimSpace(descs[i]), "\n") {
-			f := strings.Split(line, "\t")
-			if len(f) < 2 {
-				t.Fatalf("describe %s: %q", table, line)
-			}
-			cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
-		}
 		// The files the table references: a snapshot loaded again after a
 		// kill is a new version of its file, the killed run's stays
 		// unreferenced until the upkeep deletes it.
-		fmt.Fprintf(&q, digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s') WHERE _file IN (SELECT DISTINCT _file FROM %s)", table, strings.Join(cols, ", "), src(table)))
-		fmt.Fprintf(&q, digest, src(table))
+		fmt.Fprintf(&q, digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s') WHERE _file IN (SELECT DISTINCT _file FROM %s)", table, structs[i], srcs[i]))
+		fmt.Fprintf(&q, digest, srcs[i])
 	}
 	for _, m := range more {
 		q.WriteString(m + "\n")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -21,6 +22,9 @@ type ChDB struct {
 	// user_files_path is ".", and the table functions that check it
 	// (icebergLocal) read only relative paths under it.
 	Workdir string
+
+	mu   sync.Mutex
+	made map[string]bool // the REST catalogs' databases made in the session
 }
 
 // NewChDB returns a chDB with an empty session directory. When node or the
@@ -114,24 +118,52 @@ func (c *ChDB) IcebergS3Digest(ctx context.Context, url, path, where string) (ic
 }
 
 func (c *ChDB) icebergDigest(ctx context.Context, table, path, where string) (iceberg, files string, err error) {
-	desc, err := c.Query(ctx, fmt.Sprintf("DESCRIBE %s FORMAT TSV;", table))
+	structs, err := c.Structures(ctx, []string{table})
 	if err != nil {
 		return "", "", err
 	}
-	var cols []string
-	for _, line := range strings.Split(desc, "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) < 2 {
-			return "", "", fmt.Errorf("describe %s: %q", path, line)
-		}
-		cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
-	}
-	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s %s FORMAT TSV;"
-	if files, err = c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, strings.Join(cols, ", ")), "")); err != nil {
+	const digest = "SELECT count(), sum(cityHash64(formatRow('TSV', *))) FROM %s %s FORMAT TSV;\n"
+	out, err := c.Query(ctx, fmt.Sprintf(digest, fmt.Sprintf("file('%s/date=*/*.parquet', Parquet, '%s')", path, structs[0]), "")+fmt.Sprintf(digest, table, where))
+	if err != nil {
 		return "", "", err
 	}
-	iceberg, err = c.Query(ctx, fmt.Sprintf(digest, table, where))
-	return iceberg, files, err
+	files, iceberg, ok := strings.Cut(out, "\n")
+	if !ok || strings.Contains(iceberg, "\n") {
+		return "", "", fmt.Errorf("digests of %s: %q", path, out)
+	}
+	return iceberg, files, nil
+}
+
+// Structures returns the columns of each of srcs (a table or table
+// function) as file()'s structure argument reads them ("name Type, …",
+// quotes escaped for a '…' literal), all read in one process.
+func (c *ChDB) Structures(ctx context.Context, srcs []string) ([]string, error) {
+	const end = "end-of-describe"
+	var q strings.Builder
+	for _, src := range srcs {
+		fmt.Fprintf(&q, "DESCRIBE %s FORMAT TSV;\nSELECT '%s' FORMAT TSV;\n", src, end)
+	}
+	desc, err := c.Query(ctx, q.String())
+	if err != nil {
+		return nil, fmt.Errorf("describe: %w", err)
+	}
+	descs := strings.Split(strings.TrimSuffix(desc, end), "\n"+end+"\n")
+	if len(descs) != len(srcs) {
+		return nil, fmt.Errorf("describe: %d results for %d tables:\n%s", len(descs), len(srcs), desc)
+	}
+	out := make([]string, len(srcs))
+	for i, d := range descs {
+		var cols []string
+		for _, line := range strings.Split(strings.TrimSpace(d), "\n") {
+			f := strings.Split(line, "\t")
+			if len(f) < 2 {
+				return nil, fmt.Errorf("describe %s: %q", srcs[i], line)
+			}
+			cols = append(cols, f[0]+" "+strings.ReplaceAll(f[1], `\'`, "''"))
+		}
+		out[i] = strings.Join(cols, ", ")
+	}
+	return out, nil
 }
 
 // IcebergCatalogSource is the table function that opens the version of
@@ -173,8 +205,8 @@ type RESTCatalog struct {
 // through the REST catalog c: a database of chDB's own REST catalog
 // client (DataLakeCatalog, catalog_type 'rest'), which asks the catalog
 // for the table's current metadata file and reads the table from there.
-// The database is made in the session once per catalog and kept; chDB
-// resolves the table's file:// location under Workdir.
+// The database is made in the session by the first call per catalog and
+// kept; chDB resolves the table's file:// location under Workdir.
 func (c *ChDB) IcebergRESTSource(ctx context.Context, cat RESTCatalog, namespace, name string) (string, error) {
 	db := fmt.Sprintf("rest_%08x", crc32.ChecksumIEEE([]byte(cat.URL+"\x00"+cat.Credential+"\x00"+cat.Token)))
 	auth := fmt.Sprintf("catalog_credential = '%s'", cat.Credential)
@@ -187,8 +219,16 @@ func (c *ChDB) IcebergRESTSource(ctx context.Context, cat RESTCatalog, namespace
 	}
 	// The second argument (the local storage's format) stands for the
 	// storage credentials chDB otherwise insists on for a local table.
-	if _, err := c.Query(ctx, fmt.Sprintf("SET allow_database_iceberg = 1; CREATE DATABASE IF NOT EXISTS %s ENGINE = DataLakeCatalog('%s/v1', 'Parquet') SETTINGS catalog_type = 'rest', warehouse = '%s', %s;", db, cat.URL, wh, auth)); err != nil {
-		return "", err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.made[db] {
+		if _, err := c.Query(ctx, fmt.Sprintf("SET allow_database_iceberg = 1; CREATE DATABASE IF NOT EXISTS %s ENGINE = DataLakeCatalog('%s/v1', 'Parquet') SETTINGS catalog_type = 'rest', warehouse = '%s', %s;", db, cat.URL, wh, auth)); err != nil {
+			return "", err
+		}
+		if c.made == nil {
+			c.made = map[string]bool{}
+		}
+		c.made[db] = true
 	}
 	return fmt.Sprintf("%s.`%s.%s`", db, namespace, name), nil
 }

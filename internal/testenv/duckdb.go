@@ -1,15 +1,17 @@
 package testenv
 
 import (
+	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -93,27 +95,162 @@ func DuckDBQueryErr(t testing.TB, sql string) (Result, error) {
 		unavailable(t, "%v: run `make deps`", err)
 		return Result{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), duckDBTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Dir = filepath.Dir(script)
-	stdout, err := runSQL(cmd, sql)
+	answer, err := duckDBs.query(node, script, sql)
 	if err != nil {
 		return Result{}, err
 	}
 	var raw struct {
 		Columns []Column `json:"columns"`
 		Rows    [][]any  `json:"rows"`
+		Error   *string  `json:"error"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(stdout))
+	dec := json.NewDecoder(bytes.NewReader(answer))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
 		return Result{}, fmt.Errorf("decoding query.mjs output: %v", err)
+	}
+	if raw.Error != nil {
+		return Result{}, errors.New(strings.TrimSpace(*raw.Error))
 	}
 	if raw.Rows == nil {
 		raw.Rows = [][]any{}
 	}
 	return Result{Columns: raw.Columns, Rows: raw.Rows}, nil
+}
+
+// duckDBs are the test binary's DuckDB readers: node processes running
+// query.mjs --serve, each answering one query at a time, each query in a
+// fresh in-memory DuckDB of its own (so a query sees nothing of another's).
+// Starting node and DuckDB's library costs about 0.4 CPU-s and a second of
+// wall, more than most queries: idle readers are kept for the next query.
+// A reader ends when its stdin closes, with the test binary at the latest.
+var duckDBs duckDBPool
+
+type duckDBPool struct {
+	mu   sync.Mutex
+	idle []*duckDBReader
+}
+
+// duckDBIdle is how many idle readers are kept (the tests run two at a
+// time on 2 cores; a few more for queries from their goroutines).
+const duckDBIdle = 4
+
+type duckDBReader struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *lockedBuffer // what the process said before it died
+	end    sync.Once
+	done   chan struct{} // closed once the process has ended
+}
+
+// query answers sql on an idle reader (or a new one) within duckDBTimeout:
+// the answer's line. A reader that fails is killed, never reused.
+func (p *duckDBPool) query(node, script, sql string) ([]byte, error) {
+	r, err := p.get(node, script)
+	if err != nil {
+		return nil, err
+	}
+	line, err := json.Marshal(sql)
+	if err != nil {
+		r.kill()
+		return nil, err
+	}
+	timer := time.AfterFunc(duckDBTimeout, r.kill)
+	answer, err := r.ask(append(line, '\n'))
+	if !timer.Stop() {
+		err = fmt.Errorf("no answer within %v", duckDBTimeout)
+	}
+	if err != nil {
+		r.kill()
+		<-r.done
+		if msg := strings.TrimSpace(r.stderr.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, fmt.Errorf("the DuckDB reader (query.mjs --serve) failed: %w", err)
+	}
+	p.put(r)
+	return answer, nil
+}
+
+func (r *duckDBReader) ask(line []byte) ([]byte, error) {
+	if _, err := r.in.Write(line); err != nil {
+		return nil, err
+	}
+	return r.out.ReadBytes('\n')
+}
+
+// kill ends the reader at once; close when its stdin ends.
+func (r *duckDBReader) kill()  { r.stop(true) }
+func (r *duckDBReader) close() { r.stop(false) }
+
+func (r *duckDBReader) stop(kill bool) {
+	r.end.Do(func() {
+		r.in.Close()
+		if kill {
+			r.cmd.Process.Kill()
+		}
+	})
+}
+
+func (p *duckDBPool) get(node, script string) (*duckDBReader, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		r := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return r, nil
+	}
+	p.mu.Unlock()
+	cmd := exec.Command(node, script, "--serve")
+	cmd.Dir = filepath.Dir(script)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	r := &duckDBReader{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = r.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		cmd.Wait()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+func (p *duckDBPool) put(r *duckDBReader) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) < duckDBIdle {
+		p.idle = append(p.idle, r)
+		return
+	}
+	r.close()
+}
+
+// lockedBuffer is a process's stderr: written by the goroutine that copies
+// it, read when the process failed.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // duckDBTool locates node and tools/duckdb/query.mjs, and checks that the node

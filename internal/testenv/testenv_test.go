@@ -362,6 +362,23 @@ func TestDuckDBQueryErr(t *testing.T) {
 	}
 }
 
+// The DuckDB readers are kept between queries (query.mjs --serve): each
+// query still runs in a fresh DuckDB, seeing nothing of the one before on
+// the same reader, also after a query that failed; an answer spans lines
+// of SQL and of values.
+func TestDuckDBQueriesShareNothing(t *testing.T) {
+	for i := range 3 {
+		r := testenv.DuckDBQuery(t, "CREATE TABLE kept AS SELECT 'a\nb' AS v;\nSELECT v FROM kept")
+		if len(r.Rows) != 1 || r.Rows[0][0] != "a\nb" {
+			t.Fatalf("query %d: %+v", i, r)
+		}
+		_, err := testenv.DuckDBQueryErr(t, "SELECT v FROM kept")
+		if err == nil || !strings.Contains(err.Error(), "kept") {
+			t.Fatalf("query %d: a table of the query before is seen (err %v)", i, err)
+		}
+	}
+}
+
 func TestColPanicsOnUnknownColumn(t *testing.T) {
 	defer func() {
 		if recover() == nil {

@@ -2,12 +2,19 @@
 // query.mjs — the independent Parquet reader used by optlake's tests.
 //
 // Usage: node query.mjs 'SELECT ...'      (or the SQL on stdin when no argument)
+//        node query.mjs --serve            (one query per line of stdin, see below)
 //
 // Runs the SQL in a fresh in-memory DuckDB (TimeZone = UTC); several statements
 // separated by ";" run in order. Prints the result of the last statement as ONE
 // JSON document on stdout:
 //
 //   {"columns":[{"name":"a","type":"BIGINT"},...],"rows":[["1",...],...]}
+//
+// With --serve it answers queries until stdin ends, one at a time, each in a
+// fresh in-memory DuckDB of its own as above: each line of stdin is the SQL as
+// a JSON string, each answer one line on stdout, the document above or
+// {"error":"DuckDB's error"}. The tests keep a few of these processes (the
+// start of node and of DuckDB's library costs more than most queries).
 //
 // Values are converted losslessly:
 //   BIGINT/UBIGINT/HUGEINT/UHUGEINT/DECIMAL/BIGNUM -> decimal string
@@ -28,6 +35,7 @@ import {
   DuckDBTypeId,
   JsonDuckDBValueConverter,
 } from '@duckdb/node-api';
+import readline from 'node:readline';
 
 function floorDiv(a, b) {
   const q = a / b;
@@ -128,8 +136,9 @@ function writeOut(text) {
   });
 }
 
-async function main() {
-  const sql = process.argv.length > 2 ? process.argv[2] : await readStdin();
+// query runs sql in a fresh in-memory DuckDB and returns the result of its
+// last statement as the JSON document (one line).
+async function query(sql) {
   if (sql.trim() === '') {
     throw new Error('no SQL given (argv[2] or stdin)');
   }
@@ -152,15 +161,44 @@ async function main() {
       columns.push({ name: reader.columnName(i), type: reader.columnType(i).toString() });
     }
     const rows = reader.convertRows(convert);
-    await writeOut(JSON.stringify({ columns, rows }) + '\n');
+    return JSON.stringify({ columns, rows });
   } finally {
     conn.closeSync();
     instance.closeSync();
   }
 }
 
+function message(err) {
+  return err && err.message ? err.message : String(err);
+}
+
+// serve answers each line of stdin (a JSON string: the SQL) with one line.
+async function serve() {
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (line.trim() === '') {
+      continue;
+    }
+    let out;
+    try {
+      out = await query(JSON.parse(line));
+    } catch (err) {
+      out = JSON.stringify({ error: message(err) });
+    }
+    await writeOut(out + '\n');
+  }
+}
+
+async function main() {
+  if (process.argv[2] === '--serve') {
+    return serve();
+  }
+  const sql = process.argv.length > 2 ? process.argv[2] : await readStdin();
+  await writeOut((await query(sql)) + '\n');
+}
+
 main().catch((err) => {
-  const msg = err && err.message ? err.message : String(err);
+  const msg = message(err);
   process.stderr.write(msg.endsWith('\n') ? msg : msg + '\n');
   process.exitCode = 1;
 });
