@@ -128,6 +128,9 @@ func generate(ctx context.Context, dir string, cfg config) (genStats, error) {
 		return gs, err
 	}
 	state.Close()
+	if err := emptyTrash(dir); err != nil {
+		return gs, err
+	}
 	gs.Seconds = time.Since(start).Seconds()
 	b, _ := json.MarshalIndent(gs, "", "  ")
 	return gs, os.WriteFile(filepath.Join(dir, genMarker), append(b, '\n'), 0o644)

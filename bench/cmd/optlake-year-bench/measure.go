@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/optlake/optlake/lake/layout"
 	"github.com/optlake/optlake/storage"
 )
 
@@ -208,9 +209,13 @@ func keep(rep *Report, row, lake string, p Proc, first bool) {
 // yesterday's first run (the next run is the first of the UTC day), and
 // gives each closed day's partitions the time they last changed: the
 // end of their day (the compaction of a closed day), and the compacted
-// days' mark yesterday's runs left (compactedToYesterday).
+// days' mark yesterday's runs left (compactedToYesterday), with
+// compaction's trash empty (emptyTrash).
 func lastSweptYesterday(dir string) error {
 	if err := compactedToYesterday(dir); err != nil {
+		return err
+	}
+	if err := emptyTrash(dir); err != nil {
 		return err
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
@@ -266,6 +271,25 @@ func timedIn(ctx context.Context, dir string, in io.Reader, bin string, args ...
 		return p, fmt.Errorf("%s %s: %v: %s", filepath.Base(bin), args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return p, nil
+}
+
+// emptyTrash removes what compaction's trash holds in the lake dir. The
+// generator compacts its 365 days within minutes, so their replaced files
+// are all in the trash at once (730 folders), and the first run an hour
+// later deletes them all; a year of runs empties each day's an hour after
+// its compaction.
+func emptyTrash(dir string) error {
+	trash := filepath.Join(dir, filepath.FromSlash(layout.TrashDir))
+	ents, err := os.ReadDir(trash)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(trash, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sortDays is how many of the lake's last days DuckDB sorts into one
