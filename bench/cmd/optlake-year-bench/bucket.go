@@ -29,39 +29,47 @@ func measureBucket(ctx context.Context, bin string, sims map[string]string, day1
 		return nil
 	}
 	for _, l := range []struct{ key, dir string }{{"day1", day1}, {"dayN", dayN}} {
-		progress("bucket rows on %s", l.dir)
-		// Runs change the lake: each pair of runs has its own copy.
-		for r := range cfg.runs {
-			b, err := startBucket(ctx, gw, l.dir, lastSweptYesterday)
-			if err != nil {
-				return err
-			}
-			for _, row := range bucketRows[:2] {
-				p, err := b.timed(ctx, bin, "run", "--api-url", "http://"+sims[l.key], "--data-dir", b.url, "--endpoints", "instruments",
-					"--source", source, "--compact", "--log-level", "warn")
-				if err != nil {
-					b.stop()
-					return err
-				}
-				keep(rep, row, l.key, p, r == 0)
-			}
-			b.stop()
+		if err := timeBucketRows(ctx, gw, bin, sims[l.key], l.key, l.dir, inst, bucketRows, cfg, rep); err != nil {
+			return err
 		}
-		b, err := startBucket(ctx, gw, l.dir, nil)
+	}
+	return nil
+}
+
+// timeBucketRows times rows (the first and next run, status, history
+// NAME, schema) on the lake dir served by versitygw, under key.
+func timeBucketRows(ctx context.Context, gw, bin, sim, key, dir, inst string, rows []string, cfg config, rep *Report) error {
+	progress("bucket rows on %s", dir)
+	// Runs change the lake: each pair of runs has its own copy.
+	for r := range cfg.runs {
+		b, err := startBucket(ctx, gw, dir, lastSweptYesterday)
 		if err != nil {
 			return err
 		}
-		for i, args := range [][]string{{"status"}, {"history", inst, "--format", "csv"}, {"schema"}} {
-			for r := range cfg.runs {
-				p, err := b.timed(ctx, bin, append(args, "--data-dir", b.url)...)
-				if err != nil {
-					b.stop()
-					return err
-				}
-				keep(rep, bucketRows[2+i], l.key, p, r == 0)
+		for _, row := range rows[:2] {
+			p, err := b.timed(ctx, bin, "run", "--api-url", "http://"+sim, "--data-dir", b.url, "--endpoints", "instruments",
+				"--source", source, "--compact", "--log-level", "warn")
+			if err != nil {
+				b.stop()
+				return err
 			}
+			keep(rep, row, key, p, r == 0)
 		}
 		b.stop()
+	}
+	b, err := startBucket(ctx, gw, dir, nil)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	for i, args := range [][]string{{"status"}, {"history", inst, "--format", "csv"}, {"schema"}} {
+		for r := range cfg.runs {
+			p, err := b.timed(ctx, bin, append(args, "--data-dir", b.url)...)
+			if err != nil {
+				return err
+			}
+			keep(rep, rows[2+i], key, p, r == 0)
+		}
 	}
 	return nil
 }
@@ -70,6 +78,7 @@ func measureBucket(ctx context.Context, bin string, sims map[string]string, day1
 // behind a request counter.
 type bucket struct {
 	url  string
+	dir  string // the bucket's folder
 	pid  int
 	reqs *testenv.RequestCounter
 	stop func()
@@ -104,6 +113,7 @@ func startBucket(ctx context.Context, gw, dir string, prep func(string) error) (
 	}
 	return &bucket{
 		url:  reqs.URL("lake", ""),
+		dir:  lake,
 		pid:  pid,
 		reqs: reqs,
 		stop: func() { reqs.Close(); stopGW() },
@@ -154,13 +164,18 @@ func procCPU(pid int) float64 {
 const clockTicks = 100
 
 func printBucket(r Report) {
-	if _, ok := r.Rows[bucketRows[0]]; !ok {
-		return
+	if _, ok := r.Rows[bucketRows[0]]; ok {
+		fmt.Printf("### The lake on a bucket (versitygw)\n\n")
+		printBucketRows(r, bucketRows)
 	}
-	fmt.Printf("### The lake on a bucket (versitygw)\n\n")
+	printIcebergBucket(r)
+}
+
+// printBucketRows prints the table of rows timed on a bucket.
+func printBucketRows(r Report, rows []string) {
 	fmt.Printf("| command | day 1 wall s | day %d wall s | ratio | day 1 CPU s | day %d CPU s | ratio | day 1 RSS MiB | day %d RSS MiB | requests day 1 / day %d | versitygw CPU s day 1 / day %d |\n", r.Days, r.Days, r.Days, r.Days, r.Days)
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, row := range bucketRows {
+	for _, row := range rows {
 		a, b := r.Rows[row]["day1"], r.Rows[row]["dayN"]
 		fmt.Printf("| %s | %.3f | %.3f | %.2f× | %.3f | %.3f | %.2f× | %.1f | %.1f | %d / %d | %.2f / %.2f |\n", row, a.Wall, b.Wall, b.Wall/a.Wall, a.CPU, b.CPU, b.CPU/a.CPU,
 			float64(a.PeakRSS)/(1<<20), float64(b.PeakRSS)/(1<<20), a.Requests, b.Requests, a.ServerCPU, b.ServerCPU)

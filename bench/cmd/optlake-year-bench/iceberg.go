@@ -75,30 +75,52 @@ func ensureIcebergLake(ctx context.Context, dir string) (bool, error) {
 	if err := hardCopy(ctx, dir, live); err != nil {
 		return false, err
 	}
-	for _, f := range []string{genMarker, lake.FormatName} {
-		if err := os.Remove(filepath.Join(live, f)); err != nil {
-			return false, err
-		}
-	}
-	// The format recorded as `optlake lake convert --to iceberg` leaves
-	// it (a lake with a ledger and no record is parquet).
-	if err := os.WriteFile(filepath.Join(live, lake.FormatName), []byte(string(lake.Iceberg)+"\n"), 0o644); err != nil {
+	if err := asIceberg(live); err != nil {
 		return false, err
 	}
-	st := storage.NewLocal(live)
-	wh := iceberg.New(st, nil)
-	defer wh.Close()
-	days, err := filepath.Glob(filepath.Join(live, schema.Instruments.Name, "date=*"))
+	days, err := registerIceberg(ctx, storage.NewLocal(live), live)
 	if err != nil {
 		return false, err
+	}
+	if err := hardCopy(ctx, live, pristine); err != nil {
+		return false, err
+	}
+	b, _ := json.Marshal(map[string]any{"days": days, "seconds": time.Since(start).Seconds()})
+	return true, os.WriteFile(filepath.Join(pristine, genMarker), append(b, '\n'), 0o644)
+}
+
+// asIceberg records the Parquet lake copy live's format as Iceberg,
+// as `optlake lake convert --to iceberg` leaves it (a lake with a ledger
+// and no record is parquet), and removes the generator's marker.
+func asIceberg(live string) error {
+	for _, f := range []string{genMarker, lake.FormatName} {
+		if err := os.Remove(filepath.Join(live, f)); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(live, lake.FormatName), []byte(string(lake.Iceberg)+"\n"), 0o644)
+}
+
+// registerIceberg makes the hive lake in the data directory st (its files
+// listed from src, the same lake on disk) an Iceberg lake, as
+// ensureIcebergLake says: each day's file of each table registered by one
+// append, oldest day first, every snapshot but the current one expired,
+// and the compacted days' mark set to today. It returns the days.
+func registerIceberg(ctx context.Context, st storage.Store, src string) (int, error) {
+	start := time.Now()
+	wh := iceberg.New(st, nil)
+	defer wh.Close()
+	days, err := filepath.Glob(filepath.Join(src, schema.Instruments.Name, "date=*"))
+	if err != nil {
+		return 0, err
 	}
 	sort.Strings(days)
 	for i, d := range days {
 		day := filepath.Base(d)
 		for _, t := range []*schema.Table{schema.Instruments, schema.InstrumentEvents} {
-			files, err := filepath.Glob(filepath.Join(live, t.Name, day, "*.parquet"))
+			files, err := filepath.Glob(filepath.Join(src, t.Name, day, "*.parquet"))
 			if err != nil {
-				return false, err
+				return 0, err
 			}
 			if len(files) == 0 {
 				continue
@@ -108,7 +130,7 @@ func ensureIcebergLake(ctx context.Context, dir string) (bool, error) {
 				names[k] = t.Name + "/" + day + "/" + filepath.Base(f)
 			}
 			if _, err := wh.Append(ctx, t, names, map[string]string{"optlake.year-bench": "a compacted day"}, iceberg.Fresh()); err != nil {
-				return false, fmt.Errorf("iceberg %s %s: %w", t.Name, day, err)
+				return 0, fmt.Errorf("iceberg %s %s: %w", t.Name, day, err)
 			}
 		}
 		if (i+1)%30 == 0 || i == len(days)-1 {
@@ -116,18 +138,14 @@ func ensureIcebergLake(ctx context.Context, dir string) (bool, error) {
 		}
 	}
 	if _, err := wh.Expire(ctx, nil, 0, 0); err != nil {
-		return false, err
+		return 0, err
 	}
 	// Every closed day compacted, as the last run --compact leaves it.
 	today := time.Now().UTC().Format(time.DateOnly)
 	if err := (tableformat.Mark{St: st}).Closed(ctx, today); err != nil {
-		return false, err
+		return 0, err
 	}
-	if err := hardCopy(ctx, live, pristine); err != nil {
-		return false, err
-	}
-	b, _ := json.Marshal(map[string]any{"days": len(days), "seconds": time.Since(start).Seconds()})
-	return true, os.WriteFile(filepath.Join(pristine, genMarker), append(b, '\n'), 0o644)
+	return len(days), nil
 }
 
 // restoreIceberg makes the Iceberg lake of dir the generated one again

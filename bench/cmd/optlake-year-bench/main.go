@@ -116,7 +116,7 @@ func run(ctx context.Context, cfg config) error {
 		return measureOnly(ctx, onlyBins(bin), lakes[1], lakes[cfg.days], cfg)
 	}
 	fresh := false
-	if !cfg.bucketOnly {
+	if !cfg.bucketOnly && !*icebergBucketOnly {
 		if fresh, err = ensureOpenDay(ctx, openDayDir(lakes[cfg.days], cfg), cfg); err != nil {
 			return err
 		}
@@ -128,6 +128,11 @@ func run(ctx context.Context, cfg config) error {
 		}
 		fresh = fresh || iceFresh
 	}
+	iceFresh, err := ensureIcebergBuckets(ctx, cfg, lakes[1], lakes[cfg.days])
+	if err != nil {
+		return err
+	}
+	fresh = fresh || iceFresh
 	if generated || fresh {
 		// A child's ru_maxrss starts at its parent's peak (Linux keeps it
 		// across exec): the commands are timed by a new bench process, small,
@@ -138,7 +143,9 @@ func run(ctx context.Context, cfg config) error {
 	if err := measure(ctx, bin, lakes[1], lakes[cfg.days], cfg, &rep); err != nil {
 		return err
 	}
-	if !*icebergOnly {
+	if *icebergBucketOnly {
+		printIcebergBucket(rep)
+	} else if !*icebergOnly {
 		printReport(rep)
 	}
 	printIceberg(rep)

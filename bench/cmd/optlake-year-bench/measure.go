@@ -62,6 +62,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		return measureIceberg(ctx, bin, sims, day1, dayN, cfg, rep)
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if *icebergBucketOnly {
+		return measureIcebergBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep)
+	}
 	if cfg.bucketOnly {
 		return measureBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep)
 	}
@@ -135,6 +138,9 @@ func measure(ctx context.Context, bin, day1, dayN string, cfg config, rep *Repor
 		return err
 	}
 	if err := measureBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
+		return err
+	}
+	if err := measureIcebergBucket(ctx, bin, sims, day1, dayN, "BTC-PERPETUAL", cfg, rep); err != nil {
 		return err
 	}
 	if err := measureReplay(ctx, bin, filepath.Dir(dayN), dayN, cfg, rep); err != nil {
