@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/optlake/optlake/internal/testenv"
@@ -76,6 +77,10 @@ func ensureIcebergBucket(ctx context.Context, gw, dir string) (bool, error) {
 	}
 	reqs := sum(b.reqs.Reset())
 	if err := hardCopy(ctx, b.dir, pristine); err != nil {
+		return false, err
+	}
+	// versitygw's temporary folder (made again when it starts).
+	if err := os.RemoveAll(filepath.Join(pristine, ".sgwtmp")); err != nil {
 		return false, err
 	}
 	j, _ := json.Marshal(map[string]any{"days": days, "seconds": time.Since(start).Seconds(), "requests": reqs})
