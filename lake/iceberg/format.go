@@ -140,17 +140,24 @@ func (v view) List(ctx context.Context, prefix string) ([]storage.Info, error) {
 	if !strings.HasPrefix(prefix, layout.Days(table)) {
 		return v.Store.List(ctx, prefix)
 	}
-	names, ok, err := v.wh.Files(ctx, table)
+	files, ok, err := v.wh.fileInfos(ctx, table)
 	if err != nil || !ok {
 		return nil, err
 	}
 	var out []storage.Info
-	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, storage.Info{Name: n})
+	for _, f := range files {
+		if strings.HasPrefix(f.Name, prefix) {
+			out = append(out, f)
 		}
 	}
 	return out, nil
+}
+
+// OpenListed implements storage.ListedOpener: a file List described is
+// opened with the size its manifest records, on a bucket without a HEAD
+// (a year's history reads 730 files).
+func (v view) OpenListed(ctx context.Context, o storage.Info) (storage.Reader, error) {
+	return storage.OpenListed(ctx, v.Store, o)
 }
 
 // ClosedFrom implements tableformat.Compaction: the compacted days' mark

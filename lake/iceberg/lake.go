@@ -483,6 +483,15 @@ func (l *Warehouse) Tables(ctx context.Context) ([]TableStatus, error) {
 // by a compaction, kept for time travel, or left by a crash) are not
 // among them.
 func (l *Warehouse) Files(ctx context.Context, name string) (names []string, ok bool, err error) {
+	files, ok, err := l.fileInfos(ctx, name)
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+	return names, ok, err
+}
+
+// fileInfos is Files with each file's size as its manifest records it.
+func (l *Warehouse) fileInfos(ctx context.Context, name string) (files []storage.Info, ok bool, err error) {
 	tbl, ok, err := l.Table(ctx, name)
 	if err != nil || !ok || tbl.CurrentSnapshot() == nil {
 		return nil, ok, err
@@ -497,8 +506,8 @@ func (l *Warehouse) Files(ctx context.Context, name string) (names []string, ok 
 		if err != nil {
 			return nil, true, fmt.Errorf("iceberg table %s: %w", name, err)
 		}
-		names = append(names, n)
+		files = append(files, storage.Info{Name: n, Size: task.File.FileSizeBytes()})
 	}
-	sort.Strings(names)
-	return names, true, nil
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, true, nil
 }
